@@ -1,0 +1,429 @@
+//! Configuration: built-in defaults, overridden by `conclave.toml` in the workspace root,
+//! overridden by the editor's `initializationOptions` (PROTOCOL.md, "Handshake").
+//!
+//! Layers are merged as JSON values key by key before the result is deserialised, so a
+//! client that sets only `recovery.call.maxAttempts` keeps every other default.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::recovery::Severity;
+
+/// The whole configuration. Field names on the wire and in TOML are camelCase.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Config {
+    pub llm: LlmConfig,
+    pub team: TeamConfig,
+    pub heartbeat_ms: u64,
+    pub recovery: RecoveryConfig,
+    pub writes: WriteMode,
+    pub approvals: ApprovalsConfig,
+    pub executor: ExecutorConfig,
+    pub verify: VerifyConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            llm: LlmConfig::default(),
+            team: TeamConfig::default(),
+            heartbeat_ms: 4000,
+            recovery: RecoveryConfig::default(),
+            writes: WriteMode::ApplyEdit,
+            approvals: ApprovalsConfig::default(),
+            executor: ExecutorConfig::default(),
+            verify: VerifyConfig::default(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LlmProvider {
+    Openai,
+    Anthropic,
+    Scripted,
+}
+
+/// Which model the agents use. No provider means no model: tasks that need one fail
+/// with LlmNotConfigured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LlmConfig {
+    pub provider: Option<LlmProvider>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    /// The environment variable holding the key (defaults per provider).
+    pub api_key_env: Option<String>,
+    /// The script file of the scripted provider, relative to the workspace root.
+    pub script: Option<String>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TeamConfig {
+    pub top: usize,
+    pub mid: usize,
+    pub bottom_per_mid: usize,
+    pub max_agents: usize,
+    /// Vote weights of the top agents in seniority order; missing entries weigh 1.
+    pub vote_weights: Vec<f64>,
+}
+
+impl Default for TeamConfig {
+    fn default() -> Self {
+        TeamConfig {
+            top: 3,
+            mid: 2,
+            bottom_per_mid: 2,
+            max_agents: 50,
+            vote_weights: Vec::new(),
+        }
+    }
+}
+
+/// Every number of the recovery ladder (PROTOCOL.md, `recovery`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RecoveryConfig {
+    pub continue_on_error: bool,
+    /// One model call or one tool call.
+    pub step_timeout_ms: u64,
+    /// One subtask, all attempts included.
+    pub subtask_timeout_ms: u64,
+    pub call: CallRetryConfig,
+    pub severity: SeverityLadder,
+    pub max_delay_ms: u64,
+    pub breaker: BreakerConfig,
+}
+
+impl Default for RecoveryConfig {
+    fn default() -> Self {
+        RecoveryConfig {
+            continue_on_error: false,
+            step_timeout_ms: 30_000,
+            subtask_timeout_ms: 600_000,
+            call: CallRetryConfig::default(),
+            severity: SeverityLadder::default(),
+            max_delay_ms: 60_000,
+            breaker: BreakerConfig::default(),
+        }
+    }
+}
+
+/// Quick retries of one transient model or tool call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CallRetryConfig {
+    /// Attempts in all, the first included.
+    pub max_attempts: u32,
+    pub base_delay_ms: u64,
+    pub max_delay_ms: u64,
+}
+
+impl Default for CallRetryConfig {
+    fn default() -> Self {
+        CallRetryConfig {
+            max_attempts: 3,
+            base_delay_ms: 250,
+            max_delay_ms: 8000,
+        }
+    }
+}
+
+/// The per-provider circuit breaker (an extension of PROTOCOL.md's `recovery` block).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BreakerConfig {
+    /// How many recent calls the failure rate is computed over.
+    pub window: usize,
+    /// Fewer calls than this in the window never open the breaker.
+    pub min_calls: usize,
+    /// Failure rate (0.0–1.0) at which the breaker opens.
+    pub failure_rate: f64,
+    pub open_ms: u64,
+    /// Successful probes in half-open state needed to close again.
+    pub half_open_probes: u32,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        BreakerConfig {
+            window: 20,
+            min_calls: 5,
+            failure_rate: 0.5,
+            open_ms: 30_000,
+            half_open_probes: 3,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SeverityStep {
+    pub max_retries: u32,
+    pub base_delay_ms: u64,
+}
+
+/// Subtask-level retry limits and base delays per severity (the seed's defaults).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SeverityLadder {
+    pub low: SeverityStep,
+    pub medium: SeverityStep,
+    pub high: SeverityStep,
+    pub critical: SeverityStep,
+}
+
+impl SeverityLadder {
+    pub fn step(&self, severity: Severity) -> SeverityStep {
+        match severity {
+            Severity::Low => self.low,
+            Severity::Medium => self.medium,
+            Severity::High => self.high,
+            Severity::Critical => self.critical,
+        }
+    }
+}
+
+impl Default for SeverityLadder {
+    fn default() -> Self {
+        let step = |max_retries, base_delay_ms| SeverityStep {
+            max_retries,
+            base_delay_ms,
+        };
+        SeverityLadder {
+            low: step(3, 1000),
+            medium: step(2, 5000),
+            high: step(1, 10_000),
+            critical: step(0, 0),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WriteMode {
+    #[serde(rename = "applyEdit")]
+    ApplyEdit,
+    #[serde(rename = "disk")]
+    Disk,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileChangePolicy {
+    Auto,
+    Ask,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CommandPolicy {
+    Ask,
+    Auto,
+    Deny,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ApprovalsConfig {
+    pub file_changes: FileChangePolicy,
+    pub commands: CommandPolicy,
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        ApprovalsConfig {
+            file_changes: FileChangePolicy::Auto,
+            commands: CommandPolicy::Ask,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutorKind {
+    Builtin,
+    Pi,
+}
+
+/// How bottom agents do their work.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ExecutorConfig {
+    pub kind: ExecutorKind,
+    /// Model round trips per subtask before the loop gives up with partial results.
+    pub max_iterations: u32,
+    /// Failures of one (tool, error) approach before the model is told to change course.
+    pub max_retries_per_tool: u32,
+    /// The `pi` binary for `kind = "pi"`.
+    pub pi_path: Option<String>,
+}
+
+impl Default for ExecutorConfig {
+    fn default() -> Self {
+        ExecutorConfig {
+            kind: ExecutorKind::Builtin,
+            max_iterations: 25,
+            max_retries_per_tool: 2,
+            pi_path: None,
+        }
+    }
+}
+
+/// The test command run after a task's code is written (code and tests together).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct VerifyConfig {
+    pub command: Option<String>,
+    pub max_rounds: u32,
+    /// Fixes the model rates below this go to the user instead of being applied.
+    pub min_confidence: u8,
+}
+
+impl Default for VerifyConfig {
+    fn default() -> Self {
+        VerifyConfig {
+            command: None,
+            max_rounds: 3,
+            min_confidence: 50,
+        }
+    }
+}
+
+/// A configuration layer that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{origin} is not valid: {message}")]
+    Invalid { origin: String, message: String },
+}
+
+impl Config {
+    /// Defaults, then `<workspace>/conclave.toml` if it exists, then `overrides` (the
+    /// editor's `initializationOptions`), merged key by key.
+    pub fn load(
+        workspace: &Path,
+        overrides: Option<&serde_json::Value>,
+    ) -> Result<Config, ConfigError> {
+        let path = workspace.join("conclave.toml");
+        let file_layer = match std::fs::read_to_string(&path) {
+            Ok(text) => Some(parse_toml(&text, &path.display().to_string())?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.display().to_string(),
+                    source,
+                });
+            }
+        };
+        Config::from_layers(file_layer.as_ref(), overrides)
+    }
+
+    /// Defaults overridden by each present layer in turn.
+    pub fn from_layers(
+        file_layer: Option<&serde_json::Value>,
+        overrides: Option<&serde_json::Value>,
+    ) -> Result<Config, ConfigError> {
+        let mut merged = serde_json::to_value(Config::default()).expect("config serialises");
+        let mut origin = "the built-in defaults";
+        if let Some(layer) = file_layer {
+            merge(&mut merged, layer);
+            origin = "conclave.toml";
+        }
+        if let Some(layer) = overrides {
+            merge(&mut merged, layer);
+            origin = "initializationOptions";
+        }
+        serde_json::from_value(merged).map_err(|e| ConfigError::Invalid {
+            origin: origin.to_string(),
+            message: e.to_string(),
+        })
+    }
+}
+
+fn parse_toml(text: &str, origin: &str) -> Result<serde_json::Value, ConfigError> {
+    let value: toml::Value = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+        origin: origin.to_string(),
+        message: e.to_string(),
+    })?;
+    serde_json::to_value(value).map_err(|e| ConfigError::Invalid {
+        origin: origin.to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// Overlays `layer` onto `base`: objects merge key by key, anything else replaces.
+/// `null` in a layer means "not set" and keeps the value below it.
+fn merge(base: &mut serde_json::Value, layer: &serde_json::Value) {
+    match (base, layer) {
+        (serde_json::Value::Object(base), serde_json::Value::Object(layer)) => {
+            for (key, value) in layer {
+                match base.get_mut(key) {
+                    Some(existing) => merge(existing, value),
+                    None => {
+                        base.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+        }
+        (_, serde_json::Value::Null) => {}
+        (base, layer) => *base = layer.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_match_the_protocol() {
+        let config = Config::default();
+        assert_eq!(config.heartbeat_ms, 4000);
+        assert_eq!(config.team.max_agents, 50);
+        assert_eq!(config.recovery.severity.medium.max_retries, 2);
+        assert_eq!(config.recovery.severity.medium.base_delay_ms, 5000);
+        assert_eq!(config.recovery.call.max_attempts, 3);
+    }
+
+    #[test]
+    fn layers_override_key_by_key() {
+        let file = json!({ "team": { "top": 5 }, "recovery": { "call": { "maxAttempts": 7 } } });
+        let init = json!({ "team": { "mid": 4 }, "writes": "disk" });
+        let config = Config::from_layers(Some(&file), Some(&init)).unwrap();
+        assert_eq!(config.team.top, 5);
+        assert_eq!(config.team.mid, 4);
+        assert_eq!(config.team.bottom_per_mid, 2);
+        assert_eq!(config.recovery.call.max_attempts, 7);
+        assert_eq!(config.recovery.call.base_delay_ms, 250);
+        assert_eq!(config.writes, WriteMode::Disk);
+    }
+
+    #[test]
+    fn toml_file_is_read_from_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("conclave.toml"),
+            "heartbeatMs = 1000\n[llm]\nprovider = \"scripted\"\nscript = \"s.json\"\n",
+        )
+        .unwrap();
+        let config = Config::load(dir.path(), None).unwrap();
+        assert_eq!(config.heartbeat_ms, 1000);
+        assert_eq!(config.llm.provider, Some(LlmProvider::Scripted));
+    }
+
+    #[test]
+    fn a_bad_value_names_its_origin() {
+        let err = Config::from_layers(None, Some(&json!({ "writes": "paper" }))).unwrap_err();
+        assert!(err.to_string().contains("initializationOptions"), "{err}");
+    }
+}

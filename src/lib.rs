@@ -1,0 +1,13 @@
+//! Conclave: a team of AI agents behind a language-server edge.
+//!
+//! The modules follow the flow of data (see ARCHITECTURE.md):
+//! configuration → runtime (agents, bus, whiteboards, governance, pool, heartbeats)
+//! → work (models, tools, executor) → recovery → store.
+
+pub mod config;
+pub mod executor;
+pub mod model;
+pub mod recovery;
+pub mod runtime;
+pub mod store;
+pub mod tools;

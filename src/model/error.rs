@@ -1,0 +1,100 @@
+//! Everything a model call can do wrong, each variant classified for recovery.
+
+use std::time::Duration;
+
+use crate::recovery::{Classify, Severity};
+
+/// A failed model call. Messages never contain API keys.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("{provider} answered HTTP {status}: {excerpt}")]
+    Http {
+        provider: String,
+        status: u16,
+        /// The first few hundred bytes of the body, for humans.
+        excerpt: String,
+    },
+    #[error("{provider} rate-limited the call{}", retry_after.map(|d| format!(" (retry after {} ms)", d.as_millis())).unwrap_or_default())]
+    RateLimited {
+        provider: String,
+        retry_after: Option<Duration>,
+    },
+    #[error("{provider} did not answer within {} ms", timeout.as_millis())]
+    Timeout { provider: String, timeout: Duration },
+    #[error("could not reach {provider}: {message}")]
+    Connection { provider: String, message: String },
+    #[error("{provider} sent a response Conclave cannot read: {message}")]
+    Malformed { provider: String, message: String },
+    #[error("{provider} refused the credentials (HTTP 401); check the API key environment variable")]
+    Unauthorized { provider: String },
+    #[error("{provider} forbade the call (HTTP 403): {excerpt}")]
+    Forbidden { provider: String, excerpt: String },
+    #[error("the conversation is too long for {provider}'s context window: {message}")]
+    ContextOverflow { provider: String, message: String },
+    #[error("{provider} refused the call because a spend or quota limit was reached: {message}")]
+    SpendLimit { provider: String, message: String },
+    #[error("{provider} is failing; its circuit breaker is open for another {} ms", retry_in.as_millis())]
+    CircuitOpen { provider: String, retry_in: Duration },
+    #[error("the model's answer was not the JSON asked for: {message}")]
+    InvalidStructuredOutput { message: String },
+    #[error("no model is configured: {message}")]
+    NotConfigured { message: String },
+    #[error("the call was cancelled")]
+    Cancelled,
+}
+
+impl Classify for ModelError {
+    fn severity(&self) -> Severity {
+        match self {
+            ModelError::Unauthorized { .. }
+            | ModelError::Forbidden { .. }
+            | ModelError::SpendLimit { .. }
+            | ModelError::NotConfigured { .. } => Severity::Critical,
+            ModelError::Timeout { .. } | ModelError::ContextOverflow { .. } => Severity::High,
+            ModelError::Http { status, .. } if *status >= 500 => Severity::Medium,
+            ModelError::Http { .. } => Severity::High,
+            ModelError::RateLimited { .. }
+            | ModelError::Connection { .. }
+            | ModelError::CircuitOpen { .. } => Severity::Medium,
+            ModelError::Malformed { .. } | ModelError::InvalidStructuredOutput { .. } => {
+                Severity::Medium
+            }
+            ModelError::Cancelled => Severity::Low,
+        }
+    }
+
+    fn is_transient(&self) -> bool {
+        match self {
+            ModelError::RateLimited { .. }
+            | ModelError::Timeout { .. }
+            | ModelError::Connection { .. } => true,
+            ModelError::Http { status, .. } => *status >= 500 || *status == 408,
+            _ => false,
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            ModelError::Http { .. } => "http_status",
+            ModelError::RateLimited { .. } => "rate_limited",
+            ModelError::Timeout { .. } => "timeout",
+            ModelError::Connection { .. } => "connection",
+            ModelError::Malformed { .. } => "malformed_response",
+            ModelError::Unauthorized { .. } => "unauthorized",
+            ModelError::Forbidden { .. } => "forbidden",
+            ModelError::ContextOverflow { .. } => "context_overflow",
+            ModelError::SpendLimit { .. } => "spend_limit",
+            ModelError::CircuitOpen { .. } => "circuit_open",
+            ModelError::InvalidStructuredOutput { .. } => "invalid_structured_output",
+            ModelError::NotConfigured { .. } => "llm_not_configured",
+            ModelError::Cancelled => "cancelled",
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ModelError::RateLimited { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}

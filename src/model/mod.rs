@@ -1,0 +1,126 @@
+//! Models: one provider trait, the message types every provider speaks, and the
+//! errors a model call can produce.
+//!
+//! Providers translate [`ModelRequest`] into their wire format (OpenAI-compatible chat
+//! completions, Anthropic Messages, or a scripted replay) and back into
+//! [`ModelResponse`]. Everything above this module (executors, planners, reviewers) only
+//! sees these types.
+
+mod error;
+
+pub use error::ModelError;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// One message of a conversation with a model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum ChatMessage {
+    User {
+        content: String,
+    },
+    Assistant {
+        #[serde(default)]
+        content: String,
+        #[serde(default, rename = "toolCalls", skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call, answering the assistant's call with the same id.
+    Tool {
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        name: String,
+        content: String,
+        #[serde(default, rename = "isError")]
+        is_error: bool,
+    },
+}
+
+impl ChatMessage {
+    pub fn user(content: impl Into<String>) -> Self {
+        ChatMessage::User {
+            content: content.into(),
+        }
+    }
+}
+
+/// A tool call the model asked for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model sent them (a JSON object when the model behaves).
+    pub arguments: serde_json::Value,
+}
+
+/// A tool offered to the model: its name, what it does, and a JSON schema of its parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// Everything a provider needs for one call.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    pub system: String,
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSpec>,
+    pub max_tokens: u32,
+    pub temperature: Option<f32>,
+}
+
+/// Why the model stopped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    Other(String),
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// The assistant's answer to one call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelResponse {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Usage,
+    pub stop_reason: StopReason,
+}
+
+impl ModelResponse {
+    /// The response as a message to append to the conversation.
+    pub fn to_message(&self) -> ChatMessage {
+        ChatMessage::Assistant {
+            content: self.text.clone(),
+            tool_calls: self.tool_calls.clone(),
+        }
+    }
+}
+
+/// Receives streamed text as it arrives, so whiteboards can show live output.
+pub type DeltaSink<'a> = &'a mut (dyn FnMut(&str) + Send);
+
+/// One model behind one interface. Implementations do a single HTTP exchange (or a
+/// scripted step) per call; retries and the circuit breaker wrap them from outside.
+#[async_trait]
+pub trait ModelProvider: Send + Sync {
+    /// A short name for logs, errors and breaker events, e.g. `openai` or `anthropic`.
+    fn name(&self) -> &str;
+
+    /// Sends one request and returns the assistant's answer, streaming text deltas to `on_delta`.
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ModelResponse, ModelError>;
+}

@@ -1,0 +1,50 @@
+//! Recovery: how every failure in Conclave is classified, retried and escalated.
+//!
+//! This module is the one place that decides what a failure means. Errors from models,
+//! tools and agents implement [`Classify`]; call-level retry ([`backoff`]) and the
+//! circuit breakers ([`breaker`]) read that classification, and so does the subtask-level
+//! severity ladder.
+
+use serde::{Deserialize, Serialize};
+
+/// How bad a failure is. The order matters: `Low < Medium < High < Critical`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What recovery needs to know about an error, decided by its type and never by
+/// scanning its message when the type already says it.
+pub trait Classify {
+    /// Severity on the ladder (auth, permission and spend-limit failures are critical).
+    fn severity(&self) -> Severity;
+    /// Whether trying the same thing again may succeed (rate limits, 5xx, timeouts, resets).
+    fn is_transient(&self) -> bool;
+    /// A short stable name for reports and error categories, e.g. `rate_limited`.
+    fn kind(&self) -> &'static str;
+    /// A server-requested wait before the next attempt (HTTP Retry-After), if any.
+    fn retry_after(&self) -> Option<std::time::Duration> {
+        None
+    }
+}
