@@ -1,1 +1,60 @@
-fn main() {}
+//! The `conclave` command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cli;
+
+#[derive(Parser)]
+#[command(
+    name = "conclave",
+    version,
+    about = "A team of AI coding agents that does not fall over"
+)]
+struct Args {
+    /// Also write logs to this file (logs always go to stderr; level from RUST_LOG).
+    #[arg(long, global = true, value_name = "FILE")]
+    log_file: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start the configured team on a workspace, let it run a few heartbeats, and print
+    /// the team, its health and what the store recorded.
+    Team(cli::team::TeamArgs),
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if let Err(e) = cli::logging::init(args.log_file.as_deref()) {
+        eprintln!("conclave: {e}");
+        return ExitCode::from(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("conclave: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(async {
+        match args.command {
+            Command::Team(team) => cli::team::run(team).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("conclave: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

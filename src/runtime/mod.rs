@@ -1,1 +1,134 @@
-//! Filled in by its issue.
+//! The runtime core: agents and their lifecycle, the message bus, whiteboards,
+//! governance, heartbeats and the pool — assembled by [`Runtime`].
+//!
+//! Data flows one way: a front-end (LSP server, command line) calls into the runtime and
+//! subscribes to its [`EventBus`]; agents talk to each other only through the [`Bus`];
+//! everything observable is also written to the [`Store`].
+
+mod agent;
+mod behaviors;
+mod bus;
+mod events;
+mod governance;
+mod handle;
+mod heartbeat;
+mod mailbox;
+mod message;
+mod pool;
+mod task;
+mod team;
+mod whiteboard;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use agent::{
+    AgentConfig, AgentError, AgentId, AgentMetrics, AgentStatus, Capability, Layer, ModelSettings,
+    PowerType, TopPower, Transition,
+};
+pub use behaviors::CoreBehavior;
+pub use bus::{Bus, BusError};
+pub use events::{EventBus, RuntimeEvent};
+pub use governance::{
+    ArbitrationResult, Conflict, Decision, DecisionStatus, Governance, GovernanceError, Proposal,
+    Quorum, Signature, Signer, Veto, Vote, Voter, tally,
+};
+pub use handle::{AgentHandle, AgentInfo};
+pub use heartbeat::{HUNG_AFTER_MISSED, HeartbeatScheduler, RoundReport};
+pub use mailbox::Mailbox;
+pub use message::{Message, MessageKind, Priority, Recipient};
+pub use pool::AgentPool;
+pub use task::{AgentBehavior, AgentContext};
+pub use team::{Team, build_team, plan_team, voters};
+pub use whiteboard::{Accessor, Operation, Snapshot, WhiteboardError, WhiteboardId, Whiteboards};
+
+use crate::config::Config;
+use crate::store::Store;
+
+/// Everything the agents live in, wired together. Must be created inside a tokio runtime.
+pub struct Runtime {
+    pub config: Config,
+    pub events: EventBus,
+    pub bus: Bus,
+    pub whiteboards: Whiteboards,
+    pub governance: Governance,
+    pub pool: AgentPool,
+    pub store: Option<Store>,
+    stop: CancellationToken,
+    heartbeats: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Runtime {
+    pub fn new(config: Config, store: Option<Store>) -> Arc<Runtime> {
+        let events = EventBus::default();
+        let bus = Bus::new(events.clone(), store.clone());
+        let whiteboards = Whiteboards::new(events.clone(), store.clone());
+        let governance = Governance::new(
+            bus.clone(),
+            whiteboards.clone(),
+            events.clone(),
+            store.clone(),
+        );
+        let pool = AgentPool::new(
+            config.team.max_agents,
+            bus.clone(),
+            whiteboards.clone(),
+            governance.clone(),
+            events.clone(),
+            store.clone(),
+        );
+        Arc::new(Runtime {
+            config,
+            events,
+            bus,
+            whiteboards,
+            governance,
+            pool,
+            store,
+            stop: CancellationToken::new(),
+            heartbeats: Mutex::new(None),
+        })
+    }
+
+    /// Starts beating every `heartbeatMs` (idempotent).
+    pub fn start_heartbeats(&self) {
+        let mut slot = self.heartbeats.lock().expect("heartbeat lock");
+        if slot.is_none() {
+            let scheduler =
+                HeartbeatScheduler::new(self.pool.clone(), self.bus.clone(), self.events.clone());
+            let interval = Duration::from_millis(self.config.heartbeat_ms.max(1));
+            *slot = Some(scheduler.spawn(interval, self.stop.child_token()));
+        }
+    }
+
+    /// Builds the configured team into the pool.
+    pub fn build_team(
+        &self,
+        behavior_for: impl FnMut(&AgentConfig) -> Box<dyn AgentBehavior>,
+    ) -> Result<Team, AgentError> {
+        build_team(&self.pool, &self.config.team, behavior_for)
+    }
+
+    /// Every agent as the editor sees it.
+    pub fn agents(&self) -> Vec<AgentInfo> {
+        self.pool.all().iter().map(|a| a.info()).collect()
+    }
+
+    /// Stops the heartbeats, shuts every agent down and waits for the store to catch up.
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        let beats = self.heartbeats.lock().expect("heartbeat lock").take();
+        if let Some(beats) = beats {
+            let _ = beats.await;
+        }
+        self.pool.shutdown_all().await;
+        if let Some(store) = &self.store
+            && let Err(e) = store.flush().await
+        {
+            tracing::error!("the store could not be flushed at shutdown: {e}");
+        }
+    }
+}

@@ -1,1 +1,379 @@
-//! Filled in by its issue.
+//! The store: one SQLite database per workspace (`.conclave/conclave.db`, WAL mode) that
+//! keeps the audit log — agents, status transitions, messages, whiteboard versions,
+//! decisions and arbitrations.
+//!
+//! One dedicated thread owns the connection. Everything else hands it [`Record`]s over a
+//! channel, which costs the sender a few dozen nanoseconds; the thread writes whatever
+//! has queued up in one transaction. Reads are closures run on the same thread, after
+//! every record sent before them, so a reader always sees what it recorded.
+
+mod schema;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, mpsc};
+
+use chrono::{DateTime, TimeZone, Utc};
+use rusqlite::{Connection, params};
+use tokio::sync::oneshot;
+
+use crate::runtime::{
+    AgentConfig, AgentId, AgentStatus, ArbitrationResult, Decision, Message, Snapshot, Transition,
+};
+
+/// One thing to remember.
+#[derive(Clone, Debug)]
+pub enum Record {
+    AgentCreated(Box<AgentConfig>),
+    AgentRemoved { agent: AgentId, at: DateTime<Utc> },
+    Transition(Transition),
+    Message(Arc<Message>),
+    WhiteboardVersion { snapshot: Snapshot, author: AgentId },
+    Decision(Arc<Decision>),
+    Arbitration(Arc<ArbitrationResult>),
+}
+
+type Query = Box<dyn FnOnce(&Connection) + Send>;
+
+enum Command {
+    Record(Record),
+    Query(Query),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the store at {path}: {message}")]
+    Open { path: PathBuf, message: String },
+    #[error("the store failed: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("the store has shut down")]
+    Closed,
+}
+
+/// A handle to the store, cheap to clone. The writer thread ends when the last handle
+/// is dropped, after writing everything it was sent.
+#[derive(Clone)]
+pub struct Store {
+    commands: mpsc::Sender<Command>,
+    location: Arc<Option<PathBuf>>,
+}
+
+/// Records written per transaction at most; larger backlogs take several.
+const BATCH: usize = 4096;
+
+impl Store {
+    /// Opens (creating if needed) the database file and brings its schema up to date.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let open_error = |message: String| StoreError::Open {
+            path: path.to_path_buf(),
+            message,
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| open_error(e.to_string()))?;
+        }
+        let conn = Connection::open(path).map_err(|e| open_error(e.to_string()))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| open_error(e.to_string()))?;
+        Store::start(conn, Some(path.to_path_buf())).map_err(|e| open_error(e.to_string()))
+    }
+
+    /// A private in-memory database, for tests and `--no-store` runs.
+    pub fn in_memory() -> Result<Store, StoreError> {
+        Store::start(Connection::open_in_memory()?, None)
+    }
+
+    /// The default location inside a workspace.
+    pub fn default_path(workspace: &Path) -> PathBuf {
+        workspace.join(".conclave").join("conclave.db")
+    }
+
+    fn start(conn: Connection, location: Option<PathBuf>) -> Result<Store, StoreError> {
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        schema::migrate(&conn)?;
+        let (commands, inbox) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("conclave-store".into())
+            .spawn(move || writer(conn, inbox))
+            .map_err(|e| StoreError::Open {
+                path: location.clone().unwrap_or_default(),
+                message: e.to_string(),
+            })?;
+        Ok(Store {
+            commands,
+            location: Arc::new(location),
+        })
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.location.as_deref()
+    }
+
+    /// Queues a record. Never blocks; a record sent after the writer died is logged and dropped.
+    pub fn record(&self, record: Record) {
+        if self.commands.send(Command::Record(record)).is_err() {
+            tracing::error!("the store's writer has stopped; a record was lost");
+        }
+    }
+
+    /// Runs `read` on the writer thread after every record queued before it.
+    pub async fn query<T, F>(&self, read: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let run: Query = Box::new(move |conn| {
+            let _ = reply.send(read(conn));
+        });
+        self.commands
+            .send(Command::Query(run))
+            .map_err(|_| StoreError::Closed)?;
+        Ok(answer.await.map_err(|_| StoreError::Closed)??)
+    }
+
+    /// Waits until every record queued so far is committed.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        self.query(|_| Ok(())).await
+    }
+
+    pub async fn transitions(&self, agent: Option<AgentId>) -> Result<Vec<Transition>, StoreError> {
+        self.query(move |conn| {
+            let mut stmt = conn.prepare(
+                "SELECT agent_id, from_status, to_status, reason, at FROM transitions
+                 WHERE ?1 IS NULL OR agent_id = ?1 ORDER BY seq",
+            )?;
+            let rows = stmt.query_map(params![agent.map(|a| a.to_string())], |row| {
+                Ok(Transition {
+                    agent_id: parse_text(row.get::<_, String>(0)?, 0)?,
+                    from: parse_status(row.get(1)?, 1)?,
+                    to: parse_status(row.get(2)?, 2)?,
+                    reason: row.get(3)?,
+                    at: millis(row.get(4)?),
+                })
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// Recorded messages, oldest first, decoded back from their JSON form.
+    pub async fn messages(&self, task_id: Option<String>) -> Result<Vec<Message>, StoreError> {
+        self.query(move |conn| {
+            let mut stmt = conn.prepare(
+                "SELECT body FROM messages WHERE ?1 IS NULL OR task_id = ?1 ORDER BY seq",
+            )?;
+            let rows = stmt.query_map(params![task_id], |row| {
+                parse_json::<Message>(row.get::<_, String>(0)?, 0)
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
+    pub async fn message_count(&self) -> Result<u64, StoreError> {
+        self.query(|conn| conn.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)))
+            .await
+    }
+
+    /// Every recorded version of one board, oldest first: (version, content).
+    pub async fn whiteboard_history(
+        &self,
+        board: String,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        self.query(move |conn| {
+            let mut stmt = conn.prepare(
+                "SELECT version, content FROM whiteboard_versions WHERE board = ?1 ORDER BY seq",
+            )?;
+            let rows = stmt.query_map(params![board], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            rows.collect()
+        })
+        .await
+    }
+
+    pub async fn decisions(&self) -> Result<Vec<Decision>, StoreError> {
+        self.query(|conn| {
+            let mut stmt = conn.prepare("SELECT body FROM decisions ORDER BY created_at, id")?;
+            let rows = stmt.query_map([], |row| parse_json(row.get::<_, String>(0)?, 0))?;
+            rows.collect()
+        })
+        .await
+    }
+
+    pub async fn agents(&self) -> Result<Vec<AgentConfig>, StoreError> {
+        self.query(|conn| {
+            let mut stmt = conn.prepare("SELECT config FROM agents ORDER BY created_at, id")?;
+            let rows = stmt.query_map([], |row| parse_json(row.get::<_, String>(0)?, 0))?;
+            rows.collect()
+        })
+        .await
+    }
+}
+
+fn writer(mut conn: Connection, inbox: mpsc::Receiver<Command>) {
+    let mut records = Vec::with_capacity(BATCH);
+    while let Ok(first) = inbox.recv() {
+        let mut next = Some(first);
+        while let Some(command) = next.take() {
+            match command {
+                Command::Record(record) => records.push(record),
+                Command::Query(read) => {
+                    // Reads come after the records queued before them.
+                    write_batch(&mut conn, &mut records);
+                    read(&conn);
+                }
+            }
+            if records.len() >= BATCH {
+                write_batch(&mut conn, &mut records);
+            }
+            next = inbox.try_recv().ok();
+        }
+        write_batch(&mut conn, &mut records);
+    }
+}
+
+fn write_batch(conn: &mut Connection, records: &mut Vec<Record>) {
+    if records.is_empty() {
+        return;
+    }
+    let result = (|| -> rusqlite::Result<()> {
+        let tx = conn.transaction()?;
+        for record in records.iter() {
+            if let Err(e) = insert(&tx, record) {
+                tracing::error!("a record could not be stored: {e}");
+            }
+        }
+        tx.commit()
+    })();
+    if let Err(e) = result {
+        tracing::error!(
+            count = records.len(),
+            "a batch of records could not be committed: {e}"
+        );
+    }
+    records.clear();
+}
+
+fn insert(conn: &Connection, record: &Record) -> rusqlite::Result<()> {
+    match record {
+        Record::AgentCreated(config) => {
+            conn.prepare_cached(
+                "INSERT OR REPLACE INTO agents (id, name, layer, role, supervisor, config, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                config.id.to_string(),
+                config.name,
+                config.layer.as_str(),
+                config.role,
+                config.supervisor.map(|s| s.to_string()),
+                to_json(&**config),
+                Utc::now().timestamp_millis(),
+            ])?;
+        }
+        Record::AgentRemoved { agent, at } => {
+            conn.prepare_cached("UPDATE agents SET removed_at = ?2 WHERE id = ?1")?
+                .execute(params![agent.to_string(), at.timestamp_millis()])?;
+        }
+        Record::Transition(t) => {
+            conn.prepare_cached(
+                "INSERT INTO transitions (agent_id, from_status, to_status, reason, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![
+                t.agent_id.to_string(),
+                t.from.as_str(),
+                t.to.as_str(),
+                t.reason,
+                t.at.timestamp_millis()
+            ])?;
+        }
+        Record::Message(m) => {
+            conn.prepare_cached(
+                "INSERT INTO messages (id, sender, recipient, kind, priority, task_id, at, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?
+            .execute(params![
+                m.id.hyphenated()
+                    .encode_lower(&mut uuid::Uuid::encode_buffer()) as &str,
+                m.from.to_string(),
+                m.to.to_string(),
+                m.kind.as_str(),
+                m.priority.as_str(),
+                m.task_id,
+                m.at.timestamp_millis(),
+                to_json(&**m),
+            ])?;
+        }
+        Record::WhiteboardVersion { snapshot, author } => {
+            conn.prepare_cached(
+                "INSERT INTO whiteboard_versions (board, version, content, author, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![
+                snapshot.id.to_string(),
+                snapshot.version,
+                &*snapshot.content,
+                author.to_string(),
+                snapshot.updated_at.timestamp_millis()
+            ])?;
+        }
+        Record::Decision(d) => {
+            conn.prepare_cached(
+                "INSERT OR REPLACE INTO decisions (id, proposer, title, status, body, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                d.id.to_string(),
+                d.proposer.to_string(),
+                d.title,
+                to_json(&d.status).trim_matches('"'),
+                to_json(&**d),
+                d.created_at.timestamp_millis(),
+                Utc::now().timestamp_millis()
+            ])?;
+        }
+        Record::Arbitration(a) => {
+            conn.prepare_cached(
+                "INSERT OR REPLACE INTO arbitrations (conflict_id, body, at) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![
+                a.conflict_id.to_string(),
+                to_json(&**a),
+                a.at.timestamp_millis()
+            ])?;
+        }
+    }
+    Ok(())
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|e| format!("{{\"unserialisable\":\"{e}\"}}"))
+}
+
+fn millis(ms: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
+}
+
+fn conversion_error(
+    column: usize,
+    e: impl std::error::Error + Send + Sync + 'static,
+) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(e))
+}
+
+fn parse_text<T>(text: String, column: usize) -> rusqlite::Result<T>
+where
+    T: std::str::FromStr,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    text.parse().map_err(|e| conversion_error(column, e))
+}
+
+fn parse_status(text: String, column: usize) -> rusqlite::Result<AgentStatus> {
+    serde_json::from_value(serde_json::Value::String(text)).map_err(|e| conversion_error(column, e))
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(text: String, column: usize) -> rusqlite::Result<T> {
+    serde_json::from_str(&text).map_err(|e| conversion_error(column, e))
+}

@@ -1,0 +1,38 @@
+//! Logging: tracing to stderr (stdout belongs to the protocol), optionally also to a
+//! file, with the level from `RUST_LOG` (default `info`).
+
+use std::fs::OpenOptions;
+use std::path::Path;
+use std::sync::Mutex;
+
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+pub fn init(log_file: Option<&Path>) -> anyhow::Result<()> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let stderr = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    let file = match log_file {
+        Some(path) => {
+            let file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| anyhow::anyhow!("cannot open log file {}: {e}", path.display()))?;
+            Some(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(Mutex::new(file))
+                    .with_ansi(false),
+            )
+        }
+        None => None,
+    };
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(stderr)
+        .with(file)
+        .try_init()?;
+    Ok(())
+}

@@ -1,0 +1,90 @@
+//! Behaviour every agent shares before its layer's logic is plugged in: answering status
+//! queries and keeping its whiteboard current with what it was told.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::json;
+
+use super::agent::AgentError;
+use super::message::{Message, MessageKind};
+use super::task::{AgentBehavior, AgentContext};
+
+/// Answers `status_query` with the agent's info, notes warnings and progress on its own
+/// whiteboard, and acknowledges anything else it cannot act on in its board.
+#[derive(Clone, Debug, Default)]
+pub struct CoreBehavior {
+    responsibilities: String,
+}
+
+impl CoreBehavior {
+    pub fn new(responsibilities: impl Into<String>) -> Self {
+        CoreBehavior {
+            responsibilities: responsibilities.into(),
+        }
+    }
+}
+
+#[async_trait]
+impl AgentBehavior for CoreBehavior {
+    fn responsibilities(&self) -> String {
+        self.responsibilities.clone()
+    }
+
+    async fn initialize(&mut self, ctx: &AgentContext) -> Result<(), AgentError> {
+        let config = ctx.handle.config();
+        ctx.write_own_board(&format!("# {}\n\n{}\n", config.name, config.role))
+            .map_err(|e| AgentError::Behavior {
+                agent: ctx.id(),
+                message: e.to_string(),
+            })?;
+        Ok(())
+    }
+
+    async fn handle(
+        &mut self,
+        ctx: &AgentContext,
+        message: Arc<Message>,
+    ) -> Result<(), AgentError> {
+        let failed = |e: &dyn std::fmt::Display| AgentError::Behavior {
+            agent: ctx.id(),
+            message: e.to_string(),
+        };
+        match message.kind {
+            MessageKind::StatusQuery => {
+                let info = serde_json::to_value(ctx.handle.info()).map_err(|e| failed(&e))?;
+                ctx.reply(&message, MessageKind::ProgressReport, info)
+                    .map_err(|e| failed(&e))?;
+            }
+            MessageKind::Warning | MessageKind::ProgressReport | MessageKind::ErrorReport => {
+                let line = format!(
+                    "- {} from {}: {}",
+                    message.kind.as_str(),
+                    message.from,
+                    message.payload
+                );
+                ctx.append_own_board(&line).map_err(|e| failed(&e))?;
+            }
+            other => {
+                ctx.append_own_board(&format!(
+                    "- received {} from {} (no handler at this layer yet)",
+                    other.as_str(),
+                    message.from
+                ))
+                .map_err(|e| failed(&e))?;
+                if message.kind == MessageKind::SignatureRequest
+                    || message.kind == MessageKind::PeerHelpRequest
+                {
+                    // Answer requests so a waiting requester is never left to time out.
+                    ctx.reply(
+                        &message,
+                        MessageKind::PeerHelpResponse,
+                        json!({ "accepted": false, "reason": "not handled by this agent" }),
+                    )
+                    .map_err(|e| failed(&e))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

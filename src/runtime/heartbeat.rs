@@ -1,0 +1,108 @@
+//! Heartbeats: a liveness check, not the work loop. Every `heartbeatMs` the scheduler
+//! settles the previous beat for each agent (acknowledged or missed), then sends the
+//! next one at urgent priority. An agent that misses two beats in a row is reported
+//! hung on the event stream, where recovery picks it up.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use chrono::Utc;
+use serde_json::json;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::agent::{AgentId, AgentStatus};
+use super::bus::Bus;
+use super::events::{EventBus, RuntimeEvent};
+use super::message::{Message, MessageKind, Priority};
+use super::pool::AgentPool;
+
+/// Beats missed in a row after which an agent is reported hung.
+pub const HUNG_AFTER_MISSED: u32 = 2;
+
+/// What one round did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RoundReport {
+    pub beat: u64,
+    pub sent: usize,
+    /// Agents that did not acknowledge the previous beat.
+    pub missed: Vec<AgentId>,
+    /// Agents that have just reached [`HUNG_AFTER_MISSED`] misses in a row.
+    pub hung: Vec<AgentId>,
+}
+
+pub struct HeartbeatScheduler {
+    pool: AgentPool,
+    bus: Bus,
+    events: EventBus,
+    beat: AtomicU64,
+}
+
+impl HeartbeatScheduler {
+    pub fn new(pool: AgentPool, bus: Bus, events: EventBus) -> Self {
+        HeartbeatScheduler {
+            pool,
+            bus,
+            events,
+            beat: AtomicU64::new(0),
+        }
+    }
+
+    /// One beat over every live agent.
+    pub fn round(&self) -> RoundReport {
+        let beat = self.beat.fetch_add(1, Ordering::AcqRel) + 1;
+        let mut report = RoundReport {
+            beat,
+            ..RoundReport::default()
+        };
+        let payload = json!({ "beat": beat });
+        self.pool.for_each(|agent| {
+            if matches!(
+                agent.status(),
+                AgentStatus::Initializing | AgentStatus::ShuttingDown | AgentStatus::Terminated
+            ) {
+                return;
+            }
+            let missed = agent.settle_heartbeat(beat);
+            if missed > 0 {
+                report.missed.push(agent.id());
+            }
+            if missed == HUNG_AFTER_MISSED {
+                report.hung.push(agent.id());
+                tracing::warn!(agent = %agent.id(), "missed {missed} heartbeats in a row: hung");
+                self.events.publish(RuntimeEvent::AgentHung {
+                    agent_id: agent.id(),
+                    missed,
+                    at: Utc::now(),
+                });
+            }
+            let message = Message::to_agent(
+                AgentId::SYSTEM,
+                agent.id(),
+                MessageKind::Heartbeat,
+                payload.clone(),
+            )
+            .with_priority(Priority::Urgent);
+            if self.bus.send(message).is_ok() {
+                report.sent += 1;
+            }
+        });
+        report
+    }
+
+    /// Beats every `interval` until `stop` is cancelled. The first beat goes out one
+    /// interval after the start, so new agents have time to initialise.
+    pub fn spawn(self, interval: Duration, stop: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut ticks =
+                tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    _ = ticks.tick() => { self.round(); }
+                }
+            }
+        })
+    }
+}

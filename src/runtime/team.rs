@@ -1,0 +1,123 @@
+//! The default team: `team.top` top agents (powers and vote weights, in seniority
+//! order), `team.mid` mid agents each supervised by a top agent, and `team.bottomPerMid`
+//! bottom agents under each mid, wired both ways.
+
+use super::agent::{AgentConfig, AgentError, AgentId, Layer, PowerType, TopPower};
+use super::governance::Voter;
+use super::pool::AgentPool;
+use super::task::AgentBehavior;
+use crate::config::TeamConfig;
+
+/// The ids of a built team, each layer in order (top agents in seniority order).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Team {
+    pub top: Vec<AgentId>,
+    pub mid: Vec<AgentId>,
+    pub bottom: Vec<AgentId>,
+}
+
+impl Team {
+    pub fn len(&self) -> usize {
+        self.top.len() + self.mid.len() + self.bottom.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The configs of the whole team, wired but not started. Pure, so it can be checked
+/// against the pool's limit before any agent exists.
+pub fn plan_team(team: &TeamConfig) -> Vec<AgentConfig> {
+    let mut configs = Vec::new();
+    let mut tops = Vec::new();
+    for i in 0..team.top {
+        let power = PowerType::for_index(i);
+        let mut config = AgentConfig::new(
+            format!("top-{}", i + 1),
+            Layer::Top,
+            match power {
+                PowerType::PowerA => "Strategic authority: approves plans and gives final sign-off",
+                PowerType::PowerB => "Quality authority: reviews plans for risk and correctness",
+                PowerType::PowerC => "Resource authority: weighs cost, scope and priorities",
+            },
+        );
+        config.power = Some(TopPower {
+            power_type: power,
+            vote_weight: team.vote_weights.get(i).copied().unwrap_or(1.0),
+            seniority: i,
+        });
+        tops.push(configs.len());
+        configs.push(config);
+    }
+    for m in 0..team.mid {
+        let mut mid = AgentConfig::new(
+            format!("mid-{}", m + 1),
+            Layer::Mid,
+            "Coordinator: splits tasks into subtasks, assigns and supervises bottom agents",
+        );
+        if !tops.is_empty() {
+            let top = tops[m % tops.len()];
+            mid.supervisor = Some(configs[top].id);
+            let mid_id = mid.id;
+            configs[top].subordinates.push(mid_id);
+        }
+        let mid_index = configs.len();
+        configs.push(mid);
+        for b in 0..team.bottom_per_mid {
+            let mut bottom = AgentConfig::new(
+                format!("bottom-{}-{}", m + 1, b + 1),
+                Layer::Bottom,
+                "Coder: implements subtasks with tools and tests its work",
+            );
+            bottom.supervisor = Some(configs[mid_index].id);
+            configs[mid_index].subordinates.push(bottom.id);
+            configs.push(bottom);
+        }
+    }
+    configs
+}
+
+/// Builds the team into `pool`, giving each agent the behaviour `behavior_for` makes for
+/// it. Refuses with PoolFull, before creating anyone, when the team would not fit.
+pub fn build_team(
+    pool: &AgentPool,
+    team: &TeamConfig,
+    mut behavior_for: impl FnMut(&AgentConfig) -> Box<dyn AgentBehavior>,
+) -> Result<Team, AgentError> {
+    let configs = plan_team(team);
+    if configs.len() > pool.free_slots() {
+        return Err(AgentError::PoolFull {
+            max: pool.max_agents(),
+        });
+    }
+    let mut built = Team::default();
+    for config in configs {
+        let behavior = behavior_for(&config);
+        let (id, layer) = (config.id, config.layer);
+        pool.create(config, behavior)?;
+        match layer {
+            Layer::Top => built.top.push(id),
+            Layer::Mid => built.mid.push(id),
+            Layer::Bottom => built.bottom.push(id),
+        }
+    }
+    Ok(built)
+}
+
+/// The top layer as voters, in seniority order.
+pub fn voters(pool: &AgentPool) -> Vec<Voter> {
+    let mut voters: Vec<Voter> = pool
+        .by_layer(Layer::Top)
+        .iter()
+        .filter_map(|agent| {
+            agent.config().power.map(|power| Voter {
+                agent: agent.id(),
+                weight: power.vote_weight,
+                seniority: power.seniority,
+            })
+        })
+        .collect();
+    voters.sort_by_key(|v| v.seniority);
+    voters
+}
