@@ -195,7 +195,14 @@ async fn shut_down(behavior: &mut dyn AgentBehavior, ctx: &AgentContext) {
             if let Err(e) = behavior.shutdown(ctx).await {
                 tracing::warn!(agent = %handle.id(), "shutdown hook failed: {e}");
             }
-            ctx.bus.unregister(handle.id());
+            let undelivered = ctx.bus.unregister(handle.id());
+            if !undelivered.is_empty() {
+                tracing::warn!(
+                    agent = %handle.id(),
+                    count = undelivered.len(),
+                    "agent shut down with messages still queued; they stay in the audit log"
+                );
+            }
             let _ = handle.transition(step, "shutdown complete");
         } else {
             let _ = handle.transition(step, "shutdown requested");

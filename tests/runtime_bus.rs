@@ -1,0 +1,122 @@
+//! The message bus: priorities, FIFO, broadcast, request/reply, errors, recording.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{runtime, spawn_probe};
+use conclave::config::Config;
+use conclave::runtime::{
+    AgentConfig, AgentId, Bus, BusError, EventBus, Layer, Message, MessageKind, Priority,
+    Recipient,
+};
+use serde_json::json;
+
+fn msg(to: AgentId, priority: Priority, n: u32) -> Message {
+    Message::to_agent(AgentId::SYSTEM, to, MessageKind::ProgressReport, json!({ "n": n }))
+        .with_priority(priority)
+}
+
+#[tokio::test]
+async fn urgent_comes_first_and_each_priority_is_fifo() {
+    let bus = Bus::new(EventBus::default(), None);
+    let agent = AgentId::new();
+    let mailbox = bus.register(agent, Layer::Bottom).unwrap();
+    let sent = [
+        (Priority::Low, 1),
+        (Priority::Normal, 2),
+        (Priority::Urgent, 3),
+        (Priority::High, 4),
+        (Priority::Low, 5),
+        (Priority::Urgent, 6),
+        (Priority::Normal, 7),
+        (Priority::High, 8),
+    ];
+    for (priority, n) in sent {
+        bus.send(msg(agent, priority, n)).unwrap();
+    }
+    let mut order = Vec::new();
+    while let Some(m) = mailbox.try_recv() {
+        order.push(m.payload["n"].as_u64().unwrap());
+    }
+    assert_eq!(order, [3, 6, 4, 8, 2, 7, 1, 5]);
+}
+
+#[tokio::test]
+async fn sending_to_an_unknown_agent_is_an_error_not_a_silent_drop() {
+    let bus = Bus::new(EventBus::default(), None);
+    let nobody = AgentId::new();
+    assert_eq!(bus.send(msg(nobody, Priority::Normal, 1)), Err(BusError::UnknownAgent(nobody)));
+    let gone = AgentId::new();
+    bus.register(gone, Layer::Mid).unwrap();
+    bus.unregister(gone);
+    assert_eq!(bus.send(msg(gone, Priority::Normal, 1)), Err(BusError::AgentTerminated(gone)));
+}
+
+#[tokio::test]
+async fn broadcast_reaches_everyone_or_one_layer_but_never_the_sender() {
+    let bus = Bus::new(EventBus::default(), None);
+    let top = AgentId::new();
+    let mids = [AgentId::new(), AgentId::new()];
+    let bottom = AgentId::new();
+    let top_box = bus.register(top, Layer::Top).unwrap();
+    let mid_boxes: Vec<_> = mids.iter().map(|m| bus.register(*m, Layer::Mid).unwrap()).collect();
+    let bottom_box = bus.register(bottom, Layer::Bottom).unwrap();
+
+    let to_mids = Message::new(top, Recipient::Layer(Layer::Mid), MessageKind::Warning, json!("slow down"));
+    assert_eq!(bus.send(to_mids).unwrap(), 2);
+    assert!(mid_boxes.iter().all(|b| b.len() == 1));
+    assert!(bottom_box.is_empty() && top_box.is_empty());
+
+    let to_all = Message::new(mids[0], Recipient::All, MessageKind::PeerCoordination, json!({}));
+    assert_eq!(bus.send(to_all).unwrap(), 3);
+    assert_eq!(mid_boxes[0].len(), 1, "the sender does not receive its own broadcast");
+    assert_eq!((mid_boxes[1].len(), top_box.len(), bottom_box.len()), (2, 1, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_gets_its_reply_and_times_out_without_one() {
+    let runtime = runtime(Config::default());
+    let (agent, _seen) = spawn_probe(&runtime, AgentConfig::new("b", Layer::Bottom, "coder")).await;
+    let asker = AgentId::new();
+    runtime.bus.register(asker, Layer::Mid).unwrap();
+
+    let query = Message::to_agent(asker, agent.id(), MessageKind::StatusQuery, json!(null));
+    let query_id = query.id;
+    let reply = runtime.bus.request(query, Duration::from_secs(1)).await.unwrap();
+    assert_eq!(reply.in_reply_to, Some(query_id));
+    assert_eq!(reply.from, agent.id());
+
+    // A progress report is not answered by the probe: the request times out on the paused clock.
+    let unanswered = Message::to_agent(asker, agent.id(), MessageKind::ProgressReport, json!(null));
+    let unanswered_id = unanswered.id;
+    let started = tokio::time::Instant::now();
+    let err = runtime.bus.request(unanswered, Duration::from_secs(30)).await.unwrap_err();
+    assert_eq!(
+        err,
+        BusError::ReplyTimeout { request: unanswered_id, to: Recipient::Agent(agent.id()), after: Duration::from_secs(30) }
+    );
+    assert_eq!(started.elapsed(), Duration::from_secs(30));
+    runtime.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_delivered_message_is_recorded() {
+    let runtime = runtime(Config::default());
+    let a = AgentId::new();
+    let b = AgentId::new();
+    let _a_box = runtime.bus.register(a, Layer::Mid).unwrap();
+    let _b_box = runtime.bus.register(b, Layer::Bottom).unwrap();
+    for n in 0..25 {
+        runtime
+            .bus
+            .send(Message::to_agent(a, b, MessageKind::TaskAssign, json!({ "n": n })).with_task("task-7"))
+            .unwrap();
+    }
+    let _ = runtime.bus.send(Message::to_agent(a, AgentId::new(), MessageKind::TaskAssign, json!({})));
+    let store = runtime.store.as_ref().unwrap();
+    let recorded = store.messages(Some("task-7".into())).await.unwrap();
+    assert_eq!(recorded.len(), 25);
+    assert!(recorded.iter().enumerate().all(|(n, m)| m.payload["n"] == n && m.from == a));
+    assert_eq!(store.message_count().await.unwrap(), 25, "the undeliverable message was refused, not recorded");
+}
