@@ -2,6 +2,7 @@
 
 mod common;
 
+use AgentStatus::*;
 use common::{next_event, runtime, spawn_probe};
 use conclave::config::{Config, TeamConfig};
 use conclave::runtime::{
@@ -9,7 +10,6 @@ use conclave::runtime::{
     MessageKind, RuntimeEvent,
 };
 use proptest::prelude::*;
-use AgentStatus::*;
 
 /// The table as the design states it, written out independently of the implementation.
 const ALLOWED: &[(AgentStatus, AgentStatus)] = &[
@@ -69,10 +69,18 @@ fn every_pair_of_the_transition_table_is_allowed_or_refused_as_listed() {
             } else {
                 assert_eq!(
                     result,
-                    Err(AgentError::InvalidTransition { agent: handle.id(), from, to }),
+                    Err(AgentError::InvalidTransition {
+                        agent: handle.id(),
+                        from,
+                        to
+                    }),
                     "{from} -> {to} should be refused"
                 );
-                assert_eq!(handle.status(), from, "a refused transition changes nothing");
+                assert_eq!(
+                    handle.status(),
+                    from,
+                    "a refused transition changes nothing"
+                );
             }
         }
     }
@@ -135,28 +143,57 @@ async fn an_agent_initialises_to_idle_and_shuts_down_to_terminated_and_unregiste
 
     let mut steps = Vec::new();
     while steps.last() != Some(&(ShuttingDown, Terminated)) {
-        if let RuntimeEvent::AgentStatus(t) =
-            next_event(&mut events, |e| matches!(e, RuntimeEvent::AgentStatus(t) if t.agent_id == id)).await
+        if let RuntimeEvent::AgentStatus(t) = next_event(
+            &mut events,
+            |e| matches!(e, RuntimeEvent::AgentStatus(t) if t.agent_id == id),
+        )
+        .await
         {
             steps.push((t.from, t.to));
         }
     }
-    assert_eq!(steps, vec![(Initializing, Idle), (Idle, ShuttingDown), (ShuttingDown, Terminated)]);
+    assert_eq!(
+        steps,
+        vec![
+            (Initializing, Idle),
+            (Idle, ShuttingDown),
+            (ShuttingDown, Terminated)
+        ]
+    );
 
-    let recorded = runtime.store.as_ref().unwrap().transitions(Some(id)).await.unwrap();
+    let recorded = runtime
+        .store
+        .as_ref()
+        .unwrap()
+        .transitions(Some(id))
+        .await
+        .unwrap();
     let reasons: Vec<&str> = recorded.iter().map(|t| t.reason.as_str()).collect();
-    assert_eq!(reasons, ["initialization complete", "shutdown requested", "shutdown complete"]);
+    assert_eq!(
+        reasons,
+        [
+            "initialization complete",
+            "shutdown requested",
+            "shutdown complete"
+        ]
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_agent_wakes_on_its_mailbox_and_counts_its_work() {
     let runtime = runtime(Config::default());
-    let (agent, mut seen) = spawn_probe(&runtime, AgentConfig::new("b", Layer::Bottom, "coder")).await;
+    let (agent, mut seen) =
+        spawn_probe(&runtime, AgentConfig::new("b", Layer::Bottom, "coder")).await;
     runtime
         .bus
         .send(
-            Message::to_agent(conclave::runtime::AgentId::SYSTEM, agent.id(), MessageKind::TaskAssign, serde_json::json!({}))
-                .with_task("t-1"),
+            Message::to_agent(
+                conclave::runtime::AgentId::SYSTEM,
+                agent.id(),
+                MessageKind::TaskAssign,
+                serde_json::json!({}),
+            )
+            .with_task("t-1"),
         )
         .unwrap();
     let handled = seen.recv().await.unwrap();
@@ -171,18 +208,25 @@ async fn an_agent_wakes_on_its_mailbox_and_counts_its_work() {
 #[tokio::test(start_paused = true)]
 async fn the_pool_refuses_agents_past_max_agents() {
     let runtime = runtime(Config {
-        team: TeamConfig { max_agents: 2, ..TeamConfig::default() },
+        team: TeamConfig {
+            max_agents: 2,
+            ..TeamConfig::default()
+        },
         ..Config::default()
     });
     for i in 0..2 {
         runtime
             .pool
-            .create(AgentConfig::new(format!("b{i}"), Layer::Bottom, "c"), Box::new(CoreBehavior::default()))
+            .create(
+                AgentConfig::new(format!("b{i}"), Layer::Bottom, "c"),
+                Box::new(CoreBehavior::default()),
+            )
             .unwrap();
     }
-    let third = runtime
-        .pool
-        .create(AgentConfig::new("b3", Layer::Bottom, "c"), Box::new(CoreBehavior::default()));
+    let third = runtime.pool.create(
+        AgentConfig::new("b3", Layer::Bottom, "c"),
+        Box::new(CoreBehavior::default()),
+    );
     assert_eq!(third.err(), Some(AgentError::PoolFull { max: 2 }));
     assert_eq!(runtime.pool.len(), 2);
 
@@ -191,7 +235,10 @@ async fn the_pool_refuses_agents_past_max_agents() {
     runtime.pool.destroy(first).await.unwrap();
     runtime
         .pool
-        .create(AgentConfig::new("b4", Layer::Bottom, "c"), Box::new(CoreBehavior::default()))
+        .create(
+            AgentConfig::new("b4", Layer::Bottom, "c"),
+            Box::new(CoreBehavior::default()),
+        )
         .unwrap();
     runtime.shutdown().await;
 }
@@ -200,17 +247,29 @@ async fn the_pool_refuses_agents_past_max_agents() {
 async fn an_agent_with_a_capability_outside_its_layer_is_refused() {
     let runtime = runtime(Config::default());
     let mut config = AgentConfig::new("m", Layer::Mid, "coordinator");
-    config.capabilities.push(conclave::runtime::Capability::CodeGen);
-    let refused = runtime.pool.create(config, Box::new(CoreBehavior::default()));
-    assert!(matches!(refused, Err(AgentError::CapabilityNotAllowed { .. })));
+    config
+        .capabilities
+        .push(conclave::runtime::Capability::CodeGen);
+    let refused = runtime
+        .pool
+        .create(config, Box::new(CoreBehavior::default()));
+    assert!(matches!(
+        refused,
+        Err(AgentError::CapabilityNotAllowed { .. })
+    ));
     assert!(runtime.pool.is_empty());
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_default_team_is_built_and_wired_both_ways() {
     let runtime = runtime(Config::default());
-    let team = runtime.build_team(|_| Box::new(CoreBehavior::default())).unwrap();
-    assert_eq!((team.top.len(), team.mid.len(), team.bottom.len()), (3, 2, 4));
+    let team = runtime
+        .build_team(|_| Box::new(CoreBehavior::default()))
+        .unwrap();
+    assert_eq!(
+        (team.top.len(), team.mid.len(), team.bottom.len()),
+        (3, 2, 4)
+    );
     for (i, top) in team.top.iter().enumerate() {
         let config = runtime.pool.get(*top).unwrap().config();
         let power = config.power.expect("top agents hold a power");
@@ -221,14 +280,30 @@ async fn the_default_team_is_built_and_wired_both_ways() {
         let config = runtime.pool.get(*mid).unwrap().config();
         let supervisor = config.supervisor.expect("each mid has a top supervisor");
         assert!(team.top.contains(&supervisor));
-        assert!(runtime.pool.get(supervisor).unwrap().config().subordinates.contains(mid));
+        assert!(
+            runtime
+                .pool
+                .get(supervisor)
+                .unwrap()
+                .config()
+                .subordinates
+                .contains(mid)
+        );
         assert_eq!(config.subordinates.len(), 2);
         for bottom in &config.subordinates {
-            assert_eq!(runtime.pool.get(*bottom).unwrap().config().supervisor, Some(*mid));
+            assert_eq!(
+                runtime.pool.get(*bottom).unwrap().config().supervisor,
+                Some(*mid)
+            );
         }
     }
     for id in team.top.iter().chain(&team.mid).chain(&team.bottom) {
-        runtime.pool.get(*id).unwrap().wait_for_status(|s| *s == Idle).await;
+        runtime
+            .pool
+            .get(*id)
+            .unwrap()
+            .wait_for_status(|s| *s == Idle)
+            .await;
     }
     runtime.shutdown().await;
     assert!(runtime.pool.is_empty());
@@ -237,7 +312,13 @@ async fn the_default_team_is_built_and_wired_both_ways() {
 #[tokio::test(start_paused = true)]
 async fn a_team_that_does_not_fit_is_refused_before_anyone_is_created() {
     let runtime = runtime(Config {
-        team: TeamConfig { top: 3, mid: 4, bottom_per_mid: 4, max_agents: 20, vote_weights: vec![] },
+        team: TeamConfig {
+            top: 3,
+            mid: 4,
+            bottom_per_mid: 4,
+            max_agents: 20,
+            vote_weights: vec![],
+        },
         ..Config::default()
     });
     let refused = runtime.build_team(|_| Box::new(CoreBehavior::default()));

@@ -7,14 +7,18 @@ use std::time::Duration;
 use common::{runtime, spawn_probe};
 use conclave::config::Config;
 use conclave::runtime::{
-    AgentConfig, AgentId, Bus, BusError, EventBus, Layer, Message, MessageKind, Priority,
-    Recipient,
+    AgentConfig, AgentId, Bus, BusError, EventBus, Layer, Message, MessageKind, Priority, Recipient,
 };
 use serde_json::json;
 
 fn msg(to: AgentId, priority: Priority, n: u32) -> Message {
-    Message::to_agent(AgentId::SYSTEM, to, MessageKind::ProgressReport, json!({ "n": n }))
-        .with_priority(priority)
+    Message::to_agent(
+        AgentId::SYSTEM,
+        to,
+        MessageKind::ProgressReport,
+        json!({ "n": n }),
+    )
+    .with_priority(priority)
 }
 
 #[tokio::test]
@@ -46,11 +50,17 @@ async fn urgent_comes_first_and_each_priority_is_fifo() {
 async fn sending_to_an_unknown_agent_is_an_error_not_a_silent_drop() {
     let bus = Bus::new(EventBus::default(), None);
     let nobody = AgentId::new();
-    assert_eq!(bus.send(msg(nobody, Priority::Normal, 1)), Err(BusError::UnknownAgent(nobody)));
+    assert_eq!(
+        bus.send(msg(nobody, Priority::Normal, 1)),
+        Err(BusError::UnknownAgent(nobody))
+    );
     let gone = AgentId::new();
     bus.register(gone, Layer::Mid).unwrap();
     bus.unregister(gone);
-    assert_eq!(bus.send(msg(gone, Priority::Normal, 1)), Err(BusError::AgentTerminated(gone)));
+    assert_eq!(
+        bus.send(msg(gone, Priority::Normal, 1)),
+        Err(BusError::AgentTerminated(gone))
+    );
 }
 
 #[tokio::test]
@@ -60,18 +70,38 @@ async fn broadcast_reaches_everyone_or_one_layer_but_never_the_sender() {
     let mids = [AgentId::new(), AgentId::new()];
     let bottom = AgentId::new();
     let top_box = bus.register(top, Layer::Top).unwrap();
-    let mid_boxes: Vec<_> = mids.iter().map(|m| bus.register(*m, Layer::Mid).unwrap()).collect();
+    let mid_boxes: Vec<_> = mids
+        .iter()
+        .map(|m| bus.register(*m, Layer::Mid).unwrap())
+        .collect();
     let bottom_box = bus.register(bottom, Layer::Bottom).unwrap();
 
-    let to_mids = Message::new(top, Recipient::Layer(Layer::Mid), MessageKind::Warning, json!("slow down"));
+    let to_mids = Message::new(
+        top,
+        Recipient::Layer(Layer::Mid),
+        MessageKind::Warning,
+        json!("slow down"),
+    );
     assert_eq!(bus.send(to_mids).unwrap(), 2);
     assert!(mid_boxes.iter().all(|b| b.len() == 1));
     assert!(bottom_box.is_empty() && top_box.is_empty());
 
-    let to_all = Message::new(mids[0], Recipient::All, MessageKind::PeerCoordination, json!({}));
+    let to_all = Message::new(
+        mids[0],
+        Recipient::All,
+        MessageKind::PeerCoordination,
+        json!({}),
+    );
     assert_eq!(bus.send(to_all).unwrap(), 3);
-    assert_eq!(mid_boxes[0].len(), 1, "the sender does not receive its own broadcast");
-    assert_eq!((mid_boxes[1].len(), top_box.len(), bottom_box.len()), (2, 1, 1));
+    assert_eq!(
+        mid_boxes[0].len(),
+        1,
+        "the sender does not receive its own broadcast"
+    );
+    assert_eq!(
+        (mid_boxes[1].len(), top_box.len(), bottom_box.len()),
+        (2, 1, 1)
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -83,7 +113,11 @@ async fn a_request_gets_its_reply_and_times_out_without_one() {
 
     let query = Message::to_agent(asker, agent.id(), MessageKind::StatusQuery, json!(null));
     let query_id = query.id;
-    let reply = runtime.bus.request(query, Duration::from_secs(1)).await.unwrap();
+    let reply = runtime
+        .bus
+        .request(query, Duration::from_secs(1))
+        .await
+        .unwrap();
     assert_eq!(reply.in_reply_to, Some(query_id));
     assert_eq!(reply.from, agent.id());
 
@@ -91,10 +125,18 @@ async fn a_request_gets_its_reply_and_times_out_without_one() {
     let unanswered = Message::to_agent(asker, agent.id(), MessageKind::ProgressReport, json!(null));
     let unanswered_id = unanswered.id;
     let started = tokio::time::Instant::now();
-    let err = runtime.bus.request(unanswered, Duration::from_secs(30)).await.unwrap_err();
+    let err = runtime
+        .bus
+        .request(unanswered, Duration::from_secs(30))
+        .await
+        .unwrap_err();
     assert_eq!(
         err,
-        BusError::ReplyTimeout { request: unanswered_id, to: Recipient::Agent(agent.id()), after: Duration::from_secs(30) }
+        BusError::ReplyTimeout {
+            request: unanswered_id,
+            to: Recipient::Agent(agent.id()),
+            after: Duration::from_secs(30)
+        }
     );
     assert_eq!(started.elapsed(), Duration::from_secs(30));
     runtime.shutdown().await;
@@ -110,13 +152,30 @@ async fn every_delivered_message_is_recorded() {
     for n in 0..25 {
         runtime
             .bus
-            .send(Message::to_agent(a, b, MessageKind::TaskAssign, json!({ "n": n })).with_task("task-7"))
+            .send(
+                Message::to_agent(a, b, MessageKind::TaskAssign, json!({ "n": n }))
+                    .with_task("task-7"),
+            )
             .unwrap();
     }
-    let _ = runtime.bus.send(Message::to_agent(a, AgentId::new(), MessageKind::TaskAssign, json!({})));
+    let _ = runtime.bus.send(Message::to_agent(
+        a,
+        AgentId::new(),
+        MessageKind::TaskAssign,
+        json!({}),
+    ));
     let store = runtime.store.as_ref().unwrap();
     let recorded = store.messages(Some("task-7".into())).await.unwrap();
     assert_eq!(recorded.len(), 25);
-    assert!(recorded.iter().enumerate().all(|(n, m)| m.payload["n"] == n && m.from == a));
-    assert_eq!(store.message_count().await.unwrap(), 25, "the undeliverable message was refused, not recorded");
+    assert!(
+        recorded
+            .iter()
+            .enumerate()
+            .all(|(n, m)| m.payload["n"] == n && m.from == a)
+    );
+    assert_eq!(
+        store.message_count().await.unwrap(),
+        25,
+        "the undeliverable message was refused, not recorded"
+    );
 }

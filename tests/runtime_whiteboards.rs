@@ -19,9 +19,21 @@ fn the_permission_matrix() {
     for id in [top, mid, bottom, other_bottom] {
         boards.create(WhiteboardId::Agent(id));
     }
-    let as_top = Accessor::Agent { id: top, layer: Layer::Top, subordinates: vec![mid] };
-    let as_mid = Accessor::Agent { id: mid, layer: Layer::Mid, subordinates: vec![bottom] };
-    let as_bottom = Accessor::Agent { id: bottom, layer: Layer::Bottom, subordinates: vec![] };
+    let as_top = Accessor::Agent {
+        id: top,
+        layer: Layer::Top,
+        subordinates: vec![mid],
+    };
+    let as_mid = Accessor::Agent {
+        id: mid,
+        layer: Layer::Mid,
+        subordinates: vec![bottom],
+    };
+    let as_bottom = Accessor::Agent {
+        id: bottom,
+        layer: Layer::Bottom,
+        subordinates: vec![],
+    };
 
     use Operation::*;
     use WhiteboardId::{Agent, Global, Layer as L};
@@ -68,10 +80,19 @@ fn the_permission_matrix() {
         };
         match (allowed, result) {
             (true, Ok(())) => {}
-            (false, Err(WhiteboardError::PermissionDenied { operation: op, board: b, .. })) => {
+            (
+                false,
+                Err(WhiteboardError::PermissionDenied {
+                    operation: op,
+                    board: b,
+                    ..
+                }),
+            ) => {
                 assert_eq!((op, b), (operation, board));
             }
-            (allowed, result) => panic!("{who:?} {operation} {board}: expected allowed={allowed}, got {result:?}"),
+            (allowed, result) => {
+                panic!("{who:?} {operation} {board}: expected allowed={allowed}, got {result:?}")
+            }
         }
     }
 }
@@ -92,22 +113,54 @@ async fn changes_are_versioned_published_and_stored() {
     let mut events = runtime.events.subscribe();
     let bottom = AgentId::new();
     runtime.whiteboards.create(WhiteboardId::Agent(bottom));
-    let me = Accessor::Agent { id: bottom, layer: Layer::Bottom, subordinates: vec![] };
+    let me = Accessor::Agent {
+        id: bottom,
+        layer: Layer::Bottom,
+        subordinates: vec![],
+    };
     let board = WhiteboardId::Agent(bottom);
 
     let v1 = runtime.whiteboards.replace(&me, board, "# Notes").unwrap();
-    let v2 = runtime.whiteboards.append(&me, board, "- wrote main.rs").unwrap();
+    let v2 = runtime
+        .whiteboards
+        .append(&me, board, "- wrote main.rs")
+        .unwrap();
     assert_eq!((v1.version, v2.version), (1, 2));
     assert_eq!(&*v2.content, "# Notes\n- wrote main.rs");
-    let global = runtime.whiteboards.append(&me, WhiteboardId::Global, "bottom checked in").unwrap();
+    let global = runtime
+        .whiteboards
+        .append(&me, WhiteboardId::Global, "bottom checked in")
+        .unwrap();
     assert_eq!(global.version, 1);
 
-    let changed = next_event(&mut events, |e| matches!(e, RuntimeEvent::WhiteboardChanged { version: 2, .. })).await;
-    let RuntimeEvent::WhiteboardChanged { id, content, .. } = changed else { unreachable!() };
+    let changed = next_event(&mut events, |e| {
+        matches!(e, RuntimeEvent::WhiteboardChanged { version: 2, .. })
+    })
+    .await;
+    let RuntimeEvent::WhiteboardChanged { id, content, .. } = changed else {
+        unreachable!()
+    };
     assert_eq!((id, &*content), (board, "# Notes\n- wrote main.rs"));
 
-    let history = runtime.store.as_ref().unwrap().whiteboard_history(board.to_string()).await.unwrap();
-    assert_eq!(history, vec![(1, "# Notes".to_string()), (2, "# Notes\n- wrote main.rs".to_string())]);
-    let ids: Vec<String> = runtime.whiteboards.list().iter().map(|b| b.id.to_string()).collect();
+    let history = runtime
+        .store
+        .as_ref()
+        .unwrap()
+        .whiteboard_history(board.to_string())
+        .await
+        .unwrap();
+    assert_eq!(
+        history,
+        vec![
+            (1, "# Notes".to_string()),
+            (2, "# Notes\n- wrote main.rs".to_string())
+        ]
+    );
+    let ids: Vec<String> = runtime
+        .whiteboards
+        .list()
+        .iter()
+        .map(|b| b.id.to_string())
+        .collect();
     assert!(ids.contains(&"global".to_string()) && ids.contains(&format!("agent:{bottom}")));
 }

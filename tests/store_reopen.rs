@@ -20,14 +20,25 @@ async fn what_the_store_recorded_is_there_after_reopening_the_file() {
         let runtime = Runtime::new(Config::default(), Some(store.clone()));
         let agent = runtime
             .pool
-            .create(AgentConfig::new("mid-1", Layer::Mid, "coordinator"), Box::new(CoreBehavior::new("coordinate")))
+            .create(
+                AgentConfig::new("mid-1", Layer::Mid, "coordinator"),
+                Box::new(CoreBehavior::new("coordinate")),
+            )
             .unwrap();
         agent.wait_for_status(|s| *s == AgentStatus::Idle).await;
         agent_id = agent.id();
         board = format!("agent:{agent_id}");
         runtime
             .bus
-            .send(Message::to_agent(agent_id, agent_id, MessageKind::Warning, json!("disk almost full")).with_task("t1"))
+            .send(
+                Message::to_agent(
+                    agent_id,
+                    agent_id,
+                    MessageKind::Warning,
+                    json!("disk almost full"),
+                )
+                .with_task("t1"),
+            )
             .unwrap();
         while agent.metrics().messages_processed < 1 {
             tokio::task::yield_now().await;
@@ -38,7 +49,10 @@ async fn what_the_store_recorded_is_there_after_reopening_the_file() {
                 proposer: agent_id,
                 title: "split".into(),
                 content: json!({}),
-                signers: vec![Signer { agent: agent_id, weight: 1.0 }],
+                signers: vec![Signer {
+                    agent: agent_id,
+                    weight: 1.0,
+                }],
                 quorum: Quorum::All,
                 ttl: None,
             })
@@ -52,8 +66,13 @@ async fn what_the_store_recorded_is_there_after_reopening_the_file() {
     let agents = reopened.agents().await.unwrap();
     assert_eq!(agents.len(), 1);
     assert_eq!((agents[0].id, agents[0].name.as_str()), (agent_id, "mid-1"));
-    let steps: Vec<(AgentStatus, AgentStatus)> =
-        reopened.transitions(Some(agent_id)).await.unwrap().iter().map(|t| (t.from, t.to)).collect();
+    let steps: Vec<(AgentStatus, AgentStatus)> = reopened
+        .transitions(Some(agent_id))
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| (t.from, t.to))
+        .collect();
     assert_eq!(
         steps,
         [
@@ -66,7 +85,13 @@ async fn what_the_store_recorded_is_there_after_reopening_the_file() {
     assert_eq!(messages.len(), 1);
     assert_eq!(messages[0].payload, json!("disk almost full"));
     let decisions = reopened.decisions().await.unwrap();
-    assert_eq!((decisions[0].id, decisions[0].signatures.len()), (decision_id, 1));
+    assert_eq!(
+        (decisions[0].id, decisions[0].signatures.len()),
+        (decision_id, 1)
+    );
     let history = reopened.whiteboard_history(board).await.unwrap();
-    assert!(history.last().unwrap().1.contains("disk almost full"), "{history:?}");
+    assert!(
+        history.last().unwrap().1.contains("disk almost full"),
+        "{history:?}"
+    );
 }

@@ -1,7 +1,9 @@
 //! The runtime event stream: one broadcast of everything observable, which the LSP
 //! server and the command line subscribe to.
 
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -35,10 +37,13 @@ pub enum RuntimeEvent {
 }
 
 /// The sending side of the stream, cheap to clone. Publishing with no subscriber costs
-/// next to nothing, so hot paths (the bus) publish unconditionally.
+/// one atomic load, so hot paths (the bus) publish unconditionally.
 #[derive(Clone)]
 pub struct EventBus {
     sender: broadcast::Sender<RuntimeEvent>,
+    /// Live subscribers. broadcast's own `receiver_count` takes a lock shared by every
+    /// publisher, which the bus's hot path cannot afford.
+    subscribers: Arc<AtomicUsize>,
 }
 
 impl EventBus {
@@ -46,23 +51,55 @@ impl EventBus {
     /// behind is told how many it missed (broadcast's `Lagged`).
     pub fn new(capacity: usize) -> Self {
         let (sender, _) = broadcast::channel(capacity);
-        EventBus { sender }
+        EventBus {
+            sender,
+            subscribers: Arc::new(AtomicUsize::new(0)),
+        }
     }
 
     pub fn publish(&self, event: RuntimeEvent) {
-        if self.sender.receiver_count() > 0 {
+        if self.subscribers.load(Ordering::Acquire) > 0 {
             // An error only means every subscriber left in the meantime.
             let _ = self.sender.send(event);
         }
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<RuntimeEvent> {
-        self.sender.subscribe()
+    pub fn subscribe(&self) -> EventStream {
+        self.subscribers.fetch_add(1, Ordering::AcqRel);
+        EventStream {
+            receiver: self.sender.subscribe(),
+            subscribers: self.subscribers.clone(),
+        }
     }
 }
 
 impl Default for EventBus {
     fn default() -> Self {
         EventBus::new(4096)
+    }
+}
+
+/// A subscription to the event stream; use it as a `broadcast::Receiver`.
+pub struct EventStream {
+    receiver: broadcast::Receiver<RuntimeEvent>,
+    subscribers: Arc<AtomicUsize>,
+}
+
+impl Deref for EventStream {
+    type Target = broadcast::Receiver<RuntimeEvent>;
+    fn deref(&self) -> &Self::Target {
+        &self.receiver
+    }
+}
+
+impl DerefMut for EventStream {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.receiver
+    }
+}
+
+impl Drop for EventStream {
+    fn drop(&mut self) {
+        self.subscribers.fetch_sub(1, Ordering::AcqRel);
     }
 }

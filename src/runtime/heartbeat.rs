@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::agent::{AgentId, AgentStatus};
 use super::bus::Bus;
 use super::events::{EventBus, RuntimeEvent};
-use super::message::{Message, MessageKind, Priority};
+use super::message::{Message, MessageKind, Priority, Recipient};
 use super::pool::AgentPool;
 
 /// Beats missed in a row after which an agent is reported hung.
@@ -48,14 +48,14 @@ impl HeartbeatScheduler {
         }
     }
 
-    /// One beat over every live agent.
+    /// One beat over every live agent: settle the previous beat for each, then send one
+    /// shared heartbeat message to all of them.
     pub fn round(&self) -> RoundReport {
         let beat = self.beat.fetch_add(1, Ordering::AcqRel) + 1;
         let mut report = RoundReport {
             beat,
             ..RoundReport::default()
         };
-        let payload = json!({ "beat": beat });
         self.pool.for_each(|agent| {
             if matches!(
                 agent.status(),
@@ -76,17 +76,16 @@ impl HeartbeatScheduler {
                     at: Utc::now(),
                 });
             }
-            let message = Message::to_agent(
-                AgentId::SYSTEM,
-                agent.id(),
-                MessageKind::Heartbeat,
-                payload.clone(),
-            )
-            .with_priority(Priority::Urgent);
-            if self.bus.send(message).is_ok() {
-                report.sent += 1;
-            }
         });
+        // One message shared by every mailbox: one allocation and one audit row per beat.
+        let message = Message::new(
+            AgentId::SYSTEM,
+            Recipient::All,
+            MessageKind::Heartbeat,
+            json!({ "beat": beat }),
+        )
+        .with_priority(Priority::Urgent);
+        report.sent = self.bus.send(message).unwrap_or(0);
         report
     }
 

@@ -31,7 +31,7 @@ pub use agent::{
 };
 pub use behaviors::CoreBehavior;
 pub use bus::{Bus, BusError};
-pub use events::{EventBus, RuntimeEvent};
+pub use events::{EventBus, EventStream, RuntimeEvent};
 pub use governance::{
     ArbitrationResult, Conflict, Decision, DecisionStatus, Governance, GovernanceError, Proposal,
     Quorum, Signature, Signer, Veto, Vote, Voter, tally,

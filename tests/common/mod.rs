@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use conclave::config::Config;
+use conclave::runtime::EventStream;
 use conclave::runtime::{
     AgentBehavior, AgentConfig, AgentContext, AgentError, AgentStatus, Message, MessageKind,
     Runtime, RuntimeEvent,
@@ -32,11 +33,16 @@ impl AgentBehavior for Probe {
         "Proves the lifecycle in tests.".into()
     }
 
-    async fn handle(&mut self, ctx: &AgentContext, message: Arc<Message>) -> Result<(), AgentError> {
+    async fn handle(
+        &mut self,
+        ctx: &AgentContext,
+        message: Arc<Message>,
+    ) -> Result<(), AgentError> {
         let _ = self.seen.send(message.clone());
         match message.kind {
             MessageKind::TaskAssign => {
-                ctx.handle.transition(AgentStatus::Working, "task assigned")?;
+                ctx.handle
+                    .transition(AgentStatus::Working, "task assigned")?;
                 ctx.handle.set_current_task(message.task_id.clone());
                 ctx.handle
                     .update_metrics(|m| m.record_task(true, Duration::from_millis(10)));
@@ -44,8 +50,15 @@ impl AgentBehavior for Probe {
                 ctx.handle.transition(AgentStatus::Idle, "task done")?;
             }
             MessageKind::StatusQuery => {
-                ctx.reply(&message, MessageKind::ProgressReport, serde_json::json!({"ok": true}))
-                    .map_err(|e| AgentError::Behavior { agent: ctx.id(), message: e.to_string() })?;
+                ctx.reply(
+                    &message,
+                    MessageKind::ProgressReport,
+                    serde_json::json!({"ok": true}),
+                )
+                .map_err(|e| AgentError::Behavior {
+                    agent: ctx.id(),
+                    message: e.to_string(),
+                })?;
             }
             MessageKind::Warning if message.payload["hang"] == true => {
                 std::future::pending::<()>().await;
@@ -60,7 +73,10 @@ impl AgentBehavior for Probe {
 pub async fn spawn_probe(
     runtime: &Runtime,
     config: AgentConfig,
-) -> (Arc<conclave::runtime::AgentHandle>, mpsc::UnboundedReceiver<Arc<Message>>) {
+) -> (
+    Arc<conclave::runtime::AgentHandle>,
+    mpsc::UnboundedReceiver<Arc<Message>>,
+) {
     let (seen, rx) = mpsc::unbounded_channel();
     let handle = runtime
         .pool
@@ -72,7 +88,7 @@ pub async fn spawn_probe(
 
 /// The next event matching `want`, skipping others.
 pub async fn next_event(
-    events: &mut broadcast::Receiver<RuntimeEvent>,
+    events: &mut EventStream,
     mut want: impl FnMut(&RuntimeEvent) -> bool,
 ) -> RuntimeEvent {
     loop {
