@@ -268,7 +268,15 @@ impl PiExecutor {
             self.errors.clone(),
         );
         let (lines, commands) = pi.channels();
-        let end = follow_run(lines, &mut tracker, timers, cancel, commands, &mut *on_output).await;
+        let end = follow_run(
+            lines,
+            &mut tracker,
+            timers,
+            cancel,
+            commands,
+            &mut *on_output,
+        )
+        .await;
         let (error, reason) = match end {
             FollowEnd::Finished(RunEnd::Completed(outcome)) => return Ok(outcome),
             FollowEnd::Finished(RunEnd::Failed(error)) => return Err(Stop::Error(error)),

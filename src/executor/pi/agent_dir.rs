@@ -122,7 +122,9 @@ impl PiModel {
         if api_key.is_none() && llm.base_url.is_none() {
             // The public endpoints always need a key; a custom baseUrl may not.
             return Err(ModelError::NotConfigured {
-                message: format!("the environment variable {key_env} holding the {name} API key is not set"),
+                message: format!(
+                    "the environment variable {key_env} holding the {name} API key is not set"
+                ),
             });
         }
         let base_url = llm
@@ -143,7 +145,9 @@ impl PiModel {
 
     /// The value of [`API_KEY_VAR`] for the pi process.
     pub fn api_key_for_child(&self) -> &str {
-        self.api_key.as_ref().map_or(NO_KEY_PLACEHOLDER, ApiKey::expose)
+        self.api_key
+            .as_ref()
+            .map_or(NO_KEY_PLACEHOLDER, ApiKey::expose)
     }
 }
 
@@ -219,7 +223,10 @@ pub fn write_agent_dir(
     step_timeout: Duration,
 ) -> io::Result<()> {
     write_json(&dir.join("models.json"), &models_json(model))?;
-    write_json(&dir.join("settings.json"), &settings_json(call, step_timeout))
+    write_json(
+        &dir.join("settings.json"),
+        &settings_json(call, step_timeout),
+    )
 }
 
 fn write_json(path: &Path, value: &Value) -> io::Result<()> {

@@ -82,8 +82,13 @@ pub enum PiEvent {
         error_message: Option<String>,
     },
     /// An extension asks the client something; dialog methods block until answered.
-    ExtensionUiRequest { id: String, method: String },
-    ExtensionError { error: String },
+    ExtensionUiRequest {
+        id: String,
+        method: String,
+    },
+    ExtensionError {
+        error: String,
+    },
     /// Any other event type, known but not needed here or new in a later pi.
     Other(String),
 }

@@ -68,7 +68,11 @@ pub struct PiProcess {
 }
 
 impl PiProcess {
-    pub fn spawn(spec: SpawnSpec<'_>, errors: &ErrorContext, live: &LiveSet) -> std::io::Result<Self> {
+    pub fn spawn(
+        spec: SpawnSpec<'_>,
+        errors: &ErrorContext,
+        live: &LiveSet,
+    ) -> std::io::Result<Self> {
         let mut command = Command::new(spec.program);
         command
             .args(&spec.args)
@@ -88,7 +92,8 @@ impl PiProcess {
         }
         tracing::debug!(?pid, program = %spec.program.display(), "pi started");
 
-        let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let (stdin, stdout, stderr) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let (line_tx, lines) = mpsc::channel(LINE_BUFFER);
         let (commands, command_rx) = mpsc::unbounded_channel();
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
@@ -206,7 +211,10 @@ impl PiProcess {
             return Some(status);
         }
         if let Some(pid) = self.pid {
-            tracing::warn!(pid, "pi did not exit after its stdin closed; terminating it");
+            tracing::warn!(
+                pid,
+                "pi did not exit after its stdin closed; terminating it"
+            );
             terminate(pid);
             if let Ok(Ok(status)) = tokio::time::timeout(grace, self.child.wait()).await {
                 return Some(status);

@@ -138,9 +138,9 @@ impl RunTracker {
     /// The grace period after an error `agent_end` passed without a retry.
     pub fn grace_expired(&mut self) -> Progress {
         match self.pending.take() {
-            Some(pending) => Progress::Done(RunEnd::Failed(
-                self.errors.model_failure(&pending.message),
-            )),
+            Some(pending) => {
+                Progress::Done(RunEnd::Failed(self.errors.model_failure(&pending.message)))
+            }
             None => Progress::Running,
         }
     }
@@ -269,9 +269,7 @@ impl RunTracker {
                 if let Some(pending) = self.pending.take_if(|p| p.compacting) {
                     if !will_retry {
                         let message = error_message.unwrap_or(pending.message);
-                        return Progress::Done(RunEnd::Failed(
-                            self.errors.model_failure(&message),
-                        ));
+                        return Progress::Done(RunEnd::Failed(self.errors.model_failure(&message)));
                     }
                 }
             }
@@ -353,9 +351,9 @@ impl RunTracker {
                 Progress::AwaitingRetry
             }
             StopReason::Aborted => Progress::Done(RunEnd::Aborted),
-            StopReason::Length => Progress::Done(RunEnd::Completed(self.unfinished_outcome(
-                "the model's answer was cut off at its output token limit",
-            ))),
+            StopReason::Length => Progress::Done(RunEnd::Completed(
+                self.unfinished_outcome("the model's answer was cut off at its output token limit"),
+            )),
             StopReason::Stop | StopReason::ToolUse | StopReason::Other(_) => {
                 Progress::Done(RunEnd::Completed(self.outcome(true, last.text)))
             }
@@ -561,7 +559,13 @@ mod tests {
             json!({"path": "a.rs", "edits": []}),
             false,
         );
-        tool(&mut t, "2", "edit", json!({"path": "a.rs", "edits": []}), true);
+        tool(
+            &mut t,
+            "2",
+            "edit",
+            json!({"path": "a.rs", "edits": []}),
+            true,
+        );
         tool(&mut t, "3", "read", json!({"path": "a.rs"}), true);
         tool(&mut t, "4", "bash", json!({"command": "ls"}), true);
         tool(&mut t, "5", "write", json!({"path": "a.rs"}), true);
@@ -573,14 +577,21 @@ mod tests {
             vec!["edit a.rs: done", "bash `ls`: done", "write a.rs: done"]
         );
         assert_eq!(outcome.files_written, vec![PathBuf::from("a.rs")]);
-        assert!(outcome.summary.contains("- bash `ls`: done"), "{}", outcome.summary);
+        assert!(
+            outcome.summary.contains("- bash `ls`: done"),
+            "{}",
+            outcome.summary
+        );
     }
 
     #[test]
     fn too_many_turns_end_the_run() {
         let mut t = tracker();
         for _ in 0..3 {
-            assert!(matches!(feed(&mut t, PiEvent::TurnStart), Progress::Running));
+            assert!(matches!(
+                feed(&mut t, PiEvent::TurnStart),
+                Progress::Running
+            ));
         }
         assert!(matches!(
             feed(&mut t, PiEvent::TurnStart),
