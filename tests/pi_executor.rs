@@ -51,7 +51,7 @@ fn installed_pi() -> Option<PathBuf> {
         return Some(pi);
     }
     let message = format!(
-        "pi-coding-agent is not installed at {}; run `npm ci --prefix tests/pi` (needs Node >= 20.6)",
+        "pi-coding-agent is not installed at {}; run `npm ci --prefix tests/pi` (needs Node >= 20.18.1)",
         pi.display()
     );
     if std::env::var_os("CI").is_some() {

@@ -34,6 +34,11 @@ use self::run::{FollowEnd, RunEnd, RunTimers, RunTracker, follow_run};
 use crate::config::{CallRetryConfig, CommandPolicy, Config};
 use crate::executor::{ExecutionOutcome, Executor, ExecutorError, OutputSink, SubtaskSpec};
 
+/// How much longer than `step_timeout` pi may stay silent before Conclave aborts it.
+/// pi's own model-call timeout is `step_timeout` (it then retries per `recovery.call`),
+/// so the margin lets pi's timeout, not this backstop, decide a slow model call.
+const WATCHDOG_MARGIN: Duration = Duration::from_secs(5);
+
 /// Everything a [`PiExecutor`] needs; [`PiSettings::from_config`] fills it from
 /// Conclave's configuration.
 #[derive(Clone, Debug)]
@@ -49,7 +54,8 @@ pub struct PiSettings {
     pub allow_bash: bool,
     /// Becomes pi's own retry policy for failed model calls.
     pub call_retry: CallRetryConfig,
-    /// The longest silence from pi while a model or tool call runs.
+    /// One model call (pi's own request timeout) or tool call; pi silent for longer
+    /// (plus a short margin) is aborted.
     pub step_timeout: Duration,
     /// The longest one execution may take.
     pub subtask_timeout: Duration,
@@ -343,7 +349,7 @@ impl Executor for PiExecutor {
             return Err(ExecutorError::Cancelled);
         }
         let timers = RunTimers {
-            step_timeout: self.settings.step_timeout,
+            step_timeout: self.settings.step_timeout + WATCHDOG_MARGIN,
             subtask_deadline: Instant::now() + self.settings.subtask_timeout,
             subtask_timeout: self.settings.subtask_timeout,
             retry_grace: self.settings.retry_grace,
@@ -354,17 +360,18 @@ impl Executor for PiExecutor {
         tracing::info!(pid = ?pi.pid(), subtask = %spec.subtask_id, "pi executes a subtask");
 
         let result = self.drive(&mut pi, spec, &timers, &cancel, on_output).await;
-        let tail = pi.stderr_tail();
-        let status = pi.shutdown(self.settings.shutdown_grace).await;
+        let exited = pi.shutdown(self.settings.shutdown_grace).await;
         match result {
             Ok(outcome) => Ok(outcome),
             Err(Stop::Error(error)) => Err(error),
             Err(Stop::Exited(when)) => {
-                let status = status.map_or_else(|| "unknown".to_string(), |s| s.to_string());
-                let tail = if tail.is_empty() {
+                let status = exited
+                    .status
+                    .map_or_else(|| "unknown".to_string(), |s| s.to_string());
+                let tail = if exited.stderr_tail.is_empty() {
                     "no output on stderr".to_string()
                 } else {
-                    self.errors.redact(&tail)
+                    exited.stderr_tail
                 };
                 Err(ExecutorError::Process(format!(
                     "pi exited {when} (status {status}): {tail}"

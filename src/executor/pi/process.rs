@@ -55,6 +55,15 @@ pub enum NotReady {
     Exited,
 }
 
+/// How a pi process ended.
+#[derive(Debug)]
+pub struct Exited {
+    /// `None` when the status could not be observed.
+    pub status: Option<ExitStatus>,
+    /// The last lines pi wrote to stderr.
+    pub stderr_tail: String,
+}
+
 /// A running pi.
 pub struct PiProcess {
     child: Child,
@@ -174,18 +183,11 @@ impl PiProcess {
         }
     }
 
-    /// The last lines pi wrote to stderr, joined.
-    pub fn stderr_tail(&self) -> String {
-        lock(&self.stderr_tail)
-            .iter()
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
     /// Ends pi and reaps it: close stdin (pi exits when its input ends), then SIGTERM,
-    /// then SIGKILL, each after `grace`. Returns the exit status when one was observed.
-    pub async fn shutdown(mut self, grace: Duration) -> Option<ExitStatus> {
+    /// then SIGKILL, each after `grace`.
+    pub async fn shutdown(mut self, grace: Duration) -> Exited {
+        // Stop delivering lines; the reader keeps draining stdout so pi never blocks.
+        self.lines.close();
         // Replacing the only sender with a dead one ends the writer task, closing stdin.
         self.commands = mpsc::unbounded_channel().0;
         let status = self.reap(grace).await;
@@ -203,7 +205,15 @@ impl PiProcess {
             }
         }
         tracing::debug!(pid = ?self.pid, ?status, "pi stopped");
-        status
+        let stderr_tail = lock(&self.stderr_tail)
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n");
+        Exited {
+            status,
+            stderr_tail,
+        }
     }
 
     async fn reap(&mut self, grace: Duration) -> Option<ExitStatus> {
@@ -267,9 +277,9 @@ async fn read_stdout(stdout: tokio::process::ChildStdout, lines: mpsc::Sender<St
                     buffer.pop();
                 }
                 let line = String::from_utf8_lossy(&buffer).into_owned();
-                if lines.send(line).await.is_err() {
-                    return;
-                }
+                // Nobody listens any more (shutting down): keep draining regardless,
+                // because node blocks on a full stdout pipe and could not exit.
+                let _ = lines.send(line).await;
             }
             Err(error) => {
                 tracing::warn!(%error, "reading pi's stdout failed");
@@ -300,9 +310,16 @@ async fn read_stderr(
     errors: ErrorContext,
     pid: Option<u32>,
 ) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        let line = errors.redact(&line);
+    let mut reader = BufReader::new(stderr);
+    let mut buffer = Vec::new();
+    // Read to the end whatever the bytes are: an undrained stderr would block pi.
+    while let Ok(read) = reader.read_until(b'\n', &mut buffer).await {
+        if read == 0 {
+            return;
+        }
+        let text = String::from_utf8_lossy(&buffer);
+        let line = errors.redact(text.trim_end());
+        buffer.clear();
         tracing::debug!(target: "conclave::executor::pi::stderr", ?pid, "{line}");
         let mut tail = lock(&tail);
         if tail.len() == STDERR_TAIL_LINES {
