@@ -5,6 +5,10 @@
 //! circuit breakers ([`breaker`]) read that classification, and so does the subtask-level
 //! severity ladder.
 
+pub mod event;
+
+pub use event::{RecoveryAction, RecoveryEvent};
+
 use serde::{Deserialize, Serialize};
 
 /// How bad a failure is. The order matters: `Low < Medium < High < Critical`.

@@ -10,9 +10,12 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 
 use super::agent::{AgentId, Transition};
+use super::approvals::{ApprovalChoice, ApprovalRequest};
 use super::governance::{ArbitrationResult, Decision};
 use super::message::Message;
+use super::tasks::{TaskId, TaskSummary};
 use super::whiteboard::WhiteboardId;
+use crate::recovery::RecoveryEvent;
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
@@ -27,6 +30,17 @@ pub enum RuntimeEvent {
     Decision(Arc<Decision>),
     Arbitration(Arc<ArbitrationResult>),
     Message(Arc<Message>),
+    TaskUpdated(Arc<TaskSummary>),
+    Recovery(Arc<RecoveryEvent>),
+    ApprovalRequested(Arc<ApprovalRequest>),
+    /// An approval was answered (`decision`) or withdrawn (`None`).
+    ApprovalResolved {
+        #[serde(rename = "approvalId")]
+        approval_id: uuid::Uuid,
+        #[serde(rename = "taskId")]
+        task_id: TaskId,
+        decision: Option<ApprovalChoice>,
+    },
     /// An agent missed `missed` heartbeats in a row; recovery replaces it.
     AgentHung {
         #[serde(rename = "agentId")]

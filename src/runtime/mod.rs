@@ -6,6 +6,7 @@
 //! everything observable is also written to the [`Store`].
 
 mod agent;
+mod approvals;
 mod behaviors;
 mod bus;
 mod events;
@@ -16,6 +17,7 @@ mod mailbox;
 mod message;
 mod pool;
 mod task;
+mod tasks;
 mod team;
 mod whiteboard;
 
@@ -28,6 +30,10 @@ use tokio_util::sync::CancellationToken;
 pub use agent::{
     AgentConfig, AgentError, AgentId, AgentMetrics, AgentStatus, Capability, Layer, ModelSettings,
     PowerType, TopPower, Transition,
+};
+pub use approvals::{
+    ApprovalAnswer, ApprovalChoice, ApprovalError, ApprovalKind, ApprovalOption, ApprovalRequest,
+    Approvals, FileDiff,
 };
 pub use behaviors::CoreBehavior;
 pub use bus::{Bus, BusError};
@@ -42,6 +48,10 @@ pub use mailbox::Mailbox;
 pub use message::{Message, MessageKind, Priority, Recipient};
 pub use pool::AgentPool;
 pub use task::{AgentBehavior, AgentContext};
+pub use tasks::{
+    Subtask, SubtaskId, SubtaskStatus, SubtaskSummary, TaskContext, TaskDetail, TaskError, TaskId,
+    TaskOptions, TaskRecord, TaskStatus, TaskSummary, Tasks,
+};
 pub use team::{Team, build_team, plan_team, voters};
 pub use whiteboard::{Accessor, Operation, Snapshot, WhiteboardError, WhiteboardId, Whiteboards};
 

@@ -16,20 +16,37 @@ use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, params};
 use tokio::sync::oneshot;
 
+use crate::recovery::RecoveryEvent;
 use crate::runtime::{
-    AgentConfig, AgentId, AgentStatus, ArbitrationResult, Decision, Message, Snapshot, Transition,
+    AgentConfig, AgentId, AgentStatus, ApprovalAnswer, ApprovalRequest, ArbitrationResult,
+    Decision, Message, Snapshot, TaskRecord, Transition,
 };
 
 /// One thing to remember.
 #[derive(Clone, Debug)]
 pub enum Record {
     AgentCreated(Box<AgentConfig>),
-    AgentRemoved { agent: AgentId, at: DateTime<Utc> },
+    AgentRemoved {
+        agent: AgentId,
+        at: DateTime<Utc>,
+    },
     Transition(Transition),
     Message(Arc<Message>),
-    WhiteboardVersion { snapshot: Snapshot, author: AgentId },
+    WhiteboardVersion {
+        snapshot: Snapshot,
+        author: AgentId,
+    },
     Decision(Arc<Decision>),
     Arbitration(Arc<ArbitrationResult>),
+    /// The whole task as it stands: its latest checkpoint.
+    TaskCheckpoint(Box<TaskRecord>),
+    Recovery(Arc<RecoveryEvent>),
+    ApprovalRequested(Arc<ApprovalRequest>),
+    /// `answer` is `None` when the approval was withdrawn.
+    ApprovalResolved {
+        approval_id: uuid::Uuid,
+        answer: Option<ApprovalAnswer>,
+    },
 }
 
 type Query = Box<dyn FnOnce(&Connection) + Send>;
@@ -200,6 +217,45 @@ impl Store {
         .await
     }
 
+    /// The latest checkpoint of every task, oldest first.
+    pub async fn tasks(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        self.query(|conn| {
+            let mut stmt = conn.prepare("SELECT body FROM tasks ORDER BY created_at, id")?;
+            let rows = stmt.query_map([], |row| parse_json(row.get::<_, String>(0)?, 0))?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// Recorded recovery steps, oldest first, optionally of one task.
+    pub async fn recovery_steps(
+        &self,
+        task_id: Option<String>,
+    ) -> Result<Vec<RecoveryEvent>, StoreError> {
+        self.query(move |conn| {
+            let mut stmt = conn.prepare(
+                "SELECT body FROM recovery_steps WHERE ?1 IS NULL OR task_id = ?1 ORDER BY seq",
+            )?;
+            let rows = stmt.query_map(params![task_id], |row| {
+                parse_json(row.get::<_, String>(0)?, 0)
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// Approvals still waiting for an answer, oldest first.
+    pub async fn pending_approvals(&self) -> Result<Vec<ApprovalRequest>, StoreError> {
+        self.query(|conn| {
+            let mut stmt = conn.prepare(
+                "SELECT request FROM approvals WHERE status = 'pending' ORDER BY created_at, id",
+            )?;
+            let rows = stmt.query_map([], |row| parse_json(row.get::<_, String>(0)?, 0))?;
+            rows.collect()
+        })
+        .await
+    }
+
     pub async fn agents(&self) -> Result<Vec<AgentConfig>, StoreError> {
         self.query(|conn| {
             let mut stmt = conn.prepare("SELECT config FROM agents ORDER BY created_at, id")?;
@@ -342,6 +398,62 @@ fn insert(conn: &Connection, record: &Record) -> rusqlite::Result<()> {
                 to_json(&**a),
                 a.at.timestamp_millis()
             ])?;
+        }
+        Record::TaskCheckpoint(task) => {
+            conn.prepare_cached(
+                "INSERT OR REPLACE INTO tasks (id, title, status, body, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                task.id.to_string(),
+                task.title,
+                to_json(&task.status).trim_matches('"'),
+                to_json(&**task),
+                task.created_at.timestamp_millis(),
+                task.updated_at.timestamp_millis()
+            ])?;
+        }
+        Record::Recovery(event) => {
+            conn.prepare_cached(
+                "INSERT INTO recovery_steps (task_id, subtask_id, agent_id, action, severity, body, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                event.task_id,
+                event.subtask_id,
+                event.agent_id,
+                event.action.as_str(),
+                event.severity.as_str(),
+                to_json(&**event),
+                event.at.timestamp_millis()
+            ])?;
+        }
+        Record::ApprovalRequested(request) => {
+            conn.prepare_cached(
+                "INSERT OR REPLACE INTO approvals (id, task_id, status, request, answer, created_at)
+                 VALUES (?1, ?2, 'pending', ?3, NULL, ?4)",
+            )?
+            .execute(params![
+                request.approval_id.to_string(),
+                request.task_id.to_string(),
+                to_json(&**request),
+                request.created_at.timestamp_millis()
+            ])?;
+        }
+        Record::ApprovalResolved {
+            approval_id,
+            answer,
+        } => {
+            conn.prepare_cached("UPDATE approvals SET status = ?2, answer = ?3 WHERE id = ?1")?
+                .execute(params![
+                    approval_id.to_string(),
+                    if answer.is_some() {
+                        "answered"
+                    } else {
+                        "withdrawn"
+                    },
+                    answer.as_ref().map(to_json)
+                ])?;
         }
     }
     Ok(())

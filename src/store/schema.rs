@@ -59,6 +59,34 @@ const MIGRATIONS: &[&str] = &[
         body TEXT NOT NULL,
         at INTEGER NOT NULL
     );",
+    // 2: tasks (their latest checkpoint), recovery steps and approvals.
+    "CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL,
+        status TEXT NOT NULL,
+        body TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
+    CREATE TABLE recovery_steps (
+        seq INTEGER PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        subtask_id TEXT,
+        agent_id TEXT NOT NULL,
+        action TEXT NOT NULL,
+        severity TEXT NOT NULL,
+        body TEXT NOT NULL,
+        at INTEGER NOT NULL
+    );
+    CREATE INDEX recovery_steps_by_task ON recovery_steps (task_id);
+    CREATE TABLE approvals (
+        id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        request TEXT NOT NULL,
+        answer TEXT,
+        created_at INTEGER NOT NULL
+    );",
 ];
 
 /// Applies the migrations the database has not seen yet.

@@ -1,0 +1,58 @@
+//! Recovery events: every step of the ladder, as the editor sees it
+//! (PROTOCOL.md, `RecoveryEvent`).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::Severity;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryAction {
+    Retry,
+    PeerTakeover,
+    EscalateToSupervisor,
+    EscalateToTop,
+    ReplaceAgent,
+    CircuitOpen,
+    CircuitClosed,
+    Recovered,
+    GaveUp,
+}
+
+impl RecoveryAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecoveryAction::Retry => "retry",
+            RecoveryAction::PeerTakeover => "peer_takeover",
+            RecoveryAction::EscalateToSupervisor => "escalate_to_supervisor",
+            RecoveryAction::EscalateToTop => "escalate_to_top",
+            RecoveryAction::ReplaceAgent => "replace_agent",
+            RecoveryAction::CircuitOpen => "circuit_open",
+            RecoveryAction::CircuitClosed => "circuit_closed",
+            RecoveryAction::Recovered => "recovered",
+            RecoveryAction::GaveUp => "gave_up",
+        }
+    }
+}
+
+/// One recovery step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecoveryEvent {
+    pub task_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subtask_id: Option<String>,
+    /// The agent the step is about (nil UUID for provider-level steps like breakers).
+    pub agent_id: String,
+    pub action: RecoveryAction,
+    pub severity: Severity,
+    pub attempt: u32,
+    pub max_attempts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<String>>,
+    pub at: DateTime<Utc>,
+}

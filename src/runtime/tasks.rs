@@ -1,0 +1,381 @@
+//! Tasks: what the user asked for, the subtasks a mid agent planned for it, and their
+//! progress. The registry publishes every change as `TaskUpdated` and checkpoints the
+//! task into the store.
+
+use std::fmt;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use dashmap::DashMap;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::agent::AgentId;
+use super::events::{EventBus, RuntimeEvent};
+use crate::recovery::{RecoveryEvent, Severity};
+use crate::store::{Record, Store};
+
+/// Declares a UUID-backed id that travels as an opaque string.
+macro_rules! string_id {
+    ($name:ident) => {
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub Uuid);
+
+        impl $name {
+            pub fn new() -> Self {
+                $name(Uuid::new_v4())
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = uuid::Error;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Uuid::parse_str(s).map($name)
+            }
+        }
+    };
+}
+
+string_id!(TaskId);
+string_id!(SubtaskId);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Queued,
+    Planning,
+    AwaitingApproval,
+    Running,
+    Recovering,
+    Escalated,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl TaskStatus {
+    pub fn is_finished(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+        )
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubtaskStatus {
+    Pending,
+    Running,
+    Recovering,
+    Escalated,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl SubtaskStatus {
+    pub fn is_finished(self) -> bool {
+        matches!(
+            self,
+            SubtaskStatus::Completed | SubtaskStatus::Failed | SubtaskStatus::Cancelled
+        )
+    }
+}
+
+/// Per-task overrides from `conclave/submitTask`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskOptions {
+    pub continue_on_error: Option<bool>,
+    pub timeout_ms: Option<u64>,
+    pub max_retries: Option<u32>,
+}
+
+/// Editor context sent with a task: files and a selection, as URIs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskContext {
+    #[serde(default)]
+    pub files: Vec<String>,
+    pub selection: Option<serde_json::Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskError {
+    pub subtask_id: Option<SubtaskId>,
+    pub kind: String,
+    pub severity: Severity,
+    pub message: String,
+    pub at: DateTime<Utc>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Subtask {
+    pub id: SubtaskId,
+    pub description: String,
+    /// Indexes of the subtasks that must complete first.
+    pub depends_on: Vec<usize>,
+    pub assignee: Option<AgentId>,
+    pub status: SubtaskStatus,
+    pub attempts: u32,
+    pub result: Option<String>,
+    pub partial_results: Vec<String>,
+    /// Workspace-relative paths this subtask wrote.
+    pub files: Vec<String>,
+}
+
+impl Subtask {
+    pub fn new(description: impl Into<String>, depends_on: Vec<usize>) -> Self {
+        Subtask {
+            id: SubtaskId::new(),
+            description: description.into(),
+            depends_on,
+            assignee: None,
+            status: SubtaskStatus::Pending,
+            attempts: 0,
+            result: None,
+            partial_results: Vec::new(),
+            files: Vec::new(),
+        }
+    }
+}
+
+/// Everything known about one task; also its checkpoint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRecord {
+    pub id: TaskId,
+    pub title: String,
+    pub description: String,
+    pub context: TaskContext,
+    pub options: TaskOptions,
+    pub status: TaskStatus,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub subtasks: Vec<Subtask>,
+    pub recovery: Option<RecoveryEvent>,
+    pub files_written: Vec<String>,
+    pub result: Option<String>,
+    pub partial_results: Vec<String>,
+    pub errors: Vec<TaskError>,
+    /// The mid agent coordinating it.
+    pub coordinator: Option<AgentId>,
+    /// The plan decision the top layer signed.
+    pub plan_decision: Option<Uuid>,
+}
+
+impl TaskRecord {
+    pub fn new(
+        title: String,
+        description: String,
+        context: TaskContext,
+        options: TaskOptions,
+    ) -> Self {
+        let now = Utc::now();
+        TaskRecord {
+            id: TaskId::new(),
+            title,
+            description,
+            context,
+            options,
+            status: TaskStatus::Queued,
+            created_at: now,
+            updated_at: now,
+            subtasks: Vec::new(),
+            recovery: None,
+            files_written: Vec::new(),
+            result: None,
+            partial_results: Vec::new(),
+            errors: Vec::new(),
+            coordinator: None,
+            plan_decision: None,
+        }
+    }
+
+    /// 0–100: the share of finished subtasks, 100 once the task completed.
+    pub fn progress(&self) -> u8 {
+        if self.status == TaskStatus::Completed {
+            return 100;
+        }
+        if self.subtasks.is_empty() {
+            return 0;
+        }
+        let done = self
+            .subtasks
+            .iter()
+            .filter(|s| s.status.is_finished())
+            .count();
+        ((done * 100) / self.subtasks.len()).min(99) as u8
+    }
+
+    pub fn subtask(&self, id: SubtaskId) -> Option<&Subtask> {
+        self.subtasks.iter().find(|s| s.id == id)
+    }
+
+    pub fn subtask_mut(&mut self, id: SubtaskId) -> Option<&mut Subtask> {
+        self.subtasks.iter_mut().find(|s| s.id == id)
+    }
+
+    pub fn summary(&self) -> TaskSummary {
+        TaskSummary {
+            task_id: self.id,
+            title: self.title.clone(),
+            status: self.status,
+            progress: self.progress(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            subtasks: self
+                .subtasks
+                .iter()
+                .map(|s| SubtaskSummary {
+                    subtask_id: s.id,
+                    description: s.description.clone(),
+                    assignee: s.assignee,
+                    status: s.status,
+                    attempts: s.attempts,
+                })
+                .collect(),
+            recovery: self.recovery.clone(),
+        }
+    }
+
+    pub fn detail(&self) -> TaskDetail {
+        TaskDetail {
+            summary: self.summary(),
+            description: self.description.clone(),
+            files_written: self.files_written.clone(),
+            result: self.result.clone(),
+            partial_results: self.partial_results.clone(),
+            errors: self.errors.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubtaskSummary {
+    pub subtask_id: SubtaskId,
+    pub description: String,
+    pub assignee: Option<AgentId>,
+    pub status: SubtaskStatus,
+    pub attempts: u32,
+}
+
+/// PROTOCOL.md `TaskSummary`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskSummary {
+    pub task_id: TaskId,
+    pub title: String,
+    pub status: TaskStatus,
+    pub progress: u8,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub subtasks: Vec<SubtaskSummary>,
+    pub recovery: Option<RecoveryEvent>,
+}
+
+/// PROTOCOL.md `TaskDetail`: the summary plus what the task produced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskDetail {
+    #[serde(flatten)]
+    pub summary: TaskSummary,
+    pub description: String,
+    pub files_written: Vec<String>,
+    pub result: Option<String>,
+    pub partial_results: Vec<String>,
+    pub errors: Vec<TaskError>,
+}
+
+/// The live tasks, cheap to clone.
+#[derive(Clone)]
+pub struct Tasks {
+    tasks: Arc<DashMap<TaskId, TaskRecord>>,
+    events: EventBus,
+    store: Option<Store>,
+}
+
+impl Tasks {
+    pub fn new(events: EventBus, store: Option<Store>) -> Self {
+        Tasks {
+            tasks: Arc::new(DashMap::new()),
+            events,
+            store,
+        }
+    }
+
+    /// Adds a task (new, or resumed from a checkpoint) and announces it.
+    pub fn insert(&self, record: TaskRecord) {
+        let id = record.id;
+        self.tasks.insert(id, record);
+        self.changed(id);
+    }
+
+    pub fn get(&self, id: TaskId) -> Option<TaskRecord> {
+        self.tasks.get(&id).map(|t| t.clone())
+    }
+
+    pub fn contains(&self, id: TaskId) -> bool {
+        self.tasks.contains_key(&id)
+    }
+
+    /// Applies `edit` to the task, stamps it, then publishes and checkpoints it.
+    /// Returns what `edit` returned, or `None` for an unknown task.
+    pub fn update<T>(&self, id: TaskId, edit: impl FnOnce(&mut TaskRecord) -> T) -> Option<T> {
+        let result = {
+            let mut task = self.tasks.get_mut(&id)?;
+            let result = edit(&mut task);
+            task.updated_at = Utc::now();
+            result
+        };
+        self.changed(id);
+        Some(result)
+    }
+
+    /// Every task, oldest first.
+    pub fn summaries(&self) -> Vec<TaskSummary> {
+        let mut all: Vec<TaskSummary> = self.tasks.iter().map(|t| t.summary()).collect();
+        all.sort_by_key(|t| (t.created_at, t.task_id));
+        all
+    }
+
+    pub fn records(&self) -> Vec<TaskRecord> {
+        let mut all: Vec<TaskRecord> = self.tasks.iter().map(|t| t.clone()).collect();
+        all.sort_by_key(|t| (t.created_at, t.id));
+        all
+    }
+
+    fn changed(&self, id: TaskId) {
+        let Some(task) = self.tasks.get(&id).map(|t| t.clone()) else {
+            return;
+        };
+        self.events
+            .publish(RuntimeEvent::TaskUpdated(Arc::new(task.summary())));
+        if let Some(store) = &self.store {
+            store.record(Record::TaskCheckpoint(Box::new(task)));
+        }
+    }
+}
