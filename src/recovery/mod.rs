@@ -6,6 +6,7 @@
 //! severity ladder.
 
 pub mod event;
+pub mod report;
 
 pub use event::{RecoveryAction, RecoveryEvent};
 
