@@ -7,8 +7,13 @@
 //! sees these types.
 
 mod error;
+pub mod http;
+pub mod openai;
+pub mod sse;
 
 pub use error::ModelError;
+pub use http::ApiKey;
+pub use openai::{OpenAiConfig, OpenAiProvider};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
