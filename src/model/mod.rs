@@ -6,11 +6,13 @@
 //! [`ModelResponse`]. Everything above this module (executors, planners, reviewers) only
 //! sees these types.
 
+pub mod anthropic;
 mod error;
 pub mod http;
 pub mod openai;
 pub mod sse;
 
+pub use anthropic::{AnthropicConfig, AnthropicProvider};
 pub use error::ModelError;
 pub use http::ApiKey;
 pub use openai::{OpenAiConfig, OpenAiProvider};
