@@ -5,6 +5,9 @@
 //! circuit breakers ([`breaker`]) read that classification, and so does the subtask-level
 //! severity ladder.
 
+pub mod backoff;
+pub mod breaker;
+
 use serde::{Deserialize, Serialize};
 
 /// How bad a failure is. The order matters: `Low < Medium < High < Critical`.
