@@ -40,12 +40,13 @@ pub struct AnthropicConfig {
 }
 
 impl AnthropicConfig {
-    pub fn new(base_url: impl Into<String>, model: impl Into<String>, api_key: ApiKey) -> Self {
+    /// Settings without a key; set [`AnthropicConfig::api_key`] for the hosted API.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         AnthropicConfig {
             name: "anthropic".to_string(),
             base_url: base_url.into(),
             model: model.into(),
-            api_key: Some(api_key),
+            api_key: None,
             stream: true,
             max_tokens: super::openai::DEFAULT_MAX_TOKENS,
             temperature: None,
@@ -513,7 +514,9 @@ mod tests {
     use bytes::Bytes;
 
     fn provider(base: &str) -> AnthropicProvider {
-        AnthropicProvider::new(AnthropicConfig::new(base, "claude", ApiKey::new("k"))).unwrap()
+        let mut config = AnthropicConfig::new(base, "claude");
+        config.api_key = Some(ApiKey::new("k"));
+        AnthropicProvider::new(config).unwrap()
     }
 
     #[test]

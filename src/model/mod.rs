@@ -8,14 +8,20 @@
 
 pub mod anthropic;
 mod error;
+pub mod factory;
 pub mod http;
 pub mod openai;
+pub mod resilient;
+pub mod scripted;
 pub mod sse;
 
 pub use anthropic::{AnthropicConfig, AnthropicProvider};
 pub use error::ModelError;
+pub use factory::from_config;
 pub use http::ApiKey;
 pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use resilient::ResilientModel;
+pub use scripted::{Script, ScriptedProvider};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
