@@ -14,6 +14,7 @@ pub mod openai;
 pub mod resilient;
 pub mod scripted;
 pub mod sse;
+pub mod structured;
 
 pub use anthropic::{AnthropicConfig, AnthropicProvider};
 pub use error::ModelError;
@@ -22,6 +23,7 @@ pub use http::ApiKey;
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use resilient::ResilientModel;
 pub use scripted::{Script, ScriptedProvider};
+pub use structured::{Fix, Plan, Review, StructuredOutput, ask_json};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
