@@ -82,3 +82,47 @@ pub async fn complete_collect(
     let result = model.complete(request, &mut sink).await;
     (result, streamed)
 }
+
+/// Wraps a provider, counting calls and keeping each request.
+pub struct Recording {
+    inner: Arc<dyn ModelProvider>,
+    requests: Mutex<Vec<conclave::model::ModelRequest>>,
+}
+
+impl Recording {
+    pub fn new(inner: Arc<dyn ModelProvider>) -> Arc<Self> {
+        Arc::new(Recording {
+            inner,
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn calls(&self) -> usize {
+        self.requests.lock().unwrap().len()
+    }
+
+    pub fn requests(&self) -> Vec<conclave::model::ModelRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+#[async_trait::async_trait]
+impl ModelProvider for Recording {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    async fn complete(
+        &self,
+        request: &conclave::model::ModelRequest,
+        on_delta: conclave::model::DeltaSink<'_>,
+    ) -> Result<conclave::model::ModelResponse, conclave::model::ModelError> {
+        self.requests.lock().unwrap().push(request.clone());
+        self.inner.complete(request, on_delta).await
+    }
+}
+
+/// A scripted provider from inline JSON.
+pub fn scripted(json: serde_json::Value) -> Arc<conclave::model::ScriptedProvider> {
+    Arc::new(conclave::model::ScriptedProvider::from_json(&json.to_string()).unwrap())
+}
