@@ -44,7 +44,7 @@ async fn concurrent_agents_get_their_own_steps_whatever_the_order() {
     // Two orders of the same four calls give the same answers.
     for reversed in [false, true] {
         let model = scripted(script.clone());
-        let mut calls = vec![
+        let mut calls = [
             (
                 "agent-A",
                 agent_request("You are agent-A.", ChatMessage::user("write a")),

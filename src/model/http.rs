@@ -187,13 +187,11 @@ impl ErrorInfo {
             .flatten()
             .any(|v| names.iter().any(|n| v.eq_ignore_ascii_case(n)))
     }
+}
 
-    fn message_mentions(&self, phrases: &[&str]) -> bool {
-        self.message.as_deref().is_some_and(|m| {
-            let m = m.to_ascii_lowercase();
-            phrases.iter().any(|p| m.contains(p))
-        })
-    }
+fn mentions(text: &str, phrases: &[&str]) -> bool {
+    let text = text.to_ascii_lowercase();
+    phrases.iter().any(|p| text.contains(p))
 }
 
 const SPEND_CODES: &[&str] = &[
@@ -222,16 +220,13 @@ pub fn classify(
     secret: Option<&ApiKey>,
 ) -> ModelError {
     let provider = provider.to_string();
-    let detail = || {
-        let text = info.message.as_deref().unwrap_or(body);
-        excerpt(text, secret)
-    };
+    // The error's message, or the whole body when it is not a JSON error object.
+    let message = info.message.as_deref().unwrap_or(body);
+    let detail = || excerpt(message, secret);
     if status == 401 {
         return ModelError::Unauthorized { provider };
     }
-    if status == 402
-        || info.has(SPEND_CODES)
-        || (status < 500 && info.message_mentions(SPEND_PHRASES))
+    if status == 402 || info.has(SPEND_CODES) || (status < 500 && mentions(message, SPEND_PHRASES))
     {
         return ModelError::SpendLimit {
             provider,
@@ -251,7 +246,7 @@ pub fn classify(
         };
     }
     if matches!(status, 400 | 413)
-        && (info.has(CONTEXT_CODES) || status == 413 || info.message_mentions(CONTEXT_PHRASES))
+        && (info.has(CONTEXT_CODES) || status == 413 || mentions(message, CONTEXT_PHRASES))
     {
         return ModelError::ContextOverflow {
             provider,
@@ -449,6 +444,10 @@ mod tests {
         let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
         assert!(matches!(
             classify_body(400, anthropic),
+            ModelError::ContextOverflow { .. }
+        ));
+        assert!(matches!(
+            classify_body(400, "the request exceeds the available context size"),
             ModelError::ContextOverflow { .. }
         ));
         assert!(matches!(

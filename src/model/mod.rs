@@ -5,6 +5,14 @@
 //! completions, Anthropic Messages, or a scripted replay) and back into
 //! [`ModelResponse`]. Everything above this module (executors, planners, reviewers) only
 //! sees these types.
+//!
+//! Map of the module:
+//! - [`openai`], [`anthropic`], [`scripted`]: the providers; [`sse`] and [`http`] are
+//!   what the HTTP ones share (event-stream parsing, error classification, key hygiene).
+//! - [`resilient`]: [`ResilientModel`], a provider wrapped in step timeout, circuit
+//!   breaker and call-level retry (`crate::recovery::{backoff, breaker}`).
+//! - [`factory`]: [`from_config`], the provider the `llm` configuration describes.
+//! - [`structured`]: [`ask_json`] and the plan / review / fix shapes.
 
 pub mod anthropic;
 mod error;

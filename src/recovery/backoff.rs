@@ -77,7 +77,7 @@ pub type Jitter = Arc<dyn Fn() -> f64 + Send + Sync>;
 
 /// The thread-local RNG.
 pub fn random_jitter() -> Jitter {
-    Arc::new(|| rand::random::<f64>())
+    Arc::new(rand::random::<f64>)
 }
 
 /// One scheduled retry, reported before the wait begins.
