@@ -459,3 +459,16 @@ async fn the_key_comes_from_the_variable_named_by_api_key_env() {
         .unwrap();
     assert_eq!(auth, format!("Bearer {expected}"));
 }
+
+#[tokio::test]
+async fn an_event_stream_without_its_content_type_is_still_read() {
+    let server = MockServer::start().await;
+    let body = "data: {\"choices\":[{\"delta\":{\"content\":\"plain\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    completions()
+        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/plain"))
+        .mount(&server)
+        .await;
+    let (answer, streamed) = complete_collect(&*provider(&server, true), &request()).await;
+    assert_eq!(answer.unwrap().text, "plain");
+    assert_eq!(streamed, "plain");
+}

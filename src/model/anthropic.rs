@@ -288,6 +288,12 @@ impl ModelProvider for AnthropicProvider {
                 .bytes()
                 .await
                 .map_err(|e| http::from_reqwest(name, &e, timeout))?;
+            if self.config.stream && http::looks_like_event_stream(&body) {
+                let chunk = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(body)]);
+                return self
+                    .read_stream(chunk, on_delta, |never| match never {})
+                    .await;
+            }
             let answer = self.parse_body(&body)?;
             if !answer.text.is_empty() {
                 on_delta(&answer.text);

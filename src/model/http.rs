@@ -82,12 +82,22 @@ pub fn is_event_stream(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.contains("text/event-stream"))
 }
 
-/// Maps a transport failure. `timeout` is the configured request timeout, if any.
+/// Whether a body sent without the SSE content type is an event stream all the same
+/// (some local servers forget the header).
+pub fn looks_like_event_stream(body: &[u8]) -> bool {
+    let start = body.trim_ascii_start();
+    [&b"data:"[..], b"event:", b":"]
+        .iter()
+        .any(|p| start.starts_with(p))
+}
+
+/// Maps a transport failure. `timeout` is the configured request timeout, if any;
+/// without one, only the connect timeout can have fired.
 pub fn from_reqwest(provider: &str, err: &reqwest::Error, timeout: Option<Duration>) -> ModelError {
     if err.is_timeout() {
         return ModelError::Timeout {
             provider: provider.to_string(),
-            timeout: timeout.unwrap_or_default(),
+            timeout: timeout.unwrap_or(CONNECT_TIMEOUT),
         };
     }
     // Connect failures, resets and bodies cut short are all "could not talk to it":

@@ -263,6 +263,12 @@ impl ModelProvider for OpenAiProvider {
                 .bytes()
                 .await
                 .map_err(|e| http::from_reqwest(name, &e, timeout))?;
+            if self.config.stream && http::looks_like_event_stream(&body) {
+                let chunk = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(body)]);
+                return self
+                    .read_stream(chunk, on_delta, |never| match never {})
+                    .await;
+            }
             let answer = self.parse_body(&body)?;
             if !answer.text.is_empty() {
                 on_delta(&answer.text);
@@ -582,6 +588,13 @@ mod tests {
         assert_eq!(body["tools"][0]["function"]["name"], "file_read");
         assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
         assert_eq!(body["stream_options"]["include_usage"], true);
+    }
+
+    #[test]
+    fn the_key_never_shows_in_debug_output() {
+        let mut config = OpenAiConfig::new("http://127.0.0.1:9/v1", "m");
+        config.api_key = Some(ApiKey::new("sk-live-verysecretvalue"));
+        assert!(!format!("{config:?}").contains("verysecret"));
     }
 
     #[test]
