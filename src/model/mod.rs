@@ -5,10 +5,33 @@
 //! completions, Anthropic Messages, or a scripted replay) and back into
 //! [`ModelResponse`]. Everything above this module (executors, planners, reviewers) only
 //! sees these types.
+//!
+//! Map of the module:
+//! - [`openai`], [`anthropic`], [`scripted`]: the providers; [`sse`] and [`http`] are
+//!   what the HTTP ones share (event-stream parsing, error classification, key hygiene).
+//! - [`resilient`]: [`ResilientModel`], a provider wrapped in step timeout, circuit
+//!   breaker and call-level retry (`crate::recovery::{backoff, breaker}`).
+//! - [`factory`]: [`from_config`], the provider the `llm` configuration describes.
+//! - [`structured`]: [`ask_json`] and the plan / review / fix shapes.
 
+pub mod anthropic;
 mod error;
+pub mod factory;
+pub mod http;
+pub mod openai;
+pub mod resilient;
+pub mod scripted;
+pub mod sse;
+pub mod structured;
 
+pub use anthropic::{AnthropicConfig, AnthropicProvider};
 pub use error::ModelError;
+pub use factory::from_config;
+pub use http::ApiKey;
+pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use resilient::ResilientModel;
+pub use scripted::{Script, ScriptedProvider};
+pub use structured::{Fix, Plan, Review, StructuredOutput, ask_json};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

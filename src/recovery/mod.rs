@@ -5,6 +5,8 @@
 //! circuit breakers ([`breaker`]) read that classification, and so does the subtask-level
 //! severity ladder.
 
+pub mod backoff;
+pub mod breaker;
 pub mod event;
 pub mod report;
 

@@ -1,0 +1,418 @@
+//! Structured calls: planning, review and fix calls that want one JSON object back.
+//!
+//! [`ask_json`] offers no tools, appends a one-line format instruction to the system
+//! prompt, and extracts the object from the answer: bare, in a ```json (or plain ```)
+//! fence, or surrounded by chatter (the first balanced top-level `{...}`, string-aware).
+//! An answer that does not parse, has the wrong shape or fails validation is shown back
+//! to the model once with a short correction; a second failure is
+//! [`ModelError::InvalidStructuredOutput`]. Unknown fields are ignored.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use super::{ChatMessage, ModelError, ModelProvider, ModelRequest};
+
+/// A type a structured call can return.
+pub trait StructuredOutput: DeserializeOwned {
+    /// What the model is told to produce: the shape, compactly.
+    const INSTRUCTIONS: &'static str;
+
+    /// Checks beyond the shape (ranges, references); the message goes to the model.
+    fn validate(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Asks `model` for a `T`, re-asking once when the answer is unusable.
+pub async fn ask_json<T: StructuredOutput>(
+    model: &dyn ModelProvider,
+    request: &ModelRequest,
+) -> Result<T, ModelError> {
+    ask_json_streaming(model, request, &mut |_: &str| {}).await
+}
+
+/// [`ask_json`], streaming the model's text to `on_delta` (both answers, if re-asked).
+pub async fn ask_json_streaming<T: StructuredOutput>(
+    model: &dyn ModelProvider,
+    request: &ModelRequest,
+    on_delta: &mut (dyn FnMut(&str) + Send),
+) -> Result<T, ModelError> {
+    let mut request = request.clone();
+    request.tools.clear();
+    request.system = if request.system.is_empty() {
+        T::INSTRUCTIONS.to_string()
+    } else {
+        format!("{}\n\n{}", request.system, T::INSTRUCTIONS)
+    };
+    let first = model.complete(&request, &mut *on_delta).await?;
+    let problem = match parse_answer::<T>(&first.text) {
+        Ok(value) => return Ok(value),
+        Err(problem) => problem,
+    };
+    tracing::info!(provider = model.name(), %problem, "structured answer unusable; asking again");
+    request.messages.push(ChatMessage::Assistant {
+        content: first.text,
+        tool_calls: Vec::new(),
+    });
+    request.messages.push(ChatMessage::user(format!(
+        "That answer could not be used: {problem}. Reply again with only the JSON object. {}",
+        T::INSTRUCTIONS
+    )));
+    let second = model.complete(&request, on_delta).await?;
+    parse_answer::<T>(&second.text).map_err(|problem| ModelError::InvalidStructuredOutput {
+        message: format!(
+            "{problem} (after one correction); the answer began: \"{}\"",
+            super::http::excerpt(&second.text, None)
+        ),
+    })
+}
+
+/// Extracts, deserialises and validates a `T` from a model's answer.
+pub fn parse_answer<T: StructuredOutput>(text: &str) -> Result<T, String> {
+    let value = extract_json_object(text)?;
+    let parsed: T = serde_json::from_value(value).map_err(|e| format!("wrong shape: {e}"))?;
+    parsed.validate().map(|()| parsed)
+}
+
+/// The JSON object in `text`: from the first ```json fence that holds one, else any
+/// other fence, else the first balanced top-level `{...}` that parses.
+pub fn extract_json_object(text: &str) -> Result<Value, String> {
+    let fences = fenced_blocks(text);
+    let labelled = fences
+        .iter()
+        .filter(|(info, _)| info.eq_ignore_ascii_case("json"));
+    let others = fences
+        .iter()
+        .filter(|(info, _)| !info.eq_ignore_ascii_case("json"));
+    for (_, body) in labelled.chain(others) {
+        if let Ok(value) = first_object(body) {
+            return Ok(value);
+        }
+    }
+    first_object(text)
+}
+
+/// The ``` fenced blocks of `text`, as (info string, body). An unclosed last fence runs
+/// to the end of the text (answers get cut off).
+fn fenced_blocks(text: &str) -> Vec<(&str, &str)> {
+    let mut blocks = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("```") {
+        let after = &rest[open + 3..];
+        let (info, body_start) = match after.find('\n') {
+            Some(eol) => (after[..eol].trim(), &after[eol + 1..]),
+            None => (after.trim(), ""),
+        };
+        match body_start.find("```") {
+            Some(close) => {
+                blocks.push((info, &body_start[..close]));
+                rest = &body_start[close + 3..];
+            }
+            None => {
+                blocks.push((info, body_start));
+                break;
+            }
+        }
+    }
+    blocks
+}
+
+/// The first balanced top-level `{...}` of `text` that is valid JSON.
+fn first_object(text: &str) -> Result<Value, String> {
+    let mut from = 0;
+    let mut last_error = None;
+    while let Some(offset) = text[from..].find('{') {
+        let start = from + offset;
+        let Some(end) = balanced_end(&text[start..]) else {
+            // A stray `{` in prose, or an answer cut off: look further in.
+            last_error.get_or_insert_with(|| {
+                "the JSON object is not closed (was the answer cut off?)".to_string()
+            });
+            from = start + 1;
+            continue;
+        };
+        let candidate = &text[start..start + end];
+        match serde_json::from_str::<Value>(candidate) {
+            Ok(value @ Value::Object(_)) => return Ok(value),
+            Ok(_) => {}
+            Err(e) => last_error = Some(format!("invalid JSON: {e}")),
+        }
+        from = start + end;
+    }
+    Err(last_error.unwrap_or_else(|| "no JSON object found in the answer".to_string()))
+}
+
+/// The length of the balanced `{...}` at the start of `text`, skipping braces in strings.
+fn balanced_end(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, byte) in text.bytes().enumerate() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' => depth += 1,
+            b'}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `null` counts as an empty list.
+fn null_as_empty<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+}
+
+/// A mid agent's split of a task.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    pub subtasks: Vec<PlannedSubtask>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedSubtask {
+    pub description: String,
+    #[serde(default)]
+    pub assignee: Option<String>,
+    /// Indexes (0-based) of subtasks that must finish first.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub depends_on: Vec<usize>,
+}
+
+impl StructuredOutput for Plan {
+    const INSTRUCTIONS: &'static str = "Answer with one JSON object and nothing else: \
+        {\"subtasks\": [{\"description\": \"...\", \"assignee\": \"optional\", \"dependsOn\": [0]}]} \
+        where dependsOn lists the 0-based indexes of subtasks that must finish first.";
+
+    fn validate(&self) -> Result<(), String> {
+        if self.subtasks.is_empty() {
+            return Err("the plan has no subtasks".to_string());
+        }
+        let count = self.subtasks.len();
+        for (i, subtask) in self.subtasks.iter().enumerate() {
+            if subtask.description.trim().is_empty() {
+                return Err(format!("subtask {i} has an empty description"));
+            }
+            for &dep in &subtask.depends_on {
+                if dep >= count {
+                    return Err(format!(
+                        "subtask {i} depends on {dep}, but there are only {count} subtasks (indexes 0 to {})",
+                        count - 1
+                    ));
+                }
+                if dep == i {
+                    return Err(format!("subtask {i} depends on itself"));
+                }
+            }
+        }
+        match find_cycle(&self.subtasks) {
+            Some(i) => Err(format!("subtask {i} is part of a dependency cycle")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A subtask on a dependency cycle, if any (indexes already checked to be in range).
+fn find_cycle(subtasks: &[PlannedSubtask]) -> Option<usize> {
+    // Kahn's algorithm: whatever cannot be scheduled is on or behind a cycle.
+    let mut pending: Vec<usize> = subtasks.iter().map(|s| s.depends_on.len()).collect();
+    let mut ready: Vec<usize> = (0..subtasks.len()).filter(|&i| pending[i] == 0).collect();
+    let mut done = vec![false; subtasks.len()];
+    while let Some(i) = ready.pop() {
+        done[i] = true;
+        for (j, s) in subtasks.iter().enumerate() {
+            for _ in s.depends_on.iter().filter(|&&d| d == i) {
+                pending[j] -= 1;
+                if pending[j] == 0 {
+                    ready.push(j);
+                }
+            }
+        }
+    }
+    done.iter().position(|d| !d)
+}
+
+/// A top agent's verdict on a decision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Review {
+    #[serde(deserialize_with = "lenient_bool")]
+    pub approve: bool,
+    pub reason: String,
+}
+
+impl StructuredOutput for Review {
+    const INSTRUCTIONS: &'static str = "Answer with one JSON object and nothing else: \
+        {\"approve\": true or false, \"reason\": \"one or two sentences\"}";
+}
+
+/// `true`/`false`, or the strings small models sometimes write instead.
+fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Bool(b) => Ok(b),
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "yes" => Ok(true),
+            "false" | "no" => Ok(false),
+            _ => Err(serde::de::Error::custom(format!(
+                "expected true or false, got \"{s}\""
+            ))),
+        },
+        other => Err(serde::de::Error::custom(format!(
+            "expected true or false, got {other}"
+        ))),
+    }
+}
+
+/// A fix after failing tests: whole new file contents, and how sure the model is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fix {
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub files: Vec<FileContent>,
+    /// 0 to 100.
+    #[serde(deserialize_with = "percentage")]
+    pub confidence: u8,
+    pub explanation: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileContent {
+    pub path: String,
+    pub content: String,
+}
+
+impl StructuredOutput for Fix {
+    const INSTRUCTIONS: &'static str = "Answer with one JSON object and nothing else: \
+        {\"files\": [{\"path\": \"relative/path\", \"content\": \"the whole new file\"}], \
+        \"confidence\": 0-100, \"explanation\": \"...\"}";
+
+    fn validate(&self) -> Result<(), String> {
+        match self.files.iter().position(|f| f.path.trim().is_empty()) {
+            Some(i) => Err(format!("file {i} has an empty path")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A number from 0 to 100; fractions are rounded (models write 85.5).
+fn percentage<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
+    let value = f64::deserialize(d)?;
+    if (0.0..=100.0).contains(&value) {
+        Ok(value.round() as u8)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "confidence must be between 0 and 100, got {value}"
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn extracts_bare_fenced_and_surrounded_objects() {
+        assert_eq!(extract_json_object(r#"{"a": 1}"#), Ok(json!({"a": 1})));
+        let fenced = "Here you go:\n```json\n{\"a\": \"}\"}\n```\nHope that helps!";
+        assert_eq!(extract_json_object(fenced), Ok(json!({"a": "}"})));
+        let plain = "```\n{\"a\": 2}\n```";
+        assert_eq!(extract_json_object(plain), Ok(json!({"a": 2})));
+        let chatter = "Sure! The {best} plan is {\"a\": {\"b\": \"x\\\"}\"}} and that's it.";
+        assert_eq!(
+            extract_json_object(chatter),
+            Ok(json!({"a": {"b": "x\"}"}}))
+        );
+        let stray = "Use { with care: {\"a\": 4}";
+        assert_eq!(extract_json_object(stray), Ok(json!({"a": 4})));
+        let json_fence_wins = "```rust\nfn main() {}\n```\n```json\n{\"a\": 3}\n```";
+        assert_eq!(extract_json_object(json_fence_wins), Ok(json!({"a": 3})));
+    }
+
+    #[test]
+    fn reports_what_is_wrong() {
+        assert!(
+            extract_json_object("no json here")
+                .unwrap_err()
+                .contains("no JSON")
+        );
+        assert!(
+            extract_json_object("{\"a\": [1, 2")
+                .unwrap_err()
+                .contains("not closed")
+        );
+        assert!(
+            extract_json_object("{a: 1}")
+                .unwrap_err()
+                .contains("invalid JSON")
+        );
+    }
+
+    #[test]
+    fn plans_are_validated() {
+        let ok = r#"{"subtasks": [{"description": "a"}, {"description": "b", "dependsOn": [0], "extra": 1}]}"#;
+        let plan: Plan = parse_answer(ok).unwrap();
+        assert_eq!(plan.subtasks[1].depends_on, vec![0]);
+        let nulls = r#"{"subtasks": [{"description": "a", "assignee": null, "dependsOn": null}]}"#;
+        assert!(parse_answer::<Plan>(nulls).is_ok());
+        for (bad, expected) in [
+            (r#"{"subtasks": []}"#, "no subtasks"),
+            (
+                r#"{"subtasks": [{"description": "a", "dependsOn": [1]}]}"#,
+                "only 1",
+            ),
+            (
+                r#"{"subtasks": [{"description": "a", "dependsOn": [0]}]}"#,
+                "itself",
+            ),
+            (
+                r#"{"subtasks": [{"description": "a", "dependsOn": [1]}, {"description": "b", "dependsOn": [0]}]}"#,
+                "cycle",
+            ),
+            (r#"{"tasks": []}"#, "missing field `subtasks`"),
+        ] {
+            let err = parse_answer::<Plan>(bad).unwrap_err();
+            assert!(err.contains(expected), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn reviews_and_fixes_are_lenient_where_models_are_sloppy() {
+        let review: Review = parse_answer(r#"{"approve": "yes", "reason": "fine"}"#).unwrap();
+        assert!(review.approve);
+        assert!(parse_answer::<Review>(r#"{"approve": "maybe", "reason": "?"}"#).is_err());
+        let fix: Fix =
+            parse_answer(r#"{"files": [{"path": "a.rs", "content": ""}], "confidence": 85.6, "explanation": "x"}"#)
+                .unwrap();
+        assert_eq!(fix.confidence, 86);
+        let err = parse_answer::<Fix>(r#"{"files": [], "confidence": 120, "explanation": "x"}"#)
+            .unwrap_err();
+        assert!(err.contains("between 0 and 100"), "{err}");
+    }
+
+    #[test]
+    fn instructions_stay_compact() {
+        for text in [Plan::INSTRUCTIONS, Review::INSTRUCTIONS, Fix::INSTRUCTIONS] {
+            // About 4 characters a token: each stays well under 100 tokens.
+            assert!(text.len() < 400, "{text}");
+        }
+    }
+}
