@@ -25,7 +25,9 @@ pub enum ModelError {
     Connection { provider: String, message: String },
     #[error("{provider} sent a response Conclave cannot read: {message}")]
     Malformed { provider: String, message: String },
-    #[error("{provider} refused the credentials (HTTP 401); check the API key environment variable")]
+    #[error(
+        "{provider} refused the credentials (HTTP 401); check the API key environment variable"
+    )]
     Unauthorized { provider: String },
     #[error("{provider} forbade the call (HTTP 403): {excerpt}")]
     Forbidden { provider: String, excerpt: String },
@@ -34,7 +36,10 @@ pub enum ModelError {
     #[error("{provider} refused the call because a spend or quota limit was reached: {message}")]
     SpendLimit { provider: String, message: String },
     #[error("{provider} is failing; its circuit breaker is open for another {} ms", retry_in.as_millis())]
-    CircuitOpen { provider: String, retry_in: Duration },
+    CircuitOpen {
+        provider: String,
+        retry_in: Duration,
+    },
     #[error("the model's answer was not the JSON asked for: {message}")]
     InvalidStructuredOutput { message: String },
     #[error("no model is configured: {message}")]
