@@ -227,6 +227,7 @@ impl Tool for Bash {
             self.sandbox.root(),
             self.environment(),
             timeout,
+            &ctx.cancel,
         )
         .await?;
         let shown = render_streams(&run.stdout, &run.stderr);
@@ -281,6 +282,7 @@ async fn run_command(
     workdir: &std::path::Path,
     env: Vec<(OsString, OsString)>,
     timeout: Duration,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<CommandRun, ToolError> {
     let mut child = tokio::process::Command::new(&settings.shell)
         .arg("-c")
@@ -324,13 +326,14 @@ async fn run_command(
     let (mut out_open, mut err_open) = (true, true);
     let mut status: Option<ExitStatus> = None;
     let mut timed_out = false;
+    let mut cancelled = false;
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
     // Armed once the group is killed: how long the pipes may take to close.
     let mut grace: Option<Pin<Box<tokio::time::Sleep>>> = None;
 
     while out_open || err_open {
-        let finished = status.is_some() || timed_out;
+        let finished = status.is_some() || timed_out || cancelled;
         tokio::select! {
             read = stdout.read(&mut out_buf), if out_open => match read {
                 Ok(0) | Err(_) => out_open = false,
@@ -351,6 +354,13 @@ async fn run_command(
                 killer.kill();
                 grace = Some(Box::pin(tokio::time::sleep(settings.kill_grace)));
             },
+            () = cancel.cancelled(), if !finished => {
+                // Kill and wait for the pipes like a timeout, so that when the call
+                // returns, the command's processes are gone.
+                cancelled = true;
+                killer.kill();
+                grace = Some(Box::pin(tokio::time::sleep(settings.kill_grace)));
+            },
             () = async { if let Some(grace) = grace.as_mut() { grace.await } }, if grace.is_some() => {
                 // Something left the group (setsid) and kept a pipe open; stop reading.
                 tracing::warn!(pgid, "command output still open after its group was killed");
@@ -359,9 +369,15 @@ async fn run_command(
         }
     }
 
-    if timed_out {
+    if timed_out || cancelled {
         // Reap the killed shell; SIGKILL cannot be ignored, so this is quick.
         let _ = tokio::time::timeout(settings.kill_grace, child.wait()).await;
+    }
+    if cancelled {
+        tracing::info!(pgid, "command cancelled; process group killed");
+        return Err(ToolError::Cancelled);
+    }
+    if timed_out {
         tracing::info!(
             pgid,
             timeout_ms = timeout.as_millis() as u64,
@@ -376,7 +392,9 @@ async fn run_command(
         Some(status) => status,
         // Both pipes closed before the shell was seen to exit (it closed them itself).
         None => {
-            let remaining = deadline.deadline() - tokio::time::Instant::now();
+            let remaining = deadline
+                .deadline()
+                .saturating_duration_since(tokio::time::Instant::now());
             match tokio::time::timeout(remaining, child.wait()).await {
                 Ok(exited) => exited.map_err(|e| ToolError::io(&settings.shell, &e))?,
                 Err(_) => {

@@ -122,6 +122,16 @@ impl Tool for HttpRequest {
     }
 
     async fn call(&self, args: &Args, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
+        tokio::select! {
+            biased;
+            () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+            done = self.exchange(args, ctx) => done,
+        }
+    }
+}
+
+impl HttpRequest {
+    async fn exchange(&self, args: &Args, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
         let method = args.str("method")?.trim().to_ascii_uppercase();
         if !METHODS.contains(&method.as_str()) {
             return Err(ToolError::invalid(format!(

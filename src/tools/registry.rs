@@ -174,23 +174,30 @@ impl ToolRegistry {
             ..ctx.clone()
         };
         let run = tool.call(&args, &call_ctx);
-        match ctx.step_timeout {
-            Some(step) => tokio::select! {
-                biased;
-                () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
-                finished = tokio::time::timeout(step + self.timeout_grace, run) => {
-                    finished.unwrap_or_else(|_| {
-                        tracing::info!(tool = tool.name(), timeout_ms = step.as_millis() as u64, "tool call timed out");
-                        Err(ToolError::Timeout { timeout: step, output: String::new() })
-                    })
-                }
-            },
-            None => tokio::select! {
-                biased;
-                () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
-                finished = run => finished,
-            },
+        tokio::pin!(run);
+        let limit = ctx.step_timeout.map(|step| step + self.timeout_grace);
+        let timed = async {
+            match limit {
+                Some(limit) => tokio::time::timeout(limit, &mut run).await.ok(),
+                None => Some((&mut run).await),
+            }
+        };
+        tokio::select! {
+            biased;
+            () = ctx.cancel.cancelled() => {}
+            finished = timed => {
+                return finished.unwrap_or_else(|| {
+                    let step = ctx.step_timeout.unwrap_or_default();
+                    tracing::info!(tool = tool.name(), timeout_ms = step.as_millis() as u64, "tool call timed out");
+                    Err(ToolError::Timeout { timeout: step, output: String::new() })
+                });
+            }
         }
+        // Cancelled: the call's own token is cancelled with its parent. Give the tool a
+        // moment to clean up (bash kills its process group and waits for it); whatever
+        // it returns, the call counts as cancelled.
+        let _ = tokio::time::timeout(self.timeout_grace, &mut run).await;
+        Err(ToolError::Cancelled)
     }
 }
 
