@@ -5,6 +5,8 @@
 //! partial results they kept, so recovery can report what was done even when the whole
 //! could not be.
 
+pub mod builtin;
+
 use std::path::PathBuf;
 
 use async_trait::async_trait;
