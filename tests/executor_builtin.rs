@@ -540,3 +540,21 @@ async fn cancellation_stops_a_running_command() {
         "no model call after cancellation"
     );
 }
+
+#[test]
+fn rules_and_tool_schemas_fit_a_small_model_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(dir.path()).unwrap();
+    let writer = Arc::new(DiskWriter::new(sandbox.clone()));
+    let tools = ToolRegistry::new(sandbox, writer, ToolSettings::default(), None);
+    let schemas = serde_json::to_string(tools.specs()).unwrap();
+    // About four characters a token for English and JSON: rules and schemas take at most
+    // 1,000 tokens, leaving the rest of the ~1,500 for the agent's own system prompt.
+    let chars = TOOL_RULES.len() + schemas.len();
+    println!(
+        "rules {} + schemas {} = {chars} chars",
+        TOOL_RULES.len(),
+        schemas.len()
+    );
+    assert!(chars <= 3_200, "{chars} characters");
+}
