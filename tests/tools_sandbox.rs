@@ -206,3 +206,59 @@ async fn the_disk_writer_refuses_escapes_when_called_directly() {
     }
     layout.assert_outside_untouched();
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+
+    /// Whatever mix of names, `.`, `..` and symlinks (inside, outside, dangling) a path is
+    /// made of, resolving it either fails or yields a path inside the root, and if that
+    /// path exists, the OS agrees it is inside.
+    #[test]
+    fn resolved_paths_never_leave_the_root() {
+        let layout = Layout::new();
+        std::fs::create_dir_all(layout.ws.join("a/b")).unwrap();
+        std::os::unix::fs::symlink(layout.ws.join("a"), layout.ws.join("inlink")).unwrap();
+        std::os::unix::fs::symlink(layout.outside.join("gone"), layout.ws.join("a/dangling"))
+            .unwrap();
+        let sandbox = Sandbox::new(&layout.ws).unwrap();
+        let parts = prop::collection::vec(
+            prop::sample::select(vec![
+                "a",
+                "b",
+                "..",
+                ".",
+                "link",
+                "outdir",
+                "inlink",
+                "dangling",
+                "new",
+                "inside.txt",
+            ]),
+            0..7,
+        );
+        let mut runner = TestRunner::new(Config::with_cases(2_000));
+        runner
+            .run(&(parts, any::<bool>()), |(parts, absolute)| {
+                let relative: PathBuf = parts.iter().collect();
+                let given = if absolute {
+                    sandbox.root().join(&relative)
+                } else {
+                    relative
+                };
+                if let Ok(resolved) = sandbox.resolve(&given) {
+                    prop_assert!(
+                        resolved.starts_with(sandbox.root()),
+                        "{given:?} -> {resolved:?}"
+                    );
+                    if let Ok(real) = std::fs::canonicalize(&resolved) {
+                        prop_assert!(real.starts_with(sandbox.root()), "{given:?} -> {real:?}");
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        layout.assert_outside_untouched();
+    }
+}

@@ -317,7 +317,7 @@ fn hash_json(value: &Value, hasher: &mut Fnv1a) {
             hasher.write(s.as_bytes());
         }
         Value::Array(items) => {
-            hasher.write(&[b'[']);
+            hasher.write(b"[");
             hasher.write(&(items.len() as u64).to_le_bytes());
             for item in items {
                 hash_json(item, hasher);
@@ -326,7 +326,7 @@ fn hash_json(value: &Value, hasher: &mut Fnv1a) {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            hasher.write(&[b'{']);
+            hasher.write(b"{");
             hasher.write(&(keys.len() as u64).to_le_bytes());
             for key in keys {
                 hasher.write(&(key.len() as u64).to_le_bytes());

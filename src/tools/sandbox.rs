@@ -109,6 +109,9 @@ impl Sandbox {
         } else {
             self.root.join(given)
         };
+        // Rebuilt from its components, `a/link/.` becomes `a/link`: otherwise the walk
+        // below would drop `link` as the parent of `.` without checking it is a symlink.
+        let joined: PathBuf = joined.components().collect();
 
         // Walk up until an ancestor canonicalises; remember what was cut off.
         let mut existing = joined.as_path();
@@ -269,6 +272,11 @@ mod tests {
         assert_eq!(
             sb.resolve("dangling").unwrap_err().reason,
             EscapeReason::DanglingSymlink
+        );
+        // A trailing `.` must not hide the symlink before it (found by the property test).
+        assert_eq!(
+            sb.resolve("link/.").unwrap_err().reason,
+            EscapeReason::SymlinkEscape
         );
     }
 
