@@ -177,6 +177,10 @@ impl Tool for Bash {
 
     async fn authorize(&self, args: &Args, ctx: &CallContext) -> Result<(), ToolError> {
         let command = args.str("command")?;
+        if command.trim().is_empty() {
+            // Refused before anyone is asked to approve nothing.
+            return Err(ToolError::invalid("`command` is empty"));
+        }
         let denied = |reason: String| ToolError::CommandDenied {
             command: command.to_string(),
             reason,
