@@ -5,6 +5,7 @@
 //! partial results they kept, so recovery can report what was done even when the whole
 //! could not be.
 
+pub mod builtin;
 pub mod pi;
 
 use std::path::PathBuf;

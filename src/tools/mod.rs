@@ -1,1 +1,403 @@
-//! Filled in by its issue.
+//! Tools: what a bottom agent's model can do to the workspace.
+//!
+//! The tools are named as in the model contract (DESIGN.md): `file_read`, `file_write`,
+//! `file_edit`, `bash`, `grep`, `glob`, `http_request`. Each one validates its own
+//! arguments and reports failures as a typed [`ToolError`] that recovery can classify.
+//!
+//! - [`sandbox`]: every path is resolved inside the workspace root or refused (code 1005).
+//! - [`writer`]: files are written through a [`WorkspaceWriter`] (atomic disk writes now,
+//!   the editor's `workspace/applyEdit` later); identical content is a no-op.
+//! - [`registry`]: the tool specs offered to the model and the dispatch of a [`ToolCall`]
+//!   (argument normalisation, approval, step timeout, cancellation).
+//! - [`file`], [`bash`], [`search`], [`http`]: the tools themselves.
+//!
+//! [`ToolCall`]: crate::model::ToolCall
+
+pub mod args;
+pub mod bash;
+pub mod file;
+pub mod http;
+pub mod registry;
+pub mod sandbox;
+pub mod search;
+pub mod writer;
+
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use crate::model::ToolSpec;
+use crate::recovery::{Classify, Severity};
+
+pub use args::Args;
+pub use bash::{ApprovalHook, ApprovalOutcome, BashSettings, CommandApprovalRequest};
+pub use http::HttpSettings;
+pub use registry::{ToolRegistry, ToolSettings};
+pub use sandbox::{EscapeReason, PathOutsideWorkspace, Sandbox};
+pub use writer::{ContentHash, DiskWriter, WorkspaceWriter, WriteError, WriteOutcome, WriteStatus};
+
+/// What one successful tool call produced.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The text the model sees as the tool result.
+    pub content: String,
+    /// One line for activity notes and partial results, e.g. `created src/lib.rs (120 bytes)`.
+    pub summary: String,
+    /// Whether the call changed something or ran a command successfully: a meaningful
+    /// result worth keeping as a partial result (reads and searches are not).
+    pub progress: bool,
+    /// Workspace-relative paths whose content this call changed.
+    pub files_written: Vec<PathBuf>,
+}
+
+/// Where and how a tool call runs.
+#[derive(Clone, Debug, Default)]
+pub struct CallContext {
+    /// Cancelled when the execution is cancelled; tools stop promptly.
+    pub cancel: CancellationToken,
+    /// The step timeout for one tool call (`recovery.stepTimeoutMs`); tools with their
+    /// own deadline (bash, http_request) never wait longer than this.
+    pub step_timeout: Option<Duration>,
+    /// The subtask the call belongs to, for approval requests and logs.
+    pub subtask_id: Option<String>,
+}
+
+/// A tool as the registry sees it.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The name the model calls it by.
+    fn name(&self) -> &str;
+
+    /// Its description and JSON schema for the model.
+    fn spec(&self) -> ToolSpec;
+
+    /// Asks whoever must agree before the call runs (the command approval policy). Not
+    /// bounded by the step timeout: a person may take a while to answer.
+    async fn authorize(&self, _args: &Args, _ctx: &CallContext) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    /// Runs the call.
+    async fn call(&self, args: &Args, ctx: &CallContext) -> Result<ToolOutput, ToolError>;
+}
+
+/// A failed tool call. The `Display` text is what the model is told, so it says what
+/// went wrong and, where it helps, what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("unknown tool `{name}`; the valid tools are: {}", available.join(", "))]
+    UnknownTool {
+        name: String,
+        available: Vec<String>,
+    },
+    #[error("invalid arguments: {message}")]
+    InvalidArguments { message: String },
+    #[error(transparent)]
+    OutsideWorkspace(#[from] PathOutsideWorkspace),
+    #[error("{} does not exist", path.display())]
+    NotFound { path: PathBuf },
+    #[error("{}: {message}", path.display())]
+    Io {
+        path: PathBuf,
+        kind: io::ErrorKind,
+        message: String,
+    },
+    #[error("{} is {size} bytes, over the {limit}-byte limit", path.display())]
+    TooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
+    #[error("{} looks like a binary file; only text files can be read or edited", path.display())]
+    Binary { path: PathBuf },
+    #[error(
+        "old_text was not found in {}; read the file and copy the text exactly, including whitespace and indentation",
+        path.display()
+    )]
+    NoMatch { path: PathBuf },
+    #[error(
+        "old_text matches {count} places in {}; include more surrounding lines so that it matches exactly one",
+        path.display()
+    )]
+    AmbiguousMatch { path: PathBuf, count: usize },
+    #[error("timed out after {} ms{}", timeout.as_millis(), if output.is_empty() { String::new() } else { format!("; output so far:\n{output}") })]
+    Timeout {
+        timeout: Duration,
+        /// Whatever the call produced before it was stopped.
+        output: String,
+    },
+    #[error("{}\n{output}", match exit_code { Some(code) => format!("command exited with code {code}"), None => "command was killed by a signal".to_string() })]
+    CommandFailed {
+        exit_code: Option<i32>,
+        output: String,
+    },
+    #[error("command not run: {reason}")]
+    CommandDenied { command: String, reason: String },
+    #[error("the change to {} was rejected: {reason}", path.display())]
+    WriteRejected { path: PathBuf, reason: String },
+    #[error("HTTP request failed: {message}")]
+    HttpTransport { message: String, connect: bool },
+    #[error("HTTP {status}\n{body}")]
+    HttpStatus { status: u16, body: String },
+    #[error("the tool call was cancelled")]
+    Cancelled,
+}
+
+impl ToolError {
+    /// An I/O error on `path`, with "not found" turned into [`ToolError::NotFound`].
+    pub fn io(path: impl Into<PathBuf>, error: &io::Error) -> ToolError {
+        let path = path.into();
+        match error.kind() {
+            io::ErrorKind::NotFound => ToolError::NotFound { path },
+            kind => ToolError::Io {
+                path,
+                kind,
+                message: error.to_string(),
+            },
+        }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> ToolError {
+        ToolError::InvalidArguments {
+            message: message.into(),
+        }
+    }
+}
+
+impl From<WriteError> for ToolError {
+    fn from(error: WriteError) -> ToolError {
+        match error {
+            WriteError::OutsideWorkspace(e) => ToolError::OutsideWorkspace(e),
+            WriteError::Io { path, source } => ToolError::io(path, &source),
+            WriteError::Rejected { path, reason } => ToolError::WriteRejected { path, reason },
+        }
+    }
+}
+
+/// How tool failures climb the recovery ladder. The guiding question is "would the
+/// same call, repeated, succeed?" and "is a person's decision involved?":
+///
+/// - refusals of a boundary (path outside the workspace, command denied, change
+///   rejected, permission denied) are critical and never transient: retrying cannot
+///   help and a person must know;
+/// - timeouts, connection failures, HTTP 408/429/5xx and interrupted I/O are transient;
+///   timeouts are high (they cost a whole step), the others medium;
+/// - mistakes the model can fix with other arguments (unknown tool, bad arguments,
+///   missing file, no or several matches, too large, binary) are low;
+/// - a command that ran and failed is medium: the code or the command needs changing.
+impl Classify for ToolError {
+    fn severity(&self) -> Severity {
+        match self {
+            ToolError::OutsideWorkspace(_)
+            | ToolError::CommandDenied { .. }
+            | ToolError::WriteRejected { .. } => Severity::Critical,
+            ToolError::Io { kind, .. } if *kind == io::ErrorKind::PermissionDenied => {
+                Severity::Critical
+            }
+            ToolError::HttpStatus { status, .. } if *status == 401 || *status == 403 => {
+                Severity::Critical
+            }
+            ToolError::Timeout { .. } => Severity::High,
+            ToolError::Io { .. }
+            | ToolError::CommandFailed { .. }
+            | ToolError::HttpTransport { .. }
+            | ToolError::HttpStatus { .. } => Severity::Medium,
+            ToolError::UnknownTool { .. }
+            | ToolError::InvalidArguments { .. }
+            | ToolError::NotFound { .. }
+            | ToolError::TooLarge { .. }
+            | ToolError::Binary { .. }
+            | ToolError::NoMatch { .. }
+            | ToolError::AmbiguousMatch { .. }
+            | ToolError::Cancelled => Severity::Low,
+        }
+    }
+
+    fn is_transient(&self) -> bool {
+        match self {
+            ToolError::Timeout { .. } | ToolError::HttpTransport { .. } => true,
+            ToolError::HttpStatus { status, .. } => {
+                *status >= 500 || *status == 408 || *status == 429
+            }
+            ToolError::Io { kind, .. } => matches!(
+                kind,
+                io::ErrorKind::Interrupted | io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+            ),
+            _ => false,
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            ToolError::UnknownTool { .. } => "unknown_tool",
+            ToolError::InvalidArguments { .. } => "invalid_arguments",
+            ToolError::OutsideWorkspace(_) => "path_outside_workspace",
+            ToolError::NotFound { .. } => "not_found",
+            ToolError::Io { kind, .. } if *kind == io::ErrorKind::PermissionDenied => {
+                "permission_denied"
+            }
+            ToolError::Io { .. } => "io",
+            ToolError::TooLarge { .. } => "too_large",
+            ToolError::Binary { .. } => "binary_file",
+            ToolError::NoMatch { .. } => "no_match",
+            ToolError::AmbiguousMatch { .. } => "ambiguous_match",
+            ToolError::Timeout { .. } => "timeout",
+            ToolError::CommandFailed { .. } => "command_failed",
+            ToolError::CommandDenied { .. } => "command_denied",
+            ToolError::WriteRejected { .. } => "write_rejected",
+            ToolError::HttpTransport { .. } => "http_transport",
+            ToolError::HttpStatus { .. } => "http_status",
+            ToolError::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Keeps the first and last `limit / 2` bytes of a stream and counts what fell between,
+/// so long output costs bounded memory and the model still sees how it began and ended.
+#[derive(Debug)]
+pub struct HeadTail {
+    limit: usize,
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    total: u64,
+}
+
+impl HeadTail {
+    pub fn new(limit: usize) -> HeadTail {
+        HeadTail {
+            limit,
+            head: Vec::new(),
+            tail: std::collections::VecDeque::new(),
+            total: 0,
+        }
+    }
+
+    pub fn push(&mut self, mut bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let head_room = (self.limit / 2 + self.limit % 2).saturating_sub(self.head.len());
+        let into_head = head_room.min(bytes.len());
+        self.head.extend_from_slice(&bytes[..into_head]);
+        bytes = &bytes[into_head..];
+        let tail_limit = self.limit / 2;
+        if bytes.len() >= tail_limit {
+            self.tail.clear();
+            self.tail.extend(&bytes[bytes.len() - tail_limit..]);
+        } else {
+            let overflow = (self.tail.len() + bytes.len()).saturating_sub(tail_limit);
+            self.tail.drain(..overflow);
+            self.tail.extend(bytes);
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// The kept text, with a marker saying how much was cut from the middle.
+    pub fn render(&self) -> String {
+        let kept = (self.head.len() + self.tail.len()) as u64;
+        let mut text = String::from_utf8_lossy(&self.head).into_owned();
+        if self.total > kept {
+            text.push_str(&format!(
+                "\n[… {} bytes cut from the middle of {} …]\n",
+                self.total - kept,
+                self.total
+            ));
+        }
+        let (a, b) = self.tail.as_slices();
+        let mut tail = Vec::with_capacity(a.len() + b.len());
+        tail.extend_from_slice(a);
+        tail.extend_from_slice(b);
+        text.push_str(&String::from_utf8_lossy(&tail));
+        text
+    }
+}
+
+/// Cuts `text` to at most `limit` bytes on a character boundary, saying so when it did.
+pub fn truncate_text(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_string();
+    }
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[… truncated: showing {end} of {} bytes …]",
+        &text[..end],
+        text.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_tail_keeps_both_ends_and_counts_the_cut() {
+        let mut buffer = HeadTail::new(10);
+        for chunk in [b"abc".as_slice(), b"defghij", b"klmnopqrstuvwxyz"] {
+            buffer.push(chunk);
+        }
+        assert_eq!(buffer.total(), 26);
+        let text = buffer.render();
+        assert!(text.starts_with("abcde\n"), "{text}");
+        assert!(text.ends_with("\nvwxyz"), "{text}");
+        assert!(text.contains("16 bytes cut"), "{text}");
+
+        let mut small = HeadTail::new(10);
+        small.push(b"short");
+        assert_eq!(small.render(), "short");
+        small.push(b"12345");
+        assert_eq!(small.render(), "short12345");
+    }
+
+    #[test]
+    fn head_tail_handles_many_small_pushes() {
+        let mut buffer = HeadTail::new(4);
+        for byte in b"0123456789" {
+            buffer.push(std::slice::from_ref(byte));
+        }
+        let text = buffer.render();
+        assert!(text.starts_with("01\n"), "{text}");
+        assert!(text.ends_with("\n89"), "{text}");
+    }
+
+    #[test]
+    fn truncation_respects_char_boundaries() {
+        assert_eq!(truncate_text("héllo", 10), "héllo");
+        let cut = truncate_text("héllo", 2);
+        assert!(cut.starts_with("h\n"), "{cut}");
+    }
+
+    #[test]
+    fn boundary_refusals_are_critical_and_timeouts_transient() {
+        let outside = ToolError::OutsideWorkspace(PathOutsideWorkspace {
+            path: "../x".into(),
+            reason: EscapeReason::ParentTraversal,
+        });
+        assert_eq!(outside.severity(), Severity::Critical);
+        assert!(!outside.is_transient());
+        let timeout = ToolError::Timeout {
+            timeout: Duration::from_secs(1),
+            output: String::new(),
+        };
+        assert_eq!(timeout.severity(), Severity::High);
+        assert!(timeout.is_transient());
+        let missing = ToolError::io("a.txt", &io::Error::from(io::ErrorKind::NotFound));
+        assert_eq!(missing.kind(), "not_found");
+        assert_eq!(missing.severity(), Severity::Low);
+        let busy = ToolError::HttpStatus {
+            status: 503,
+            body: String::new(),
+        };
+        assert!(busy.is_transient());
+    }
+}

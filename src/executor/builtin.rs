@@ -1,0 +1,685 @@
+//! The built-in coding executor: a model tool loop for one subtask.
+//!
+//! Each iteration is one model call (bounded by the step timeout) followed by the tool
+//! calls it asked for, run one after another through the [`ToolRegistry`] (each bounded
+//! by the step timeout too). The loop ends when the model answers without tool calls
+//! (success), when `max_iterations` model calls have been made (failure with partial
+//! results), on cancellation, or on a model error (retries of transient model errors
+//! happen in the provider wrapper, not here).
+//!
+//! Tool-level recovery follows TASK-008:
+//! - A failed call is an *approach* keyed by (tool, hash of the normalised arguments,
+//!   hash of the first 100 characters of the error). The same approach may fail
+//!   `max_retries_per_tool` times with a "Retry attempt n/max" note; the next identical
+//!   failure tells the model "This approach is not working. Please try a completely
+//!   different tool or method…". Different arguments are a different attempt with a
+//!   budget of its own (the seed's "different parameters count as different attempts");
+//!   `max_iterations` bounds the whole loop regardless.
+//! - Every failure counts in `error_count`. A failure opens an *error episode* for its
+//!   tool; the next success of that tool closes it as a recovery. The recovery rate is
+//!   recovered episodes / episodes ([`MetricsSnapshot::recovery_rate`]).
+//! - Meaningful successes (files changed, commands that succeeded, mutating HTTP
+//!   requests; not reads or searches) are kept as partial results. An identical call
+//!   that succeeds again with the identical result is not new progress, and the model
+//!   is told so, which stops small models from looping on a finished step.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::{ExecutionOutcome, Executor, ExecutorError, OutputSink, SubtaskSpec};
+use crate::config::Config;
+use crate::model::{
+    ChatMessage, ModelError, ModelProvider, ModelRequest, ModelResponse, StopReason, ToolCall,
+};
+use crate::recovery::Classify;
+use crate::tools::writer::Fnv1a;
+use crate::tools::{Args, CallContext, ToolError, ToolOutput, ToolRegistry};
+
+/// Appended to the agent's system prompt: how to use the tools. Kept short, because the
+/// whole prompt plus tool schemas must suit small local models (about 1,500 tokens).
+pub const TOOL_RULES: &str = "\
+You work in a code workspace through tools. Rules:
+- Paths are relative to the workspace root.
+- Read a file before editing it. file_edit needs old_text copied exactly, matching once.
+- Use file_write for new files, file_edit for small changes.
+- Check your work (e.g. run the tests with bash) when you can.
+- If a tool fails, fix the arguments or try another way; never repeat a failing call.
+- When the subtask is done, stop calling tools and reply with a short summary.";
+
+/// How many characters of an error identify it for failure tracking (TASK-008).
+const ERROR_KEY_CHARS: usize = 100;
+
+/// The numbers the loop runs by.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BuiltinSettings {
+    /// Model calls per subtask before giving up with partial results.
+    pub max_iterations: u32,
+    /// Failures of one approach before the model is told to change course.
+    pub max_retries_per_tool: u32,
+    /// One model call or one tool call.
+    pub step_timeout: Duration,
+    pub max_tokens: u32,
+    pub temperature: Option<f32>,
+}
+
+impl Default for BuiltinSettings {
+    fn default() -> Self {
+        BuiltinSettings::from_config(&Config::default())
+    }
+}
+
+impl BuiltinSettings {
+    /// `executor.maxIterations`, `executor.maxRetriesPerTool`, `recovery.stepTimeoutMs`,
+    /// `llm.maxTokens` (default 4096) and `llm.temperature`.
+    pub fn from_config(config: &Config) -> BuiltinSettings {
+        BuiltinSettings {
+            max_iterations: config.executor.max_iterations,
+            max_retries_per_tool: config.executor.max_retries_per_tool,
+            step_timeout: Duration::from_millis(config.recovery.step_timeout_ms),
+            max_tokens: config.llm.max_tokens.unwrap_or(4096),
+            temperature: config.llm.temperature,
+        }
+    }
+}
+
+/// Counters over every execution of one executor, for reports and the recovery rate.
+#[derive(Debug, Default)]
+pub struct ExecutorMetrics {
+    executions: AtomicU64,
+    successes: AtomicU64,
+    model_calls: AtomicU64,
+    tool_calls: AtomicU64,
+    tool_errors: AtomicU64,
+    error_episodes: AtomicU64,
+    recoveries: AtomicU64,
+    alternatives_suggested: AtomicU64,
+}
+
+/// A copy of [`ExecutorMetrics`] at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MetricsSnapshot {
+    pub executions: u64,
+    pub successes: u64,
+    pub model_calls: u64,
+    pub tool_calls: u64,
+    /// Every failed tool call.
+    pub tool_errors: u64,
+    /// Runs of failures of one tool, each closed by that tool's next success.
+    pub error_episodes: u64,
+    /// Episodes that ended in a success.
+    pub recoveries: u64,
+    /// Times the model was told to try a completely different approach.
+    pub alternatives_suggested: u64,
+}
+
+impl MetricsSnapshot {
+    /// Recovered episodes / error episodes; `None` before any error.
+    pub fn recovery_rate(&self) -> Option<f64> {
+        (self.error_episodes > 0).then(|| self.recoveries as f64 / self.error_episodes as f64)
+    }
+}
+
+impl ExecutorMetrics {
+    pub fn snapshot(&self) -> MetricsSnapshot {
+        let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        MetricsSnapshot {
+            executions: get(&self.executions),
+            successes: get(&self.successes),
+            model_calls: get(&self.model_calls),
+            tool_calls: get(&self.tool_calls),
+            tool_errors: get(&self.tool_errors),
+            error_episodes: get(&self.error_episodes),
+            recoveries: get(&self.recoveries),
+            alternatives_suggested: get(&self.alternatives_suggested),
+        }
+    }
+
+    fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The built-in executor. Cheap to share: one per bottom agent or one for all.
+pub struct BuiltinExecutor {
+    model: Arc<dyn ModelProvider>,
+    tools: Arc<ToolRegistry>,
+    settings: BuiltinSettings,
+    metrics: Arc<ExecutorMetrics>,
+}
+
+impl BuiltinExecutor {
+    /// An executor calling `model` (already wrapped in retries and a circuit breaker)
+    /// with the tools of `tools`.
+    pub fn new(
+        model: Arc<dyn ModelProvider>,
+        tools: Arc<ToolRegistry>,
+        settings: BuiltinSettings,
+    ) -> BuiltinExecutor {
+        BuiltinExecutor {
+            model,
+            tools,
+            settings,
+            metrics: Arc::new(ExecutorMetrics::default()),
+        }
+    }
+
+    /// Counts across every execution so far.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.metrics.snapshot()
+    }
+
+    /// The system prompt sent with every call of a subtask.
+    pub fn system_prompt(spec: &SubtaskSpec) -> String {
+        if spec.system_prompt.trim().is_empty() {
+            TOOL_RULES.to_string()
+        } else {
+            format!("{}\n\n{TOOL_RULES}", spec.system_prompt.trim_end())
+        }
+    }
+
+    /// The first user message: the description verbatim, then the context if any.
+    pub fn first_message(spec: &SubtaskSpec) -> String {
+        if spec.context.trim().is_empty() {
+            spec.description.clone()
+        } else {
+            format!("{}\n\n## Context\n{}", spec.description, spec.context)
+        }
+    }
+
+    /// One model call under the step timeout and the cancellation token, streaming text.
+    async fn call_model(
+        &self,
+        request: &ModelRequest,
+        cancel: &CancellationToken,
+        out: &mut Output<'_, '_>,
+    ) -> Result<ModelResponse, ExecutorError> {
+        ExecutorMetrics::bump(&self.metrics.model_calls);
+        let step = self.settings.step_timeout;
+        let mut streamed = false;
+        let response = {
+            let mut on_delta = |delta: &str| {
+                if !delta.is_empty() {
+                    streamed = true;
+                    out.text(delta);
+                }
+            };
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(ExecutorError::Cancelled),
+                answer = tokio::time::timeout(step, self.model.complete(request, &mut on_delta)) => answer,
+            }
+        };
+        let response = match response {
+            Err(_) => {
+                tracing::warn!(
+                    provider = self.model.name(),
+                    timeout_ms = step.as_millis() as u64,
+                    "model call timed out"
+                );
+                return Err(ExecutorError::StepTimeout(step));
+            }
+            Ok(Err(ModelError::Cancelled)) => return Err(ExecutorError::Cancelled),
+            Ok(Err(error)) => return Err(ExecutorError::Model(error)),
+            Ok(Ok(response)) => response,
+        };
+        // Providers that do not stream still get their text shown.
+        if !streamed && !response.text.is_empty() {
+            out.text(&response.text);
+        }
+        Ok(response)
+    }
+}
+
+/// The sink plus whether it is at the start of a line, so notes get lines of their own.
+struct Output<'s, 'a> {
+    sink: &'s mut OutputSink<'a>,
+    at_line_start: bool,
+}
+
+impl Output<'_, '_> {
+    fn text(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        (self.sink)(text);
+        self.at_line_start = text.ends_with('\n');
+    }
+
+    fn note(&mut self, line: &str) {
+        if !self.at_line_start {
+            (self.sink)("\n");
+        }
+        (self.sink)(line);
+        (self.sink)("\n");
+        self.at_line_start = true;
+    }
+}
+
+/// What the loop remembers between tool calls of one execution.
+#[derive(Default)]
+struct LoopState {
+    /// (tool, args hash, error hash) → failures so far.
+    failed_approaches: HashMap<(String, u64, u64), u32>,
+    /// Tools whose latest call failed: open error episodes.
+    failing_tools: HashSet<String>,
+    /// (tool, args hash) → hash of the result of its latest success.
+    successes: HashMap<(String, u64), u64>,
+    partial_results: Vec<String>,
+    files_written: Vec<PathBuf>,
+    error_count: u32,
+    recoveries: u32,
+}
+
+impl LoopState {
+    /// TASK-008's summary of what was done when the whole could not be.
+    fn synthesize(&self) -> String {
+        if self.partial_results.is_empty() {
+            return format!(
+                "Unable to complete task. No partial results available.\n\nEncountered {} errors during execution.",
+                self.error_count
+            );
+        }
+        let listed: Vec<String> = self
+            .partial_results
+            .iter()
+            .map(|r| format!("- {r}"))
+            .collect();
+        format!(
+            "Completed {} of intended objectives:\n{}\n\nEncountered {} errors during execution.",
+            self.partial_results.len(),
+            listed.join("\n"),
+            self.error_count
+        )
+    }
+}
+
+/// Hashes a JSON value with object keys sorted, so equal arguments hash equally
+/// whatever order the model wrote them in.
+fn hash_json(value: &Value, hasher: &mut Fnv1a) {
+    match value {
+        Value::Null => hasher.write(b"n"),
+        Value::Bool(b) => hasher.write(if *b { b"t" } else { b"f" }),
+        Value::Number(n) => {
+            hasher.write(b"#");
+            hasher.write(n.to_string().as_bytes());
+        }
+        Value::String(s) => {
+            hasher.write(b"\"");
+            hasher.write(&(s.len() as u64).to_le_bytes());
+            hasher.write(s.as_bytes());
+        }
+        Value::Array(items) => {
+            hasher.write(b"[");
+            hasher.write(&(items.len() as u64).to_le_bytes());
+            for item in items {
+                hash_json(item, hasher);
+            }
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            hasher.write(b"{");
+            hasher.write(&(keys.len() as u64).to_le_bytes());
+            for key in keys {
+                hasher.write(&(key.len() as u64).to_le_bytes());
+                hasher.write(key.as_bytes());
+                hash_json(&map[key], hasher);
+            }
+        }
+    }
+}
+
+fn hash_str(text: &str) -> u64 {
+    let mut hasher = Fnv1a::new();
+    hasher.write(text.as_bytes());
+    hasher.finish()
+}
+
+/// The first line of `text`, at most `max` characters.
+fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() > max {
+        let cut: String = line.chars().take(max).collect();
+        format!("{cut}…")
+    } else {
+        line.to_string()
+    }
+}
+
+/// Gives every call a unique id and turns string-encoded arguments into objects, so the
+/// conversation sent back to the provider is well formed.
+fn normalise_calls(calls: &mut [ToolCall], iteration: u32) {
+    let mut seen = HashSet::new();
+    for (index, call) in calls.iter_mut().enumerate() {
+        if call.id.trim().is_empty() || !seen.insert(call.id.clone()) {
+            call.id = format!("call_{iteration}_{index}");
+            seen.insert(call.id.clone());
+        }
+        if !call.arguments.is_object() {
+            if let Ok(args) = Args::from_value(&call.arguments) {
+                call.arguments = args.into_value();
+            }
+        }
+    }
+}
+
+impl BuiltinExecutor {
+    /// Runs one tool call and turns its result into the tool message for the model,
+    /// applying TASK-008's failure tracking.
+    async fn run_tool(
+        &self,
+        call: &ToolCall,
+        ctx: &CallContext,
+        state: &mut LoopState,
+        out: &mut Output<'_, '_>,
+    ) -> Result<ChatMessage, ExecutorError> {
+        ExecutorMetrics::bump(&self.metrics.tool_calls);
+        let tool_name = self
+            .tools
+            .find(&call.name)
+            .map(|t| t.name().to_string())
+            .unwrap_or_else(|| call.name.clone());
+        let args_hash = {
+            let mut hasher = Fnv1a::new();
+            hash_json(&call.arguments, &mut hasher);
+            hasher.finish()
+        };
+        let result = self.tools.dispatch(call, ctx).await;
+        let (content, is_error) = match result {
+            Ok(output) => (
+                self.on_success(&tool_name, args_hash, output, state, out),
+                false,
+            ),
+            Err(ToolError::Cancelled) => return Err(ExecutorError::Cancelled),
+            Err(error) => (
+                self.on_failure(&tool_name, args_hash, &error, state, out),
+                true,
+            ),
+        };
+        Ok(ChatMessage::Tool {
+            tool_call_id: call.id.clone(),
+            name: call.name.clone(),
+            content,
+            is_error,
+        })
+    }
+
+    fn on_success(
+        &self,
+        tool: &str,
+        args_hash: u64,
+        output: ToolOutput,
+        state: &mut LoopState,
+        out: &mut Output<'_, '_>,
+    ) -> String {
+        if state.failing_tools.remove(tool) {
+            state.recoveries += 1;
+            ExecutorMetrics::bump(&self.metrics.recoveries);
+            tracing::info!(tool, "tool recovered after failing");
+        }
+        let result_hash = hash_str(&output.content);
+        let repeat = state
+            .successes
+            .insert((tool.to_string(), args_hash), result_hash)
+            == Some(result_hash);
+        out.note(&format!("▸ {tool}: {}", first_line(&output.summary, 160)));
+        if output.progress && !repeat {
+            state
+                .partial_results
+                .push(format!("{tool}: {}", output.summary));
+        }
+        for path in output.files_written {
+            if !state.files_written.contains(&path) {
+                state.files_written.push(path);
+            }
+        }
+        if repeat {
+            format!(
+                "{}\n\n(This exact call already succeeded with the same result. If the subtask is done, stop calling tools and reply with a short summary.)",
+                output.content
+            )
+        } else {
+            output.content
+        }
+    }
+
+    /// TASK-008's `_handle_tool_error`, keyed per (tool, arguments, error).
+    fn on_failure(
+        &self,
+        tool: &str,
+        args_hash: u64,
+        error: &ToolError,
+        state: &mut LoopState,
+        out: &mut Output<'_, '_>,
+    ) -> String {
+        let message = error.to_string();
+        let error_key: String = message.chars().take(ERROR_KEY_CHARS).collect();
+        let key = (tool.to_string(), args_hash, hash_str(&error_key));
+        let retry_count = state.failed_approaches.get(&key).copied().unwrap_or(0);
+        let max = self.settings.max_retries_per_tool;
+
+        state.error_count += 1;
+        ExecutorMetrics::bump(&self.metrics.tool_errors);
+        if state.failing_tools.insert(tool.to_string()) {
+            ExecutorMetrics::bump(&self.metrics.error_episodes);
+        }
+        out.note(&format!("▸ {tool} failed: {}", first_line(&message, 160)));
+
+        if retry_count < max {
+            state.failed_approaches.insert(key, retry_count + 1);
+            tracing::info!(
+                tool,
+                kind = error.kind(),
+                severity = %error.severity(),
+                attempt = retry_count + 1,
+                max,
+                "tool failed; the model may retry"
+            );
+            format!(
+                "Tool '{tool}' failed: {message}\nRetry attempt {}/{max}. Please retry with different parameters or try an alternative approach.",
+                retry_count + 1
+            )
+        } else {
+            ExecutorMetrics::bump(&self.metrics.alternatives_suggested);
+            tracing::info!(
+                tool,
+                kind = error.kind(),
+                attempts = retry_count,
+                "approach exhausted; asking the model for a different one"
+            );
+            format!(
+                "Tool '{tool}' failed after {retry_count} attempts: {message}\nThis approach is not working. Please try a completely different tool or method to accomplish this task."
+            )
+        }
+    }
+}
+
+#[async_trait]
+impl Executor for BuiltinExecutor {
+    async fn execute(
+        &self,
+        spec: &SubtaskSpec,
+        cancel: CancellationToken,
+        on_output: OutputSink<'_>,
+    ) -> Result<ExecutionOutcome, ExecutorError> {
+        let span = tracing::info_span!("builtin_execute", subtask = %spec.subtask_id);
+        self.run_loop(spec, cancel, on_output)
+            .instrument(span)
+            .await
+    }
+}
+
+impl BuiltinExecutor {
+    async fn run_loop(
+        &self,
+        spec: &SubtaskSpec,
+        cancel: CancellationToken,
+        mut on_output: OutputSink<'_>,
+    ) -> Result<ExecutionOutcome, ExecutorError> {
+        ExecutorMetrics::bump(&self.metrics.executions);
+        let mut out = Output {
+            sink: &mut on_output,
+            at_line_start: true,
+        };
+        let mut request = ModelRequest {
+            system: Self::system_prompt(spec),
+            messages: vec![ChatMessage::user(Self::first_message(spec))],
+            tools: self.tools.specs().to_vec(),
+            max_tokens: self.settings.max_tokens,
+            temperature: self.settings.temperature,
+        };
+        let ctx = CallContext {
+            cancel: cancel.clone(),
+            step_timeout: Some(self.settings.step_timeout),
+            subtask_id: Some(spec.subtask_id.clone()),
+        };
+        let mut state = LoopState::default();
+        let mut iterations = 0;
+
+        while iterations < self.settings.max_iterations {
+            if cancel.is_cancelled() {
+                return Err(ExecutorError::Cancelled);
+            }
+            iterations += 1;
+            let mut response = self.call_model(&request, &cancel, &mut out).await?;
+            normalise_calls(&mut response.tool_calls, iterations);
+            request.messages.push(response.to_message());
+
+            if response.tool_calls.is_empty() {
+                if response.stop_reason == StopReason::MaxTokens {
+                    // Cut off mid-answer: ask it to go on rather than take half an answer.
+                    request.messages.push(ChatMessage::user(
+                        "Your reply was cut off at the token limit. Continue, more briefly.",
+                    ));
+                    continue;
+                }
+                ExecutorMetrics::bump(&self.metrics.successes);
+                let summary = match response.text.trim() {
+                    "" => "The model finished without a summary.".to_string(),
+                    text => text.to_string(),
+                };
+                tracing::info!(
+                    iterations,
+                    errors = state.error_count,
+                    recoveries = state.recoveries,
+                    "subtask finished"
+                );
+                return Ok(ExecutionOutcome {
+                    success: true,
+                    summary,
+                    partial_results: state.partial_results,
+                    files_written: state.files_written,
+                    iterations,
+                    error_count: state.error_count,
+                    recoveries: state.recoveries,
+                });
+            }
+
+            for call in &response.tool_calls {
+                if cancel.is_cancelled() {
+                    return Err(ExecutorError::Cancelled);
+                }
+                let message = self.run_tool(call, &ctx, &mut state, &mut out).await?;
+                request.messages.push(message);
+            }
+        }
+
+        tracing::info!(
+            iterations,
+            errors = state.error_count,
+            partial = state.partial_results.len(),
+            "subtask stopped at max iterations"
+        );
+        Ok(ExecutionOutcome {
+            success: false,
+            summary: state.synthesize(),
+            partial_results: state.partial_results,
+            files_written: state.files_written,
+            iterations,
+            error_count: state.error_count,
+            recoveries: state.recoveries,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn argument_hashes_ignore_key_order_but_not_values() {
+        let hash = |v: &Value| {
+            let mut h = Fnv1a::new();
+            hash_json(v, &mut h);
+            h.finish()
+        };
+        assert_eq!(
+            hash(&json!({ "a": 1, "b": "x" })),
+            hash(&json!({ "b": "x", "a": 1 }))
+        );
+        assert_ne!(hash(&json!({ "a": 1 })), hash(&json!({ "a": 2 })));
+        assert_ne!(hash(&json!({ "a": "1" })), hash(&json!({ "a": 1 })));
+        assert_ne!(hash(&json!(["ab", "c"])), hash(&json!(["a", "bc"])));
+    }
+
+    #[test]
+    fn calls_get_unique_ids_and_object_arguments() {
+        let mut calls = vec![
+            ToolCall {
+                id: String::new(),
+                name: "file_read".into(),
+                arguments: json!("{\"path\":\"a\"}"),
+            },
+            ToolCall {
+                id: "x".into(),
+                name: "glob".into(),
+                arguments: json!({ "pattern": "*" }),
+            },
+            ToolCall {
+                id: "x".into(),
+                name: "glob".into(),
+                arguments: json!({ "pattern": "*.rs" }),
+            },
+        ];
+        normalise_calls(&mut calls, 4);
+        assert_eq!(calls[0].id, "call_4_0");
+        assert_eq!(calls[0].arguments, json!({ "path": "a" }));
+        assert_eq!(calls[1].id, "x");
+        assert_eq!(calls[2].id, "call_4_2");
+    }
+
+    #[test]
+    fn the_synthesis_follows_the_seed() {
+        let mut state = LoopState {
+            error_count: 2,
+            ..LoopState::default()
+        };
+        assert!(state.synthesize().starts_with("Unable to complete task."));
+        state.partial_results = vec!["file_write: created a".into(), "bash: ran `x`".into()];
+        assert_eq!(
+            state.synthesize(),
+            "Completed 2 of intended objectives:\n- file_write: created a\n- bash: ran `x`\n\nEncountered 2 errors during execution."
+        );
+    }
+
+    #[test]
+    fn recovery_rate_is_recovered_over_errored_episodes() {
+        let none = MetricsSnapshot::default();
+        assert_eq!(none.recovery_rate(), None);
+        let some = MetricsSnapshot {
+            error_episodes: 4,
+            recoveries: 3,
+            ..MetricsSnapshot::default()
+        };
+        assert_eq!(some.recovery_rate(), Some(0.75));
+    }
+}

@@ -1,0 +1,210 @@
+//! The tool registry: the specs offered to the model and the dispatch of its calls.
+//!
+//! Dispatch is where the cross-cutting rules live, so each tool stays about its one job:
+//! the tool name is looked up (leniently: `File_Read ` finds `file_read`), arguments are
+//! normalised ([`Args::from_value`]), the tool's authorisation runs (not bounded by the
+//! step timeout, since a person may be answering), then the call runs under the step
+//! timeout and the cancellation token.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::bash::{ApprovalHook, Bash, BashSettings};
+use super::file::{FileEdit, FileRead, FileSettings, FileWrite};
+use super::http::{HttpRequest, HttpSettings};
+use super::sandbox::Sandbox;
+use super::search::{Glob, Grep, SearchSettings};
+use super::writer::WorkspaceWriter;
+use super::{Args, CallContext, Tool, ToolError, ToolOutput};
+use crate::config::{CommandPolicy, Config};
+use crate::model::{ToolCall, ToolSpec};
+
+/// Every limit of the built-in tools.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolSettings {
+    pub files: FileSettings,
+    pub bash: BashSettings,
+    pub search: SearchSettings,
+    pub http: HttpSettings,
+    /// `approvals.commands`.
+    pub command_policy: CommandPolicy,
+    /// Tools that enforce their own deadline (bash, http_request) get this long past the
+    /// step timeout to stop cleanly and report partial output before dispatch gives up.
+    pub timeout_grace: Duration,
+}
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        ToolSettings {
+            files: FileSettings::default(),
+            bash: BashSettings::default(),
+            search: SearchSettings::default(),
+            http: HttpSettings::default(),
+            command_policy: CommandPolicy::Ask,
+            timeout_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+impl ToolSettings {
+    /// Defaults with the command policy and the API key variable taken from `config`.
+    pub fn from_config(config: &Config) -> ToolSettings {
+        let mut settings = ToolSettings {
+            command_policy: config.approvals.commands,
+            ..ToolSettings::default()
+        };
+        if let Some(key_env) = &config.llm.api_key_env {
+            settings.bash.scrub_env.push(key_env.clone());
+        }
+        settings
+    }
+}
+
+/// The tools a model may call, by name.
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn Tool>>,
+    specs: Vec<ToolSpec>,
+    timeout_grace: Duration,
+}
+
+impl ToolRegistry {
+    /// The seven built-in tools, confined to `sandbox`, writing through `writer`. With
+    /// the `ask` command policy and no `approver`, commands are refused.
+    pub fn new(
+        sandbox: Sandbox,
+        writer: Arc<dyn WorkspaceWriter>,
+        settings: ToolSettings,
+        approver: Option<Arc<dyn ApprovalHook>>,
+    ) -> ToolRegistry {
+        let mut registry = ToolRegistry::empty();
+        registry.timeout_grace = settings.timeout_grace;
+        registry.register(Arc::new(FileRead::new(
+            sandbox.clone(),
+            settings.files.clone(),
+        )));
+        registry.register(Arc::new(FileWrite::new(writer.clone())));
+        registry.register(Arc::new(FileEdit::new(
+            sandbox.clone(),
+            writer,
+            settings.files.clone(),
+        )));
+        registry.register(Arc::new(Bash::new(
+            sandbox.clone(),
+            settings.bash.clone(),
+            settings.command_policy,
+            approver,
+        )));
+        registry.register(Arc::new(Grep::new(
+            sandbox.clone(),
+            settings.search.clone(),
+        )));
+        registry.register(Arc::new(Glob::new(sandbox, settings.search.clone())));
+        registry.register(Arc::new(HttpRequest::new(settings.http.clone())));
+        registry
+    }
+
+    /// A registry without tools, to build up with [`ToolRegistry::register`].
+    pub fn empty() -> ToolRegistry {
+        ToolRegistry {
+            tools: Vec::new(),
+            specs: Vec::new(),
+            timeout_grace: ToolSettings::default().timeout_grace,
+        }
+    }
+
+    /// Adds a tool, replacing any tool of the same name.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        let spec = tool.spec();
+        match self.tools.iter().position(|t| t.name() == tool.name()) {
+            Some(index) => {
+                self.tools[index] = tool;
+                self.specs[index] = spec;
+            }
+            None => {
+                self.tools.push(tool);
+                self.specs.push(spec);
+            }
+        }
+    }
+
+    /// The specs to offer the model, in registration order.
+    pub fn specs(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.name().to_string()).collect()
+    }
+
+    /// The tool called `name`; a case or whitespace slip by the model is forgiven.
+    pub fn find(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name).or_else(|| {
+            let wanted = name.trim().to_ascii_lowercase();
+            self.tools.iter().find(|t| t.name() == wanted)
+        })
+    }
+
+    /// Runs one tool call: lookup, argument normalisation, authorisation, then the call
+    /// under the step timeout and the cancellation token.
+    pub async fn dispatch(
+        &self,
+        call: &ToolCall,
+        ctx: &CallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let tool = self
+            .find(&call.name)
+            .ok_or_else(|| ToolError::UnknownTool {
+                name: call.name.clone(),
+                available: self.names(),
+            })?;
+        let args = Args::from_value(&call.arguments)?;
+
+        tokio::select! {
+            biased;
+            () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+            authorised = tool.authorize(&args, ctx) => authorised?,
+        }
+
+        // A token of the call's own, cancelled when dispatch returns for any reason, so
+        // blocking work (walks, searches) stops when its future is abandoned.
+        let token = ctx.cancel.child_token();
+        let _stop_on_return = token.clone().drop_guard();
+        let call_ctx = CallContext {
+            cancel: token,
+            ..ctx.clone()
+        };
+        let run = tool.call(&args, &call_ctx);
+        tokio::pin!(run);
+        let limit = ctx.step_timeout.map(|step| step + self.timeout_grace);
+        let timed = async {
+            match limit {
+                Some(limit) => tokio::time::timeout(limit, &mut run).await.ok(),
+                None => Some((&mut run).await),
+            }
+        };
+        tokio::select! {
+            biased;
+            () = ctx.cancel.cancelled() => {}
+            finished = timed => {
+                return finished.unwrap_or_else(|| {
+                    let step = ctx.step_timeout.unwrap_or_default();
+                    tracing::info!(tool = tool.name(), timeout_ms = step.as_millis() as u64, "tool call timed out");
+                    Err(ToolError::Timeout { timeout: step, output: String::new() })
+                });
+            }
+        }
+        // Cancelled: the call's own token is cancelled with its parent. Give the tool a
+        // moment to clean up (bash kills its process group and waits for it); whatever
+        // it returns, the call counts as cancelled.
+        let _ = tokio::time::timeout(self.timeout_grace, &mut run).await;
+        Err(ToolError::Cancelled)
+    }
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry")
+            .field("tools", &self.names())
+            .finish()
+    }
+}

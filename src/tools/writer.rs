@@ -1,0 +1,282 @@
+//! How generated files reach the workspace.
+//!
+//! Tools never write files themselves: they hand whole-file contents to a
+//! [`WorkspaceWriter`]. [`DiskWriter`] writes atomically (temp file in the same
+//! directory, then rename); the LSP layer plugs in a `workspace/applyEdit` writer behind
+//! the same trait. Writing content identical to what is there is a no-op reported as
+//! [`WriteStatus::Unchanged`], so replaying a step after a restart never writes a file
+//! twice.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+
+use super::sandbox::{PathOutsideWorkspace, Sandbox};
+
+/// A stable 64-bit content hash (FNV-1a). Stable across Rust releases and platforms,
+/// unlike `std`'s `DefaultHasher`, so it can be stored and compared after a restart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ContentHash(pub u64);
+
+impl ContentHash {
+    pub fn of(bytes: &[u8]) -> ContentHash {
+        let mut hasher = Fnv1a::new();
+        hasher.write(bytes);
+        ContentHash(hasher.finish())
+    }
+}
+
+impl fmt::Display for ContentHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+/// FNV-1a, 64-bit: tiny, stable, and fast enough for source files and argument hashes.
+#[derive(Clone, Copy, Debug)]
+pub struct Fnv1a(u64);
+
+impl Fnv1a {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+
+    pub fn new() -> Fnv1a {
+        Fnv1a(Self::OFFSET)
+    }
+
+    pub fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 ^= u64::from(byte);
+            self.0 = self.0.wrapping_mul(Self::PRIME);
+        }
+    }
+
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a::new()
+    }
+}
+
+/// What a write did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteStatus {
+    Created,
+    Updated,
+    /// The file already held exactly this content; nothing was written.
+    Unchanged,
+}
+
+impl WriteStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteStatus::Created => "created",
+            WriteStatus::Updated => "updated",
+            WriteStatus::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// The result of one whole-file write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// Workspace-relative path of the file.
+    pub path: PathBuf,
+    pub status: WriteStatus,
+    /// Hash of the content now in the file.
+    pub hash: ContentHash,
+    pub bytes: usize,
+}
+
+/// Why a write did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error(transparent)]
+    OutsideWorkspace(#[from] PathOutsideWorkspace),
+    #[error("cannot write {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The editor (or the user through it) declined the change.
+    #[error("the change to {} was rejected: {reason}", path.display())]
+    Rejected { path: PathBuf, reason: String },
+}
+
+/// Writes whole files into the workspace. Implementations must refuse paths outside the
+/// workspace root themselves, whoever calls them.
+#[async_trait]
+pub trait WorkspaceWriter: Send + Sync {
+    /// Replaces the whole file at `path` (workspace-relative or absolute inside the
+    /// root) with `content`, creating parent directories as needed.
+    async fn write_file(&self, path: &Path, content: &str) -> Result<WriteOutcome, WriteError>;
+}
+
+/// Writes straight to disk, atomically: readers see the old file or the new one, never
+/// half of it, even if the process is killed mid-write.
+#[derive(Clone, Debug)]
+pub struct DiskWriter {
+    sandbox: Sandbox,
+}
+
+impl DiskWriter {
+    pub fn new(sandbox: Sandbox) -> DiskWriter {
+        DiskWriter { sandbox }
+    }
+}
+
+#[async_trait]
+impl WorkspaceWriter for DiskWriter {
+    async fn write_file(&self, path: &Path, content: &str) -> Result<WriteOutcome, WriteError> {
+        let absolute = self.sandbox.resolve(path)?;
+        let relative = self.sandbox.relative(&absolute);
+        let hash = ContentHash::of(content.as_bytes());
+        let bytes = content.len();
+        let content = content.to_owned();
+        let io_path = relative.clone();
+        // The blocking part runs to completion even if the caller is cancelled, which is
+        // what keeps the temp-file-and-rename sequence whole.
+        let status = tokio::task::spawn_blocking(move || write_atomically(&absolute, &content))
+            .await
+            .map_err(|join| WriteError::Io {
+                path: io_path.clone(),
+                source: io::Error::other(join.to_string()),
+            })?
+            .map_err(|source| WriteError::Io {
+                path: io_path,
+                source,
+            })?;
+        tracing::debug!(path = %relative.display(), status = status.as_str(), %hash, "file written");
+        Ok(WriteOutcome {
+            path: relative,
+            status,
+            hash,
+            bytes,
+        })
+    }
+}
+
+/// Writes `content` to `path` through a temp file in the same directory and a rename.
+fn write_atomically(path: &Path, content: &str) -> io::Result<WriteStatus> {
+    let existing = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            return Err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                "it is a directory",
+            ));
+        }
+        Ok(meta) => Some(meta),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    if let Some(meta) = &existing {
+        // Compare cheaply by length first; only read files that could be identical.
+        if meta.len() == content.len() as u64 && std::fs::read(path)? == content.as_bytes() {
+            return Ok(WriteStatus::Unchanged);
+        }
+    }
+    let parent = path.parent().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the path has no parent directory",
+        )
+    })?;
+    std::fs::create_dir_all(parent)?;
+
+    let mut temp = tempfile::Builder::new()
+        .prefix(".conclave-write-")
+        .tempfile_in(parent)?;
+    temp.write_all(content.as_bytes())?;
+    // Keep an existing file's mode; new files get the usual 0644 instead of the temp
+    // file's private 0600.
+    let permissions = match &existing {
+        Some(meta) => meta.permissions(),
+        None => std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    };
+    temp.as_file().set_permissions(permissions)?;
+    temp.as_file().sync_data()?;
+    temp.persist(path).map_err(|e| e.error)?;
+    Ok(if existing.is_some() {
+        WriteStatus::Updated
+    } else {
+        WriteStatus::Created
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a_matches_the_reference_vectors() {
+        assert_eq!(ContentHash::of(b"").0, 0xcbf2_9ce4_8422_2325);
+        assert_eq!(ContentHash::of(b"a").0, 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(ContentHash::of(b"foobar").0, 0x8594_4171_f739_67e8);
+        assert_eq!(ContentHash(0xab).to_string(), "00000000000000ab");
+    }
+
+    #[tokio::test]
+    async fn writes_create_update_and_skip_identical_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = DiskWriter::new(Sandbox::new(dir.path()).unwrap());
+        let first = writer
+            .write_file(Path::new("a/b/c.txt"), "one")
+            .await
+            .unwrap();
+        assert_eq!(first.status, WriteStatus::Created);
+        assert_eq!(first.path, PathBuf::from("a/b/c.txt"));
+        assert_eq!(first.hash, ContentHash::of(b"one"));
+        let again = writer
+            .write_file(Path::new("a/b/c.txt"), "one")
+            .await
+            .unwrap();
+        assert_eq!(again.status, WriteStatus::Unchanged);
+        let second = writer
+            .write_file(Path::new("a/b/c.txt"), "two")
+            .await
+            .unwrap();
+        assert_eq!(second.status, WriteStatus::Updated);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(),
+            "two"
+        );
+        // No temp files are left behind.
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("a/b"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("c.txt")]);
+    }
+
+    #[tokio::test]
+    async fn existing_permissions_are_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("run.sh");
+        std::fs::write(&script, "old").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let writer = DiskWriter::new(Sandbox::new(dir.path()).unwrap());
+        writer.write_file(Path::new("run.sh"), "new").await.unwrap();
+        let mode = std::fs::metadata(&script).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+    }
+
+    #[tokio::test]
+    async fn paths_outside_are_refused_even_when_called_directly() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = DiskWriter::new(Sandbox::new(dir.path()).unwrap());
+        let err = writer
+            .write_file(Path::new("../escape.txt"), "x")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, WriteError::OutsideWorkspace(_)), "{err}");
+        assert!(!dir.path().parent().unwrap().join("escape.txt").exists());
+    }
+}

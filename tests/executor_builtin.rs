@@ -1,0 +1,560 @@
+//! The built-in executor's loop with a scripted model double. Only the model is a test
+//! double: the tools, files and processes are real, in a temporary workspace.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use conclave::config::CommandPolicy;
+use conclave::executor::builtin::{BuiltinExecutor, BuiltinSettings, TOOL_RULES};
+use conclave::executor::{ExecutionOutcome, Executor, ExecutorError, SubtaskSpec};
+use conclave::model::{
+    ChatMessage, DeltaSink, ModelError, ModelProvider, ModelRequest, ModelResponse, StopReason,
+    ToolCall, Usage,
+};
+use conclave::tools::{DiskWriter, Sandbox, ToolRegistry, ToolSettings};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// One scripted model turn.
+enum Turn {
+    Answer(ModelResponse),
+    Fail(ModelError),
+    /// Signals `called` and never answers.
+    Hang,
+}
+
+type BeforeHook = Box<dyn FnMut(usize) + Send>;
+
+/// Replays queued turns and records every request it gets.
+struct ScriptedModel {
+    turns: Mutex<VecDeque<Turn>>,
+    requests: Mutex<Vec<ModelRequest>>,
+    /// Runs before answering call `n` (0-based), e.g. to change the workspace.
+    before: Mutex<Option<BeforeHook>>,
+    called: Notify,
+}
+
+impl ScriptedModel {
+    fn new(turns: Vec<Turn>) -> Arc<ScriptedModel> {
+        Arc::new(ScriptedModel {
+            turns: Mutex::new(turns.into()),
+            requests: Mutex::new(Vec::new()),
+            before: Mutex::new(None),
+            called: Notify::new(),
+        })
+    }
+
+    fn requests(&self) -> Vec<ModelRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    /// The tool results of the last request, in order.
+    fn tool_results(&self) -> Vec<(String, bool)> {
+        let requests = self.requests();
+        let last = requests.last().expect("at least one request");
+        last.messages
+            .iter()
+            .filter_map(|m| match m {
+                ChatMessage::Tool {
+                    content, is_error, ..
+                } => Some((content.clone(), *is_error)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[async_trait]
+impl ModelProvider for ScriptedModel {
+    fn name(&self) -> &str {
+        "scripted-test"
+    }
+
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        let index = {
+            let mut requests = self.requests.lock().unwrap();
+            requests.push(request.clone());
+            requests.len() - 1
+        };
+        if let Some(hook) = self.before.lock().unwrap().as_mut() {
+            hook(index);
+        }
+        let turn = self.turns.lock().unwrap().pop_front();
+        match turn {
+            Some(Turn::Answer(response)) => {
+                on_delta(&response.text);
+                Ok(response)
+            }
+            Some(Turn::Fail(error)) => Err(error),
+            Some(Turn::Hang) => {
+                self.called.notify_one();
+                std::future::pending().await
+            }
+            None => Err(ModelError::Malformed {
+                provider: "scripted-test".into(),
+                message: format!("the script has no turn {index}"),
+            }),
+        }
+    }
+}
+
+fn call(name: &str, arguments: Value) -> Turn {
+    Turn::Answer(ModelResponse {
+        text: String::new(),
+        tool_calls: vec![ToolCall {
+            id: String::new(),
+            name: name.into(),
+            arguments,
+        }],
+        usage: Usage::default(),
+        stop_reason: StopReason::ToolUse,
+    })
+}
+
+fn finish(text: &str) -> Turn {
+    Turn::Answer(ModelResponse {
+        text: text.into(),
+        tool_calls: Vec::new(),
+        usage: Usage::default(),
+        stop_reason: StopReason::EndTurn,
+    })
+}
+
+fn settings() -> BuiltinSettings {
+    BuiltinSettings {
+        max_iterations: 10,
+        max_retries_per_tool: 2,
+        step_timeout: Duration::from_secs(30),
+        max_tokens: 1024,
+        temperature: None,
+    }
+}
+
+fn executor(root: &Path, model: Arc<ScriptedModel>, settings: BuiltinSettings) -> BuiltinExecutor {
+    let sandbox = Sandbox::new(root).unwrap();
+    let writer = Arc::new(DiskWriter::new(sandbox.clone()));
+    let tools = ToolRegistry::new(
+        sandbox,
+        writer,
+        ToolSettings {
+            command_policy: CommandPolicy::Auto,
+            ..ToolSettings::default()
+        },
+        None,
+    );
+    BuiltinExecutor::new(model, Arc::new(tools), settings)
+}
+
+fn spec(description: &str) -> SubtaskSpec {
+    SubtaskSpec {
+        subtask_id: "sub-1".into(),
+        description: description.into(),
+        system_prompt: "You are a careful bottom-layer coder.".into(),
+        context: String::new(),
+    }
+}
+
+async fn execute(
+    executor: &BuiltinExecutor,
+    spec: &SubtaskSpec,
+) -> (Result<ExecutionOutcome, ExecutorError>, String) {
+    let mut output = String::new();
+    let mut sink = |text: &str| output.push_str(text);
+    let result = executor
+        .execute(spec, CancellationToken::new(), &mut sink)
+        .await;
+    (result, output)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_that_fails_twice_then_succeeds_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new(vec![
+        call("file_read", json!({ "path": "notes.txt" })),
+        call("file_read", json!({ "path": "notes.txt" })),
+        call("file_read", json!({ "path": "notes.txt" })),
+        finish("Read the notes."),
+    ]);
+    // Another agent writes the file just before the third attempt.
+    let notes = dir.path().join("notes.txt");
+    *model.before.lock().unwrap() = Some(Box::new(move |index| {
+        if index == 2 {
+            std::fs::write(&notes, "the notes").unwrap();
+        }
+    }));
+    let executor = executor(dir.path(), model.clone(), settings());
+    let (result, _) = execute(&executor, &spec("Read notes.txt")).await;
+    let outcome = result.unwrap();
+
+    assert!(outcome.success);
+    assert_eq!(outcome.summary, "Read the notes.");
+    assert_eq!(outcome.error_count, 2);
+    assert_eq!(outcome.recoveries, 1);
+    assert_eq!(outcome.iterations, 4);
+    let results = model.tool_results();
+    assert_eq!(results.len(), 3, "three tool calls were made");
+    assert!(results[0].1 && results[1].1 && !results[2].1);
+    assert!(
+        results[0].0.contains("Retry attempt 1/2"),
+        "{}",
+        results[0].0
+    );
+    assert!(
+        results[1].0.contains("Retry attempt 2/2"),
+        "{}",
+        results[1].0
+    );
+    assert_eq!(results[2].0, "the notes");
+    let metrics = executor.metrics();
+    assert_eq!(metrics.tool_errors, 2);
+    assert_eq!(metrics.recovery_rate(), Some(1.0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_approach_that_keeps_failing_is_told_to_change_course() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new(vec![
+        call("file_read", json!({ "path": "missing.txt" })),
+        call("file_read", json!({ "path": "missing.txt" })),
+        call("file_read", json!({ "path": "missing.txt" })),
+        // Different arguments are a different attempt with their own budget.
+        call("file_read", json!({ "path": "other.txt" })),
+        finish("Gave up on reading."),
+    ]);
+    let executor = executor(dir.path(), model.clone(), settings());
+    let (result, _) = execute(&executor, &spec("Read missing.txt")).await;
+    let outcome = result.unwrap();
+
+    let results = model.tool_results();
+    assert_eq!(results.len(), 4);
+    assert!(
+        results[2].0.contains("failed after 2 attempts")
+            && results[2].0.contains(
+                "This approach is not working. Please try a completely different tool or method"
+            ),
+        "{}",
+        results[2].0
+    );
+    assert!(!results[1].0.contains("not working"));
+    assert!(
+        results[3].0.contains("Retry attempt 1/2"),
+        "{}",
+        results[3].0
+    );
+    assert_eq!(outcome.error_count, 4);
+    assert_eq!(outcome.recoveries, 0);
+    assert_eq!(executor.metrics().alternatives_suggested, 1);
+    assert_eq!(executor.metrics().recovery_rate(), Some(0.0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_iterations_returns_partial_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new(vec![
+        call("file_write", json!({ "path": "a.txt", "content": "a" })),
+        call(
+            "file_edit",
+            json!({ "path": "a.txt", "old_text": "zzz", "new_text": "b" }),
+        ),
+        call(
+            "file_write",
+            json!({ "path": "src/b.txt", "content": "bb" }),
+        ),
+        finish("never reached"),
+    ]);
+    let executor = executor(
+        dir.path(),
+        model.clone(),
+        BuiltinSettings {
+            max_iterations: 3,
+            ..settings()
+        },
+    );
+    let (result, _) = execute(&executor, &spec("Write two files")).await;
+    let outcome = result.unwrap();
+
+    assert!(!outcome.success);
+    assert_eq!(outcome.iterations, 3);
+    assert_eq!(model.requests().len(), 3);
+    assert_eq!(
+        outcome.partial_results,
+        vec![
+            "file_write: created a.txt (1 bytes)".to_string(),
+            "file_write: created src/b.txt (2 bytes)".to_string(),
+        ]
+    );
+    assert_eq!(
+        outcome.files_written,
+        vec![PathBuf::from("a.txt"), PathBuf::from("src/b.txt")]
+    );
+    assert_eq!(
+        outcome.summary,
+        "Completed 2 of intended objectives:\n- file_write: created a.txt (1 bytes)\n- file_write: created src/b.txt (2 bytes)\n\nEncountered 1 errors during execution."
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/b.txt")).unwrap(),
+        "bb"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_description_is_sent_verbatim_with_rules_and_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new(vec![finish("Nothing to do.")]);
+    let executor = executor(dir.path(), model.clone(), settings());
+    let description =
+        "Add `fn add(a: i32, b: i32) -> i32` to src/lib.rs.\n  Keep the   spacing; ümlauts too.";
+    let mut subtask = spec(description);
+    subtask.context = "## Whiteboard\nuse i32".into();
+    let (result, output) = execute(&executor, &subtask).await;
+    assert!(result.unwrap().success);
+    assert_eq!(output, "Nothing to do.");
+
+    let first = &model.requests()[0];
+    match &first.messages[0] {
+        ChatMessage::User { content } => {
+            assert!(content.starts_with(description), "{content}");
+            assert!(content.ends_with("## Whiteboard\nuse i32"), "{content}");
+        }
+        other => panic!("the first message is not the user's: {other:?}"),
+    }
+    assert!(
+        first
+            .system
+            .starts_with("You are a careful bottom-layer coder.")
+    );
+    assert!(first.system.ends_with(TOOL_RULES));
+    let names: Vec<&str> = first.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "file_read",
+            "file_write",
+            "file_edit",
+            "bash",
+            "grep",
+            "glob",
+            "http_request"
+        ]
+    );
+    assert_eq!(first.max_tokens, 1024);
+}
+
+#[tokio::test]
+async fn small_model_habits_are_handled() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new(vec![
+        // Arguments as a JSON string instead of an object.
+        call(
+            "file_write",
+            json!("{\"path\": \"a.txt\", \"content\": \"hello\"}"),
+        ),
+        // A tool that does not exist.
+        call("read_file", json!({ "path": "a.txt" })),
+        call("bash", json!({ "command": "cat a.txt" })),
+        // The same successful call again.
+        call("bash", json!({ "command": "cat a.txt" })),
+        finish("Done."),
+    ]);
+    let executor = executor(dir.path(), model.clone(), settings());
+    let (result, output) = execute(&executor, &spec("Write a.txt")).await;
+    let outcome = result.unwrap();
+
+    assert!(outcome.success);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "hello"
+    );
+    let results = model.tool_results();
+    assert!(!results[0].1, "string arguments worked: {}", results[0].0);
+    assert!(results[1].1);
+    assert!(
+        results[1].0.contains("unknown tool `read_file`")
+            && results[1]
+                .0
+                .contains("file_read, file_write, file_edit, bash, grep, glob, http_request"),
+        "{}",
+        results[1].0
+    );
+    assert!(!results[2].0.contains("already succeeded"));
+    assert!(
+        results[3]
+            .0
+            .contains("already succeeded with the same result"),
+        "{}",
+        results[3].0
+    );
+    assert_eq!(
+        outcome.partial_results,
+        vec![
+            "file_write: created a.txt (5 bytes)".to_string(),
+            "bash: ran `cat a.txt` (exit 0)".to_string(),
+        ],
+        "the repeated call is not new progress"
+    );
+    // The string arguments were stored as an object in the conversation.
+    let requests = model.requests();
+    match &requests[1].messages[1] {
+        ChatMessage::Assistant { tool_calls, .. } => {
+            assert_eq!(
+                tool_calls[0].arguments,
+                json!({ "path": "a.txt", "content": "hello" })
+            );
+            assert!(!tool_calls[0].id.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+    // One note per tool call, on lines of their own.
+    assert_eq!(
+        output.lines().filter(|l| l.starts_with("▸ ")).count(),
+        4,
+        "{output}"
+    );
+    assert!(
+        output.contains("▸ read_file failed: unknown tool"),
+        "{output}"
+    );
+    assert!(output.ends_with("Done."), "{output}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_model_error_ends_the_execution() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new(vec![
+        call("glob", json!({ "pattern": "*" })),
+        Turn::Fail(ModelError::Unauthorized {
+            provider: "scripted-test".into(),
+        }),
+    ]);
+    let executor = executor(dir.path(), model.clone(), settings());
+    let (result, _) = execute(&executor, &spec("List files")).await;
+    assert!(
+        matches!(
+            result,
+            Err(ExecutorError::Model(ModelError::Unauthorized { .. }))
+        ),
+        "{result:?}"
+    );
+    assert_eq!(
+        model.requests().len(),
+        2,
+        "model errors are not retried here"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_model_call_past_the_step_timeout_is_a_step_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new(vec![Turn::Hang]);
+    let executor = executor(dir.path(), model.clone(), settings());
+    let (result, _) = execute(&executor, &spec("Anything")).await;
+    assert!(
+        matches!(result, Err(ExecutorError::StepTimeout(t)) if t == Duration::from_secs(30)),
+        "{result:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_cut_at_the_token_limit_is_continued() {
+    let dir = tempfile::tempdir().unwrap();
+    let cut = Turn::Answer(ModelResponse {
+        text: "I will now".into(),
+        tool_calls: Vec::new(),
+        usage: Usage::default(),
+        stop_reason: StopReason::MaxTokens,
+    });
+    let model = ScriptedModel::new(vec![cut, finish("Done.")]);
+    let executor = executor(dir.path(), model.clone(), settings());
+    let (result, _) = execute(&executor, &spec("Anything")).await;
+    assert_eq!(result.unwrap().summary, "Done.");
+    let second = &model.requests()[1];
+    assert!(matches!(
+        second.messages.last(),
+        Some(ChatMessage::User { content }) if content.contains("cut off")
+    ));
+}
+
+#[tokio::test]
+async fn cancellation_stops_a_waiting_model_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new(vec![Turn::Hang]);
+    let executor = executor(dir.path(), model.clone(), settings());
+    let cancel = CancellationToken::new();
+    let mut sink = |_: &str| {};
+    let subtask = spec("Anything");
+    let (result, ()) = tokio::join!(
+        executor.execute(&subtask, cancel.clone(), &mut sink),
+        async {
+            model.called.notified().await;
+            cancel.cancel();
+        }
+    );
+    assert!(
+        matches!(result, Err(ExecutorError::Cancelled)),
+        "{result:?}"
+    );
+}
+
+#[tokio::test]
+async fn cancellation_stops_a_running_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("started.fifo");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path and a mode.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let model = ScriptedModel::new(vec![
+        call(
+            "bash",
+            json!({ "command": "echo go > started.fifo; sleep 1000" }),
+        ),
+        finish("never reached"),
+    ]);
+    let executor = executor(dir.path(), model.clone(), settings());
+    let cancel = CancellationToken::new();
+    let mut sink = |_: &str| {};
+    let subtask = spec("Run something slow");
+    let (result, ()) = tokio::join!(
+        executor.execute(&subtask, cancel.clone(), &mut sink),
+        async {
+            tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo).unwrap())
+                .await
+                .unwrap();
+            cancel.cancel();
+        }
+    );
+    assert!(
+        matches!(result, Err(ExecutorError::Cancelled)),
+        "{result:?}"
+    );
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "no model call after cancellation"
+    );
+}
+
+#[test]
+fn rules_and_tool_schemas_fit_a_small_model_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(dir.path()).unwrap();
+    let writer = Arc::new(DiskWriter::new(sandbox.clone()));
+    let tools = ToolRegistry::new(sandbox, writer, ToolSettings::default(), None);
+    let schemas = serde_json::to_string(tools.specs()).unwrap();
+    // About four characters a token for English and JSON: rules and schemas take at most
+    // 1,000 tokens, leaving the rest of the ~1,500 for the agent's own system prompt.
+    let chars = TOOL_RULES.len() + schemas.len();
+    println!(
+        "rules {} + schemas {} = {chars} chars",
+        TOOL_RULES.len(),
+        schemas.len()
+    );
+    assert!(chars <= 3_200, "{chars} characters");
+}

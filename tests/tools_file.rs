@@ -1,0 +1,260 @@
+//! file_read, file_write and file_edit on real files in a temporary workspace.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use conclave::model::ToolCall;
+use conclave::tools::file::FileSettings;
+use conclave::tools::{
+    CallContext, DiskWriter, Sandbox, ToolError, ToolOutput, ToolRegistry, ToolSettings,
+};
+use serde_json::{Value, json};
+
+fn registry(root: &Path, settings: ToolSettings) -> ToolRegistry {
+    let sandbox = Sandbox::new(root).unwrap();
+    let writer = Arc::new(DiskWriter::new(sandbox.clone()));
+    ToolRegistry::new(sandbox, writer, settings, None)
+}
+
+async fn run(
+    registry: &ToolRegistry,
+    name: &str,
+    arguments: Value,
+) -> Result<ToolOutput, ToolError> {
+    let call = ToolCall {
+        id: "c".into(),
+        name: name.into(),
+        arguments,
+    };
+    registry.dispatch(&call, &CallContext::default()).await
+}
+
+#[tokio::test]
+async fn file_edit_needs_exactly_one_match() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\nbeta\nalpha\ngamma\n").unwrap();
+    let tools = registry(dir.path(), ToolSettings::default());
+
+    let none = run(
+        &tools,
+        "file_edit",
+        json!({ "path": "a.txt", "old_text": "delta", "new_text": "x" }),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(none, ToolError::NoMatch { .. }), "{none:?}");
+    assert!(none.to_string().contains("not found in a.txt"), "{none}");
+
+    let several = run(
+        &tools,
+        "file_edit",
+        json!({ "path": "a.txt", "old_text": "alpha", "new_text": "x" }),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(several, ToolError::AmbiguousMatch { count: 2, .. }),
+        "{several:?}"
+    );
+    assert!(
+        several.to_string().contains("matches 2 places"),
+        "{several}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "alpha\nbeta\nalpha\ngamma\n",
+        "failed edits leave the file alone"
+    );
+
+    let unique = run(
+        &tools,
+        "file_edit",
+        json!({ "path": "a.txt", "old_text": "alpha\nbeta", "new_text": "ALPHA\nBETA" }),
+    )
+    .await
+    .unwrap();
+    assert!(unique.progress);
+    assert_eq!(unique.files_written, vec![PathBuf::from("a.txt")]);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "ALPHA\nBETA\nalpha\ngamma\n"
+    );
+}
+
+#[tokio::test]
+async fn file_edit_copes_with_crlf_files_and_refuses_empty_old_text() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.txt"), "one\r\ntwo\r\n").unwrap();
+    let tools = registry(dir.path(), ToolSettings::default());
+    run(
+        &tools,
+        "file_edit",
+        json!({ "path": "w.txt", "old_text": "one\ntwo", "new_text": "1\n2" }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("w.txt")).unwrap(),
+        "1\r\n2\r\n"
+    );
+
+    let empty = run(
+        &tools,
+        "file_edit",
+        json!({ "path": "w.txt", "old_text": "", "new_text": "x" }),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(empty, ToolError::InvalidArguments { .. }),
+        "{empty:?}"
+    );
+    let missing = run(
+        &tools,
+        "file_edit",
+        json!({ "path": "nope.txt", "old_text": "a", "new_text": "b" }),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(missing, ToolError::NotFound { .. }), "{missing:?}");
+}
+
+#[tokio::test]
+async fn file_write_reports_created_updated_and_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = registry(dir.path(), ToolSettings::default());
+    let args = json!({ "path": "src/lib.rs", "content": "pub fn f() {}\n" });
+    let created = run(&tools, "file_write", args.clone()).await.unwrap();
+    assert!(
+        created.summary.starts_with("created src/lib.rs"),
+        "{}",
+        created.summary
+    );
+    assert!(created.progress);
+    let same = run(&tools, "file_write", args).await.unwrap();
+    assert!(same.summary.contains("unchanged"), "{}", same.summary);
+    assert!(!same.progress, "an identical write is not progress");
+    assert!(same.files_written.is_empty());
+    let updated = run(
+        &tools,
+        "file_write",
+        json!({ "path": "src/lib.rs", "content": "x" }),
+    )
+    .await
+    .unwrap();
+    assert!(
+        updated.summary.starts_with("updated"),
+        "{}",
+        updated.summary
+    );
+
+    let missing = run(&tools, "file_write", json!({ "path": "a.txt" }))
+        .await
+        .unwrap_err();
+    assert!(
+        missing
+            .to_string()
+            .contains("missing required argument `content`"),
+        "{missing}"
+    );
+}
+
+#[tokio::test]
+async fn file_read_pages_caps_and_refuses_binaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(dir.path().join("long.txt"), &text).unwrap();
+    std::fs::write(dir.path().join("bin.dat"), [0u8, 1, 2, 3]).unwrap();
+    let settings = ToolSettings {
+        files: FileSettings {
+            max_read_bytes: 100,
+            max_file_bytes: 10_000,
+        },
+        ..ToolSettings::default()
+    };
+    let tools = registry(dir.path(), settings);
+
+    let window = run(
+        &tools,
+        "file_read",
+        json!({ "path": "long.txt", "offset": 10, "limit": 3 }),
+    )
+    .await
+    .unwrap();
+    assert!(
+        window.content.starts_with("line 10\nline 11\nline 12\n"),
+        "{}",
+        window.content
+    );
+    assert!(
+        window.content.contains("showing lines 10-12 of 100"),
+        "{}",
+        window.content
+    );
+    assert!(!window.progress, "reads are not progress");
+
+    let capped = run(&tools, "file_read", json!({ "path": "long.txt" }))
+        .await
+        .unwrap();
+    assert!(capped.content.len() < 200, "{}", capped.content);
+    assert!(
+        capped.content.contains("read on with offset="),
+        "{}",
+        capped.content
+    );
+
+    let past = run(
+        &tools,
+        "file_read",
+        json!({ "path": "long.txt", "offset": 500 }),
+    )
+    .await
+    .unwrap_err();
+    assert!(past.to_string().contains("past the end"), "{past}");
+
+    let binary = run(&tools, "file_read", json!({ "path": "bin.dat" }))
+        .await
+        .unwrap_err();
+    assert!(matches!(binary, ToolError::Binary { .. }), "{binary:?}");
+
+    std::fs::write(dir.path().join("huge.txt"), "x".repeat(20_000)).unwrap();
+    let huge = run(&tools, "file_read", json!({ "path": "huge.txt" }))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(huge, ToolError::TooLarge { size: 20_000, .. }),
+        "{huge:?}"
+    );
+
+    let dir_read = run(&tools, "file_read", json!({ "path": "." }))
+        .await
+        .unwrap_err();
+    assert!(
+        dir_read.to_string().contains("is a directory"),
+        "{dir_read}"
+    );
+}
+
+#[tokio::test]
+async fn arguments_sent_as_a_json_string_work() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "hello").unwrap();
+    let tools = registry(dir.path(), ToolSettings::default());
+    let read = run(&tools, "file_read", json!("{\"path\": \"a.txt\"}"))
+        .await
+        .unwrap();
+    assert_eq!(read.content, "hello");
+    let unknown = run(&tools, "file_delete", json!({})).await.unwrap_err();
+    let message = unknown.to_string();
+    assert!(message.contains("unknown tool `file_delete`"), "{message}");
+    assert!(
+        message.contains("file_read, file_write, file_edit, bash, grep, glob, http_request"),
+        "{message}"
+    );
+    // A case slip is forgiven.
+    assert!(
+        run(&tools, "File_Read", json!({ "path": "a.txt" }))
+            .await
+            .is_ok()
+    );
+}
