@@ -22,6 +22,7 @@ pub struct Config {
     pub approvals: ApprovalsConfig,
     pub executor: ExecutorConfig,
     pub verify: VerifyConfig,
+    pub governance: GovernanceConfig,
 }
 
 impl Default for Config {
@@ -35,6 +36,7 @@ impl Default for Config {
             approvals: ApprovalsConfig::default(),
             executor: ExecutorConfig::default(),
             verify: VerifyConfig::default(),
+            governance: GovernanceConfig::default(),
         }
     }
 }
@@ -291,6 +293,45 @@ impl Default for VerifyConfig {
             command: None,
             max_rounds: 3,
             min_confidence: 50,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReviewMode {
+    /// Top agents ask the model to review each plan.
+    Model,
+    /// Top agents check plans by fixed rules: no model call (cheap runs, demos).
+    Rules,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PlanQuorum {
+    All,
+    WeightedMajority,
+}
+
+/// How plans are approved by the top layer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GovernanceConfig {
+    pub review: ReviewMode,
+    pub quorum: PlanQuorum,
+    /// How long the top layer has to sign a plan.
+    pub decision_ttl_ms: u64,
+    /// Plans with more subtasks than this are vetoed by the rules review.
+    pub max_subtasks: usize,
+}
+
+impl Default for GovernanceConfig {
+    fn default() -> Self {
+        GovernanceConfig {
+            review: ReviewMode::Model,
+            quorum: PlanQuorum::WeightedMajority,
+            decision_ttl_ms: 300_000,
+            max_subtasks: 20,
         }
     }
 }

@@ -5,9 +5,11 @@
 //! → work (models, tools, executor) → recovery → store.
 
 pub mod config;
+pub mod engine;
 pub mod executor;
 pub mod model;
 pub mod recovery;
 pub mod runtime;
 pub mod store;
+pub mod team;
 pub mod tools;

@@ -8,6 +8,7 @@
 pub mod backoff;
 pub mod breaker;
 pub mod event;
+pub mod ladder;
 pub mod report;
 
 pub use event::{RecoveryAction, RecoveryEvent};

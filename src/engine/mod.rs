@@ -1,0 +1,514 @@
+//! The engine: Conclave's protocol-agnostic API. Front-ends (the language server, the
+//! command line) translate their requests into these calls and render the event stream;
+//! nothing here knows about JSON-RPC or terminals.
+//!
+//! Calls return at once: `submit` hands the task to a mid agent and answers with its id;
+//! the team works in its own tasks and reports through [`Engine::subscribe`].
+
+mod error;
+
+pub use error::EngineError;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chrono::Utc;
+use dashmap::DashMap;
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::config::{Config, ExecutorKind};
+use crate::executor::Executor;
+use crate::executor::builtin::{BuiltinExecutor, BuiltinSettings};
+use crate::executor::pi::PiExecutor;
+use crate::model::resilient::ResilientModel;
+use crate::model::{ModelError, ModelProvider};
+use crate::recovery::{RecoveryAction, Severity};
+use crate::runtime::{
+    Accessor, AgentId, AgentInfo, ApprovalAnswer, ApprovalRequest, Approvals, EventStream, Layer,
+    Message, MessageKind, Runtime, RuntimeEvent, Snapshot, SubtaskStatus, TaskContext, TaskDetail,
+    TaskId, TaskOptions, TaskRecord, TaskStatus, TaskSummary, Tasks, Team, WhiteboardId,
+};
+use crate::store::Store;
+use crate::team::{
+    BehaviorFactory, CommandApprover, Services, SwappableWriter, recovery_event, standard_behaviors,
+};
+use crate::tools::{DiskWriter, Sandbox, ToolRegistry, ToolSettings, WorkspaceWriter};
+
+/// What `submit` takes (PROTOCOL.md `conclave/submitTask`).
+#[derive(Clone, Debug, Default)]
+pub struct SubmitTask {
+    pub description: String,
+    pub title: Option<String>,
+    pub context: TaskContext,
+    pub options: TaskOptions,
+}
+
+/// How to start an engine.
+pub struct EngineSetup {
+    pub workspace: PathBuf,
+    pub config: Config,
+    /// `None` keeps the audit log in memory only.
+    pub store: Option<Store>,
+    /// `serve`, `run` or `demo`, for reports.
+    pub mode: String,
+    /// The agents' behaviours; the standard top/mid/bottom ones unless a test swaps one.
+    pub behaviors: Option<BehaviorFactory>,
+    /// The model, when the caller built it (tests); otherwise from `config.llm`.
+    pub model: Option<Arc<dyn ModelProvider>>,
+}
+
+impl EngineSetup {
+    pub fn new(workspace: impl Into<PathBuf>, config: Config) -> Self {
+        EngineSetup {
+            workspace: workspace.into(),
+            config,
+            store: None,
+            mode: "serve".into(),
+            behaviors: None,
+            model: None,
+        }
+    }
+}
+
+/// ERROR_REPORT.md's text and where it was written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ErrorReport {
+    pub markdown: String,
+    pub path: PathBuf,
+}
+
+pub struct Engine {
+    services: Arc<Services>,
+    team: Team,
+    /// Why no model is available, when none is (for LlmNotConfigured).
+    model_problem: Option<String>,
+}
+
+impl Engine {
+    /// Starts the runtime and the configured team on `setup.workspace`.
+    pub async fn start(setup: EngineSetup) -> Result<Arc<Engine>, EngineError> {
+        let EngineSetup {
+            workspace,
+            config,
+            store,
+            mode,
+            behaviors,
+            model,
+        } = setup;
+        let workspace = workspace.canonicalize().map_err(|e| {
+            EngineError::Internal(format!("workspace {}: {e}", workspace.display()))
+        })?;
+        let sandbox = Sandbox::new(&workspace).map_err(|e| EngineError::Internal(e.to_string()))?;
+        let runtime = Runtime::new(config.clone(), store.clone());
+        let tasks = Tasks::new(runtime.events.clone(), store.clone());
+        let approvals = Approvals::new(runtime.events.clone(), store.clone());
+
+        let (model, model_problem) = match model
+            .map(Ok)
+            .unwrap_or_else(|| crate::model::from_config(&config.llm, &workspace))
+        {
+            Ok(provider) => (Some(resilient(provider, &config, &runtime)), None),
+            Err(ModelError::NotConfigured { message }) => {
+                tracing::info!(
+                    "no model configured: tasks will be refused until one is ({message})"
+                );
+                (None, Some(message))
+            }
+            Err(e) => return Err(EngineError::LlmNotConfigured(e.to_string())),
+        };
+
+        let writer = Arc::new(SwappableWriter::new(Arc::new(DiskWriter::new(
+            sandbox.clone(),
+        ))));
+        let executor: Option<Arc<dyn Executor>> = match (&model, config.executor.kind) {
+            (None, _) => None,
+            (Some(model), ExecutorKind::Builtin) => {
+                let approver = Arc::new(CommandApprover {
+                    approvals: approvals.clone(),
+                    tasks: tasks.clone(),
+                });
+                let registry = ToolRegistry::new(
+                    sandbox.clone(),
+                    writer.clone() as Arc<dyn WorkspaceWriter>,
+                    ToolSettings::from_config(&config),
+                    Some(approver),
+                );
+                Some(Arc::new(BuiltinExecutor::new(
+                    model.clone(),
+                    Arc::new(registry),
+                    BuiltinSettings::from_config(&config),
+                )))
+            }
+            (Some(_), ExecutorKind::Pi) => Some(Arc::new(
+                PiExecutor::from_config(&config, &workspace)
+                    .map_err(|e| EngineError::Internal(e.to_string()))?,
+            )),
+        };
+
+        let session = format!(
+            "{}-{}",
+            Utc::now().format("%Y%m%dT%H%M%SZ"),
+            &Uuid::new_v4().simple().to_string()[..8]
+        );
+        let services = Arc::new(Services {
+            config: config.clone(),
+            session_dir: workspace.join(".conclave").join("sessions").join(session),
+            workspace,
+            sandbox,
+            runtime: runtime.clone(),
+            tasks,
+            approvals,
+            model,
+            executor,
+            writer,
+            behaviors: behaviors.unwrap_or_else(standard_behaviors),
+            cancels: DashMap::new(),
+            attempts: DashMap::new(),
+            replaced: DashMap::new(),
+            replacements: tokio::sync::watch::channel(0).0,
+            mode,
+        });
+        let team = runtime
+            .build_team(|agent| (services.behaviors)(agent, &services))
+            .map_err(|e| match e {
+                crate::runtime::AgentError::PoolFull { max } => EngineError::AgentPoolFull { max },
+                other => EngineError::Internal(other.to_string()),
+            })?;
+        runtime.start_heartbeats();
+        spawn_hung_agent_watch(services.clone());
+        Ok(Arc::new(Engine {
+            services,
+            team,
+            model_problem,
+        }))
+    }
+
+    pub fn workspace(&self) -> &Path {
+        &self.services.workspace
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.services.config
+    }
+
+    pub fn team(&self) -> &Team {
+        &self.team
+    }
+
+    pub fn session_dir(&self) -> &Path {
+        &self.services.session_dir
+    }
+
+    /// The runtime underneath, for front-ends that show agents and boards.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.services.runtime
+    }
+
+    /// Everything observable, from now on.
+    pub fn subscribe(&self) -> EventStream {
+        self.services.runtime.events.subscribe()
+    }
+
+    /// Writes generated files through `writer` from now on (the editor's applyEdit).
+    pub fn set_writer(&self, writer: Arc<dyn WorkspaceWriter>) {
+        self.services.writer.set(writer);
+    }
+
+    /// Queues a task and hands it to the least busy mid agent. Returns at once.
+    pub fn submit(&self, request: SubmitTask) -> Result<TaskId, EngineError> {
+        if self.services.model.is_none() {
+            return Err(EngineError::LlmNotConfigured(
+                self.model_problem
+                    .clone()
+                    .unwrap_or_else(|| crate::model::factory::HOW_TO_CONFIGURE.into()),
+            ));
+        }
+        if request.description.trim().is_empty() {
+            return Err(EngineError::InvalidState {
+                message: "a task needs a description".into(),
+                value: json!({ "description": request.description }),
+            });
+        }
+        let title = request
+            .title
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or_else(|| title_from(&request.description));
+        let record = TaskRecord::new(title, request.description, request.context, request.options);
+        let id = record.id;
+        self.services.tasks.insert(record);
+        self.dispatch(id)?;
+        Ok(id)
+    }
+
+    fn dispatch(&self, id: TaskId) -> Result<(), EngineError> {
+        let s = &self.services;
+        let busy = |mid: AgentId| {
+            s.tasks
+                .records()
+                .iter()
+                .filter(|t| t.coordinator == Some(mid) && !t.status.is_finished())
+                .count()
+        };
+        let mid = s
+            .runtime
+            .pool
+            .by_layer(Layer::Mid)
+            .into_iter()
+            .min_by_key(|m| busy(m.id()))
+            .ok_or_else(|| EngineError::InvalidState {
+                message: "the team has no mid agent to coordinate tasks (team.mid is 0)".into(),
+                value: json!({ "team.mid": 0 }),
+            })?;
+        s.tasks.update(id, |t| t.coordinator = Some(mid.id()));
+        s.task_cancel(id);
+        s.runtime
+            .bus
+            .send(
+                Message::to_agent(
+                    AgentId::SYSTEM,
+                    mid.id(),
+                    MessageKind::TaskAssign,
+                    json!({ "taskId": id }),
+                )
+                .with_task(id.to_string()),
+            )
+            .map_err(|e| EngineError::Internal(e.to_string()))?;
+        Ok(())
+    }
+
+    fn record(&self, id: &str) -> Result<TaskRecord, EngineError> {
+        id.parse::<TaskId>()
+            .ok()
+            .and_then(|id| self.services.tasks.get(id))
+            .ok_or_else(|| EngineError::TaskNotFound(id.to_string()))
+    }
+
+    /// Cancels an unfinished task: its work stops, its approvals are withdrawn, and no
+    /// file is left half-written (writes are atomic).
+    pub fn cancel(&self, id: &str) -> Result<bool, EngineError> {
+        let task = self.record(id)?;
+        if task.status.is_finished() {
+            return Err(EngineError::InvalidState {
+                message: format!("task {id} is already {}", status_name(task.status)),
+                value: json!({ "taskId": id, "status": task.status }),
+            });
+        }
+        self.services.tasks.update(task.id, |t| {
+            t.status = TaskStatus::Cancelled;
+            for st in t.subtasks.iter_mut().filter(|st| !st.status.is_finished()) {
+                st.status = SubtaskStatus::Cancelled;
+            }
+        });
+        self.services.task_cancel(task.id).cancel();
+        self.services.approvals.withdraw_task(task.id);
+        Ok(true)
+    }
+
+    /// Re-runs the failed (and cancelled) subtasks of a finished task, keeping the rest.
+    pub fn retry(&self, id: &str) -> Result<TaskId, EngineError> {
+        let task = self.record(id)?;
+        if !matches!(task.status, TaskStatus::Failed | TaskStatus::Cancelled) {
+            return Err(EngineError::InvalidState {
+                message: format!(
+                    "only a failed or cancelled task can be retried; task {id} is {}",
+                    status_name(task.status)
+                ),
+                value: json!({ "taskId": id, "status": task.status }),
+            });
+        }
+        self.services.cancels.remove(&task.id);
+        self.services.tasks.update(task.id, |t| {
+            t.status = TaskStatus::Queued;
+            t.result = None;
+            for st in t
+                .subtasks
+                .iter_mut()
+                .filter(|st| st.status != SubtaskStatus::Completed)
+            {
+                st.status = SubtaskStatus::Pending;
+            }
+        });
+        self.dispatch(task.id)?;
+        Ok(task.id)
+    }
+
+    pub fn tasks(&self) -> Vec<TaskSummary> {
+        self.services.tasks.summaries()
+    }
+
+    pub fn task(&self, id: &str) -> Result<TaskDetail, EngineError> {
+        Ok(self.record(id)?.detail())
+    }
+
+    pub fn agents(&self) -> Vec<AgentInfo> {
+        self.services.runtime.agents()
+    }
+
+    pub fn whiteboards(&self) -> Vec<Snapshot> {
+        self.services.runtime.whiteboards.list()
+    }
+
+    pub fn whiteboard(&self, id: &str) -> Result<Snapshot, EngineError> {
+        let board: WhiteboardId = id
+            .parse()
+            .map_err(|_| EngineError::WhiteboardNotFound(id.to_string()))?;
+        self.services
+            .runtime
+            .whiteboards
+            .read(&Accessor::System, board)
+            .map_err(|_| EngineError::WhiteboardNotFound(id.to_string()))
+    }
+
+    /// Every approval still waiting for an answer.
+    pub fn approvals(&self) -> Vec<Arc<ApprovalRequest>> {
+        self.services.approvals.pending()
+    }
+
+    pub fn resolve_approval(&self, id: &str, answer: ApprovalAnswer) -> Result<(), EngineError> {
+        let approval: Uuid = id
+            .parse()
+            .map_err(|_| EngineError::ApprovalNotFound(id.to_string()))?;
+        self.services
+            .approvals
+            .resolve(approval, answer)
+            .map_err(|e| match e {
+                crate::runtime::ApprovalError::NotFound(_) => {
+                    EngineError::ApprovalNotFound(id.to_string())
+                }
+                crate::runtime::ApprovalError::InvalidDecision { ref decision, .. } => {
+                    EngineError::InvalidState {
+                        message: e.to_string(),
+                        value: json!({ "approvalId": id, "decision": decision }),
+                    }
+                }
+            })
+    }
+
+    /// Writes ERROR_REPORT.md for one task, or for every task, and returns it.
+    pub async fn error_report(&self, task: Option<&str>) -> Result<ErrorReport, EngineError> {
+        let task = match task {
+            Some(id) => Some(self.record(id)?.id),
+            None => None,
+        };
+        let (markdown, path) = crate::team::write_error_report(&self.services, task)
+            .await
+            .map_err(|e| {
+                EngineError::Internal(format!("ERROR_REPORT.md could not be written: {e}"))
+            })?;
+        Ok(ErrorReport { markdown, path })
+    }
+
+    /// Waits until the task is completed, failed or cancelled.
+    pub async fn wait_for(&self, id: TaskId) -> Result<TaskSummary, EngineError> {
+        let mut events = self.subscribe();
+        loop {
+            let task = self
+                .services
+                .tasks
+                .get(id)
+                .ok_or_else(|| EngineError::TaskNotFound(id.to_string()))?;
+            if task.status.is_finished() && !self.services.cancels.contains_key(&id) {
+                return Ok(task.summary());
+            }
+            match events.recv().await {
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => return Err(EngineError::Internal("the event stream ended".into())),
+            }
+        }
+    }
+
+    /// Stops the team. Unfinished tasks stay as their last checkpoint.
+    pub async fn shutdown(&self) {
+        self.services.runtime.shutdown().await;
+    }
+}
+
+fn resilient(
+    provider: Arc<dyn ModelProvider>,
+    config: &Config,
+    runtime: &Arc<Runtime>,
+) -> Arc<dyn ModelProvider> {
+    let events = runtime.events.clone();
+    let store = runtime.store.clone();
+    let breaker_listener: crate::recovery::breaker::BreakerListener = Arc::new(move |event| {
+        use crate::recovery::breaker::BreakerTransition;
+        let (action, severity) = match event.transition {
+            BreakerTransition::Opened { .. } => (RecoveryAction::CircuitOpen, Severity::High),
+            BreakerTransition::Closed => (RecoveryAction::CircuitClosed, Severity::Low),
+            BreakerTransition::HalfOpen => return,
+        };
+        tracing::warn!(provider = %event.name, "circuit breaker: {}", action.as_str());
+        // Provider-wide: it belongs to no single task.
+        let mut step = recovery_event(
+            TaskId(Uuid::nil()),
+            None,
+            AgentId::SYSTEM,
+            action,
+            severity,
+            1,
+            1,
+            format!("{}: {:?}", event.name, event.transition),
+        );
+        step.task_id = String::new();
+        let step = Arc::new(step);
+        if let Some(store) = &store {
+            store.record(crate::store::Record::Recovery(step.clone()));
+        }
+        events.publish(RuntimeEvent::Recovery(step));
+    });
+    Arc::new(
+        ResilientModel::new(provider, &config.recovery).with_breaker_listener(breaker_listener),
+    )
+}
+
+/// Replaces every agent the heartbeats report hung.
+fn spawn_hung_agent_watch(services: Arc<Services>) {
+    let mut events = services.runtime.events.subscribe();
+    let weak = Arc::downgrade(&services);
+    drop(services);
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(RuntimeEvent::AgentHung {
+                    agent_id, missed, ..
+                }) => {
+                    let Some(services) = weak.upgrade() else {
+                        return;
+                    };
+                    let reason = format!("missed {missed} heartbeats in a row");
+                    if let Err(e) =
+                        crate::team::replace::replace_agent(&services, agent_id, &reason).await
+                    {
+                        tracing::warn!(agent = %agent_id, "hung agent not replaced: {e}");
+                    }
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    if weak.strong_count() == 0 {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+    });
+}
+
+fn title_from(description: &str) -> String {
+    let line = description
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    match line.char_indices().nth(72) {
+        Some((end, _)) => format!("{}…", &line[..end]),
+        None => line.to_string(),
+    }
+}
+
+fn status_name(status: TaskStatus) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}

@@ -1,0 +1,301 @@
+//! Bottom agents: run assigned subtasks with the executor, keep their whiteboard
+//! current with what they do, report the outcome, and take over a peer's subtask when
+//! idle.
+//!
+//! Work is spawned, never run inside the message handler, so the agent keeps answering
+//! heartbeats while a long subtask runs. The subtask timeout (ExecutionMonitor) is
+//! enforced here: a subtask that runs out of time is cancelled and reported as a
+//! high-severity timeout.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::json;
+
+use super::{Services, SubtaskAssignment, SubtaskReport};
+use crate::executor::{ExecutionOutcome, ExecutorError, SubtaskSpec};
+use crate::recovery::{Classify, Severity};
+use crate::runtime::{AgentBehavior, AgentContext, AgentError, AgentStatus, Message, MessageKind};
+
+pub const RESPONSIBILITIES: &str = "- Implement the subtask you are given, completely, using the tools.\n\
+- Read before you edit; keep changes small and consistent with the code around them.\n\
+- When the subtask is done, answer with a short summary of what you changed.";
+
+pub struct BottomBehavior {
+    services: Arc<Services>,
+    /// Subtasks this agent is running right now.
+    in_flight: Arc<AtomicUsize>,
+}
+
+impl BottomBehavior {
+    pub fn new(services: Arc<Services>) -> Self {
+        BottomBehavior {
+            services,
+            in_flight: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+}
+
+fn behavior_error(ctx: &AgentContext, e: impl std::fmt::Display) -> AgentError {
+    AgentError::Behavior {
+        agent: ctx.id(),
+        message: e.to_string(),
+    }
+}
+
+#[async_trait]
+impl AgentBehavior for BottomBehavior {
+    fn responsibilities(&self) -> String {
+        RESPONSIBILITIES.to_string()
+    }
+
+    async fn initialize(&mut self, ctx: &AgentContext) -> Result<(), AgentError> {
+        let config = ctx.handle.config();
+        if ctx
+            .read_board(crate::runtime::WhiteboardId::Agent(ctx.id()))
+            .map(|b| b.version == 0)
+            .unwrap_or(true)
+        {
+            ctx.write_own_board(&format!("# {}\n\n{}\n", config.name, config.role))
+                .map_err(|e| behavior_error(ctx, e))?;
+        }
+        Ok(())
+    }
+
+    async fn handle(
+        &mut self,
+        ctx: &AgentContext,
+        message: Arc<Message>,
+    ) -> Result<(), AgentError> {
+        match message.kind {
+            MessageKind::TaskAssign => {
+                let assignment: SubtaskAssignment = serde_json::from_value(message.payload.clone())
+                    .map_err(|e| behavior_error(ctx, format!("unreadable assignment: {e}")))?;
+                self.in_flight.fetch_add(1, Ordering::AcqRel);
+                if ctx.handle.status() == AgentStatus::Idle {
+                    ctx.handle.transition(
+                        AgentStatus::Working,
+                        format!("subtask {}", assignment.subtask_id),
+                    )?;
+                }
+                let (ctx, services, in_flight) =
+                    (ctx.clone(), self.services.clone(), self.in_flight.clone());
+                tokio::spawn(async move {
+                    let report = run_subtask(&ctx, &services, &assignment).await;
+                    if let Err(e) = ctx.reply(&message, report_kind(&report), json!(report)) {
+                        tracing::warn!(agent = %ctx.id(), "subtask report not delivered: {e}");
+                    }
+                    if in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+                        ctx.handle.set_current_task(None);
+                        if ctx.handle.status() == AgentStatus::Working {
+                            let _ = ctx.handle.transition(AgentStatus::Idle, "subtask finished");
+                        }
+                    }
+                });
+            }
+            MessageKind::PeerHelpRequest => {
+                let free = ctx.handle.status() == AgentStatus::Idle
+                    && self.in_flight.load(Ordering::Acquire) == 0;
+                let reason = if free { "idle, taking it over" } else { "busy" };
+                ctx.append_own_board(&format!(
+                    "- peer help request from {}: {}",
+                    message.from,
+                    if free { "accepted" } else { "declined (busy)" }
+                ))
+                .map_err(|e| behavior_error(ctx, e))?;
+                ctx.reply(
+                    &message,
+                    MessageKind::PeerHelpResponse,
+                    json!({ "accepted": free, "reason": reason }),
+                )
+                .map_err(|e| behavior_error(ctx, e))?;
+            }
+            MessageKind::StatusQuery => {
+                let info =
+                    serde_json::to_value(ctx.handle.info()).map_err(|e| behavior_error(ctx, e))?;
+                ctx.reply(&message, MessageKind::ProgressReport, info)
+                    .map_err(|e| behavior_error(ctx, e))?;
+            }
+            other => {
+                ctx.append_own_board(&format!("- {} from {}", other.as_str(), message.from))
+                    .map_err(|e| behavior_error(ctx, e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn report_kind(report: &SubtaskReport) -> MessageKind {
+    match report {
+        SubtaskReport::Completed { .. } => MessageKind::ProgressReport,
+        SubtaskReport::Failed { .. } => MessageKind::ErrorReport,
+    }
+}
+
+/// Runs one attempt of a subtask under the subtask timeout and reports how it went.
+async fn run_subtask(
+    ctx: &AgentContext,
+    services: &Arc<Services>,
+    assignment: &SubtaskAssignment,
+) -> SubtaskReport {
+    ctx.handle
+        .set_current_task(Some(assignment.task_id.to_string()));
+    let _ = ctx.append_own_board(&format!(
+        "\n## Subtask {} (attempt {})\n{}\n",
+        assignment.subtask_id, assignment.attempt, assignment.description
+    ));
+    let Some(executor) = services.executor.clone() else {
+        return failed(
+            "llm_not_configured",
+            Severity::Critical,
+            false,
+            "no model is configured".into(),
+            None,
+        );
+    };
+    let cancel = services.task_cancel(assignment.task_id).child_token();
+    services
+        .attempts
+        .insert(assignment.subtask_id, (ctx.id(), cancel.clone()));
+    let spec = SubtaskSpec {
+        subtask_id: assignment.subtask_id.to_string(),
+        description: assignment.description.clone(),
+        system_prompt: ctx.system_prompt(RESPONSIBILITIES),
+        context: assignment.context.clone(),
+    };
+    let limit = Duration::from_millis(services.config.recovery.subtask_timeout_ms.max(1));
+    let started = Instant::now();
+    let mut live = LiveOutput::new(ctx.clone());
+    let result = {
+        let mut sink = |text: &str| live.push(text);
+        tokio::time::timeout(limit, executor.execute(&spec, cancel.clone(), &mut sink)).await
+    };
+    live.flush();
+    if services
+        .attempts
+        .get(&assignment.subtask_id)
+        .is_some_and(|entry| entry.0 == ctx.id())
+    {
+        services.attempts.remove(&assignment.subtask_id);
+    }
+    let report = match result {
+        Ok(Ok(outcome)) if outcome.success => completed(outcome),
+        Ok(Ok(outcome)) => SubtaskReport::Failed {
+            kind: "incomplete".into(),
+            severity: Severity::Medium,
+            transient: false,
+            message: outcome.summary.clone(),
+            retry_after_ms: None,
+            files: paths(&outcome),
+            partial_results: outcome.partial_results,
+        },
+        Ok(Err(error)) => from_error(&error),
+        Err(_) => {
+            cancel.cancel();
+            failed(
+                "timeout",
+                Severity::High,
+                true,
+                format!(
+                    "the subtask did not finish within {} ms (recovery.subtaskTimeoutMs)",
+                    limit.as_millis()
+                ),
+                None,
+            )
+        }
+    };
+    let succeeded = matches!(report, SubtaskReport::Completed { .. });
+    ctx.handle
+        .update_metrics(|m| m.record_task(succeeded, started.elapsed()));
+    let line = match &report {
+        SubtaskReport::Completed { summary, .. } => {
+            format!("- done: {}", super::first_line(summary))
+        }
+        SubtaskReport::Failed { kind, message, .. } => {
+            format!("- failed ({kind}): {}", super::first_line(message))
+        }
+    };
+    let _ = ctx.append_own_board(&line);
+    report
+}
+
+fn paths(outcome: &ExecutionOutcome) -> Vec<String> {
+    outcome
+        .files_written
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect()
+}
+
+fn completed(outcome: ExecutionOutcome) -> SubtaskReport {
+    SubtaskReport::Completed {
+        files: paths(&outcome),
+        summary: outcome.summary,
+        partial_results: outcome.partial_results,
+    }
+}
+
+fn failed(
+    kind: &str,
+    severity: Severity,
+    transient: bool,
+    message: String,
+    retry_after: Option<Duration>,
+) -> SubtaskReport {
+    SubtaskReport::Failed {
+        kind: kind.into(),
+        severity,
+        transient,
+        message,
+        retry_after_ms: retry_after.map(|d| d.as_millis() as u64),
+        files: Vec::new(),
+        partial_results: Vec::new(),
+    }
+}
+
+/// Classifies by the error's type (Classify), never by its words.
+fn from_error(error: &ExecutorError) -> SubtaskReport {
+    failed(
+        error.kind(),
+        error.severity(),
+        error.is_transient(),
+        error.to_string(),
+        error.retry_after(),
+    )
+}
+
+/// Streams executor output onto the agent's whiteboard a line at a time, so the editor
+/// shows live progress without a new board version per token.
+struct LiveOutput {
+    ctx: AgentContext,
+    pending: String,
+}
+
+impl LiveOutput {
+    fn new(ctx: AgentContext) -> Self {
+        LiveOutput {
+            ctx,
+            pending: String::new(),
+        }
+    }
+
+    fn push(&mut self, text: &str) {
+        self.pending.push_str(text);
+        if let Some(end) = self.pending.rfind('\n') {
+            let lines: String = self.pending.drain(..=end).collect();
+            let lines = lines.trim_end();
+            if !lines.is_empty() {
+                let _ = self.ctx.append_own_board(lines);
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        let rest = std::mem::take(&mut self.pending);
+        if !rest.trim().is_empty() {
+            let _ = self.ctx.append_own_board(rest.trim_end());
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Mid agents: take a task and coordinate it (see [`super::coordinate`]), note what
+//! their bottom agents report and escalate, and answer status queries.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::json;
+
+use super::Services;
+use crate::runtime::{AgentBehavior, AgentContext, AgentError, Message, MessageKind, TaskId};
+
+pub const RESPONSIBILITIES: &str = "- Split the task you are given into a few concrete subtasks that bottom agents can each finish alone.\n\
+- Order them with dependencies where one needs another's result.\n\
+- Supervise your bottom agents: when one fails, decide whether to retry, reassign, change the subtask, replace the agent, or ask the user.";
+
+pub struct MidBehavior {
+    services: Arc<Services>,
+}
+
+impl MidBehavior {
+    pub fn new(services: Arc<Services>) -> Self {
+        MidBehavior { services }
+    }
+}
+
+#[async_trait]
+impl AgentBehavior for MidBehavior {
+    fn responsibilities(&self) -> String {
+        RESPONSIBILITIES.to_string()
+    }
+
+    async fn initialize(&mut self, ctx: &AgentContext) -> Result<(), AgentError> {
+        let config = ctx.handle.config();
+        ctx.write_own_board(&format!("# {}\n\n{}\n", config.name, config.role))
+            .map_err(|e| AgentError::Behavior {
+                agent: ctx.id(),
+                message: e.to_string(),
+            })?;
+        Ok(())
+    }
+
+    async fn handle(
+        &mut self,
+        ctx: &AgentContext,
+        message: Arc<Message>,
+    ) -> Result<(), AgentError> {
+        match message.kind {
+            MessageKind::TaskAssign => {
+                let task: Option<TaskId> = message.payload["taskId"]
+                    .as_str()
+                    .and_then(|s| s.parse().ok());
+                match task {
+                    Some(task) => {
+                        let (ctx, services) = (ctx.clone(), self.services.clone());
+                        tokio::spawn(
+                            async move { super::coordinate::run(ctx, services, task).await },
+                        );
+                    }
+                    None => {
+                        let _ = ctx.append_own_board(&format!(
+                            "- unreadable task assignment from {}",
+                            message.from
+                        ));
+                    }
+                }
+            }
+            MessageKind::IssueEscalation => {
+                let _ = ctx.append_own_board(&format!(
+                    "- escalation from {}: {}",
+                    message.from,
+                    message.payload["message"]
+                        .as_str()
+                        .unwrap_or("(no message)")
+                ));
+            }
+            MessageKind::PeerHelpRequest => {
+                let _ = ctx.reply(
+                    &message,
+                    MessageKind::PeerHelpResponse,
+                    json!({ "accepted": false, "reason": "mid agents coordinate; they do not take over subtasks" }),
+                );
+            }
+            MessageKind::StatusQuery => {
+                if let Ok(info) = serde_json::to_value(ctx.handle.info()) {
+                    let _ = ctx.reply(&message, MessageKind::ProgressReport, info);
+                }
+            }
+            other => {
+                let _ =
+                    ctx.append_own_board(&format!("- {} from {}", other.as_str(), message.from));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,314 @@
+//! The team at work: what top, mid and bottom agents do with a task, and the services
+//! they share (model, executor, tasks, approvals, recovery reporting).
+//!
+//! A task flows: the engine sends `task_assign` to a mid agent → the mid plans it with
+//! the model ([`coordinate`]) and proposes the plan as a decision → top agents review and
+//! sign ([`top`]) → the mid assigns subtasks to bottom agents ([`bottom`]), which run the
+//! executor and reply → failures climb the recovery ladder (retry, peer takeover,
+//! supervisor, top layer, a person), agents that hang or keep failing are replaced
+//! ([`replace`]) → the mid runs the verify command and fix loop ([`verify`]) → done.
+
+pub mod bottom;
+pub mod coordinate;
+pub mod mid;
+pub mod replace;
+pub mod top;
+pub mod verify;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use chrono::Utc;
+use dashmap::DashMap;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::config::Config;
+use crate::executor::Executor;
+use crate::model::ModelProvider;
+use crate::recovery::{RecoveryAction, RecoveryEvent, Severity};
+use crate::runtime::{
+    AgentBehavior, AgentConfig, AgentId, ApprovalAnswer, ApprovalChoice, ApprovalKind,
+    ApprovalOption, ApprovalRequest, Approvals, Layer, Runtime, RuntimeEvent, SubtaskId, TaskId,
+    Tasks,
+};
+use crate::store::Record;
+use crate::tools::{
+    ApprovalHook, ApprovalOutcome, CommandApprovalRequest, Sandbox, WorkspaceWriter, WriteError,
+    WriteOutcome,
+};
+
+/// Makes the behaviour of a new agent (the team at start, replacements later).
+pub type BehaviorFactory =
+    Arc<dyn Fn(&AgentConfig, &Arc<Services>) -> Box<dyn AgentBehavior> + Send + Sync>;
+
+/// The standard behaviours: top, mid and bottom by layer.
+pub fn standard_behaviors() -> BehaviorFactory {
+    Arc::new(
+        |config: &AgentConfig, services: &Arc<Services>| -> Box<dyn AgentBehavior> {
+            match config.layer {
+                Layer::Top => Box::new(top::TopBehavior::new(services.clone())),
+                Layer::Mid => Box::new(mid::MidBehavior::new(services.clone())),
+                Layer::Bottom => Box::new(bottom::BottomBehavior::new(services.clone())),
+            }
+        },
+    )
+}
+
+/// What every agent of the team works with.
+pub struct Services {
+    pub config: Config,
+    pub workspace: PathBuf,
+    pub sandbox: Sandbox,
+    pub runtime: Arc<Runtime>,
+    pub tasks: Tasks,
+    pub approvals: Approvals,
+    /// The model, wrapped in retries and a breaker; `None` when none is configured.
+    pub model: Option<Arc<dyn ModelProvider>>,
+    /// How bottom agents do their work; `None` without a model.
+    pub executor: Option<Arc<dyn Executor>>,
+    pub writer: Arc<SwappableWriter>,
+    pub behaviors: BehaviorFactory,
+    /// Per unfinished task: cancelled when the task is cancelled.
+    pub cancels: DashMap<TaskId, CancellationToken>,
+    /// Per running subtask attempt: who runs it, and how to stop just that attempt.
+    pub attempts: DashMap<SubtaskId, (AgentId, CancellationToken)>,
+    /// Replacements so far (old → new), so waiting coordinators can follow them.
+    pub replaced: DashMap<AgentId, AgentId>,
+    /// Bumped after every replacement; coordinators waiting on an agent watch it.
+    pub replacements: tokio::sync::watch::Sender<u64>,
+    /// `.conclave/sessions/<session>/`, where ERROR_REPORT.md goes.
+    pub session_dir: PathBuf,
+    /// `serve`, `run` or `demo`, for reports.
+    pub mode: String,
+}
+
+impl Services {
+    /// The cancellation token of `task`, created on first use.
+    pub fn task_cancel(&self, task: TaskId) -> CancellationToken {
+        self.cancels.entry(task).or_default().clone()
+    }
+
+    /// Publishes a recovery step, stores it, and makes it the task's latest.
+    pub fn recovery(&self, event: RecoveryEvent) {
+        tracing::info!(
+            task = %event.task_id,
+            action = event.action.as_str(),
+            severity = %event.severity,
+            attempt = event.attempt,
+            "{}",
+            event.message
+        );
+        let event = Arc::new(event);
+        if let Ok(task) = event.task_id.parse::<TaskId>() {
+            self.tasks
+                .update(task, |t| t.recovery = Some((*event).clone()));
+        }
+        if let Some(store) = &self.runtime.store {
+            store.record(Record::Recovery(event.clone()));
+        }
+        self.runtime.events.publish(RuntimeEvent::Recovery(event));
+    }
+
+    /// The agent now standing in for `agent` (itself, unless replaced, maybe repeatedly).
+    pub fn current_agent(&self, mut agent: AgentId) -> AgentId {
+        for _ in 0..64 {
+            match self.replaced.get(&agent) {
+                Some(next) => agent = *next,
+                None => break,
+            }
+        }
+        agent
+    }
+}
+
+/// Builds a recovery event with the common fields filled in.
+#[allow(clippy::too_many_arguments)]
+pub fn recovery_event(
+    task: TaskId,
+    subtask: Option<SubtaskId>,
+    agent: AgentId,
+    action: RecoveryAction,
+    severity: Severity,
+    attempt: u32,
+    max_attempts: u32,
+    message: impl Into<String>,
+) -> RecoveryEvent {
+    RecoveryEvent {
+        task_id: task.to_string(),
+        subtask_id: subtask.map(|s| s.to_string()),
+        agent_id: agent.to_string(),
+        action,
+        severity,
+        attempt,
+        max_attempts,
+        delay_ms: None,
+        message: message.into(),
+        files: None,
+        at: Utc::now(),
+    }
+}
+
+/// A subtask as a bottom agent receives it in `task_assign`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubtaskAssignment {
+    pub task_id: TaskId,
+    pub subtask_id: SubtaskId,
+    pub description: String,
+    pub attempt: u32,
+    /// What the task is about and what earlier subtasks produced.
+    pub context: String,
+}
+
+/// A bottom agent's answer to a [`SubtaskAssignment`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "outcome")]
+pub enum SubtaskReport {
+    Completed {
+        summary: String,
+        files: Vec<String>,
+        partial_results: Vec<String>,
+    },
+    Failed {
+        kind: String,
+        severity: Severity,
+        transient: bool,
+        message: String,
+        retry_after_ms: Option<u64>,
+        files: Vec<String>,
+        partial_results: Vec<String>,
+    },
+}
+
+/// Writes through whichever writer is current: disk at first, the editor's
+/// `workspace/applyEdit` once a client that supports it connects.
+pub struct SwappableWriter {
+    current: RwLock<Arc<dyn WorkspaceWriter>>,
+}
+
+impl SwappableWriter {
+    pub fn new(initial: Arc<dyn WorkspaceWriter>) -> Self {
+        SwappableWriter {
+            current: RwLock::new(initial),
+        }
+    }
+
+    pub fn set(&self, writer: Arc<dyn WorkspaceWriter>) {
+        *self.current.write().expect("writer lock") = writer;
+    }
+
+    fn get(&self) -> Arc<dyn WorkspaceWriter> {
+        self.current.read().expect("writer lock").clone()
+    }
+}
+
+#[async_trait]
+impl WorkspaceWriter for SwappableWriter {
+    async fn write_file(&self, path: &Path, content: &str) -> Result<WriteOutcome, WriteError> {
+        let writer = self.get();
+        writer.write_file(path, content).await
+    }
+}
+
+/// The command approval policy `ask`, answered by a person through the approvals broker.
+pub struct CommandApprover {
+    pub approvals: Approvals,
+    pub tasks: Tasks,
+}
+
+#[async_trait]
+impl ApprovalHook for CommandApprover {
+    async fn approve_command(&self, request: &CommandApprovalRequest) -> ApprovalOutcome {
+        let subtask: Option<SubtaskId> = request.subtask_id.as_deref().and_then(|s| s.parse().ok());
+        let owner = subtask.and_then(|id| {
+            self.tasks
+                .records()
+                .into_iter()
+                .find(|t| t.subtask(id).is_some())
+                .map(|t| (t.id, t.subtask(id).and_then(|s| s.assignee)))
+        });
+        let Some((task_id, assignee)) = owner else {
+            return ApprovalOutcome::Denied {
+                reason: "the command does not belong to a known subtask".into(),
+            };
+        };
+        let answer = self
+            .approvals
+            .ask(ApprovalRequest {
+                approval_id: Uuid::new_v4(),
+                kind: ApprovalKind::Command,
+                task_id,
+                subtask_id: subtask,
+                agent_id: assignee.unwrap_or(AgentId::SYSTEM).to_string(),
+                severity: Severity::Medium,
+                title: format!("Run `{}`?", first_line(&request.command)),
+                detail: format!(
+                    "An agent wants to run this command in `{}`:\n\n```sh\n{}\n```",
+                    request.workdir.display(),
+                    request.command
+                ),
+                proposed_solution: None,
+                diff: None,
+                command: Some(request.command.clone()),
+                options: ApprovalOption::yes_no(),
+                created_at: Utc::now(),
+            })
+            .await;
+        match answer {
+            Some(ApprovalAnswer {
+                decision: ApprovalChoice::Approve,
+                ..
+            }) => ApprovalOutcome::Approved,
+            Some(answer) => ApprovalOutcome::Denied {
+                reason: answer
+                    .note
+                    .unwrap_or_else(|| "the user rejected the command".into()),
+            },
+            None => ApprovalOutcome::Denied {
+                reason: "the task was cancelled".into(),
+            },
+        }
+    }
+}
+
+/// Writes ERROR_REPORT.md for one task (or every task) into the session directory and
+/// returns its text and path.
+pub async fn write_error_report(
+    s: &Services,
+    task: Option<TaskId>,
+) -> std::io::Result<(String, PathBuf)> {
+    let tasks: Vec<_> = s
+        .tasks
+        .records()
+        .into_iter()
+        .filter(|t| task.is_none_or(|id| t.id == id))
+        .collect();
+    let steps = match &s.runtime.store {
+        Some(store) => store
+            .recovery_steps(task.map(|t| t.to_string()))
+            .await
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let header = crate::recovery::report::ReportHeader {
+        generated: Utc::now(),
+        mode: s.mode.clone(),
+        continue_on_error: s.config.recovery.continue_on_error,
+    };
+    let markdown = crate::recovery::report::render(&header, &tasks, &steps);
+    tokio::fs::create_dir_all(&s.session_dir).await?;
+    let path = s.session_dir.join("ERROR_REPORT.md");
+    tokio::fs::write(&path, &markdown).await?;
+    Ok((markdown, path))
+}
+
+pub(crate) fn first_line(text: &str) -> &str {
+    let line = text.lines().next().unwrap_or("").trim();
+    match line.char_indices().nth(80) {
+        Some((end, _)) => &line[..end],
+        None => line,
+    }
+}

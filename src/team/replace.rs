@@ -1,0 +1,133 @@
+//! AgentReplacementManager: an agent that hangs (two missed heartbeats) or keeps
+//! failing is replaced by a new agent with a new id, which carries on with its current
+//! task, its queued messages, its whiteboard and its place in the team.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::{Services, recovery_event};
+use crate::recovery::{RecoveryAction, Severity};
+use crate::runtime::{
+    Accessor, AgentConfig, AgentError, AgentId, Message, MessageKind, Recipient, WhiteboardId,
+};
+
+/// Replaces `old`, returning the new agent's id.
+pub async fn replace_agent(
+    s: &Arc<Services>,
+    old: AgentId,
+    reason: &str,
+) -> Result<AgentId, AgentError> {
+    let handle = s.runtime.pool.get(old).ok_or(AgentError::NotFound(old))?;
+    let config = handle.config();
+    let current_task = handle.current_task();
+    let board = s
+        .runtime
+        .whiteboards
+        .read(&Accessor::System, WhiteboardId::Agent(old))
+        .map(|b| b.content.to_string())
+        .unwrap_or_default();
+    let queued: Vec<Arc<Message>> = s
+        .runtime
+        .bus
+        .queued(old)
+        .into_iter()
+        .filter(|m| m.kind != MessageKind::Heartbeat)
+        .collect();
+
+    let new_config = AgentConfig {
+        id: AgentId::new(),
+        name: replacement_name(&config.name),
+        ..config.clone()
+    };
+    let new = new_config.id;
+    // Anyone waiting on the old agent follows the map from now on.
+    s.replaced.insert(old, new);
+
+    // The old agent goes first, so the team never needs a slot above maxAgents.
+    s.runtime.pool.destroy(old).await?;
+    let behavior = (s.behaviors)(&new_config, s);
+    let replacement = s.runtime.pool.create(new_config.clone(), behavior)?;
+
+    if let Some(supervisor) = config.supervisor.and_then(|id| s.runtime.pool.get(id)) {
+        supervisor.update_config(|c| {
+            for sub in c.subordinates.iter_mut().filter(|sub| **sub == old) {
+                *sub = new;
+            }
+        });
+    }
+    for sub in config
+        .subordinates
+        .iter()
+        .filter_map(|id| s.runtime.pool.get(*id))
+    {
+        sub.update_config(|c| c.supervisor = Some(new));
+    }
+    let note = format!("\n\n_Took over from {} ({old}): {reason}_\n", config.name);
+    if let Err(e) = s.runtime.whiteboards.replace(
+        &Accessor::System,
+        WhiteboardId::Agent(new),
+        &format!("{}{note}", board.trim_end()),
+    ) {
+        tracing::warn!("the replaced agent's whiteboard was not carried over: {e}");
+    }
+    replacement.set_current_task(current_task.clone());
+    for message in queued {
+        let mut moved = (*message).clone();
+        moved.id = uuid::Uuid::new_v4();
+        moved.to = Recipient::Agent(new);
+        if let Err(e) = s.runtime.bus.send(moved) {
+            tracing::warn!("a queued message of the replaced agent was not moved: {e}");
+        }
+    }
+    // Work the old agent may still be running is stopped; its coordinators re-send it.
+    for attempt in s.attempts.iter().filter(|a| a.value().0 == old) {
+        attempt.value().1.cancel();
+    }
+    s.replacements.send_modify(|n| *n += 1);
+    let _ = s.runtime.bus.send(Message::to_agent(
+        AgentId::SYSTEM,
+        new,
+        MessageKind::Warning,
+        json!({ "message": format!("you replace {} ({reason})", config.name) }),
+    ));
+    let task = current_task.and_then(|t| t.parse().ok());
+    if let Some(task) = task {
+        s.recovery(recovery_event(
+            task,
+            None,
+            old,
+            RecoveryAction::ReplaceAgent,
+            Severity::High,
+            1,
+            1,
+            format!(
+                "replaced {} by {} ({new}): {reason}",
+                config.name, new_config.name
+            ),
+        ));
+    } else {
+        tracing::info!(old = %old, new = %new, "replaced idle agent {}: {reason}", config.name);
+    }
+    Ok(new)
+}
+
+/// `bottom-1-1` → `bottom-1-1.r1` → `bottom-1-1.r2`.
+fn replacement_name(name: &str) -> String {
+    match name
+        .rsplit_once(".r")
+        .and_then(|(base, n)| n.parse::<u32>().ok().map(|n| (base, n)))
+    {
+        Some((base, n)) => format!("{base}.r{}", n + 1),
+        None => format!("{name}.r1"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn replacement_names_count_up() {
+        assert_eq!(super::replacement_name("bottom-1-1"), "bottom-1-1.r1");
+        assert_eq!(super::replacement_name("bottom-1-1.r1"), "bottom-1-1.r2");
+    }
+}

@@ -1,0 +1,193 @@
+//! Top agents: review plans and sign or veto them (a model review, or fixed rules with
+//! `governance.review = "rules"`), take note of critical escalations, and keep the
+//! global picture on their whiteboards.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::Services;
+use crate::config::ReviewMode;
+use crate::model::structured::{Review, ask_json};
+use crate::model::{ChatMessage, ModelRequest};
+use crate::runtime::{AgentBehavior, AgentContext, AgentError, Message, MessageKind};
+
+pub const RESPONSIBILITIES: &str = "- Review plans proposed by mid agents: approve sound ones, veto unsafe or incomplete ones with a reason.\n\
+- Arbitrate conflicts between agents.\n\
+- Receive critical escalations and decide what the team does next.";
+
+pub struct TopBehavior {
+    services: Arc<Services>,
+}
+
+impl TopBehavior {
+    pub fn new(services: Arc<Services>) -> Self {
+        TopBehavior { services }
+    }
+}
+
+#[async_trait]
+impl AgentBehavior for TopBehavior {
+    fn responsibilities(&self) -> String {
+        RESPONSIBILITIES.to_string()
+    }
+
+    async fn initialize(&mut self, ctx: &AgentContext) -> Result<(), AgentError> {
+        let config = ctx.handle.config();
+        let power = config
+            .power
+            .map(|p| format!("{:?}, vote weight {}", p.power_type, p.vote_weight))
+            .unwrap_or_default();
+        ctx.write_own_board(&format!("# {}\n\n{}\n{power}\n", config.name, config.role))
+            .map_err(|e| AgentError::Behavior {
+                agent: ctx.id(),
+                message: e.to_string(),
+            })?;
+        Ok(())
+    }
+
+    async fn handle(
+        &mut self,
+        ctx: &AgentContext,
+        message: Arc<Message>,
+    ) -> Result<(), AgentError> {
+        let note = |text: String| {
+            let _ = ctx.append_own_board(&text);
+        };
+        match message.kind {
+            MessageKind::SignatureRequest => {
+                let decision_id = message.payload["decisionId"]
+                    .as_str()
+                    .and_then(|s| s.parse().ok());
+                let Some(decision_id) = decision_id else {
+                    note(format!(
+                        "- unreadable signature request from {}",
+                        message.from
+                    ));
+                    return Ok(());
+                };
+                let (ctx, services) = (ctx.clone(), self.services.clone());
+                // Reviews call the model: keep the mailbox loop free for heartbeats.
+                tokio::spawn(async move { review_and_vote(&ctx, &services, decision_id).await });
+            }
+            MessageKind::IssueEscalation => {
+                let text = format!(
+                    "- escalation from {}: {}",
+                    message.from,
+                    message.payload["message"]
+                        .as_str()
+                        .unwrap_or("(no message)")
+                );
+                note(text.clone());
+                let _ = ctx.append_global(&text);
+            }
+            MessageKind::StatusQuery => {
+                if let Ok(info) = serde_json::to_value(ctx.handle.info()) {
+                    let _ = ctx.reply(&message, MessageKind::ProgressReport, info);
+                }
+            }
+            other => note(format!("- {} from {}", other.as_str(), message.from)),
+        }
+        Ok(())
+    }
+}
+
+async fn review_and_vote(ctx: &AgentContext, services: &Arc<Services>, decision_id: uuid::Uuid) {
+    let Some(decision) = ctx.governance.get(decision_id) else {
+        return;
+    };
+    let verdict = match (services.config.governance.review, services.model.as_ref()) {
+        (ReviewMode::Model, Some(model)) => {
+            let request = ModelRequest {
+                system: ctx.system_prompt(RESPONSIBILITIES),
+                messages: vec![ChatMessage::user(format!(
+                    "Review this plan. Approve it if its subtasks together do the task and each is concrete and safe.\n\n{}",
+                    serde_json::to_string_pretty(&decision.content).unwrap_or_default()
+                ))],
+                tools: Vec::new(),
+                max_tokens: 512,
+                temperature: services.config.llm.temperature,
+            };
+            match ask_json::<Review>(model.as_ref(), &request).await {
+                Ok(review) => review,
+                Err(e) => {
+                    tracing::warn!(agent = %ctx.id(), "model review failed, reviewing by rules: {e}");
+                    rules_review(&decision.content, services.config.governance.max_subtasks)
+                }
+            }
+        }
+        _ => rules_review(&decision.content, services.config.governance.max_subtasks),
+    };
+    let result = if verdict.approve {
+        ctx.governance.sign(decision_id, ctx.id())
+    } else {
+        ctx.governance
+            .veto(decision_id, ctx.id(), verdict.reason.clone())
+    };
+    let line = match &result {
+        Ok(_) if verdict.approve => format!("- signed \"{}\": {}", decision.title, verdict.reason),
+        Ok(_) => format!("- vetoed \"{}\": {}", decision.title, verdict.reason),
+        Err(e) => format!("- could not vote on \"{}\": {e}", decision.title),
+    };
+    let _ = ctx.append_own_board(&line);
+}
+
+/// The cheap review: a plan needs 1..=`max_subtasks` subtasks, each with a real
+/// description, and dependencies that point at earlier subtasks.
+pub fn rules_review(plan: &Value, max_subtasks: usize) -> Review {
+    let subtasks = plan["subtasks"].as_array().cloned().unwrap_or_default();
+    let reject = |reason: String| Review {
+        approve: false,
+        reason,
+    };
+    if subtasks.is_empty() {
+        return reject("the plan has no subtasks".into());
+    }
+    if subtasks.len() > max_subtasks {
+        return reject(format!(
+            "the plan has {} subtasks; at most {max_subtasks} are allowed (governance.maxSubtasks)",
+            subtasks.len()
+        ));
+    }
+    for (i, subtask) in subtasks.iter().enumerate() {
+        let description = subtask["description"].as_str().unwrap_or("").trim();
+        if description.len() < 3 {
+            return reject(format!("subtask {} has no real description", i + 1));
+        }
+        let deps = subtask["dependsOn"].as_array().cloned().unwrap_or_default();
+        if deps
+            .iter()
+            .any(|d| d.as_u64().is_none_or(|d| d as usize >= i))
+        {
+            return reject(format!(
+                "subtask {} depends on a later or unknown subtask",
+                i + 1
+            ));
+        }
+    }
+    Review {
+        approve: true,
+        reason: format!(
+            "{} concrete subtasks, dependencies in order",
+            subtasks.len()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rules_approve_sound_plans_and_veto_others_with_a_reason() {
+        let good = json!({ "subtasks": [ { "description": "write lib.rs" }, { "description": "write tests", "dependsOn": [0] } ] });
+        assert!(rules_review(&good, 20).approve);
+        let empty = json!({ "subtasks": [] });
+        assert_eq!(rules_review(&empty, 20).reason, "the plan has no subtasks");
+        let forward = json!({ "subtasks": [ { "description": "a thing", "dependsOn": [1] }, { "description": "b thing" } ] });
+        assert!(!rules_review(&forward, 20).approve);
+        assert!(!rules_review(&good, 1).approve);
+    }
+}

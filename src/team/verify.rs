@@ -1,0 +1,272 @@
+//! Code and tests together: once a task's subtasks are done, the mid runs the configured
+//! test command; on failure it extracts the errors, asks the model for a fix, writes it
+//! and runs again, at most `verify.maxRounds` rounds. A fix the model rates under
+//! `verify.minConfidence` goes to the user as a fileChange approval instead.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::{Services, first_line, recovery_event};
+use crate::config::CommandPolicy;
+use crate::model::structured::{Fix, ask_json};
+use crate::model::{ChatMessage, ModelRequest};
+use crate::recovery::ladder::Failure;
+use crate::recovery::{RecoveryAction, Severity};
+use crate::runtime::{
+    AgentContext, ApprovalChoice, ApprovalKind, ApprovalOption, ApprovalRequest, FileDiff, TaskId,
+};
+use crate::tools::bash::Bash;
+use crate::tools::{Args, BashSettings, CallContext, Tool, WorkspaceWriter};
+
+/// Runs the verify loop for `task_id`. `Err` when the tests still fail at the end.
+pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Result<(), Failure> {
+    let Some(command) = s.config.verify.command.clone() else {
+        return Ok(());
+    };
+    let rounds = s.config.verify.max_rounds;
+    let mut last_output = String::new();
+    for round in 0..=rounds {
+        let (passed, output) = run_command(s, task_id, &command).await;
+        let _ = ctx.append_own_board(&format!(
+            "- verify `{command}` (round {round}): {}",
+            if passed { "passed" } else { "failed" }
+        ));
+        if passed {
+            if round > 0 {
+                s.recovery(recovery_event(
+                    task_id,
+                    None,
+                    ctx.id(),
+                    RecoveryAction::Recovered,
+                    Severity::Medium,
+                    round,
+                    rounds,
+                    format!("`{command}` passes after {round} fix round(s)"),
+                ));
+            }
+            return Ok(());
+        }
+        last_output = output;
+        if round == rounds {
+            break;
+        }
+        let fix = ask_for_fix(ctx, s, &command, &last_output)
+            .await
+            .map_err(|message| Failure {
+                kind: "verify_failed".into(),
+                severity: Severity::Medium,
+                transient: false,
+                message,
+                retry_after: None,
+            })?;
+        s.recovery(recovery_event(
+            task_id,
+            None,
+            ctx.id(),
+            RecoveryAction::Retry,
+            Severity::Medium,
+            round + 1,
+            rounds,
+            format!(
+                "`{command}` failed; fix round {} of {rounds} (confidence {}): {}",
+                round + 1,
+                fix.confidence,
+                first_line(&fix.explanation)
+            ),
+        ));
+        if fix.confidence < s.config.verify.min_confidence
+            && !approved_by_person(s, task_id, ctx, &fix).await
+        {
+            return Err(Failure {
+                kind: "verify_failed".into(),
+                severity: Severity::Medium,
+                transient: false,
+                message: format!(
+                    "`{command}` fails and the proposed fix (confidence {}) was not approved",
+                    fix.confidence
+                ),
+                retry_after: None,
+            });
+        }
+        for file in &fix.files {
+            match s
+                .writer
+                .write_file(std::path::Path::new(&file.path), &file.content)
+                .await
+            {
+                Ok(outcome) => {
+                    let path = outcome.path.to_string_lossy().into_owned();
+                    s.tasks.update(task_id, |t| {
+                        if !t.files_written.contains(&path) {
+                            t.files_written.push(path);
+                        }
+                    });
+                }
+                Err(e) => tracing::warn!("fix for {} not written: {e}", file.path),
+            }
+        }
+    }
+    Err(Failure {
+        kind: "verify_failed".into(),
+        severity: Severity::Medium,
+        transient: false,
+        message: format!(
+            "`{command}` still fails after {rounds} fix round(s):\n{}",
+            tail(&last_output, 40)
+        ),
+        retry_after: None,
+    })
+}
+
+/// Runs the test command in the workspace; (passed, output).
+async fn run_command(s: &Services, task_id: TaskId, command: &str) -> (bool, String) {
+    // The user configured this command, so the approval policy does not apply to it.
+    let bash = Bash::new(
+        s.sandbox.clone(),
+        BashSettings::default(),
+        CommandPolicy::Auto,
+        None,
+    );
+    let timeout = Duration::from_millis(s.config.recovery.subtask_timeout_ms);
+    let context = CallContext {
+        cancel: s.task_cancel(task_id).child_token(),
+        step_timeout: Some(timeout),
+        subtask_id: None,
+    };
+    let args = match Args::from_value(
+        &json!({ "command": command, "timeout_ms": timeout.as_millis() as u64 }),
+    ) {
+        Ok(args) => args,
+        Err(e) => return (false, e.to_string()),
+    };
+    match bash.call(&args, &context).await {
+        Ok(output) => (true, output.content),
+        Err(e) => (false, e.to_string()),
+    }
+}
+
+/// `file:line:col` lines first (most useful to a model), then the tail of the output.
+pub fn extract_errors(output: &str) -> String {
+    let located: Vec<&str> = output
+        .lines()
+        .filter(|line| {
+            line.split(':').collect::<Vec<_>>().windows(3).any(|w| {
+                w[0].contains('.')
+                    && w[1].trim().parse::<u32>().is_ok()
+                    && w[2].trim().parse::<u32>().is_ok()
+            })
+        })
+        .take(30)
+        .collect();
+    let mut text = String::new();
+    if !located.is_empty() {
+        text.push_str("Errors:\n");
+        text.push_str(&located.join("\n"));
+        text.push_str("\n\n");
+    }
+    text.push_str("End of the output:\n");
+    text.push_str(&tail(output, 40));
+    text
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+async fn ask_for_fix(
+    ctx: &AgentContext,
+    s: &Services,
+    command: &str,
+    output: &str,
+) -> Result<Fix, String> {
+    let model = s.model.clone().ok_or("no model is configured")?;
+    let files = s
+        .tasks
+        .records()
+        .into_iter()
+        .flat_map(|t| t.files_written)
+        .collect::<Vec<_>>();
+    let mut sources = String::new();
+    for path in files.iter().take(4) {
+        if let Ok(absolute) = s.sandbox.resolve(path)
+            && let Ok(content) = tokio::fs::read_to_string(&absolute).await
+        {
+            let shown: String = content.chars().take(8000).collect();
+            sources.push_str(&format!("\n--- {path}\n{shown}\n"));
+        }
+    }
+    let request = ModelRequest {
+        system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
+        messages: vec![ChatMessage::user(format!(
+            "The test command `{command}` fails.\n\n{}\n\nFiles the team wrote:{sources}\n\nGive the whole new content of each file to change.",
+            extract_errors(output)
+        ))],
+        tools: Vec::new(),
+        max_tokens: 4096,
+        temperature: s.config.llm.temperature,
+    };
+    ask_json::<Fix>(model.as_ref(), &request)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// A low-confidence fix, shown to the person as a diff of its first file.
+async fn approved_by_person(s: &Services, task_id: TaskId, ctx: &AgentContext, fix: &Fix) -> bool {
+    let Some(first) = fix.files.first() else {
+        return false;
+    };
+    let before = match s.sandbox.resolve(&first.path) {
+        Ok(path) => tokio::fs::read_to_string(path).await.unwrap_or_default(),
+        Err(_) => return false,
+    };
+    let request = ApprovalRequest {
+        approval_id: Uuid::new_v4(),
+        kind: ApprovalKind::FileChange,
+        task_id,
+        subtask_id: None,
+        agent_id: ctx.id().to_string(),
+        severity: Severity::Medium,
+        title: format!("Apply a fix the model is only {}% sure of?", fix.confidence),
+        detail: format!(
+            "{}\n\nFiles: {}",
+            fix.explanation,
+            fix.files
+                .iter()
+                .map(|f| format!("`{}`", f.path))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        proposed_solution: None,
+        diff: Some(FileDiff {
+            uri: s
+                .sandbox
+                .root()
+                .join(&first.path)
+                .to_string_lossy()
+                .into_owned(),
+            before,
+            after: first.content.clone(),
+        }),
+        command: None,
+        options: ApprovalOption::yes_no(),
+        created_at: Utc::now(),
+    };
+    matches!(s.approvals.ask(request).await, Some(answer) if answer.decision == ApprovalChoice::Approve)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn located_errors_come_first() {
+        let output =
+            "running 2 tests\nsrc/lib.rs:10:5: error: mismatched types\nnoise\ntest result: FAILED";
+        let extracted = super::extract_errors(output);
+        assert!(extracted.starts_with("Errors:\nsrc/lib.rs:10:5: error: mismatched types\n"));
+        assert!(extracted.ends_with("test result: FAILED"));
+    }
+}
