@@ -418,6 +418,21 @@ impl Engine {
         }
     }
 
+    /// Replaces an agent by a new one that carries on with its task, queue, whiteboard
+    /// and place in the team (what recovery does to agents that hang or keep failing).
+    pub async fn replace_agent(&self, agent: &str, reason: &str) -> Result<AgentId, EngineError> {
+        let id: AgentId = agent.parse().map_err(|_| EngineError::InvalidState {
+            message: format!("no agent {agent}"),
+            value: json!({ "agentId": agent }),
+        })?;
+        crate::team::replace::replace_agent(&self.services, id, reason)
+            .await
+            .map_err(|e| EngineError::InvalidState {
+                message: e.to_string(),
+                value: json!({ "agentId": agent }),
+            })
+    }
+
     /// Stops the team. Unfinished tasks stay as their last checkpoint.
     pub async fn shutdown(&self) {
         self.services.runtime.shutdown().await;

@@ -91,8 +91,38 @@ pub async fn replace_agent(
         MessageKind::Warning,
         json!({ "message": format!("you replace {} ({reason})", config.name) }),
     ));
-    let task = current_task.and_then(|t| t.parse().ok());
-    if let Some(task) = task {
+    // Report the step on every unfinished subtask the old agent held (its own idea of
+    // its current task may be missing when it hung before recording it).
+    let message = format!(
+        "replaced {} by {} ({new}): {reason}",
+        config.name, new_config.name
+    );
+    let mut reported = false;
+    for task in s
+        .tasks
+        .records()
+        .into_iter()
+        .filter(|t| !t.status.is_finished())
+    {
+        for subtask in task
+            .subtasks
+            .iter()
+            .filter(|st| st.assignee == Some(old) && !st.status.is_finished())
+        {
+            s.recovery(recovery_event(
+                task.id,
+                Some(subtask.id),
+                old,
+                RecoveryAction::ReplaceAgent,
+                Severity::High,
+                1,
+                1,
+                message.clone(),
+            ));
+            reported = true;
+        }
+    }
+    if !reported && let Some(task) = current_task.and_then(|t| t.parse().ok()) {
         s.recovery(recovery_event(
             task,
             None,
@@ -101,13 +131,12 @@ pub async fn replace_agent(
             Severity::High,
             1,
             1,
-            format!(
-                "replaced {} by {} ({new}): {reason}",
-                config.name, new_config.name
-            ),
+            message.clone(),
         ));
-    } else {
-        tracing::info!(old = %old, new = %new, "replaced idle agent {}: {reason}", config.name);
+        reported = true;
+    }
+    if !reported {
+        tracing::info!(old = %old, new = %new, "{message}");
     }
     Ok(new)
 }

@@ -1,0 +1,136 @@
+//! The team at work, end to end on a scripted model: plan, sign, execute, recover.
+
+mod team_support;
+
+use conclave::recovery::RecoveryAction;
+use conclave::runtime::{MessageKind, RuntimeEvent, SubtaskStatus, TaskStatus};
+use serde_json::json;
+use team_support::{config, plan, start, writes};
+
+#[tokio::test(start_paused = true)]
+async fn a_task_is_planned_signed_and_its_files_written() {
+    let [a1, a2] = writes("Create hello.txt", "hello.txt", "hello\n");
+    let [b1, b2] = writes("Create world.txt", "world.txt", "world\n");
+    let team = start(
+        json!([
+            plan(&["Create hello.txt", "Create world.txt"]),
+            a1,
+            a2,
+            b1,
+            b2
+        ]),
+        config(),
+    )
+    .await;
+    let task = team.submit("Write two greeting files");
+    let summary = team.engine.wait_for(task).await.unwrap();
+
+    assert_eq!(summary.status, TaskStatus::Completed, "{summary:?}");
+    assert_eq!(summary.progress, 100);
+    assert!(
+        summary
+            .subtasks
+            .iter()
+            .all(|s| s.status == SubtaskStatus::Completed && s.attempts == 1)
+    );
+    assert_eq!(team.read("hello.txt"), "hello\n");
+    assert_eq!(team.read("world.txt"), "world\n");
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    let mut files = detail.files_written.clone();
+    files.sort();
+    assert_eq!(files, ["hello.txt", "world.txt"]);
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "unused steps: {:?}",
+        team.model.unused_steps()
+    );
+
+    // The plan went through the top layer: a signed decision is on record.
+    let decisions = team.store.decisions().await.unwrap();
+    assert_eq!(decisions.len(), 1);
+    assert_eq!(
+        decisions[0].status,
+        conclave::runtime::DecisionStatus::Approved
+    );
+    // Each subtask was assigned over the bus and reported back.
+    let messages = team.store.messages(Some(task.to_string())).await.unwrap();
+    assert_eq!(
+        messages
+            .iter()
+            .filter(|m| m.kind == MessageKind::TaskAssign)
+            .count(),
+        3,
+        "one to the mid, two to bottoms"
+    );
+    assert_eq!(
+        messages
+            .iter()
+            .filter(|m| m.kind == MessageKind::ProgressReport)
+            .count(),
+        2
+    );
+    // Bottom agents each completed one.
+    let completed: u64 = team
+        .engine
+        .agents()
+        .iter()
+        .map(|a| a.metrics.tasks_completed)
+        .sum();
+    assert_eq!(completed, 2);
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_temporary_failure_is_recovered_by_retry() {
+    let [w1, w2] = writes("Create notes.md", "notes.md", "# Notes\n");
+    let team = start(
+        json!([
+            plan(&["Create notes.md"]),
+            { "match": "Create notes.md", "error": { "kind": "http", "status": 503 } },
+            w1, w2
+        ]),
+        config(),
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Take notes");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed);
+    assert_eq!(summary.subtasks[0].attempts, 2);
+    assert_eq!(team.read("notes.md"), "# Notes\n");
+
+    let mut actions = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let RuntimeEvent::Recovery(step) = event {
+            actions.push((step.action, step.severity, step.attempt, step.max_attempts));
+        }
+    }
+    assert_eq!(
+        actions,
+        [
+            (
+                RecoveryAction::Retry,
+                conclave::recovery::Severity::Medium,
+                1,
+                2
+            ),
+            (
+                RecoveryAction::Recovered,
+                conclave::recovery::Severity::Low,
+                2,
+                2
+            ),
+        ]
+    );
+    let bottom = team
+        .engine
+        .agents()
+        .into_iter()
+        .find(|a| a.metrics.tasks_completed == 1)
+        .expect("one bottom agent completed it");
+    assert_eq!(
+        bottom.metrics.tasks_failed, 1,
+        "the failed attempt counts too"
+    );
+    team.engine.shutdown().await;
+}

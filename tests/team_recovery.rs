@@ -1,0 +1,407 @@
+//! The recovery ladder end to end: peer takeover, supervisor escalation, critical errors
+//! to the top layer and the user, timeouts, hung agents, partial results.
+
+mod team_support;
+
+use std::sync::Arc;
+
+use conclave::recovery::{RecoveryAction, Severity};
+use conclave::runtime::{
+    AgentBehavior, AgentContext, AgentError, ApprovalAnswer, ApprovalChoice, ApprovalKind,
+    EventStream, Layer, Message, MessageKind, RuntimeEvent, SubtaskStatus, TaskStatus,
+};
+use conclave::team::{BehaviorFactory, standard_behaviors};
+use serde_json::json;
+use team_support::{config, plan, start, start_with, writes};
+
+/// Collects recovery actions and answers approvals with `answer` until the task ends.
+async fn watch(
+    team: &team_support::Team,
+    events: &mut EventStream,
+    answer: ApprovalChoice,
+) -> Vec<(RecoveryAction, Severity, String)> {
+    let mut steps = Vec::new();
+    loop {
+        match events.recv().await.unwrap() {
+            RuntimeEvent::Recovery(step) => {
+                steps.push((step.action, step.severity, step.message.clone()))
+            }
+            RuntimeEvent::ApprovalRequested(request) => {
+                team.engine
+                    .resolve_approval(
+                        &request.approval_id.to_string(),
+                        ApprovalAnswer::new(answer),
+                    )
+                    .unwrap();
+            }
+            RuntimeEvent::TaskUpdated(task) if task.status.is_finished() => return steps,
+            _ => {}
+        }
+    }
+}
+
+fn actions(steps: &[(RecoveryAction, Severity, String)]) -> Vec<RecoveryAction> {
+    steps.iter().map(|s| s.0).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_subtask_an_agent_keeps_failing_moves_to_an_idle_peer() {
+    let [w1, w2] = writes("Create a.txt", "a.txt", "a\n");
+    let team = start(
+        json!([
+            plan(&["Create a.txt"]),
+            // Medium severity: 1 attempt + 2 retries, all failing for the first agent.
+            { "match": "Create a.txt", "error": { "kind": "http", "status": 500 }, "times": 3 },
+            w1, w2
+        ]),
+        config(),
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Make a.txt");
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    assert_eq!(
+        actions(&steps),
+        [
+            RecoveryAction::Retry,
+            RecoveryAction::Retry,
+            RecoveryAction::PeerTakeover,
+            RecoveryAction::Recovered
+        ]
+    );
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(detail.summary.status, TaskStatus::Completed);
+    assert_eq!(detail.summary.subtasks[0].attempts, 4);
+    let first_failer = team
+        .store
+        .messages(Some(task.to_string()))
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|m| m.kind == MessageKind::PeerHelpRequest)
+        .unwrap()
+        .from;
+    assert_ne!(
+        detail.summary.subtasks[0].assignee,
+        Some(first_failer),
+        "the peer finished it"
+    );
+    assert_eq!(team.read("a.txt"), "a\n");
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_no_idle_peer_a_persistent_failure_goes_to_the_supervisor_who_modifies_the_subtask() {
+    let mut config = config();
+    config.team.top = 1;
+    config.team.mid = 1;
+    config.team.bottom_per_mid = 1;
+    let [w1, w2] = writes("Create b.txt with plain text", "b.txt", "b\n");
+    let team = start(
+        json!([
+            plan(&["Create b.txt from the template"]),
+            { "match": "Create b.txt from the template", "error": { "kind": "http", "status": 500 }, "times": 3 },
+            { "match": "keeps failing", "text": "{\"action\": \"modify\", \"reason\": \"there is no template\", \"modifiedDescription\": \"Create b.txt with plain text\"}" },
+            w1, w2
+        ]),
+        config,
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Make b.txt");
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    assert_eq!(
+        actions(&steps),
+        [
+            RecoveryAction::Retry,
+            RecoveryAction::Retry,
+            RecoveryAction::EscalateToSupervisor,
+            RecoveryAction::Recovered
+        ]
+    );
+    assert!(steps[2].2.contains("proposed modify"), "{}", steps[2].2);
+    // The escalation travelled as an issue_escalation message from the bottom agent to its mid.
+    let messages = team.store.messages(Some(task.to_string())).await.unwrap();
+    let escalation = messages
+        .iter()
+        .find(|m| m.kind == MessageKind::IssueEscalation)
+        .expect("an issue_escalation message");
+    let mid = team.engine.runtime().pool.by_layer(Layer::Mid)[0].id();
+    assert_eq!(escalation.to, conclave::runtime::Recipient::Agent(mid));
+    assert!(escalation.payload["metrics"].is_object());
+    assert_eq!(escalation.payload["proposedSolution"]["action"], "modify");
+    assert!(
+        !messages
+            .iter()
+            .any(|m| m.kind == MessageKind::PeerHelpRequest),
+        "there was no peer to ask"
+    );
+    assert_eq!(
+        team.engine.task(&task.to_string()).unwrap().summary.status,
+        TaskStatus::Completed
+    );
+    assert_eq!(team.read("b.txt"), "b\n");
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_401_goes_to_the_top_layer_and_the_user_at_once() {
+    let team = start(
+        json!([
+            plan(&["Create c.txt"]),
+            { "match": "Create c.txt", "error": "unauthorized", "repeat": true }
+        ]),
+        config(),
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Make c.txt");
+    let mut steps = Vec::new();
+    let approval = loop {
+        match events.recv().await.unwrap() {
+            RuntimeEvent::Recovery(step) => steps.push(step.action),
+            RuntimeEvent::ApprovalRequested(request) => break request,
+            _ => {}
+        }
+    };
+    assert_eq!(
+        steps,
+        [RecoveryAction::EscalateToTop],
+        "no retry, no peer, no supervisor for a critical error"
+    );
+    assert_eq!(
+        (approval.kind, approval.severity),
+        (ApprovalKind::Escalation, Severity::Critical)
+    );
+    let options: Vec<ApprovalChoice> = approval.options.iter().map(|o| o.id).collect();
+    assert_eq!(
+        options,
+        [
+            ApprovalChoice::Retry,
+            ApprovalChoice::Reassign,
+            ApprovalChoice::Modify,
+            ApprovalChoice::Abort
+        ]
+    );
+    assert_eq!(
+        team.engine.task(&task.to_string()).unwrap().summary.status,
+        TaskStatus::Escalated
+    );
+    assert_eq!(team.engine.approvals().len(), 1, "listed while pending");
+    // Every top agent heard of it.
+    let tops = team.engine.runtime().pool.by_layer(Layer::Top);
+    let messages = team.store.messages(Some(task.to_string())).await.unwrap();
+    let notice = messages
+        .iter()
+        .find(|m| m.kind == MessageKind::IssueEscalation)
+        .unwrap();
+    assert_eq!(notice.to, conclave::runtime::Recipient::Layer(Layer::Top));
+    assert_eq!(tops.len(), 3);
+
+    team.engine
+        .resolve_approval(
+            &approval.approval_id.to_string(),
+            ApprovalAnswer::new(ApprovalChoice::Abort),
+        )
+        .unwrap();
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Failed);
+    assert_eq!(summary.subtasks[0].status, SubtaskStatus::Failed);
+    assert!(team.engine.approvals().is_empty());
+    let report = team
+        .engine
+        .error_report(Some(&task.to_string()))
+        .await
+        .unwrap();
+    assert!(
+        report
+            .markdown
+            .contains("**Error Type**: unauthorized (critical)"),
+        "{}",
+        report.markdown
+    );
+    assert!(report.markdown.contains("Check the API key"));
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_subtask_that_outlives_its_timeout_is_stopped_and_retried() {
+    let mut config = config();
+    config.recovery.subtask_timeout_ms = 2_000;
+    let [w1, w2] = writes("Create slow.txt", "slow.txt", "done\n");
+    let team = start(
+        json!([
+            plan(&["Create slow.txt"]),
+            { "match": "Create slow.txt", "text": "thinking very slowly", "delayMs": 60000 },
+            w1, w2
+        ]),
+        config,
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Be slow once");
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    assert_eq!(
+        actions(&steps),
+        [RecoveryAction::Retry, RecoveryAction::Recovered]
+    );
+    assert_eq!(
+        steps[0].1,
+        Severity::High,
+        "a timeout counts as high severity"
+    );
+    assert!(steps[0].2.contains("timeout"), "{}", steps[0].2);
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(detail.errors[0].kind, "timeout");
+    assert_eq!(detail.summary.status, TaskStatus::Completed);
+    team.engine.shutdown().await;
+}
+
+/// A bottom agent that wedges its own message loop on its first assignment.
+struct Wedged;
+
+#[async_trait::async_trait]
+impl AgentBehavior for Wedged {
+    fn responsibilities(&self) -> String {
+        String::new()
+    }
+    async fn handle(&mut self, _: &AgentContext, message: Arc<Message>) -> Result<(), AgentError> {
+        if message.kind == MessageKind::TaskAssign {
+            std::future::pending::<()>().await;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hung_agent_is_replaced_and_the_new_one_completes_its_task() {
+    let mut config = config();
+    config.team.top = 1;
+    config.team.mid = 1;
+    config.team.bottom_per_mid = 1;
+    let standard = standard_behaviors();
+    let behaviors: BehaviorFactory = Arc::new(move |agent, services| {
+        if agent.name == "bottom-1-1" {
+            Box::new(Wedged) as Box<dyn AgentBehavior>
+        } else {
+            standard(agent, services)
+        }
+    });
+    let [w1, w2] = writes("Create d.txt", "d.txt", "d\n");
+    let team = start_with(
+        json!([plan(&["Create d.txt"]), w1, w2]),
+        config,
+        Some(behaviors),
+    )
+    .await;
+    let hung = team.engine.runtime().pool.by_layer(Layer::Bottom)[0].id();
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Make d.txt");
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    assert!(
+        actions(&steps).contains(&RecoveryAction::ReplaceAgent),
+        "{steps:?}"
+    );
+    let summary = team.engine.task(&task.to_string()).unwrap().summary;
+    assert_eq!(summary.status, TaskStatus::Completed);
+    let bottoms = team.engine.runtime().pool.by_layer(Layer::Bottom);
+    assert_eq!(bottoms.len(), 1);
+    let replacement = &bottoms[0];
+    assert_ne!(replacement.id(), hung);
+    assert_eq!(replacement.name(), "bottom-1-1.r1");
+    assert_eq!(summary.subtasks[0].assignee, Some(replacement.id()));
+    // It took the hung agent's place under the same mid.
+    let mid = &team.engine.runtime().pool.by_layer(Layer::Mid)[0];
+    assert_eq!(mid.config().subordinates, vec![replacement.id()]);
+    assert_eq!(replacement.config().supervisor, Some(mid.id()));
+    assert_eq!(team.read("d.txt"), "d\n");
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn replacement_carries_over_the_current_task_queue_and_whiteboard() {
+    let mut config = config();
+    config.team.bottom_per_mid = 1;
+    config.team.mid = 1;
+    let standard = standard_behaviors();
+    let behaviors: BehaviorFactory = Arc::new(move |agent, services| {
+        if agent.name == "bottom-1-1" {
+            Box::new(Wedged) as Box<dyn AgentBehavior>
+        } else {
+            standard(agent, services)
+        }
+    });
+    let team = start_with(json!([]), config, Some(behaviors)).await;
+    let runtime = team.engine.runtime().clone();
+    let old = runtime.pool.by_layer(Layer::Bottom)[0].clone();
+    old.wait_for_status(|s| *s == conclave::runtime::AgentStatus::Idle)
+        .await;
+    old.set_current_task(Some("task-42".into()));
+    let board = conclave::runtime::WhiteboardId::Agent(old.id());
+    runtime
+        .whiteboards
+        .append(&old.accessor(), board, "- halfway through the parser")
+        .unwrap();
+    // Wedge it, then queue two messages it will never read.
+    let system = conclave::runtime::AgentId::SYSTEM;
+    runtime
+        .bus
+        .send(Message::to_agent(
+            system,
+            old.id(),
+            MessageKind::TaskAssign,
+            json!({}),
+        ))
+        .unwrap();
+    while old.metrics().messages_processed == 0 {
+        tokio::task::yield_now().await;
+    }
+    for n in 1..=2 {
+        runtime
+            .bus
+            .send(Message::to_agent(
+                system,
+                old.id(),
+                MessageKind::Warning,
+                json!({ "n": n }),
+            ))
+            .unwrap();
+    }
+    assert_eq!(runtime.bus.queued(old.id()).len(), 2);
+
+    let new_id = team
+        .engine
+        .replace_agent(&old.id().to_string(), "keeps failing")
+        .await
+        .unwrap();
+    let new = runtime.pool.get(new_id).unwrap();
+    assert_eq!(new.current_task().as_deref(), Some("task-42"));
+    assert_eq!(new.name(), "bottom-1-1.r1");
+    assert_eq!(
+        old.status(),
+        conclave::runtime::AgentStatus::Terminated,
+        "the wedged agent was stopped by force"
+    );
+    assert!(runtime.pool.get(old.id()).is_none());
+    let mid = &runtime.pool.by_layer(Layer::Mid)[0];
+    assert_eq!(mid.config().subordinates, vec![new_id]);
+    // The queued messages reach the new agent, which notes them on the board it inherited.
+    let agent_board = conclave::runtime::WhiteboardId::Agent(new_id);
+    loop {
+        let content = runtime
+            .whiteboards
+            .read(&conclave::runtime::Accessor::System, agent_board)
+            .unwrap()
+            .content;
+        if content.matches("- warning from system").count() == 3 {
+            assert!(
+                content.contains("halfway through the parser")
+                    && content.contains("Took over from bottom-1-1"),
+                "{content}"
+            );
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    team.engine.shutdown().await;
+}
