@@ -36,6 +36,11 @@ async fn a_task_is_planned_signed_and_its_files_written() {
     assert_eq!(team.read("hello.txt"), "hello\n");
     assert_eq!(team.read("world.txt"), "world\n");
     let detail = team.engine.task(&task.to_string()).unwrap();
+    assert!(
+        detail.errors.is_empty(),
+        "no monitor fired for work that finished in time: {:?}",
+        detail.errors
+    );
     let mut files = detail.files_written.clone();
     files.sort();
     assert_eq!(files, ["hello.txt", "world.txt"]);

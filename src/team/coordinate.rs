@@ -420,8 +420,16 @@ async fn run_subtask(
                     if let Some(st) = t.subtask_mut(subtask_id) {
                         st.status = SubtaskStatus::Completed;
                         st.result = Some(summary);
-                        st.partial_results = partial_results;
-                        st.files = files.clone();
+                        for partial in partial_results {
+                            if !st.partial_results.contains(&partial) {
+                                st.partial_results.push(partial);
+                            }
+                        }
+                        for file in &files {
+                            if !st.files.contains(file) {
+                                st.files.push(file.clone());
+                            }
+                        }
                     }
                     for file in files {
                         if !t.files_written.contains(&file) {
@@ -455,7 +463,13 @@ async fn run_subtask(
             } => {
                 s.tasks.update(task_id, |t| {
                     if let Some(st) = t.subtask_mut(subtask_id) {
-                        st.partial_results = partial_results;
+                        // What earlier attempts achieved stays: a later attempt that
+                        // finds the work already done reports nothing new.
+                        for partial in partial_results {
+                            if !st.partial_results.contains(&partial) {
+                                st.partial_results.push(partial);
+                            }
+                        }
                         for file in &files {
                             if !st.files.contains(file) {
                                 st.files.push(file.clone());

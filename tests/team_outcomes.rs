@@ -1,0 +1,445 @@
+//! What a task ends with: partial results, the verify loop, ERROR_REPORT.md, cancel and
+//! retry, and recovery under steady transient faults.
+
+mod team_support;
+
+use conclave::engine::{EngineError, SubmitTask};
+use conclave::runtime::{
+    ApprovalAnswer, ApprovalChoice, ApprovalKind, RuntimeEvent, SubtaskStatus, TaskOptions,
+    TaskStatus,
+};
+use serde_json::{Value, json};
+use team_support::{config, plan, start, writes};
+
+#[tokio::test(start_paused = true)]
+async fn a_task_that_cannot_finish_keeps_its_partial_results() {
+    let mut config = config();
+    config.executor.max_iterations = 2;
+    let team = start(
+        json!([
+            plan(&["Port the whole parser"]),
+            { "match": "could not be used", "text": "{\"action\": \"pause\", \"reason\": \"needs a person\"}", "repeat": true },
+            { "match": "keeps failing", "text": "{\"action\": \"pause\", \"reason\": \"needs a person\"}", "repeat": true },
+            { "toolCalls": [ { "name": "file_write", "arguments": { "path": "parser/lexer.rs", "content": "// lexer\n" } } ], "repeat": true }
+        ]),
+        config,
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team
+        .engine
+        .submit(SubmitTask {
+            description: "Port the parser".into(),
+            options: TaskOptions {
+                max_retries: Some(0),
+                ..TaskOptions::default()
+            },
+            ..SubmitTask::default()
+        })
+        .unwrap();
+    loop {
+        match events.recv().await.unwrap() {
+            RuntimeEvent::ApprovalRequested(request) => {
+                assert_eq!(request.kind, ApprovalKind::Escalation);
+                team.engine
+                    .resolve_approval(
+                        &request.approval_id.to_string(),
+                        ApprovalAnswer::new(ApprovalChoice::Abort),
+                    )
+                    .unwrap();
+            }
+            RuntimeEvent::TaskUpdated(t) if t.status.is_finished() => break,
+            _ => {}
+        }
+    }
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(detail.summary.status, TaskStatus::Failed);
+    assert!(!detail.partial_results.is_empty(), "{detail:?}");
+    assert!(
+        detail
+            .partial_results
+            .iter()
+            .any(|p| p.contains("parser/lexer.rs")),
+        "{:?}",
+        detail.partial_results
+    );
+    assert_eq!(detail.errors[0].kind, "incomplete");
+    assert!(
+        detail.errors[0].message.starts_with("Completed"),
+        "{}",
+        detail.errors[0].message
+    );
+    assert_eq!(team.read("parser/lexer.rs"), "// lexer\n");
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_verify_loop_fixes_a_failing_test() {
+    let mut config = config();
+    config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
+    let [w1, w2] = writes("Write answer.txt", "answer.txt", "answer = 41\n");
+    let team = start(
+        json!([
+            plan(&["Write answer.txt"]),
+            w1, w2,
+            { "match": "expected answer = 42", "text": "```json\n{\"files\": [{\"path\": \"answer.txt\", \"content\": \"answer = 42\\n\"}], \"confidence\": 90, \"explanation\": \"off by one\"}\n```" }
+        ]),
+        config,
+    )
+    .await;
+    let task = team.submit("Record the answer");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(
+        summary.status,
+        TaskStatus::Completed,
+        "{:?}",
+        team.engine.task(&task.to_string())
+    );
+    assert_eq!(team.read("answer.txt"), "answer = 42\n");
+    let steps = team
+        .store
+        .recovery_steps(Some(task.to_string()))
+        .await
+        .unwrap();
+    let messages: Vec<&str> = steps.iter().map(|s| s.message.as_str()).collect();
+    assert!(
+        messages[0].contains("fix round 1 of 3 (confidence 90)"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].contains("passes after 1 fix round"),
+        "{messages:?}"
+    );
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_low_confidence_fix_is_asked_for_and_not_applied_when_rejected() {
+    let mut config = config();
+    config.verify.command = Some("grep -q fixed state.txt".into());
+    let [w1, w2] = writes("Write state.txt", "state.txt", "broken\n");
+    let team = start(
+        json!([
+            plan(&["Write state.txt"]),
+            w1, w2,
+            { "match": "fails", "text": "{\"files\": [{\"path\": \"state.txt\", \"content\": \"fixed\\n\"}], \"confidence\": 30, \"explanation\": \"a guess\"}" }
+        ]),
+        config,
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Write state");
+    let approval = loop {
+        if let RuntimeEvent::ApprovalRequested(request) = events.recv().await.unwrap() {
+            break request;
+        }
+    };
+    assert_eq!(approval.kind, ApprovalKind::FileChange);
+    let diff = approval.diff.clone().expect("a diff");
+    assert_eq!(
+        (diff.before.as_str(), diff.after.as_str()),
+        ("broken\n", "fixed\n")
+    );
+    assert!(diff.uri.ends_with("state.txt"));
+    team.engine
+        .resolve_approval(
+            &approval.approval_id.to_string(),
+            ApprovalAnswer::new(ApprovalChoice::Reject),
+        )
+        .unwrap();
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Failed);
+    assert_eq!(
+        team.read("state.txt"),
+        "broken\n",
+        "a rejected fix is not written"
+    );
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(detail.errors.last().unwrap().kind, "verify_failed");
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_error_report_of_a_mixed_run() {
+    let [w1, w2] = writes("Create ok.txt", "ok.txt", "ok\n");
+    let team = start(
+        json!([
+            plan(&["Create ok.txt", "Create forbidden.txt"]),
+            w1, w2,
+            { "match": "Create forbidden.txt", "error": { "kind": "http", "status": 403, "body": "{\"error\": \"region not allowed\"}" }, "repeat": true }
+        ]),
+        config(),
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Mixed bag");
+    loop {
+        match events.recv().await.unwrap() {
+            RuntimeEvent::ApprovalRequested(r) => team
+                .engine
+                .resolve_approval(
+                    &r.approval_id.to_string(),
+                    ApprovalAnswer::new(ApprovalChoice::Abort),
+                )
+                .unwrap(),
+            RuntimeEvent::TaskUpdated(t) if t.status.is_finished() => break,
+            _ => {}
+        }
+    }
+    let report = team
+        .engine
+        .error_report(Some(&task.to_string()))
+        .await
+        .unwrap();
+    let md = &report.markdown;
+    assert!(report.path.ends_with("ERROR_REPORT.md") && report.path.exists());
+    assert!(
+        report.path.starts_with(
+            team.workspace
+                .path()
+                .canonicalize()
+                .unwrap()
+                .join(".conclave/sessions")
+        )
+    );
+    assert!(md.starts_with("# Error Report\n\n**Generated**: "), "{md}");
+    assert!(
+        md.contains("**Mode**: serve\n**Continue on Error**: false"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| Total Tasks | 2 |\n| Completed | 1 |\n| Failed | 1 |\n| Success Rate | 50% |"
+        ),
+        "{md}"
+    );
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    let failed = detail
+        .summary
+        .subtasks
+        .iter()
+        .find(|s| s.status == SubtaskStatus::Failed)
+        .unwrap();
+    assert!(
+        md.contains(&format!("### {}: Create forbidden.txt", failed.subtask_id)),
+        "{md}"
+    );
+    assert!(md.contains("**Error Type**: forbidden (critical)"), "{md}");
+    assert!(md.contains("region not allowed"), "{md}");
+    assert!(md.contains("- **forbidden**: 1"), "{md}");
+    assert!(md.contains("| Escalations | 1 |"), "{md}");
+    assert!(md.contains("| Recovery Rate | 0% |"), "{md}");
+    assert!(
+        md.contains("## Recommendations\n\n1. Check the API key"),
+        "{md}"
+    );
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_steady_transient_faults_every_subtask_still_completes() {
+    // 20 subtasks; 6 of them (30%) hit a transient fault on their first model call.
+    let descriptions: Vec<String> = (1..=20)
+        .map(|n| format!("Create file-{n:02}.txt"))
+        .collect();
+    let refs: Vec<&str> = descriptions.iter().map(String::as_str).collect();
+    let mut steps: Vec<Value> = vec![plan(&refs)];
+    let faults = ["rate_limited", "timeout", "connection"];
+    for (n, description) in descriptions.iter().enumerate() {
+        if n % 10 < 3 {
+            steps.push(json!({ "match": description, "error": faults[n % 3] }));
+        }
+        let [w1, w2] = writes(description, &format!("file-{:02}.txt", n + 1), "x\n");
+        steps.push(w1);
+        steps.push(w2);
+    }
+    let team = start(Value::Array(steps), config()).await;
+    let task = team.submit("Make twenty files");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed);
+    assert!(
+        summary
+            .subtasks
+            .iter()
+            .all(|s| s.status == SubtaskStatus::Completed)
+    );
+    assert_eq!(
+        summary.subtasks.iter().filter(|s| s.attempts == 2).count(),
+        6
+    );
+    let report = team
+        .engine
+        .error_report(Some(&task.to_string()))
+        .await
+        .unwrap();
+    assert!(
+        report
+            .markdown
+            .contains("| Subtasks With Errors | 6 |\n| Recovered | 6 |\n| Recovery Rate | 100% |"),
+        "{}",
+        report.markdown
+    );
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancel_stops_the_work_and_retry_reruns_only_what_did_not_complete() {
+    let [w1, w2] = writes("Create first.txt", "first.txt", "1\n");
+    let [x1, x2] = writes("Create second.txt", "second.txt", "2\n");
+    let team = start(
+        json!([
+            plan(&["Create first.txt", "Create second.txt"]),
+            w1, w2,
+            { "match": "Create second.txt", "text": "working on it", "delayMs": 3600000, "times": 1 },
+            x1, x2
+        ]),
+        config(),
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Two files");
+    let id = task.to_string();
+    // Wait until the first subtask is done and the second is running.
+    loop {
+        if let RuntimeEvent::TaskUpdated(t) = events.recv().await.unwrap()
+            && t.subtasks
+                .iter()
+                .any(|s| s.status == SubtaskStatus::Completed)
+            && t.subtasks
+                .iter()
+                .any(|s| s.status == SubtaskStatus::Running)
+        {
+            break;
+        }
+    }
+    assert!(team.engine.cancel(&id).unwrap());
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Cancelled);
+    let statuses: Vec<SubtaskStatus> = summary.subtasks.iter().map(|s| s.status).collect();
+    assert_eq!(
+        statuses,
+        [SubtaskStatus::Completed, SubtaskStatus::Cancelled]
+    );
+    assert!(matches!(
+        team.engine.cancel(&id),
+        Err(EngineError::InvalidState { .. })
+    ));
+    assert!(!team.workspace.path().join("second.txt").exists());
+
+    assert_eq!(team.engine.retry(&id).unwrap(), task);
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed);
+    assert_eq!(
+        summary.subtasks[0].attempts, 1,
+        "the completed subtask did not run again"
+    );
+    assert_eq!(team.read("second.txt"), "2\n");
+    assert!(matches!(
+        team.engine.retry(&id),
+        Err(EngineError::InvalidState { .. })
+    ));
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn bad_requests_get_typed_errors() {
+    let team = start(json!([]), config()).await;
+    assert_eq!(team.engine.task("nope").unwrap_err().code(), 1001);
+    assert_eq!(
+        team.engine
+            .cancel(&uuid::Uuid::new_v4().to_string())
+            .unwrap_err()
+            .code(),
+        1001
+    );
+    let approval = team.engine.resolve_approval(
+        &uuid::Uuid::new_v4().to_string(),
+        ApprovalAnswer::new(ApprovalChoice::Approve),
+    );
+    assert_eq!(approval.unwrap_err().code(), 1002);
+    assert_eq!(
+        team.engine.whiteboard("layer:nowhere").unwrap_err().code(),
+        1003
+    );
+    assert_eq!(team.engine.whiteboard("global").unwrap().version, 0);
+    team.engine.shutdown().await;
+
+    // No model configured at all: 1004, saying how to configure one.
+    let dir = tempfile::tempdir().unwrap();
+    let engine = conclave::engine::Engine::start(conclave::engine::EngineSetup::new(
+        dir.path(),
+        conclave::config::Config::default(),
+    ))
+    .await
+    .unwrap();
+    let err = engine
+        .submit(SubmitTask {
+            description: "anything".into(),
+            ..SubmitTask::default()
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), 1004);
+    assert!(
+        err.to_string().contains("OPENAI_API_KEY") && err.to_string().contains("Ollama"),
+        "{err}"
+    );
+    engine.shutdown().await;
+}
+
+async fn run_with_a_broken_dependency(
+    continue_on_error: bool,
+) -> (Vec<SubtaskStatus>, Vec<String>, bool) {
+    let [w1, w2] = writes("Write the docs", "docs.md", "docs\n");
+    let plan = json!({ "match": "Plan this task", "text": json!({ "subtasks": [
+        { "description": "Generate the schema" },
+        { "description": "Write the docs", "dependsOn": [0] }
+    ] }).to_string() });
+    let team = start(json!([plan, { "match": "Generate the schema", "error": "forbidden", "repeat": true }, w1, w2]), config()).await;
+    let mut events = team.engine.subscribe();
+    let task = team
+        .engine
+        .submit(SubmitTask {
+            description: "Schema and docs".into(),
+            options: TaskOptions {
+                continue_on_error: Some(continue_on_error),
+                ..TaskOptions::default()
+            },
+            ..SubmitTask::default()
+        })
+        .unwrap();
+    loop {
+        match events.recv().await.unwrap() {
+            RuntimeEvent::ApprovalRequested(r) => team
+                .engine
+                .resolve_approval(
+                    &r.approval_id.to_string(),
+                    ApprovalAnswer::new(ApprovalChoice::Abort),
+                )
+                .unwrap(),
+            RuntimeEvent::TaskUpdated(t) if t.status.is_finished() => break,
+            _ => {}
+        }
+    }
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    let statuses = detail.summary.subtasks.iter().map(|s| s.status).collect();
+    let kinds = detail.errors.iter().map(|e| e.kind.clone()).collect();
+    let wrote = team.workspace.path().join("docs.md").exists();
+    team.engine.shutdown().await;
+    (statuses, kinds, wrote)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_dependency_skips_its_dependents_unless_continue_on_error() {
+    let (statuses, kinds, wrote) = run_with_a_broken_dependency(false).await;
+    assert_eq!(statuses, [SubtaskStatus::Failed, SubtaskStatus::Failed]);
+    assert_eq!(kinds, ["forbidden", "dependency_failed"]);
+    assert!(!wrote);
+
+    let (statuses, kinds, wrote) = run_with_a_broken_dependency(true).await;
+    assert_eq!(statuses, [SubtaskStatus::Failed, SubtaskStatus::Completed]);
+    assert_eq!(kinds, ["forbidden"]);
+    assert!(
+        wrote,
+        "with continueOnError the dependent subtask ran anyway"
+    );
+}
