@@ -18,7 +18,9 @@ use serde_json::{Value, json};
 fn script(tasks: usize, subtasks: usize) -> Value {
     let mut steps = Vec::new();
     for t in 0..tasks {
-        let list: Vec<Value> = (0..subtasks).map(|s| json!({ "description": format!("Step {s} of job {t}") })).collect();
+        let list: Vec<Value> = (0..subtasks)
+            .map(|s| json!({ "description": format!("Step {s} of job {t}") }))
+            .collect();
         steps.push(json!({ "match": format!("Job {t}:"), "text": json!({ "subtasks": list }).to_string() }));
     }
     // Every subtask: one answer, no tool call; the model costs nothing.
@@ -33,11 +35,20 @@ async fn run(tasks: usize, subtasks: usize) -> f64 {
     config.governance.max_subtasks = subtasks;
     let mut setup = EngineSetup::new(dir.path(), config);
     setup.store = Some(Store::open(&Store::default_path(dir.path())).unwrap());
-    setup.model = Some(Arc::new(ScriptedProvider::from_json(&script(tasks, subtasks).to_string()).unwrap()));
+    setup.model = Some(Arc::new(
+        ScriptedProvider::from_json(&script(tasks, subtasks).to_string()).unwrap(),
+    ));
     let engine = Engine::start(setup).await.unwrap();
     let started = Instant::now();
     let ids: Vec<_> = (0..tasks)
-        .map(|t| engine.submit(SubmitTask { description: format!("Job {t}: do {subtasks} steps"), ..SubmitTask::default() }).unwrap())
+        .map(|t| {
+            engine
+                .submit(SubmitTask {
+                    description: format!("Job {t}: do {subtasks} steps"),
+                    ..SubmitTask::default()
+                })
+                .unwrap()
+        })
         .collect();
     for id in ids {
         let summary = engine.wait_for(id).await.unwrap();
@@ -49,7 +60,11 @@ async fn run(tasks: usize, subtasks: usize) -> f64 {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         run(1, 10).await; // warm-up
         let mut one: Vec<f64> = Vec::new();

@@ -67,13 +67,36 @@ async fn a_task_is_planned_signed_and_its_files_written() {
         3,
         "one to the mid, two to bottoms"
     );
+    let reports: Vec<_> = messages
+        .iter()
+        .filter(|m| m.kind == MessageKind::ProgressReport)
+        .collect();
     assert_eq!(
-        messages
+        reports
             .iter()
-            .filter(|m| m.kind == MessageKind::ProgressReport)
+            .filter(|m| m.payload["outcome"] == "completed")
             .count(),
-        2
+        2,
+        "one per subtask"
     );
+    // And the mid's final report went up to its top supervisor.
+    let finals: Vec<_> = reports
+        .iter()
+        .filter(|m| m.payload["subtasks"] == 2)
+        .collect();
+    assert_eq!(finals.len(), 1);
+    let mid = team
+        .engine
+        .runtime()
+        .pool
+        .get(finals[0].from)
+        .unwrap()
+        .config();
+    assert_eq!(
+        finals[0].to,
+        conclave::runtime::Recipient::Agent(mid.supervisor.unwrap())
+    );
+    assert_eq!(finals[0].payload["status"], "completed");
     // Bottom agents each completed one.
     let completed: u64 = team
         .engine

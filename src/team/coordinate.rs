@@ -52,6 +52,14 @@ pub async fn run(ctx: AgentContext, services: Arc<Services>, task_id: TaskId) {
     services
         .tasks
         .update(task_id, |t| t.coordinator = Some(ctx.id()));
+    if let Some(task) = services.tasks.get(task_id) {
+        // Peer mids learn who coordinates what, so they spread new work elsewhere.
+        let _ = ctx.broadcast(
+            Recipient::Layer(Layer::Mid),
+            MessageKind::PeerCoordination,
+            json!({ "taskId": task_id, "title": task.title, "coordinator": ctx.handle.name() }),
+        );
+    }
     let outcome = tokio::select! {
         outcome = drive(&ctx, &services, task_id) => outcome,
         _ = cancel.cancelled() => Err(Stop::Cancelled),
@@ -1087,6 +1095,36 @@ fn refresh_status(task: &mut TaskRecord) {
     };
 }
 
+/// Tells the supervising top agent how the task ended; it keeps the final report.
+fn report_upward(ctx: &AgentContext, task: &TaskRecord) {
+    let Some(supervisor) = ctx.handle.config().supervisor else {
+        return;
+    };
+    let done = task
+        .subtasks
+        .iter()
+        .filter(|st| st.status == SubtaskStatus::Completed)
+        .count();
+    let report = Message::to_agent(
+        ctx.id(),
+        supervisor,
+        MessageKind::ProgressReport,
+        json!({
+            "taskId": task.id,
+            "title": task.title,
+            "status": task.status,
+            "completed": done,
+            "subtasks": task.subtasks.len(),
+            "errors": task.errors.len(),
+            "filesWritten": task.files_written,
+        }),
+    )
+    .with_task(task.id.to_string());
+    if let Err(e) = ctx.bus.send(report) {
+        tracing::warn!("final report not delivered to the supervisor: {e}");
+    }
+}
+
 fn agent_name(s: &Services, agent: AgentId) -> String {
     s.runtime
         .pool
@@ -1151,6 +1189,7 @@ async fn finish(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId, outcome:
     s.approvals.withdraw_task(task_id);
     s.cancels.remove(&task_id);
     if let Some(record) = record {
+        report_upward(ctx, &record);
         let _ = ctx.append_own_board(&format!("- task \"{}\": {:?}", record.title, record.status));
         let _ = ctx.append_global(&format!(
             "- task \"{}\" {}",

@@ -82,6 +82,21 @@ impl AgentBehavior for TopBehavior {
                 note(text.clone());
                 let _ = ctx.append_global(&text);
             }
+            MessageKind::ProgressReport if message.payload.get("subtasks").is_some() => {
+                // A mid's final report on a task: the top layer's record of the outcome.
+                let p = &message.payload;
+                let line = format!(
+                    "- final report: \"{}\" {} ({} of {} subtasks, {} errors, files: {})",
+                    p["title"].as_str().unwrap_or("?"),
+                    p["status"].as_str().unwrap_or("?"),
+                    p["completed"],
+                    p["subtasks"],
+                    p["errors"],
+                    p["filesWritten"].as_array().map(|f| f.len()).unwrap_or(0)
+                );
+                note(line.clone());
+                let _ = ctx.append_layer_board(&line);
+            }
             MessageKind::StatusQuery => {
                 if let Ok(info) = serde_json::to_value(ctx.handle.info()) {
                     let _ = ctx.reply(&message, MessageKind::ProgressReport, info);
