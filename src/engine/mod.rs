@@ -6,6 +6,7 @@
 //! the team works in its own tasks and reports through [`Engine::subscribe`].
 
 mod error;
+mod resume;
 
 pub use error::EngineError;
 
@@ -169,19 +170,51 @@ impl Engine {
             replacements: tokio::sync::watch::channel(0).0,
             mode,
         });
-        let team = runtime
-            .build_team(|agent| (services.behaviors)(agent, &services))
-            .map_err(|e| match e {
-                crate::runtime::AgentError::PoolFull { max } => EngineError::AgentPoolFull { max },
-                other => EngineError::Internal(other.to_string()),
-            })?;
+        let saved = match &store {
+            Some(store) => resume::load(store, &config.team)
+                .await
+                .map_err(|e| EngineError::Internal(format!("the store could not be read: {e}")))?,
+            None => resume::Saved::default(),
+        };
+        for board in saved.boards {
+            runtime.whiteboards.restore(board);
+        }
+        let behavior_for =
+            |agent: &crate::runtime::AgentConfig| (services.behaviors)(agent, &services);
+        let team = if saved.team.is_empty() {
+            runtime.build_team(behavior_for)
+        } else {
+            tracing::info!(
+                agents = saved.team.len(),
+                "the previous team comes back with its ids"
+            );
+            crate::runtime::restore_team(&runtime.pool, saved.team, behavior_for)
+        }
+        .map_err(|e| match e {
+            crate::runtime::AgentError::PoolFull { max } => EngineError::AgentPoolFull { max },
+            other => EngineError::Internal(other.to_string()),
+        })?;
         runtime.start_heartbeats();
         spawn_hung_agent_watch(services.clone());
-        Ok(Arc::new(Engine {
+        let engine = Arc::new(Engine {
             services,
             team,
             model_problem,
-        }))
+        });
+        let resumed: Vec<TaskId> = saved.tasks.iter().map(|t| t.id).collect();
+        for task in saved.tasks {
+            engine.services.tasks.insert(task);
+        }
+        for approval in saved.approvals {
+            engine.services.approvals.restore(approval);
+        }
+        for id in resumed {
+            tracing::info!(task = %id, "resuming an unfinished task from its last checkpoint");
+            if let Err(e) = engine.dispatch(id) {
+                tracing::error!(task = %id, "could not resume: {e}");
+            }
+        }
+        Ok(engine)
     }
 
     pub fn workspace(&self) -> &Path {
@@ -250,12 +283,19 @@ impl Engine {
                 .filter(|t| t.coordinator == Some(mid) && !t.status.is_finished())
                 .count()
         };
-        let mid = s
-            .runtime
-            .pool
-            .by_layer(Layer::Mid)
-            .into_iter()
-            .min_by_key(|m| busy(m.id()))
+        let own = s
+            .tasks
+            .get(id)
+            .and_then(|t| t.coordinator)
+            .and_then(|mid| s.runtime.pool.get(mid));
+        let mid = own
+            .or_else(|| {
+                s.runtime
+                    .pool
+                    .by_layer(Layer::Mid)
+                    .into_iter()
+                    .min_by_key(|m| busy(m.id()))
+            })
             .ok_or_else(|| EngineError::InvalidState {
                 message: "the team has no mid agent to coordinate tasks (team.mid is 0)".into(),
                 value: json!({ "team.mid": 0 }),

@@ -153,6 +153,9 @@ struct Pending {
 #[derive(Clone)]
 pub struct Approvals {
     pending: Arc<DashMap<Uuid, Pending>>,
+    /// Answers to approvals restored after a restart, by subtask, until the resumed
+    /// subtask picks them up.
+    restored: Arc<DashMap<SubtaskId, oneshot::Receiver<ApprovalAnswer>>>,
     events: EventBus,
     store: Option<Store>,
 }
@@ -161,6 +164,7 @@ impl Approvals {
     pub fn new(events: EventBus, store: Option<Store>) -> Self {
         Approvals {
             pending: Arc::new(DashMap::new()),
+            restored: Arc::new(DashMap::new()),
             events,
             store,
         }
@@ -184,6 +188,31 @@ impl Approvals {
         self.events
             .publish(RuntimeEvent::ApprovalRequested(request.clone()));
         answered.await.ok()
+    }
+
+    /// Makes an approval that was pending when the process stopped pending again, with
+    /// its original id, so a reconnecting editor can still answer it. The subtask it
+    /// belongs to collects the answer with [`Approvals::take_restored`].
+    pub fn restore(&self, request: ApprovalRequest) {
+        let (answer, answered) = oneshot::channel();
+        let request = Arc::new(request);
+        if let Some(subtask) = request.subtask_id {
+            self.restored.insert(subtask, answered);
+        }
+        self.pending.insert(
+            request.approval_id,
+            Pending {
+                request: request.clone(),
+                answer,
+            },
+        );
+        self.events
+            .publish(RuntimeEvent::ApprovalRequested(request));
+    }
+
+    /// The answer channel of a restored approval of `subtask`, if there is one.
+    pub fn take_restored(&self, subtask: SubtaskId) -> Option<oneshot::Receiver<ApprovalAnswer>> {
+        self.restored.remove(&subtask).map(|(_, answered)| answered)
     }
 
     /// Answers a pending approval with one of its options.

@@ -52,7 +52,7 @@ pub use tasks::{
     Subtask, SubtaskId, SubtaskStatus, SubtaskSummary, TaskContext, TaskDetail, TaskError, TaskId,
     TaskOptions, TaskRecord, TaskStatus, TaskSummary, Tasks,
 };
-pub use team::{Team, build_team, plan_team, voters};
+pub use team::{Team, build_team, fits, plan_team, restore_team, voters};
 pub use whiteboard::{Accessor, Operation, Snapshot, WhiteboardError, WhiteboardId, Whiteboards};
 
 use crate::config::Config;

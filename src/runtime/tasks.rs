@@ -355,6 +355,24 @@ impl Tasks {
         Some(result)
     }
 
+    /// [`Tasks::update`], committing `records` (the event that caused the change) in the
+    /// same store transaction as the task's checkpoint.
+    pub fn update_with_records<T>(
+        &self,
+        id: TaskId,
+        records: Vec<Record>,
+        edit: impl FnOnce(&mut TaskRecord) -> T,
+    ) -> Option<T> {
+        let result = {
+            let mut task = self.tasks.get_mut(&id)?;
+            let result = edit(&mut task);
+            task.updated_at = Utc::now();
+            result
+        };
+        self.publish_and_checkpoint(id, records);
+        Some(result)
+    }
+
     /// Every task, oldest first.
     pub fn summaries(&self) -> Vec<TaskSummary> {
         let mut all: Vec<TaskSummary> = self.tasks.iter().map(|t| t.summary()).collect();
@@ -369,13 +387,18 @@ impl Tasks {
     }
 
     fn changed(&self, id: TaskId) {
+        self.publish_and_checkpoint(id, Vec::new());
+    }
+
+    fn publish_and_checkpoint(&self, id: TaskId, mut records: Vec<Record>) {
         let Some(task) = self.tasks.get(&id).map(|t| t.clone()) else {
             return;
         };
-        self.events
-            .publish(RuntimeEvent::TaskUpdated(Arc::new(task.summary())));
+        let summary = Arc::new(task.summary());
         if let Some(store) = &self.store {
-            store.record(Record::TaskCheckpoint(Box::new(task)));
+            records.push(Record::TaskCheckpoint(Box::new(task)));
+            store.record(Record::Group(records));
         }
+        self.events.publish(RuntimeEvent::TaskUpdated(summary));
     }
 }

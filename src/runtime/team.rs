@@ -105,6 +105,40 @@ pub fn build_team(
     Ok(built)
 }
 
+/// Brings back a team from saved configs (same ids, same wiring), in the saved order.
+pub fn restore_team(
+    pool: &AgentPool,
+    configs: Vec<AgentConfig>,
+    mut behavior_for: impl FnMut(&AgentConfig) -> Box<dyn AgentBehavior>,
+) -> Result<Team, AgentError> {
+    if configs.len() > pool.free_slots() {
+        return Err(AgentError::PoolFull {
+            max: pool.max_agents(),
+        });
+    }
+    let mut team = Team::default();
+    for config in configs {
+        let behavior = behavior_for(&config);
+        let (id, layer) = (config.id, config.layer);
+        pool.create(config, behavior)?;
+        match layer {
+            Layer::Top => team.top.push(id),
+            Layer::Mid => team.mid.push(id),
+            Layer::Bottom => team.bottom.push(id),
+        }
+    }
+    Ok(team)
+}
+
+/// Whether saved configs are a whole team of the configured shape.
+pub fn fits(configs: &[AgentConfig], team: &TeamConfig) -> bool {
+    let count = |layer| configs.iter().filter(|c| c.layer == layer).count();
+    !configs.is_empty()
+        && count(Layer::Top) == team.top
+        && count(Layer::Mid) == team.mid
+        && count(Layer::Bottom) == team.mid * team.bottom_per_mid
+}
+
 /// The top layer as voters, in seniority order.
 pub fn voters(pool: &AgentPool) -> Vec<Voter> {
     let mut voters: Vec<Voter> = pool

@@ -47,6 +47,24 @@ pub enum Record {
         approval_id: uuid::Uuid,
         answer: Option<ApprovalAnswer>,
     },
+    /// Records that are committed together or not at all (an event and the task
+    /// checkpoint it caused).
+    Group(Vec<Record>),
+}
+
+impl Record {
+    /// Whether losing this record in a crash would lose task state: such batches are
+    /// committed with `synchronous=FULL`.
+    fn is_checkpoint(&self) -> bool {
+        match self {
+            Record::TaskCheckpoint(_)
+            | Record::Recovery(_)
+            | Record::ApprovalRequested(_)
+            | Record::ApprovalResolved { .. } => true,
+            Record::Group(records) => records.iter().any(Record::is_checkpoint),
+            _ => false,
+        }
+    }
 }
 
 type Query = Box<dyn FnOnce(&Connection) + Send>;
@@ -227,6 +245,47 @@ impl Store {
         .await
     }
 
+    /// The agents of the last run that were never shut down (the process was killed).
+    pub async fn unremoved_agents(&self) -> Result<Vec<AgentConfig>, StoreError> {
+        self.query(|conn| {
+            let mut stmt = conn.prepare(
+                "SELECT config FROM agents WHERE removed_at IS NULL ORDER BY created_at, id",
+            )?;
+            let rows = stmt.query_map([], |row| parse_json(row.get::<_, String>(0)?, 0))?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// Marks agents that will not come back as removed.
+    pub async fn mark_removed(&self, agents: Vec<AgentId>) -> Result<(), StoreError> {
+        for agent in agents {
+            self.record(Record::AgentRemoved {
+                agent,
+                at: Utc::now(),
+            });
+        }
+        self.flush().await
+    }
+
+    /// The latest version of every whiteboard: (board, version, content, time).
+    pub async fn latest_boards(
+        &self,
+    ) -> Result<Vec<(String, u64, String, DateTime<Utc>)>, StoreError> {
+        self.query(|conn| {
+            let mut stmt = conn.prepare(
+                "SELECT board, version, content, at FROM whiteboard_versions w
+                 WHERE seq = (SELECT max(seq) FROM whiteboard_versions WHERE board = w.board)
+                 ORDER BY board",
+            )?;
+            let rows = stmt.query_map([], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, millis(row.get(3)?)))
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
     /// Recorded recovery steps, oldest first, optionally of one task.
     pub async fn recovery_steps(
         &self,
@@ -268,6 +327,7 @@ impl Store {
 
 fn writer(mut conn: Connection, inbox: mpsc::Receiver<Command>) {
     let mut records = Vec::with_capacity(BATCH);
+    let mut durability = Durability::Normal;
     while let Ok(first) = inbox.recv() {
         let mut next = Some(first);
         while let Some(command) = next.take() {
@@ -275,22 +335,46 @@ fn writer(mut conn: Connection, inbox: mpsc::Receiver<Command>) {
                 Command::Record(record) => records.push(record),
                 Command::Query(read) => {
                     // Reads come after the records queued before them.
-                    write_batch(&mut conn, &mut records);
+                    write_batch(&mut conn, &mut records, &mut durability);
                     read(&conn);
                 }
             }
             if records.len() >= BATCH {
-                write_batch(&mut conn, &mut records);
+                write_batch(&mut conn, &mut records, &mut durability);
             }
             next = inbox.try_recv().ok();
         }
-        write_batch(&mut conn, &mut records);
+        write_batch(&mut conn, &mut records, &mut durability);
     }
 }
 
-fn write_batch(conn: &mut Connection, records: &mut Vec<Record>) {
+/// The `synchronous` setting the connection is in. In WAL mode NORMAL may lose the last
+/// commits on power loss (never corrupting the file); FULL syncs the WAL at each commit.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    Normal,
+    Full,
+}
+
+fn write_batch(conn: &mut Connection, records: &mut Vec<Record>, durability: &mut Durability) {
     if records.is_empty() {
         return;
+    }
+    let wanted = if records.iter().any(Record::is_checkpoint) {
+        Durability::Full
+    } else {
+        Durability::Normal
+    };
+    if wanted != *durability {
+        let value = if wanted == Durability::Full {
+            "FULL"
+        } else {
+            "NORMAL"
+        };
+        match conn.pragma_update(None, "synchronous", value) {
+            Ok(()) => *durability = wanted,
+            Err(e) => tracing::error!("cannot set synchronous={value}: {e}"),
+        }
     }
     let result = (|| -> rusqlite::Result<()> {
         let tx = conn.transaction()?;
@@ -312,6 +396,11 @@ fn write_batch(conn: &mut Connection, records: &mut Vec<Record>) {
 
 fn insert(conn: &Connection, record: &Record) -> rusqlite::Result<()> {
     match record {
+        Record::Group(records) => {
+            for record in records {
+                insert(conn, record)?;
+            }
+        }
         Record::AgentCreated(config) => {
             conn.prepare_cached(
                 "INSERT OR REPLACE INTO agents (id, name, layer, role, supervisor, config, created_at)

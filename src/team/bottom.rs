@@ -52,15 +52,12 @@ impl AgentBehavior for BottomBehavior {
     }
 
     async fn initialize(&mut self, ctx: &AgentContext) -> Result<(), AgentError> {
-        let config = ctx.handle.config();
-        if ctx
-            .read_board(crate::runtime::WhiteboardId::Agent(ctx.id()))
-            .map(|b| b.version == 0)
-            .unwrap_or(true)
-        {
-            ctx.write_own_board(&format!("# {}\n\n{}\n", config.name, config.role))
-                .map_err(|e| behavior_error(ctx, e))?;
+        if super::has_history(ctx) {
+            return Ok(());
         }
+        let config = ctx.handle.config();
+        ctx.write_own_board(&format!("# {}\n\n{}\n", config.name, config.role))
+            .map_err(|e| behavior_error(ctx, e))?;
         Ok(())
     }
 

@@ -392,6 +392,47 @@ async fn run_subtask(
     let mut supervisor_decided = false;
     let mut person_escalations = 0;
     let mut tried: Vec<AgentId> = Vec::new();
+    // An escalation that was waiting for a person when the last run stopped: its answer
+    // decides how this subtask goes on.
+    if let Some(answered) = s.approvals.take_restored(subtask_id) {
+        set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Escalated);
+        person_escalations += 1;
+        errored = true;
+        match answered.await.ok() {
+            Some(ApprovalAnswer {
+                decision: ApprovalChoice::Retry,
+                ..
+            }) => {}
+            Some(ApprovalAnswer {
+                decision: ApprovalChoice::Reassign,
+                ..
+            }) => {
+                if let Some(other) = pick_bottom(ctx, s, &[assignee]) {
+                    assignee = other;
+                }
+            }
+            Some(ApprovalAnswer {
+                decision: ApprovalChoice::Modify,
+                modified_description,
+                ..
+            }) => {
+                if let Some(modified) = modified_description.filter(|m| !m.trim().is_empty()) {
+                    description = modified;
+                }
+            }
+            _ => {
+                let failure = Failure {
+                    kind: "aborted".into(),
+                    severity: Severity::High,
+                    transient: false,
+                    message: "the user aborted the subtask".into(),
+                    retry_after: None,
+                };
+                give_up(s, task_id, subtask_id, assignee, &failure);
+                return;
+            }
+        }
+    }
     loop {
         let attempts = s
             .tasks

@@ -30,6 +30,9 @@ impl AgentBehavior for MidBehavior {
     }
 
     async fn initialize(&mut self, ctx: &AgentContext) -> Result<(), AgentError> {
+        if super::has_history(ctx) {
+            return Ok(());
+        }
         let config = ctx.handle.config();
         ctx.write_own_board(&format!("# {}\n\n{}\n", config.name, config.role))
             .map_err(|e| AgentError::Behavior {

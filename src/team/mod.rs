@@ -102,12 +102,19 @@ impl Services {
             event.message
         );
         let event = Arc::new(event);
-        if let Ok(task) = event.task_id.parse::<TaskId>() {
+        let step = Record::Recovery(event.clone());
+        let task = event.task_id.parse::<TaskId>().ok();
+        // The step and the checkpoint it changes are committed together.
+        let recorded = task.and_then(|task| {
             self.tasks
-                .update(task, |t| t.recovery = Some((*event).clone()));
-        }
-        if let Some(store) = &self.runtime.store {
-            store.record(Record::Recovery(event.clone()));
+                .update_with_records(task, vec![step.clone()], |t| {
+                    t.recovery = Some((*event).clone())
+                })
+        });
+        if recorded.is_none()
+            && let Some(store) = &self.runtime.store
+        {
+            store.record(step);
         }
         self.runtime.events.publish(RuntimeEvent::Recovery(event));
     }
@@ -303,6 +310,13 @@ pub async fn write_error_report(
     let path = s.session_dir.join("ERROR_REPORT.md");
     tokio::fs::write(&path, &markdown).await?;
     Ok((markdown, path))
+}
+
+/// Whether the agent's whiteboard already has content (restored after a restart, or
+/// inherited by a replacement), which its initialisation must keep.
+pub(crate) fn has_history(ctx: &crate::runtime::AgentContext) -> bool {
+    ctx.read_board(crate::runtime::WhiteboardId::Agent(ctx.id()))
+        .is_ok_and(|board| board.version > 0)
 }
 
 pub(crate) fn first_line(text: &str) -> &str {

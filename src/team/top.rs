@@ -34,6 +34,9 @@ impl AgentBehavior for TopBehavior {
     }
 
     async fn initialize(&mut self, ctx: &AgentContext) -> Result<(), AgentError> {
+        if super::has_history(ctx) {
+            return Ok(());
+        }
         let config = ctx.handle.config();
         let power = config
             .power

@@ -1,0 +1,113 @@
+//! Resume: bring back what a previous run of this workspace left unfinished — its team
+//! (same agent ids when the process was killed), whiteboards, unfinished tasks from their
+//! last checkpoint, and escalations still waiting for a person.
+//!
+//! A subtask that was mid-execution starts again (at least once); completed subtasks are
+//! kept. Writes are idempotent (the writer skips content that is already there), so
+//! running a subtask again never writes a file twice.
+
+use std::collections::HashMap;
+
+use chrono::Utc;
+use uuid::Uuid;
+
+use crate::config::TeamConfig;
+use crate::runtime::{
+    AgentConfig, ApprovalKind, ApprovalRequest, DecisionStatus, Snapshot, SubtaskStatus,
+    TaskRecord, TaskStatus, WhiteboardId, fits,
+};
+use crate::store::{Record, Store, StoreError};
+
+/// What the store says was going on when the last run stopped.
+#[derive(Default)]
+pub struct Saved {
+    /// The last team, if it was never shut down and still fits `team`.
+    pub team: Vec<AgentConfig>,
+    pub boards: Vec<Snapshot>,
+    pub tasks: Vec<TaskRecord>,
+    /// Escalations to restore, pending, with their original ids.
+    pub approvals: Vec<ApprovalRequest>,
+}
+
+pub async fn load(store: &Store, team: &TeamConfig) -> Result<Saved, StoreError> {
+    let agents = store.unremoved_agents().await?;
+    let team_agents = if fits(&agents, team) {
+        agents
+    } else {
+        // A team of another shape (the config changed): new agents, state from the tasks.
+        store
+            .mark_removed(agents.iter().map(|a| a.id).collect())
+            .await?;
+        Vec::new()
+    };
+    let decisions: HashMap<Uuid, DecisionStatus> = store
+        .decisions()
+        .await?
+        .into_iter()
+        .map(|d| (d.id, d.status))
+        .collect();
+    let tasks: Vec<TaskRecord> = store
+        .tasks()
+        .await?
+        .into_iter()
+        .filter(|t| !t.status.is_finished())
+        .map(|mut task| {
+            let approved = task
+                .plan_decision
+                .is_some_and(|d| decisions.get(&d) == Some(&DecisionStatus::Approved));
+            if !approved {
+                // The plan was never signed: plan again.
+                task.subtasks.clear();
+                task.plan_decision = None;
+            }
+            for subtask in task.subtasks.iter_mut() {
+                if !subtask.status.is_finished() {
+                    subtask.status = SubtaskStatus::Pending;
+                }
+            }
+            task.status = TaskStatus::Queued;
+            task.updated_at = Utc::now();
+            task
+        })
+        .collect();
+    let mut approvals = Vec::new();
+    for request in store.pending_approvals().await? {
+        let belongs = tasks.iter().any(|t| {
+            t.id == request.task_id && request.subtask_id.is_some_and(|s| t.subtask(s).is_some())
+        });
+        if belongs && request.kind == ApprovalKind::Escalation {
+            approvals.push(request);
+        } else {
+            // Command and fix approvals are asked again when their step runs again.
+            store.record(Record::ApprovalResolved {
+                approval_id: request.approval_id,
+                answer: None,
+            });
+        }
+    }
+    let kept: Vec<_> = team_agents
+        .iter()
+        .map(|a| WhiteboardId::Agent(a.id))
+        .collect();
+    let boards = store
+        .latest_boards()
+        .await?
+        .into_iter()
+        .filter_map(|(board, version, content, at)| {
+            let id: WhiteboardId = board.parse().ok()?;
+            let keep = !matches!(id, WhiteboardId::Agent(_)) || kept.contains(&id);
+            keep.then(|| Snapshot {
+                id,
+                version,
+                content: content.into(),
+                updated_at: at,
+            })
+        })
+        .collect();
+    Ok(Saved {
+        team: team_agents,
+        boards,
+        tasks,
+        approvals,
+    })
+}

@@ -1,0 +1,179 @@
+//! Resume after an abrupt stop: the runtime of the first engine is dropped mid-task (its
+//! agents never shut down, as when the process is killed); a second engine on the same
+//! store brings back the team, the task and the pending approval.
+
+mod team_support;
+
+use std::sync::Arc;
+
+use conclave::engine::{Engine, EngineSetup, SubmitTask};
+use conclave::model::scripted::ScriptedProvider;
+use conclave::runtime::{
+    AgentId, ApprovalAnswer, ApprovalChoice, Layer, RuntimeEvent, SubtaskStatus, TaskStatus,
+};
+use conclave::store::Store;
+use serde_json::{Value, json};
+use team_support::{config, plan, writes};
+
+async fn engine(dir: &std::path::Path, script: Value) -> Arc<Engine> {
+    let mut setup = EngineSetup::new(dir, config());
+    setup.store = Some(Store::open(&Store::default_path(dir)).unwrap());
+    setup.model = Some(Arc::new(
+        ScriptedProvider::from_json(&script.to_string()).unwrap(),
+    ));
+    Engine::start(setup).await.unwrap()
+}
+
+#[test]
+fn a_killed_run_resumes_its_task_team_and_pending_approval() {
+    let dir = tempfile::tempdir().unwrap();
+    let [a1, a2] = writes("Create first.txt", "first.txt", "1\n");
+
+    // First run: the first subtask completes, the second hits a 401 and waits for a person.
+    let first = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (task, approval, team_before, board_before) = first.block_on(async {
+        let engine = engine(dir.path(), json!([plan(&["Create first.txt", "Create second.txt"]), a1, a2, { "match": "Create second.txt", "error": "unauthorized" }])).await;
+        let mut events = engine.subscribe();
+        let task = engine.submit(SubmitTask { description: "Two files, one needs a key".into(), ..SubmitTask::default() }).unwrap();
+        let approval = loop {
+            if let RuntimeEvent::ApprovalRequested(request) = events.recv().await.unwrap() {
+                break request;
+            }
+        };
+        // Let the store catch up, as it would have in the time before a kill.
+        engine.runtime().store.as_ref().unwrap().flush().await.unwrap();
+        let mut team: Vec<AgentId> = engine.agents().iter().map(|a| a.agent_id).collect();
+        team.sort();
+        let board = engine.whiteboard("global").unwrap();
+        (task, approval, team, board)
+    });
+    // The process "dies": every task of the runtime is dropped, nothing shuts down.
+    first.shutdown_background();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("first.txt")).unwrap(),
+        "1\n"
+    );
+
+    // Second run on the same workspace.
+    let [b1, b2] = writes("Create second.txt", "second.txt", "2\n");
+    let second = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    second.block_on(async {
+        let recorded = Store::open(&Store::default_path(dir.path()))
+            .unwrap()
+            .latest_boards()
+            .await
+            .unwrap();
+        let global = recorded
+            .iter()
+            .find(|b| b.0 == "global")
+            .expect("the global board was recorded")
+            .clone();
+        let engine = engine(dir.path(), json!([b1, b2])).await;
+        let mut team: Vec<AgentId> = engine.agents().iter().map(|a| a.agent_id).collect();
+        team.sort();
+        assert_eq!(team, team_before, "the same agents came back");
+        // Boards come back as last recorded (changes after the last commit die with the process).
+        let board = engine.whiteboard("global").unwrap();
+        assert!(global.1 >= 1 && global.1 <= board_before.version);
+        assert_eq!(
+            (board.version, &*board.content),
+            (global.1, global.2.as_str()),
+            "boards restored"
+        );
+
+        let pending = engine.approvals();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(
+            pending[0].approval_id, approval.approval_id,
+            "the same approval is still pending"
+        );
+        let resumed = engine.task(&task.to_string()).unwrap();
+        assert!(!resumed.summary.status.is_finished());
+        assert_eq!(
+            resumed.summary.subtasks[0].status,
+            SubtaskStatus::Completed,
+            "completed work is kept"
+        );
+
+        engine
+            .resolve_approval(
+                &approval.approval_id.to_string(),
+                ApprovalAnswer::new(ApprovalChoice::Retry),
+            )
+            .unwrap();
+        let summary = engine.wait_for(task).await.unwrap();
+        assert_eq!(
+            summary.status,
+            TaskStatus::Completed,
+            "{:?}",
+            engine.task(&task.to_string())
+        );
+        assert_eq!(
+            summary.subtasks[0].attempts, 1,
+            "the completed subtask did not run again"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("second.txt")).unwrap(),
+            "2\n"
+        );
+        assert_eq!(engine.runtime().pool.by_layer(Layer::Bottom).len(), 4);
+        engine.shutdown().await;
+    });
+}
+
+#[tokio::test]
+async fn a_cleanly_stopped_run_resumes_with_a_new_team() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine_a = engine(
+        dir.path(),
+        json!([plan(&["Create x.txt"]), { "match": "Create x.txt", "error": "unauthorized" }]),
+    )
+    .await;
+    let mut events = engine_a.subscribe();
+    let task = engine_a
+        .submit(SubmitTask {
+            description: "x".into(),
+            ..SubmitTask::default()
+        })
+        .unwrap();
+    while !matches!(
+        events.recv().await.unwrap(),
+        RuntimeEvent::ApprovalRequested(_)
+    ) {}
+    let before: Vec<AgentId> = engine_a.agents().iter().map(|a| a.agent_id).collect();
+    engine_a.shutdown().await;
+    drop(engine_a);
+
+    let [x1, x2] = writes("Create x.txt", "x.txt", "x\n");
+    let engine_b = engine(dir.path(), json!([x1, x2])).await;
+    assert!(
+        engine_b
+            .agents()
+            .iter()
+            .all(|a| !before.contains(&a.agent_id)),
+        "a shut-down team does not come back"
+    );
+    let approval = engine_b
+        .approvals()
+        .pop()
+        .expect("the escalation is still pending");
+    engine_b
+        .resolve_approval(
+            &approval.approval_id.to_string(),
+            ApprovalAnswer::new(ApprovalChoice::Retry),
+        )
+        .unwrap();
+    assert_eq!(
+        engine_b.wait_for(task).await.unwrap().status,
+        TaskStatus::Completed
+    );
+    engine_b.shutdown().await;
+}
