@@ -23,6 +23,7 @@ pub struct Config {
     pub executor: ExecutorConfig,
     pub verify: VerifyConfig,
     pub governance: GovernanceConfig,
+    pub store: StoreConfig,
 }
 
 impl Default for Config {
@@ -37,6 +38,7 @@ impl Default for Config {
             executor: ExecutorConfig::default(),
             verify: VerifyConfig::default(),
             governance: GovernanceConfig::default(),
+            store: StoreConfig::default(),
         }
     }
 }
@@ -332,6 +334,23 @@ impl Default for GovernanceConfig {
             quorum: PlanQuorum::WeightedMajority,
             decision_ttl_ms: 300_000,
             max_subtasks: 20,
+        }
+    }
+}
+
+/// Keeping the audit log bounded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct StoreConfig {
+    /// Finished tasks older than this many days have their events folded into a summary
+    /// when a session starts (and on `conclave gc`). 0 turns automatic compaction off.
+    pub compact_after_days: u32,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            compact_after_days: 30,
         }
     }
 }

@@ -27,6 +27,11 @@ enum Command {
     /// Start the configured team on a workspace, let it run a few heartbeats, and print
     /// the team, its health and what the store recorded.
     Team(cli::team::TeamArgs),
+    /// Print a task's history (transitions, messages, decisions, recovery steps, files
+    /// written) from the workspace's audit log.
+    Log(cli::log::LogArgs),
+    /// Compact the audit log: fold the events of old finished tasks into summaries.
+    Gc(cli::gc::GcArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +53,8 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match args.command {
             Command::Team(team) => cli::team::run(team).await,
+            Command::Log(log) => cli::log::run(log).await,
+            Command::Gc(gc) => cli::gc::run(gc).await,
         }
     });
     match result {

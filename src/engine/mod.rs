@@ -170,6 +170,21 @@ impl Engine {
             replacements: tokio::sync::watch::channel(0).0,
             mode,
         });
+        if let Some(store) = &store
+            && config.store.compact_after_days > 0
+        {
+            let before =
+                Utc::now() - chrono::Duration::days(i64::from(config.store.compact_after_days));
+            match store.compact(before).await {
+                Ok(done) if done.tasks > 0 => tracing::info!(
+                    tasks = done.tasks,
+                    messages = done.messages,
+                    "compacted the history of old tasks"
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!("the store could not be compacted: {e}"),
+            }
+        }
         let saved = match &store {
             Some(store) => resume::load(store, &config.team)
                 .await

@@ -7,7 +7,10 @@
 //! has queued up in one transaction. Reads are closures run on the same thread, after
 //! every record sent before them, so a reader always sees what it recorded.
 
+mod history;
 mod schema;
+
+pub use history::{Compaction, LogEntry};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
@@ -475,7 +478,7 @@ fn insert(conn: &Connection, record: &Record) -> rusqlite::Result<()> {
                 to_json(&d.status).trim_matches('"'),
                 to_json(&**d),
                 d.created_at.timestamp_millis(),
-                Utc::now().timestamp_millis()
+                decided_at(d).timestamp_millis()
             ])?;
         }
         Record::Arbitration(a) => {
@@ -546,6 +549,17 @@ fn insert(conn: &Connection, record: &Record) -> rusqlite::Result<()> {
         }
     }
     Ok(())
+}
+
+/// When a decision last changed: its latest signature or veto, else its creation.
+fn decided_at(decision: &Decision) -> DateTime<Utc> {
+    decision
+        .signatures
+        .iter()
+        .map(|s| s.at)
+        .chain(decision.vetoes.iter().map(|v| v.at))
+        .max()
+        .unwrap_or(decision.created_at)
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> String {

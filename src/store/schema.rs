@@ -87,6 +87,14 @@ const MIGRATIONS: &[&str] = &[
         answer TEXT,
         created_at INTEGER NOT NULL
     );",
+    // 3: compacted history: one row per finished task whose events were folded away.
+    "CREATE TABLE task_summaries (
+        task_id TEXT PRIMARY KEY,
+        title TEXT NOT NULL,
+        status TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        compacted_at INTEGER NOT NULL
+    );",
 ];
 
 /// Applies the migrations the database has not seen yet.

@@ -1,0 +1,46 @@
+//! `conclave gc`: compacts the audit log now — the events of finished tasks older than
+//! the given age are folded into one summary per task.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use conclave::config::Config;
+use conclave::store::Store;
+
+#[derive(Args)]
+pub struct GcArgs {
+    /// The workspace whose `.conclave/conclave.db` to compact.
+    #[arg(long, default_value = ".")]
+    workspace: PathBuf,
+    /// Compact tasks finished more than this many days ago (default: `store.compactAfterDays`).
+    #[arg(long, value_name = "DAYS")]
+    older_than_days: Option<u32>,
+}
+
+pub async fn run(args: GcArgs) -> anyhow::Result<ExitCode> {
+    let path = Store::default_path(&args.workspace);
+    if !path.exists() {
+        anyhow::bail!(
+            "no Conclave store in {} (expected {})",
+            args.workspace.display(),
+            path.display()
+        );
+    }
+    let days = match args.older_than_days {
+        Some(days) => days,
+        None => {
+            Config::load(&args.workspace, None)?
+                .store
+                .compact_after_days
+        }
+    };
+    let store = Store::open(&path)?;
+    let before = chrono::Utc::now() - chrono::Duration::days(i64::from(days));
+    let done = store.compact(before).await?;
+    println!(
+        "compacted {} task(s) finished more than {days} day(s) ago: {} messages, {} recovery steps, {} whiteboard versions, {} transitions folded away",
+        done.tasks, done.messages, done.recovery_steps, done.whiteboard_versions, done.transitions
+    );
+    Ok(ExitCode::SUCCESS)
+}
