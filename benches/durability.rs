@@ -10,18 +10,31 @@ use std::time::{Duration, Instant};
 use conclave::config::{Config, ReviewMode};
 use conclave::engine::{Engine, EngineSetup};
 use conclave::model::scripted::ScriptedProvider;
-use conclave::runtime::{EventBus, Subtask, TaskContext, TaskOptions, TaskRecord, TaskStatus, Tasks};
+use conclave::runtime::{
+    EventBus, Subtask, TaskContext, TaskOptions, TaskRecord, TaskStatus, Tasks,
+};
 use conclave::store::{Record, Store};
 
 fn task(n: usize) -> TaskRecord {
-    let mut task = TaskRecord::new(format!("task {n}"), "resume me".into(), TaskContext::default(), TaskOptions::default());
+    let mut task = TaskRecord::new(
+        format!("task {n}"),
+        "resume me".into(),
+        TaskContext::default(),
+        TaskOptions::default(),
+    );
     task.status = TaskStatus::Running;
-    task.subtasks = (0..5).map(|i| Subtask::new(format!("step {i}"), vec![])).collect();
+    task.subtasks = (0..5)
+        .map(|i| Subtask::new(format!("step {i}"), vec![]))
+        .collect();
     task
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         // Checkpoint cost per subtask step.
         let dir = tempfile::tempdir().unwrap();

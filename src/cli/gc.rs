@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use clap::Args;
 use conclave::config::Config;
-use conclave::store::Store;
 
 #[derive(Args)]
 pub struct GcArgs {
@@ -19,14 +18,7 @@ pub struct GcArgs {
 }
 
 pub async fn run(args: GcArgs) -> anyhow::Result<ExitCode> {
-    let path = Store::default_path(&args.workspace);
-    if !path.exists() {
-        anyhow::bail!(
-            "no Conclave store in {} (expected {})",
-            args.workspace.display(),
-            path.display()
-        );
-    }
+    let store = super::existing_store(&args.workspace)?;
     let days = match args.older_than_days {
         Some(days) => days,
         None => {
@@ -35,7 +27,6 @@ pub async fn run(args: GcArgs) -> anyhow::Result<ExitCode> {
                 .compact_after_days
         }
     };
-    let store = Store::open(&path)?;
     let before = chrono::Utc::now() - chrono::Duration::days(i64::from(days));
     let done = store.compact(before).await?;
     println!(

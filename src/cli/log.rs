@@ -23,15 +23,8 @@ pub struct LogArgs {
 }
 
 pub async fn run(args: LogArgs) -> anyhow::Result<ExitCode> {
+    let store = super::existing_store(&args.workspace)?;
     let path = Store::default_path(&args.workspace);
-    if !path.exists() {
-        anyhow::bail!(
-            "no Conclave store in {} (expected {})",
-            args.workspace.display(),
-            path.display()
-        );
-    }
-    let store = Store::open(&path)?;
     if let Some(task) = &args.task {
         let known = store
             .tasks()

@@ -4,3 +4,17 @@ pub mod gc;
 pub mod log;
 pub mod logging;
 pub mod team;
+
+/// The store of an existing workspace, refusing (without creating anything) when there
+/// is none.
+pub fn existing_store(workspace: &std::path::Path) -> anyhow::Result<conclave::store::Store> {
+    let path = conclave::store::Store::default_path(workspace);
+    if !path.exists() {
+        anyhow::bail!(
+            "no Conclave store in {} (expected {})",
+            workspace.display(),
+            path.display()
+        );
+    }
+    Ok(conclave::store::Store::open(&path)?)
+}

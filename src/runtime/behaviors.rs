@@ -32,13 +32,12 @@ impl AgentBehavior for CoreBehavior {
     }
 
     async fn initialize(&mut self, ctx: &AgentContext) -> Result<(), AgentError> {
-        let config = ctx.handle.config();
-        ctx.write_own_board(&format!("# {}\n\n{}\n", config.name, config.role))
+        let extra = String::new();
+        ctx.write_intro_board(&extra)
             .map_err(|e| AgentError::Behavior {
                 agent: ctx.id(),
                 message: e.to_string(),
-            })?;
-        Ok(())
+            })
     }
 
     async fn handle(

@@ -123,6 +123,18 @@ impl AgentContext {
             .append(&self.handle.accessor(), WhiteboardId::Global, text)
     }
 
+    /// Starts the agent's own board with its name, role and `extra` — unless the board
+    /// already has history (restored after a restart, or inherited by a replacement).
+    pub fn write_intro_board(&self, extra: &str) -> Result<(), WhiteboardError> {
+        let board = self.read_board(WhiteboardId::Agent(self.id()))?;
+        if board.version > 0 {
+            return Ok(());
+        }
+        let config = self.handle.config();
+        self.write_own_board(&format!("# {}\n\n{}\n{extra}", config.name, config.role))?;
+        Ok(())
+    }
+
     /// The system prompt every layer's model calls start from.
     pub fn system_prompt(&self, responsibilities: &str) -> String {
         let config = self.handle.config();

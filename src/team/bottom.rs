@@ -52,13 +52,12 @@ impl AgentBehavior for BottomBehavior {
     }
 
     async fn initialize(&mut self, ctx: &AgentContext) -> Result<(), AgentError> {
-        if super::has_history(ctx) {
-            return Ok(());
-        }
-        let config = ctx.handle.config();
-        ctx.write_own_board(&format!("# {}\n\n{}\n", config.name, config.role))
-            .map_err(|e| behavior_error(ctx, e))?;
-        Ok(())
+        let extra = String::new();
+        ctx.write_intro_board(&extra)
+            .map_err(|e| AgentError::Behavior {
+                agent: ctx.id(),
+                message: e.to_string(),
+            })
     }
 
     async fn handle(

@@ -469,22 +469,10 @@ async fn run_subtask(
                     if let Some(st) = t.subtask_mut(subtask_id) {
                         st.status = SubtaskStatus::Completed;
                         st.result = Some(summary);
-                        for partial in partial_results {
-                            if !st.partial_results.contains(&partial) {
-                                st.partial_results.push(partial);
-                            }
-                        }
-                        for file in &files {
-                            if !st.files.contains(file) {
-                                st.files.push(file.clone());
-                            }
-                        }
+                        add_new(&mut st.partial_results, partial_results);
+                        add_new(&mut st.files, files.clone());
                     }
-                    for file in files {
-                        if !t.files_written.contains(&file) {
-                            t.files_written.push(file);
-                        }
-                    }
+                    add_new(&mut t.files_written, files);
                     refresh_status(t);
                 });
                 if errored {
@@ -514,16 +502,8 @@ async fn run_subtask(
                     if let Some(st) = t.subtask_mut(subtask_id) {
                         // What earlier attempts achieved stays: a later attempt that
                         // finds the work already done reports nothing new.
-                        for partial in partial_results {
-                            if !st.partial_results.contains(&partial) {
-                                st.partial_results.push(partial);
-                            }
-                        }
-                        for file in &files {
-                            if !st.files.contains(file) {
-                                st.files.push(file.clone());
-                            }
-                        }
+                        add_new(&mut st.partial_results, partial_results);
+                        add_new(&mut st.files, files);
                     }
                     t.errors.push(TaskError {
                         subtask_id: Some(subtask_id),
@@ -1134,6 +1114,15 @@ fn refresh_status(task: &mut TaskRecord) {
     } else {
         TaskStatus::Running
     };
+}
+
+/// Appends the items of `new` that `list` does not hold yet, keeping order.
+fn add_new(list: &mut Vec<String>, new: Vec<String>) {
+    for item in new {
+        if !list.contains(&item) {
+            list.push(item);
+        }
+    }
 }
 
 /// Tells the supervising top agent how the task ended; it keeps the final report.

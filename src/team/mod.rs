@@ -312,13 +312,6 @@ pub async fn write_error_report(
     Ok((markdown, path))
 }
 
-/// Whether the agent's whiteboard already has content (restored after a restart, or
-/// inherited by a replacement), which its initialisation must keep.
-pub(crate) fn has_history(ctx: &crate::runtime::AgentContext) -> bool {
-    ctx.read_board(crate::runtime::WhiteboardId::Agent(ctx.id()))
-        .is_ok_and(|board| board.version > 0)
-}
-
 pub(crate) fn first_line(text: &str) -> &str {
     let line = text.lines().next().unwrap_or("").trim();
     match line.char_indices().nth(80) {

@@ -34,20 +34,17 @@ impl AgentBehavior for TopBehavior {
     }
 
     async fn initialize(&mut self, ctx: &AgentContext) -> Result<(), AgentError> {
-        if super::has_history(ctx) {
-            return Ok(());
-        }
-        let config = ctx.handle.config();
-        let power = config
+        let extra = ctx
+            .handle
+            .config()
             .power
-            .map(|p| format!("{:?}, vote weight {}", p.power_type, p.vote_weight))
+            .map(|p| format!("{:?}, vote weight {}\n", p.power_type, p.vote_weight))
             .unwrap_or_default();
-        ctx.write_own_board(&format!("# {}\n\n{}\n{power}\n", config.name, config.role))
+        ctx.write_intro_board(&extra)
             .map_err(|e| AgentError::Behavior {
                 agent: ctx.id(),
                 message: e.to_string(),
-            })?;
-        Ok(())
+            })
     }
 
     async fn handle(
