@@ -320,6 +320,7 @@ impl TaskView {
                     new.attempts,
                     plural(new.attempts)
                 ),
+                SubtaskStatus::Failed if new.attempts == 0 => "failed before it started".into(),
                 SubtaskStatus::Failed => format!(
                     "failed ({who}, {} attempt{})",
                     new.attempts,

@@ -134,7 +134,7 @@ pub fn agents(finished: &mut Finished, style: Style) -> String {
             plural(total as u64)
         );
         for proposal in escalations {
-            let _ = write!(what, "; settled an escalation: {}", clip(&proposal, 90));
+            let _ = write!(what, "; on an escalation, proposed {}", clip(&proposal, 90));
         }
         rows.push((finished.names.of(mid), what));
     }
