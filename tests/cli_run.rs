@@ -272,3 +272,19 @@ fn a_missing_workspace_exits_2() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("is not a directory"));
 }
+
+#[test]
+fn a_plan_the_model_cannot_make_fails_the_task_with_exit_1_and_a_report() {
+    let ws = workspace(json!([ { "text": "I would rather not plan today.", "repeat": true } ]));
+    let output = conclave(ws.path(), &["Write the files", "--approve", "deny"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("task: invalid_structured_output (medium)"),
+        "{err}"
+    );
+    let reports = error_reports(ws.path());
+    assert_eq!(reports.len(), 1, "{err}");
+    let report = std::fs::read_to_string(&reports[0]).unwrap();
+    assert!(report.contains("**Phase**: plan"), "{report}");
+}

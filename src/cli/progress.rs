@@ -313,7 +313,7 @@ impl TaskView {
             let who = new
                 .assignee
                 .map(|a| names.of(a))
-                .unwrap_or_else(|| "no agent".into());
+                .unwrap_or_else(|| "unassigned".into());
             let text = match new.status {
                 SubtaskStatus::Completed => format!(
                     "completed by {who} ({} attempt{})",
@@ -336,6 +336,7 @@ impl TaskView {
                         new.attempts
                     )
                 }
+                status if new.assignee.is_none() => subtask_status(status).to_string(),
                 status => format!("{} ({who})", subtask_status(status)),
             };
             notes.push(Note::status(format!("[{}/{total}] {text}", index + 1)));

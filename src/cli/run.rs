@@ -66,7 +66,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
              subtasks that depend on them run anyway (the exit code is still 1 if anything fails)"
         );
     }
-    let store = open_store(&workspace)?;
+    let store = match open_store(&workspace) {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("conclave: {e:#}");
+            return Ok(ExitCode::from(CANNOT_RUN));
+        }
+    };
     let engine = match start(&workspace, config, &store, "run", None).await {
         Ok(engine) => engine,
         Err(code) => return Ok(code),

@@ -107,7 +107,9 @@ impl Session {
             .unwrap_or_default();
         let mut view = TaskView::new(task, title);
         let mut automatic = Automatic::new(policy);
-        let mut terminal = (policy == ApprovePolicy::Ask).then(Terminal::start);
+        // Started at the first question: a process reading its terminal in the background
+        // would be stopped by the shell (SIGTTIN) before anything needs asking.
+        let mut terminal: Option<Terminal> = None;
         let mut queue: VecDeque<Arc<ApprovalRequest>> = engine
             .approvals()
             .into_iter()
@@ -134,6 +136,9 @@ impl Session {
                     .all(|a| a.approval_id != request.approval_id)
                 {
                     continue; // answered or withdrawn meanwhile
+                }
+                if policy == ApprovePolicy::Ask && terminal.is_none() {
+                    terminal = Some(Terminal::start());
                 }
                 match terminal.take() {
                     Some(term) if !term.is_closed() => {

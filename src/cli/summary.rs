@@ -48,15 +48,33 @@ pub fn render(finished: &mut Finished, style: Style) -> String {
             .iter()
             .rev()
             .find(|e| e.subtask_id == Some(s.subtask_id));
-        let why = error
-            .map(|e| format!("{} ({}): {}", e.kind, e.severity, clip(&e.message, 100)))
-            .unwrap_or_else(|| subtask_status(s.status).to_string());
+        let why = match error {
+            Some(e) if s.status == SubtaskStatus::Failed => {
+                format!("{} ({}): {}", e.kind, e.severity, clip(&e.message, 100))
+            }
+            _ => subtask_status(s.status).to_string(),
+        };
         let _ = writeln!(
             out,
             "    {} {}. {} — {why}",
             style.red("✗"),
             i + 1,
             clip(&s.description, 60)
+        );
+    }
+    for e in finished
+        .detail
+        .errors
+        .iter()
+        .filter(|e| e.subtask_id.is_none())
+    {
+        let _ = writeln!(
+            out,
+            "    {} task: {} ({}): {}",
+            style.red("✗"),
+            e.kind,
+            e.severity,
+            clip(&e.message, 120)
         );
     }
     let files = &finished.detail.files_written;
