@@ -36,6 +36,16 @@ fn the_demo_recovers_by_retry_takeover_and_escalation_and_writes_its_files() {
         err.contains("plan approved by the top layer (signed by top-"),
         "{err}"
     );
+    // The first two subtasks run in parallel, on two different agents.
+    let first_agent = |prefix: &str| {
+        err.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|rest| rest.split(':').next())
+            .map(str::to_string)
+    };
+    let one = first_agent("[1/4] running on ");
+    let two = first_agent("[2/4] running on ");
+    assert!(one.is_some() && two.is_some() && one != two, "{err}");
     assert!(err.contains("recovery [1/4] retry: "), "{err}");
     assert!(err.contains("recovery [2/4] peer takeover: "), "{err}");
     assert!(
