@@ -32,11 +32,24 @@ enum Command {
     Log(cli::log::LogArgs),
     /// Compact the audit log: fold the events of old finished tasks into summaries.
     Gc(cli::gc::GcArgs),
+    /// Run one task with the team, without an editor: progress on stderr, the result on
+    /// stdout, ERROR_REPORT.md when anything failed. Exit code 0 only when every subtask
+    /// completed; 1 when any failed; 2 when the task could not run (no model configured).
+    Run(cli::run::RunArgs),
+    /// Watch the whole team work a built-in scenario on a scripted model (no API key):
+    /// a plan signed by the top layer, files written, and failures recovered by a retry,
+    /// a peer takeover and an escalation.
+    Demo(cli::demo::DemoArgs),
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    if let Err(e) = cli::logging::init(args.log_file.as_deref()) {
+    // Commands that draw progress on stderr keep the log to warnings unless RUST_LOG says.
+    let level = match args.command {
+        Command::Run(_) | Command::Demo(_) => "warn",
+        Command::Team(_) | Command::Log(_) | Command::Gc(_) => "info",
+    };
+    if let Err(e) = cli::logging::init(args.log_file.as_deref(), level) {
         eprintln!("conclave: {e}");
         return ExitCode::from(2);
     }
@@ -55,6 +68,8 @@ fn main() -> ExitCode {
             Command::Team(team) => cli::team::run(team).await,
             Command::Log(log) => cli::log::run(log).await,
             Command::Gc(gc) => cli::gc::run(gc).await,
+            Command::Run(run) => cli::run::run(run).await,
+            Command::Demo(demo) => cli::demo::run(demo).await,
         }
     });
     match result {

@@ -1,5 +1,6 @@
 //! Logging: tracing to stderr (stdout belongs to the protocol), optionally also to a
-//! file, with the level from `RUST_LOG` (default `info`).
+//! file, with the level from `RUST_LOG` (default `default_level`: `info`, or `warn` for
+//! commands that draw their own progress on stderr).
 
 use std::fs::OpenOptions;
 use std::path::Path;
@@ -9,8 +10,9 @@ use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
-pub fn init(log_file: Option<&Path>) -> anyhow::Result<()> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+pub fn init(log_file: Option<&Path>, default_level: &str) -> anyhow::Result<()> {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false);

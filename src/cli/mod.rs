@@ -1,8 +1,14 @@
 //! The command line front-end: one module per subcommand.
 
+pub mod approve;
+pub mod demo;
 pub mod gc;
 pub mod log;
 pub mod logging;
+pub mod progress;
+pub mod run;
+pub mod session;
+pub mod summary;
 pub mod team;
 
 /// The store of an existing workspace, refusing (without creating anything) when there

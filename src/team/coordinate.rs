@@ -834,6 +834,19 @@ fn context_for(s: &Services, task_id: TaskId) -> String {
 /// busy of its subordinates.
 fn pick_bottom(ctx: &AgentContext, s: &Services, exclude: &[AgentId]) -> Option<AgentId> {
     let mine: Vec<AgentId> = ctx.handle.config().subordinates;
+    // Subtasks handed out but not finished, per agent: an agent given one a moment ago
+    // still reads as idle until its mailbox loop picks the assignment up.
+    let mut assigned: std::collections::HashMap<AgentId, usize> = Default::default();
+    for task in s.tasks.records() {
+        for st in &task.subtasks {
+            if let Some(agent) = st.assignee
+                && !st.status.is_finished()
+                && st.status != SubtaskStatus::Pending
+            {
+                *assigned.entry(agent).or_default() += 1;
+            }
+        }
+    }
     let mut candidates: Vec<_> = s
         .runtime
         .pool
@@ -848,8 +861,10 @@ fn pick_bottom(ctx: &AgentContext, s: &Services, exclude: &[AgentId]) -> Option<
         })
         .collect();
     candidates.sort_by_key(|a| {
+        let load = assigned.get(&a.id()).copied().unwrap_or(0);
         (
-            a.status() != AgentStatus::Idle,
+            a.status() != AgentStatus::Idle || load > 0,
+            load,
             !mine.contains(&a.id()),
             a.current_task().is_some(),
             a.name(),

@@ -1,0 +1,166 @@
+//! `conclave run "<task>"`: the team at work without an editor.
+//!
+//! Configuration comes from the workspace's `conclave.toml`, the audit log goes to the
+//! workspace's store, progress and the final summary go to stderr, and the task's result
+//! goes to stdout. When anything failed, ERROR_REPORT.md is written into the session
+//! directory. Exit codes: 0 when every subtask completed, 1 when any did not, 2 when the
+//! task could not be run at all (no model configured, unreadable configuration), 130
+//! when interrupted.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use conclave::config::Config;
+use conclave::engine::{Engine, EngineError, EngineSetup};
+use conclave::store::Store;
+
+use super::approve::ApprovePolicy;
+use super::session::{Finished, Session, open_store};
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// What the team should do.
+    task: String,
+    /// The workspace (its `conclave.toml` is read; the store goes to `.conclave/`).
+    #[arg(long, default_value = ".")]
+    workspace: PathBuf,
+    /// Keep going past failed subtasks (sets `recovery.continueOnError`): subtasks whose
+    /// dependencies failed still run. The exit code is still 1 if anything failed.
+    #[arg(long)]
+    continue_on_error: bool,
+    /// How approvals (escalations, risky changes, commands) are answered.
+    #[arg(long, value_enum, default_value_t = ApprovePolicy::Ask)]
+    approve: ApprovePolicy,
+}
+
+/// Exit code when the task could not be run at all.
+pub const CANNOT_RUN: u8 = 2;
+/// Exit code after Ctrl-C.
+pub const INTERRUPTED: u8 = 130;
+
+pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let workspace = match args.workspace.canonicalize() {
+        Ok(path) if path.is_dir() => path,
+        _ => {
+            eprintln!(
+                "conclave: the workspace {} is not a directory",
+                args.workspace.display()
+            );
+            return Ok(ExitCode::from(CANNOT_RUN));
+        }
+    };
+    let mut config = match Config::load(&workspace, None) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("conclave: {e}");
+            return Ok(ExitCode::from(CANNOT_RUN));
+        }
+    };
+    if args.continue_on_error {
+        config.recovery.continue_on_error = true;
+        eprintln!(
+            "conclave: warning: --continue-on-error: failed subtasks will not stop the run; \
+             subtasks that depend on them run anyway (the exit code is still 1 if anything fails)"
+        );
+    }
+    let store = match open_store(&workspace) {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("conclave: {e:#}");
+            return Ok(ExitCode::from(CANNOT_RUN));
+        }
+    };
+    let engine = match start(&workspace, config, &store, "run", None).await {
+        Ok(engine) => engine,
+        Err(code) => return Ok(code),
+    };
+    let live = std::io::stderr().is_terminal();
+    let session = Session::new(engine.clone(), store.clone(), args.approve, live);
+    let finished = match session.run(&args.task).await {
+        Ok(finished) => finished,
+        Err(e) => {
+            engine.shutdown().await;
+            return Ok(report_engine_error(&e));
+        }
+    };
+    let code = conclude(&engine, finished, live, false).await;
+    engine.shutdown().await;
+    Ok(code)
+}
+
+/// Starts the engine; a problem is reported on stderr and becomes the exit code.
+pub async fn start(
+    workspace: &Path,
+    config: Config,
+    store: &Store,
+    mode: &str,
+    model: Option<Arc<dyn conclave::model::ModelProvider>>,
+) -> Result<Arc<Engine>, ExitCode> {
+    let mut setup = EngineSetup::new(workspace, config);
+    setup.store = Some(store.clone());
+    setup.mode = mode.to_string();
+    setup.model = model;
+    Engine::start(setup)
+        .await
+        .map_err(|e| report_engine_error(&e))
+}
+
+/// Says what went wrong; no model (or any other reason the task cannot start) is 2.
+pub fn report_engine_error(error: &EngineError) -> ExitCode {
+    match error {
+        EngineError::LlmNotConfigured(message) => {
+            eprintln!(
+                "conclave: no model is configured: {message}.\n\
+                 Configure one in conclave.toml in the workspace, for example:\n\n\
+                 [llm]\n\
+                 provider = \"anthropic\"   # with ANTHROPIC_API_KEY in the environment\n\n\
+                 or try the whole team without a key: conclave demo"
+            );
+            ExitCode::from(CANNOT_RUN)
+        }
+        other => {
+            eprintln!("conclave: {other}");
+            ExitCode::from(CANNOT_RUN)
+        }
+    }
+}
+
+/// Prints the summary (and writes ERROR_REPORT.md when anything failed); the exit code.
+pub async fn conclude(
+    engine: &Engine,
+    mut finished: Finished,
+    live: bool,
+    with_agents: bool,
+) -> ExitCode {
+    let style = super::progress::Style::new(live && std::env::var_os("NO_COLOR").is_none());
+    let mut text = String::new();
+    if with_agents || !finished.steps.is_empty() {
+        text.push_str(&super::summary::agents(&mut finished, style));
+    }
+    text.push_str(&super::summary::steps(&finished, style));
+    text.push_str(&super::summary::render(&mut finished, style));
+    eprint!("{text}");
+    if let Some(result) = &finished.detail.result {
+        println!("{result}");
+    }
+    let ok = finished.all_completed();
+    if !ok {
+        match engine
+            .error_report(Some(&finished.detail.summary.task_id.to_string()))
+            .await
+        {
+            Ok(report) => eprintln!("  Error report: {}", report.path.display()),
+            Err(e) => eprintln!("  Error report not written: {e}"),
+        }
+    }
+    if finished.interrupted {
+        ExitCode::from(INTERRUPTED)
+    } else if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,290 @@
+//! `conclave run` as a user runs it: the real binary, a temporary workspace with a
+//! `conclave.toml` pointing the scripted provider at a script, and the exit code, the
+//! files, stderr and ERROR_REPORT.md checked afterwards.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+/// Small delays everywhere, so a run that climbs the whole ladder takes well under a second.
+const CONFIG: &str = r#"
+heartbeatMs = 500
+
+[llm]
+provider = "scripted"
+script = "script.json"
+
+[governance]
+review = "rules"
+
+[recovery.call]
+maxAttempts = 1
+
+[recovery.severity.low]
+baseDelayMs = 5
+
+[recovery.severity.medium]
+baseDelayMs = 5
+
+[recovery.severity.high]
+baseDelayMs = 5
+
+[recovery.breaker]
+minCalls = 100
+"#;
+
+fn workspace(steps: Value) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("conclave.toml"), CONFIG).expect("config");
+    std::fs::write(
+        dir.path().join("script.json"),
+        serde_json::to_string_pretty(&json!({ "name": "test", "steps": steps })).expect("json"),
+    )
+    .expect("script");
+    dir
+}
+
+fn conclave(workspace: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_conclave"))
+        .arg("run")
+        .args(args)
+        .arg("--workspace")
+        .arg(workspace)
+        .env_remove("RUST_LOG")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("conclave runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn plan(subtasks: Value) -> Value {
+    json!({ "match": "Plan this task for", "text": json!({ "subtasks": subtasks }).to_string() })
+}
+
+/// The two steps of a subtask that writes `path`: the write, then the summary.
+fn writes(key: &str, path: &str, content: &str) -> Vec<Value> {
+    vec![
+        json!({ "match": key, "toolCalls": [ { "name": "file_write", "arguments": { "path": path, "content": content } } ] }),
+        json!({ "match": format!("created {path}"), "text": format!("{path} is written.") }),
+    ]
+}
+
+/// Every ERROR_REPORT.md under the workspace's session directories.
+fn error_reports(workspace: &Path) -> Vec<PathBuf> {
+    let sessions = workspace.join(".conclave").join("sessions");
+    let Ok(entries) = std::fs::read_dir(sessions) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("ERROR_REPORT.md"))
+        .filter(|p| p.is_file())
+        .collect()
+}
+
+/// A plan of two subtasks where the first fails for every agent, for ever, and the second
+/// depends on it. The supervisor pauses, so the failure reaches the person (`--approve`).
+fn failing_workspace() -> tempfile::TempDir {
+    let mut steps = vec![
+        plan(json!([
+            { "description": "Write broken.txt from the spec" },
+            { "description": "Write after.txt once broken.txt exists", "dependsOn": [0] },
+        ])),
+        json!({ "match": "keeps failing a subtask", "text": "{\"action\": \"pause\", \"reason\": \"a person should look\"}", "repeat": true }),
+    ];
+    steps.extend(writes("Write after.txt", "after.txt", "after\n"));
+    steps.push(json!({
+        "match": "Write broken.txt",
+        "error": { "kind": "http", "status": 400, "body": "the spec is unreadable" },
+        "repeat": true
+    }));
+    workspace(Value::Array(steps))
+}
+
+#[test]
+fn a_task_whose_subtasks_all_complete_exits_0_without_an_error_report() {
+    let mut steps = vec![plan(json!([
+        { "description": "Write alpha.txt with a greeting" },
+        { "description": "Write beta.txt with a farewell" },
+    ]))];
+    steps.extend(writes("Write alpha.txt", "alpha.txt", "hello\n"));
+    steps.extend(writes("Write beta.txt", "beta.txt", "goodbye\n"));
+    let ws = workspace(Value::Array(steps));
+
+    let output = conclave(ws.path(), &["Write two files", "--approve", "deny"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("alpha.txt")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("beta.txt")).unwrap(),
+        "goodbye\n"
+    );
+    assert!(error_reports(ws.path()).is_empty(), "{err}");
+    assert!(
+        err.contains("Subtasks: 2 completed, 0 failed (of 2)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("alpha.txt") && err.contains("beta.txt"),
+        "{err}"
+    );
+    assert!(err.contains("plan approved by the top layer"), "{err}");
+    assert!(!err.contains("Error report"), "{err}");
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(out.contains("2 of 2 subtasks completed"), "{out}");
+}
+
+#[test]
+fn a_subtask_that_keeps_failing_with_approve_deny_exits_1_with_an_error_report() {
+    let ws = failing_workspace();
+    let output = conclave(ws.path(), &["Write the files", "--approve", "deny"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+
+    // The ladder was climbed, visibly, before the person (deny) aborted the subtask.
+    assert!(err.contains("recovery [1/2] retry"), "{err}");
+    assert!(err.contains("peer takeover"), "{err}");
+    assert!(err.contains("escalation to the supervisor"), "{err}");
+    assert!(err.contains("abort (--approve deny)"), "{err}");
+    // Its dependant did not run.
+    assert!(!ws.path().join("after.txt").exists());
+    assert!(
+        err.contains("Subtasks: 0 completed, 2 failed (of 2)"),
+        "{err}"
+    );
+
+    let reports = error_reports(ws.path());
+    assert_eq!(reports.len(), 1, "{err}");
+    assert!(
+        err.contains(&format!("Error report: {}", reports[0].display())),
+        "{err}"
+    );
+    let report = std::fs::read_to_string(&reports[0]).unwrap();
+    assert!(report.contains("**Mode**: run"), "{report}");
+    assert!(report.contains("**Continue on Error**: false"), "{report}");
+    assert!(
+        report.contains(": Write broken.txt from the spec"),
+        "{report}"
+    );
+    assert!(
+        report.contains("**Error Type**: http_status (high)"),
+        "{report}"
+    );
+    assert!(report.contains("the spec is unreadable"), "{report}");
+    assert!(
+        report.contains("**Error Type**: dependency_failed"),
+        "{report}"
+    );
+    assert!(report.contains("## Recovery"), "{report}");
+    assert!(report.contains("| Peer Takeovers | 1 |"), "{report}");
+    assert!(report.contains("| Escalations | 1 |"), "{report}");
+}
+
+#[test]
+fn continue_on_error_runs_dependants_warns_and_is_recorded_in_the_report() {
+    let ws = failing_workspace();
+    let output = conclave(
+        ws.path(),
+        &[
+            "Write the files",
+            "--approve",
+            "deny",
+            "--continue-on-error",
+        ],
+    );
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(err.contains("warning: --continue-on-error"), "{err}");
+    // The dependant ran despite the failure.
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("after.txt")).unwrap(),
+        "after\n"
+    );
+    assert!(
+        err.contains("Subtasks: 1 completed, 1 failed (of 2)"),
+        "{err}"
+    );
+    let reports = error_reports(ws.path());
+    assert_eq!(reports.len(), 1, "{err}");
+    let report = std::fs::read_to_string(&reports[0]).unwrap();
+    assert!(report.contains("**Continue on Error**: true"), "{report}");
+    assert!(
+        report.contains(": Write broken.txt from the spec"),
+        "{report}"
+    );
+}
+
+#[test]
+fn approve_ask_with_a_closed_stdin_aborts_and_says_so() {
+    let ws = failing_workspace();
+    let output = conclave(ws.path(), &["Write the files", "--approve", "ask"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(err.contains("Approval needed: escalation"), "{err}");
+    assert!(err.contains("stdin is closed"), "{err}");
+    assert!(err.contains("abort — no answer (stdin is closed)"), "{err}");
+    assert_eq!(error_reports(ws.path()).len(), 1, "{err}");
+}
+
+#[test]
+fn approve_auto_retries_an_escalation_once_then_aborts() {
+    let ws = failing_workspace();
+    let output = conclave(ws.path(), &["Write the files", "--approve", "auto"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.matches("retry (--approve auto retries an escalated subtask once)")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        err.contains("abort (--approve auto already retried this subtask once)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn without_a_model_run_exits_2_and_says_how_to_configure_one() {
+    let ws = tempfile::tempdir().unwrap();
+    let output = conclave(ws.path(), &["Write anything"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("no model is configured"), "{err}");
+    assert!(err.contains("llm.provider"), "{err}");
+    assert!(err.contains("ANTHROPIC_API_KEY"), "{err}");
+    assert!(err.contains("conclave demo"), "{err}");
+    assert!(error_reports(ws.path()).is_empty());
+}
+
+#[test]
+fn a_missing_workspace_exits_2() {
+    let ws = tempfile::tempdir().unwrap();
+    let output = conclave(&ws.path().join("nope"), &["Write anything"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("is not a directory"));
+}
+
+#[test]
+fn a_plan_the_model_cannot_make_fails_the_task_with_exit_1_and_a_report() {
+    let ws = workspace(json!([ { "text": "I would rather not plan today.", "repeat": true } ]));
+    let output = conclave(ws.path(), &["Write the files", "--approve", "deny"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("task: invalid_structured_output (medium)"),
+        "{err}"
+    );
+    let reports = error_reports(ws.path());
+    assert_eq!(reports.len(), 1, "{err}");
+    let report = std::fs::read_to_string(&reports[0]).unwrap();
+    assert!(report.contains("**Phase**: plan"), "{report}");
+}
