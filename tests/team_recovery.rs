@@ -120,6 +120,11 @@ async fn with_no_idle_peer_a_persistent_failure_goes_to_the_supervisor_who_modif
         ]
     );
     assert!(steps[2].2.contains("proposed modify"), "{}", steps[2].2);
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(
+        detail.summary.subtasks[0].description, "Create b.txt with plain text",
+        "the task shows the rewritten subtask"
+    );
     // The escalation travelled as an issue_escalation message from the bottom agent to its mid.
     let messages = team.store.messages(Some(task.to_string())).await.unwrap();
     let escalation = messages

@@ -418,6 +418,7 @@ async fn run_subtask(
             }) => {
                 if let Some(modified) = modified_description.filter(|m| !m.trim().is_empty()) {
                     description = modified;
+                    record_description(s, task_id, subtask_id, &description);
                 }
             }
             _ => {
@@ -662,6 +663,7 @@ async fn run_subtask(
                         .filter(|m| !m.trim().is_empty())
                     {
                         description = modified;
+                        record_description(s, task_id, subtask_id, &description);
                         ladder.reset();
                         continue;
                     }
@@ -725,6 +727,7 @@ async fn run_subtask(
             }) => {
                 if let Some(modified) = modified_description.filter(|m| !m.trim().is_empty()) {
                     description = modified;
+                    record_description(s, task_id, subtask_id, &description);
                 }
                 ladder.reset();
             }
@@ -1129,6 +1132,16 @@ fn refresh_status(task: &mut TaskRecord) {
     } else {
         TaskStatus::Running
     };
+}
+
+/// A subtask rewritten by its supervisor or a person shows its new description
+/// everywhere (editor, reports), since that is what the agents now work on.
+fn record_description(s: &Services, task_id: TaskId, subtask_id: SubtaskId, description: &str) {
+    s.tasks.update(task_id, |t| {
+        if let Some(st) = t.subtask_mut(subtask_id) {
+            st.description = description.to_string();
+        }
+    });
 }
 
 /// Appends the items of `new` that `list` does not hold yet, keeping order.
