@@ -83,12 +83,38 @@ impl Session {
         }
     }
 
-    /// Submits `description` and drives the task to its end.
+    /// Submits `description` and drives the task to its end. When the workspace already
+    /// has this very task unfinished (a run that was killed), the resumed task is driven
+    /// instead of a duplicate being submitted.
     pub async fn run(self, description: &str) -> Result<Finished, conclave::engine::EngineError> {
-        let task = self.engine.submit(SubmitTask {
-            description: description.to_string(),
-            ..SubmitTask::default()
-        })?;
+        let resumed = self
+            .engine
+            .tasks()
+            .into_iter()
+            .filter(|t| !t.status.is_finished())
+            .find(|t| {
+                self.engine
+                    .task(&t.task_id.to_string())
+                    .is_ok_and(|d| d.description == description)
+            });
+        let task = match resumed {
+            Some(task) => {
+                eprintln!(
+                    "Resuming task {} from its last checkpoint ({} of {} subtasks done).",
+                    task.task_id,
+                    task.subtasks
+                        .iter()
+                        .filter(|s| s.status == conclave::runtime::SubtaskStatus::Completed)
+                        .count(),
+                    task.subtasks.len()
+                );
+                task.task_id
+            }
+            None => self.engine.submit(SubmitTask {
+                description: description.to_string(),
+                ..SubmitTask::default()
+            })?,
+        };
         self.drive(task).await
     }
 

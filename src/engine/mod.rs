@@ -185,6 +185,16 @@ impl Engine {
                 Err(e) => tracing::warn!("the store could not be compacted: {e}"),
             }
         }
+        let root = services.workspace.clone();
+        match tokio::task::spawn_blocking(move || {
+            crate::tools::writer::sweep_stale_temp_files(&root)
+        })
+        .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::info!("removed {n} temp file(s) left by an interrupted write"),
+            Err(e) => tracing::warn!("the workspace could not be swept for stale temp files: {e}"),
+        }
         let saved = match &store {
             Some(store) => resume::load(store, &config.team)
                 .await

@@ -163,6 +163,28 @@ impl WorkspaceWriter for DiskWriter {
     }
 }
 
+/// The name prefix of the writer's temp files.
+pub const TEMP_PREFIX: &str = ".conclave-write-";
+
+/// Removes temp files a killed process left behind mid-write (the files they were for
+/// are untouched: the rename never happened). Skips what .gitignore ignores. Returns how
+/// many were removed.
+pub fn sweep_stale_temp_files(root: &Path) -> usize {
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .filter_entry(|entry| entry.file_name() != ".git" && entry.file_name() != ".conclave")
+        .build();
+    let mut removed = 0;
+    for entry in walker.flatten() {
+        let stale = entry.file_type().is_some_and(|t| t.is_file())
+            && entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX);
+        if stale && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// Writes `content` to `path` through a temp file in the same directory and a rename.
 fn write_atomically(path: &Path, content: &str) -> io::Result<WriteStatus> {
     let existing = match std::fs::symlink_metadata(path) {
@@ -191,7 +213,7 @@ fn write_atomically(path: &Path, content: &str) -> io::Result<WriteStatus> {
     std::fs::create_dir_all(parent)?;
 
     let mut temp = tempfile::Builder::new()
-        .prefix(".conclave-write-")
+        .prefix(TEMP_PREFIX)
         .tempfile_in(parent)?;
     temp.write_all(content.as_bytes())?;
     // Keep an existing file's mode; new files get the usual 0644 instead of the temp
@@ -213,6 +235,18 @@ fn write_atomically(path: &Path, content: &str) -> io::Result<WriteStatus> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stale_temp_files_are_swept_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/.conclave-write-abc123"), "half").unwrap();
+        std::fs::write(dir.path().join("src/lib.rs"), "whole").unwrap();
+        std::fs::write(dir.path().join(".conclave-write-x"), "half").unwrap();
+        assert_eq!(sweep_stale_temp_files(dir.path()), 2);
+        assert!(dir.path().join("src/lib.rs").exists());
+        assert!(!dir.path().join("src/.conclave-write-abc123").exists());
+    }
 
     #[test]
     fn fnv1a_matches_the_reference_vectors() {
