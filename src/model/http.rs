@@ -370,6 +370,73 @@ pub fn parse_tool_arguments(raw: &str) -> serde_json::Value {
     }
 }
 
+/// How a provider reads an answer, streamed (SSE) or whole: what
+/// [`send_and_read`] needs from it.
+pub trait AnswerReader {
+    /// Whether the request asked for a stream (servers that ignore it send JSON).
+    fn stream_requested(&self) -> bool;
+
+    /// Reads a streamed answer, forwarding text deltas.
+    fn read_stream<S, E>(
+        &self,
+        bytes: S,
+        on_delta: super::DeltaSink<'_>,
+        map_err: impl Fn(E) -> ModelError,
+    ) -> impl std::future::Future<Output = Result<super::ModelResponse, ModelError>>
+    where
+        S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Unpin;
+
+    /// Reads a whole JSON answer.
+    fn parse_body(&self, body: &[u8]) -> Result<super::ModelResponse, ModelError>;
+}
+
+/// Sends one request and reads its answer the way the server chose to give it: an error
+/// status becomes a typed error (with the key redacted), an event stream is read as it
+/// arrives, and a whole body is parsed — even an SSE body a server sent without the
+/// event-stream content type.
+pub async fn send_and_read<R: AnswerReader>(
+    reader: &R,
+    provider: &str,
+    request: reqwest::RequestBuilder,
+    timeout: Option<Duration>,
+    secret: Option<&ApiKey>,
+    on_delta: super::DeltaSink<'_>,
+) -> Result<super::ModelResponse, ModelError> {
+    let request = match timeout {
+        Some(timeout) => request.timeout(timeout),
+        None => request,
+    };
+    let response = request
+        .send()
+        .await
+        .map_err(|e| from_reqwest(provider, &e, timeout))?;
+    if !response.status().is_success() {
+        return Err(error_from_response(provider, response, secret).await);
+    }
+    if is_event_stream(response.headers()) {
+        return reader
+            .read_stream(Box::pin(response.bytes_stream()), on_delta, |e| {
+                from_reqwest(provider, &e, timeout)
+            })
+            .await;
+    }
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| from_reqwest(provider, &e, timeout))?;
+    if reader.stream_requested() && looks_like_event_stream(&body) {
+        let chunk = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(body)]);
+        return reader
+            .read_stream(chunk, on_delta, |never| match never {})
+            .await;
+    }
+    let answer = reader.parse_body(&body)?;
+    if !answer.text.is_empty() {
+        on_delta(&answer.text);
+    }
+    Ok(answer)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

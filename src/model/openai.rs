@@ -240,41 +240,37 @@ impl ModelProvider for OpenAiProvider {
         if let Some(key) = &self.config.api_key {
             builder = builder.bearer_auth(key.expose());
         }
-        if let Some(timeout) = self.config.timeout {
-            builder = builder.timeout(timeout);
-        }
-        let timeout = self.config.timeout;
-        let response = builder
-            .send()
-            .await
-            .map_err(|e| http::from_reqwest(name, &e, timeout))?;
-        if !response.status().is_success() {
-            return Err(
-                http::error_from_response(name, response, self.config.api_key.as_ref()).await,
-            );
-        }
-        if http::is_event_stream(response.headers()) {
-            self.read_stream(Box::pin(response.bytes_stream()), on_delta, |e| {
-                http::from_reqwest(name, &e, timeout)
-            })
-            .await
-        } else {
-            let body = response
-                .bytes()
-                .await
-                .map_err(|e| http::from_reqwest(name, &e, timeout))?;
-            if self.config.stream && http::looks_like_event_stream(&body) {
-                let chunk = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(body)]);
-                return self
-                    .read_stream(chunk, on_delta, |never| match never {})
-                    .await;
-            }
-            let answer = self.parse_body(&body)?;
-            if !answer.text.is_empty() {
-                on_delta(&answer.text);
-            }
-            Ok(answer)
-        }
+        http::send_and_read(
+            self,
+            name,
+            builder,
+            self.config.timeout,
+            self.config.api_key.as_ref(),
+            on_delta,
+        )
+        .await
+    }
+}
+
+impl http::AnswerReader for OpenAiProvider {
+    fn stream_requested(&self) -> bool {
+        self.config.stream
+    }
+
+    async fn read_stream<S, E>(
+        &self,
+        bytes: S,
+        on_delta: DeltaSink<'_>,
+        map_err: impl Fn(E) -> ModelError,
+    ) -> Result<ModelResponse, ModelError>
+    where
+        S: Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+    {
+        OpenAiProvider::read_stream(self, bytes, on_delta, map_err).await
+    }
+
+    fn parse_body(&self, body: &[u8]) -> Result<ModelResponse, ModelError> {
+        OpenAiProvider::parse_body(self, body)
     }
 }
 
