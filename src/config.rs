@@ -24,6 +24,7 @@ pub struct Config {
     pub verify: VerifyConfig,
     pub governance: GovernanceConfig,
     pub store: StoreConfig,
+    pub editor: EditorConfig,
 }
 
 impl Default for Config {
@@ -39,6 +40,7 @@ impl Default for Config {
             verify: VerifyConfig::default(),
             governance: GovernanceConfig::default(),
             store: StoreConfig::default(),
+            editor: EditorConfig::default(),
         }
     }
 }
@@ -351,6 +353,28 @@ impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
             compact_after_days: 30,
+        }
+    }
+}
+
+/// How long `conclave serve` waits for the editor's answers (an addition to PROTOCOL.md,
+/// see docs/protocol.md). Whatever happens when a wait runs out loses nothing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EditorConfig {
+    /// An unanswered `conclave/requestApproval` (or `window/showMessageRequest`) is given
+    /// up on after this long; the approval stays pending and listed.
+    pub approval_timeout_ms: u64,
+    /// An unanswered `workspace/applyEdit` is given up on after this long; the server
+    /// then writes the file to disk itself.
+    pub apply_edit_timeout_ms: u64,
+}
+
+impl Default for EditorConfig {
+    fn default() -> Self {
+        EditorConfig {
+            approval_timeout_ms: 600_000,
+            apply_edit_timeout_ms: 10_000,
         }
     }
 }

@@ -7,6 +7,7 @@
 pub mod config;
 pub mod engine;
 pub mod executor;
+pub mod lsp;
 pub mod model;
 pub mod recovery;
 pub mod runtime;

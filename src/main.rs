@@ -36,6 +36,9 @@ enum Command {
     /// stdout, ERROR_REPORT.md when anything failed. Exit code 0 only when every subtask
     /// completed; 1 when any failed; 2 when the task could not run (no model configured).
     Run(cli::run::RunArgs),
+    /// The language server an editor starts (`conclave serve --stdio`): LSP plus the
+    /// `conclave/*` methods of PROTOCOL.md over stdin/stdout.
+    Serve(cli::serve::ServeArgs),
     /// Watch the whole team work a built-in scenario on a scripted model (no API key):
     /// a plan signed by the top layer, files written, and failures recovered by a retry,
     /// a peer takeover and an escalation.
@@ -47,9 +50,16 @@ fn main() -> ExitCode {
     // Commands that draw progress on stderr keep the log to warnings unless RUST_LOG says.
     let level = match args.command {
         Command::Run(_) | Command::Demo(_) => "warn",
-        Command::Team(_) | Command::Log(_) | Command::Gc(_) => "info",
+        Command::Team(_) | Command::Log(_) | Command::Gc(_) | Command::Serve(_) => "info",
     };
-    if let Err(e) = cli::logging::init(args.log_file.as_deref(), level) {
+    let (client_logs, lines) = match args.command {
+        Command::Serve(_) => {
+            let (layer, lines) = conclave::lsp::client_log_layer();
+            (Some(layer), Some(lines))
+        }
+        _ => (None, None),
+    };
+    if let Err(e) = cli::logging::init(args.log_file.as_deref(), level, client_logs) {
         eprintln!("conclave: {e}");
         return ExitCode::from(2);
     }
@@ -63,8 +73,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let serving = matches!(args.command, Command::Serve(_));
     let result = runtime.block_on(async {
         match args.command {
+            Command::Serve(serve) => cli::serve::run(serve, lines).await,
             Command::Team(team) => cli::team::run(team).await,
             Command::Log(log) => cli::log::run(log).await,
             Command::Gc(gc) => cli::gc::run(gc).await,
@@ -72,6 +84,11 @@ fn main() -> ExitCode {
             Command::Demo(demo) => cli::demo::run(demo).await,
         }
     });
+    if serving {
+        // A read of stdin may still be blocked in a runtime thread (the editor keeps the
+        // pipe open after `exit`); do not wait for it.
+        runtime.shutdown_background();
+    }
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use chrono::SecondsFormat;
 use clap::Args;
 use conclave::store::Store;
 
@@ -44,13 +43,7 @@ pub async fn run(args: LogArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for entry in &entries {
-        println!(
-            "{}  {:<10}  {:<14}  {}",
-            entry.at.to_rfc3339_opts(SecondsFormat::Millis, true),
-            entry.kind,
-            entry.actor,
-            entry.text
-        );
+        println!("{}", entry.line());
     }
     if entries.is_empty() {
         eprintln!("nothing recorded yet");

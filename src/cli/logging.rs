@@ -3,6 +3,7 @@
 //! commands that draw their own progress on stderr).
 
 use std::fs::OpenOptions;
+use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -10,11 +11,17 @@ use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
-pub fn init(log_file: Option<&Path>, default_level: &str) -> anyhow::Result<()> {
+/// `client` also copies Conclave's own events to the editor (`conclave serve`).
+pub fn init(
+    log_file: Option<&Path>,
+    default_level: &str,
+    client: Option<conclave::lsp::ClientLogLayer>,
+) -> anyhow::Result<()> {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false);
     let file = match log_file {
         Some(path) => {
@@ -35,6 +42,7 @@ pub fn init(log_file: Option<&Path>, default_level: &str) -> anyhow::Result<()> 
         .with(filter)
         .with(stderr)
         .with(file)
+        .with(client)
         .try_init()?;
     Ok(())
 }

@@ -7,6 +7,7 @@ pub mod log;
 pub mod logging;
 pub mod progress;
 pub mod run;
+pub mod serve;
 pub mod session;
 pub mod summary;
 pub mod team;

@@ -255,6 +255,7 @@ impl TaskRecord {
                     assignee: s.assignee,
                     status: s.status,
                     attempts: s.attempts,
+                    files: s.files.clone(),
                 })
                 .collect(),
             recovery: self.recovery.clone(),
@@ -281,6 +282,9 @@ pub struct SubtaskSummary {
     pub assignee: Option<AgentId>,
     pub status: SubtaskStatus,
     pub attempts: u32,
+    /// Workspace-relative paths the subtask has written so far (an addition to
+    /// PROTOCOL.md's shape: editors mark the files being generated).
+    pub files: Vec<String>,
 }
 
 /// PROTOCOL.md `TaskSummary`.

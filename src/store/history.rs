@@ -23,6 +23,20 @@ pub struct LogEntry {
     pub detail: Value,
 }
 
+impl LogEntry {
+    /// The entry as one line for people: time, kind, actor, text (what `conclave log`
+    /// prints and `conclave/taskLog` returns).
+    pub fn line(&self) -> String {
+        format!(
+            "{}  {:<10}  {:<14}  {}",
+            self.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            self.kind,
+            self.actor,
+            self.text
+        )
+    }
+}
+
 /// What a compaction removed.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

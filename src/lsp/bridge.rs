@@ -1,0 +1,419 @@
+//! The runtime side of the connection: one task follows the engine's event stream and
+//! turns it into what the editor sees — `conclave/taskUpdated`, `conclave/agentStatus`,
+//! `conclave/recoveryStatus`, coalesced `conclave/whiteboardChanged` for subscribed
+//! boards, `$/progress` per task and diagnostics on the files of troubled subtasks — and
+//! asks the editor every approval.
+//!
+//! Requests to the editor are sent from here, never from a request handler, and each
+//! has a time limit (`editor.approvalTimeoutMs`): an approval left unanswered, dismissed
+//! or answered with an error stays pending, listed by `conclave/listApprovals` and
+//! answerable with `conclave/resolveApproval`. Nothing is decided by a timeout.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::task::JoinHandle;
+use tower_lsp_server::Client;
+use tower_lsp_server::ls_types::notification::Progress;
+use tower_lsp_server::ls_types::request::WorkDoneProgressCreate;
+use tower_lsp_server::ls_types::{
+    Diagnostic, DiagnosticSeverity, MessageActionItem, MessageType, Position, ProgressParams,
+    ProgressParamsValue, ProgressToken, Range, WorkDoneProgress, WorkDoneProgressBegin,
+    WorkDoneProgressCreateParams, WorkDoneProgressEnd, WorkDoneProgressReport,
+};
+use uuid::Uuid;
+
+use super::protocol::{
+    AgentStatusChanged, ClientFeatures, RecoveryStatus, RequestApproval, TaskUpdated, Uris,
+    WhiteboardChanged, task_updated,
+};
+use super::views::{Coalescer, FileNotes, NoteSeverity};
+use crate::engine::Engine;
+use crate::recovery::Severity;
+use crate::runtime::{
+    ApprovalAnswer, ApprovalRequest, EventStream, RuntimeEvent, TaskId, TaskStatus, TaskSummary,
+};
+
+/// At most one `conclave/whiteboardChanged` per board in this interval (PROTOCOL.md).
+pub const WHITEBOARD_INTERVAL: Duration = Duration::from_millis(50);
+
+/// What the client said it supports, beyond `experimental.conclave`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClientSupport {
+    pub features: ClientFeatures,
+    /// `window.workDoneProgress`: the server may create progress tokens.
+    pub work_done_progress: bool,
+}
+
+pub struct Bridge {
+    client: Client,
+    engine: Arc<Engine>,
+    uris: Uris,
+    support: ClientSupport,
+    approval_timeout: Duration,
+    /// Subscribed whiteboard ids.
+    boards: Mutex<HashSet<String>>,
+    /// Progress tokens per task, from `workDoneToken` or created by the server.
+    progress: DashMap<TaskId, ProgressToken>,
+    /// Approvals being asked right now, so an answer given elsewhere ends the asking.
+    asking: DashMap<Uuid, JoinHandle<()>>,
+}
+
+impl Bridge {
+    pub fn new(client: Client, engine: Arc<Engine>, support: ClientSupport) -> Arc<Bridge> {
+        let approval_timeout = Duration::from_millis(engine.config().editor.approval_timeout_ms);
+        Arc::new(Bridge {
+            client,
+            uris: Uris::new(engine.workspace()),
+            engine,
+            support,
+            approval_timeout,
+            boards: Mutex::new(HashSet::new()),
+            progress: DashMap::new(),
+            asking: DashMap::new(),
+        })
+    }
+
+    pub fn uris(&self) -> &Uris {
+        &self.uris
+    }
+
+    /// Starts following `events` (subscribed before the first task could change) and
+    /// asks the editor every approval already pending (restored from the store, or made
+    /// while the editor was away).
+    pub fn start(self: &Arc<Self>, events: EventStream) -> JoinHandle<()> {
+        for approval in self.engine.approvals() {
+            self.ask(approval);
+        }
+        let bridge = self.clone();
+        tokio::spawn(async move { bridge.follow(events).await })
+    }
+
+    pub fn subscribe(&self, board: &str) {
+        self.boards
+            .lock()
+            .expect("boards")
+            .insert(board.to_string());
+    }
+
+    pub fn unsubscribe(&self, board: &str) {
+        self.boards.lock().expect("boards").remove(board);
+    }
+
+    fn subscribed(&self, board: &str) -> bool {
+        self.boards.lock().expect("boards").contains(board)
+    }
+
+    /// Reports the task's progress under `token` (the submitter's `workDoneToken`), or
+    /// under a token the server creates when the client supports that.
+    pub fn track_progress(self: &Arc<Self>, task: TaskId, token: Option<ProgressToken>) {
+        if let Some(token) = token {
+            self.progress.insert(task, token);
+            return;
+        }
+        if !self.support.work_done_progress {
+            return;
+        }
+        let bridge = self.clone();
+        tokio::spawn(async move {
+            let token = ProgressToken::String(format!("conclave/task/{task}"));
+            let create = bridge.client.send_request::<WorkDoneProgressCreate>(
+                WorkDoneProgressCreateParams {
+                    token: token.clone(),
+                },
+            );
+            match tokio::time::timeout(Duration::from_secs(10), create).await {
+                Ok(Ok(())) => {
+                    bridge.progress.insert(task, token);
+                }
+                Ok(Err(e)) => tracing::debug!("the editor refused a progress token: {e}"),
+                Err(_) => tracing::debug!("the editor did not answer a progress token request"),
+            }
+        });
+    }
+
+    async fn follow(self: Arc<Self>, mut events: EventStream) {
+        let mut coalescer = Coalescer::new(WHITEBOARD_INTERVAL);
+        let mut notes = FileNotes::default();
+        let mut begun: HashSet<TaskId> = HashSet::new();
+        loop {
+            let deadline = coalescer.next_deadline();
+            let event = tokio::select! {
+                event = events.recv() => event,
+                () = sleep_until(deadline) => {
+                    for params in coalescer.due(tokio::time::Instant::now()) {
+                        self.client.send_notification::<WhiteboardChanged>(params).await;
+                    }
+                    continue;
+                }
+            };
+            match event {
+                Ok(RuntimeEvent::TaskUpdated(summary)) => {
+                    self.task_changed(&summary, &mut notes, &mut begun).await;
+                }
+                Ok(RuntimeEvent::AgentStatus(transition)) => {
+                    let params = serde_json::to_value(&transition).unwrap_or(Value::Null);
+                    self.client
+                        .send_notification::<AgentStatusChanged>(params)
+                        .await;
+                }
+                Ok(RuntimeEvent::WhiteboardChanged {
+                    id,
+                    version,
+                    content,
+                    ..
+                }) => {
+                    let id = id.to_string();
+                    if !self.subscribed(&id) {
+                        coalescer.forget(&id);
+                        continue;
+                    }
+                    let params = json!({ "id": id, "version": version, "content": &*content });
+                    let now = tokio::time::Instant::now();
+                    if let Some(params) = coalescer.offer(&id, version, params, now) {
+                        self.client
+                            .send_notification::<WhiteboardChanged>(params)
+                            .await;
+                    }
+                }
+                Ok(RuntimeEvent::Recovery(step)) => {
+                    self.client
+                        .send_notification::<RecoveryStatus>(self.uris.recovery(&step))
+                        .await;
+                }
+                Ok(RuntimeEvent::ApprovalRequested(request)) => self.ask(request),
+                Ok(RuntimeEvent::ApprovalResolved { approval_id, .. }) => {
+                    if let Some((_, asking)) = self.asking.remove(&approval_id) {
+                        asking.abort();
+                    }
+                }
+                Ok(_) => {}
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::warn!(
+                        missed,
+                        "the editor connection fell behind the runtime; sending the current state again"
+                    );
+                    for summary in self.engine.tasks() {
+                        self.task_changed(&summary, &mut notes, &mut begun).await;
+                    }
+                    let now = tokio::time::Instant::now();
+                    for board in self.engine.whiteboards() {
+                        let id = board.id.to_string();
+                        if self.subscribed(&id) {
+                            let params = json!({ "id": id, "version": board.version, "content": &*board.content });
+                            if let Some(params) = coalescer.offer(&id, board.version, params, now) {
+                                self.client
+                                    .send_notification::<WhiteboardChanged>(params)
+                                    .await;
+                            }
+                        }
+                    }
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
+    }
+
+    async fn task_changed(
+        &self,
+        summary: &TaskSummary,
+        notes: &mut FileNotes,
+        begun: &mut HashSet<TaskId>,
+    ) {
+        self.client
+            .send_notification::<TaskUpdated>(task_updated(&self.uris, summary))
+            .await;
+        self.report_progress(summary, begun).await;
+        for file in notes.update(summary) {
+            let Some(uri) = self.uris.uri(&file) else {
+                continue;
+            };
+            let diagnostics = notes
+                .notes(&file)
+                .into_iter()
+                .map(|note| Diagnostic {
+                    range: Range::new(Position::new(0, 0), Position::new(0, 0)),
+                    severity: Some(match note.severity {
+                        NoteSeverity::Information => DiagnosticSeverity::INFORMATION,
+                        NoteSeverity::Warning => DiagnosticSeverity::WARNING,
+                        NoteSeverity::Error => DiagnosticSeverity::ERROR,
+                    }),
+                    source: Some("conclave".into()),
+                    message: note.message,
+                    ..Diagnostic::default()
+                })
+                .collect();
+            self.client
+                .publish_diagnostics(uri, diagnostics, None)
+                .await;
+        }
+    }
+
+    async fn report_progress(&self, summary: &TaskSummary, begun: &mut HashSet<TaskId>) {
+        let id = summary.task_id;
+        let Some(token) = self.progress.get(&id).map(|t| t.clone()) else {
+            return;
+        };
+        let message = Some(status_line(summary));
+        let percentage = Some(u32::from(summary.progress));
+        if begun.insert(id) {
+            self.send_progress(
+                token.clone(),
+                WorkDoneProgress::Begin(WorkDoneProgressBegin {
+                    title: format!("Conclave: {}", summary.title),
+                    cancellable: Some(false),
+                    message: message.clone(),
+                    percentage,
+                }),
+            )
+            .await;
+        } else if !summary.status.is_finished() {
+            self.send_progress(
+                token.clone(),
+                WorkDoneProgress::Report(WorkDoneProgressReport {
+                    cancellable: Some(false),
+                    message: message.clone(),
+                    percentage,
+                }),
+            )
+            .await;
+        }
+        if summary.status.is_finished() {
+            self.send_progress(
+                token,
+                WorkDoneProgress::End(WorkDoneProgressEnd { message }),
+            )
+            .await;
+            self.progress.remove(&id);
+            begun.remove(&id);
+        }
+    }
+
+    async fn send_progress(&self, token: ProgressToken, value: WorkDoneProgress) {
+        self.client
+            .send_notification::<Progress>(ProgressParams {
+                token,
+                value: ProgressParamsValue::WorkDone(value),
+            })
+            .await;
+    }
+
+    /// Asks the editor one approval, from a task of its own.
+    fn ask(self: &Arc<Self>, request: Arc<ApprovalRequest>) {
+        let id = request.approval_id;
+        let bridge = self.clone();
+        let asking = tokio::spawn(async move {
+            let answer = if bridge.support.features.approvals {
+                bridge.request_approval(&request).await
+            } else {
+                bridge.show_message_request(&request).await
+            };
+            bridge.asking.remove(&id);
+            if let Some(answer) = answer {
+                match bridge.engine.resolve_approval(&id.to_string(), answer) {
+                    Ok(()) => tracing::info!(approval = %id, "the editor answered an approval"),
+                    // Answered elsewhere in the meantime (conclave/resolveApproval).
+                    Err(e) => tracing::debug!(approval = %id, "editor answer not used: {e}"),
+                }
+            }
+        });
+        if let Some(previous) = self.asking.insert(id, asking) {
+            previous.abort();
+        }
+    }
+
+    async fn request_approval(&self, request: &ApprovalRequest) -> Option<ApprovalAnswer> {
+        let sent = self
+            .client
+            .send_request::<RequestApproval>(self.uris.approval(request));
+        match tokio::time::timeout(self.approval_timeout, sent).await {
+            Ok(Ok(Some(answer))) => Some(answer),
+            Ok(Ok(None)) => {
+                tracing::info!(approval = %request.approval_id, "approval dismissed; it stays pending");
+                None
+            }
+            Ok(Err(e)) => {
+                tracing::info!(approval = %request.approval_id, "approval not answered ({e}); it stays pending");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(
+                    approval = %request.approval_id,
+                    "the editor did not answer an approval within {} s; it stays pending (conclave/listApprovals)",
+                    self.approval_timeout.as_secs()
+                );
+                None
+            }
+        }
+    }
+
+    /// For clients that did not announce `approvals`: one action per option.
+    async fn show_message_request(&self, request: &ApprovalRequest) -> Option<ApprovalAnswer> {
+        let typ = match request.severity {
+            Severity::Critical | Severity::High => MessageType::ERROR,
+            Severity::Medium => MessageType::WARNING,
+            Severity::Low => MessageType::INFO,
+        };
+        let message = format!("Conclave: {}\n\n{}", request.title, request.detail.trim());
+        let actions = request
+            .options
+            .iter()
+            .map(|o| MessageActionItem {
+                title: o.title.clone(),
+                properties: HashMap::new(),
+            })
+            .collect();
+        let sent = self
+            .client
+            .show_message_request(typ, message, Some(actions));
+        match tokio::time::timeout(self.approval_timeout, sent).await {
+            Ok(Ok(Some(chosen))) => request
+                .options
+                .iter()
+                .find(|o| o.title == chosen.title)
+                .map(|o| ApprovalAnswer::new(o.id)),
+            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {
+                tracing::info!(approval = %request.approval_id, "approval not answered; it stays pending");
+                None
+            }
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// One line for the progress message: the status and the latest recovery step.
+fn status_line(summary: &TaskSummary) -> String {
+    let status = serde_json::to_value(summary.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+        .replace('_', " ");
+    let done = summary
+        .subtasks
+        .iter()
+        .filter(|s| s.status == crate::runtime::SubtaskStatus::Completed)
+        .count();
+    let mut line = if summary.subtasks.is_empty() {
+        status
+    } else {
+        format!("{status} · {done}/{} subtasks", summary.subtasks.len())
+    };
+    if matches!(
+        summary.status,
+        TaskStatus::Recovering | TaskStatus::Escalated
+    ) && let Some(step) = &summary.recovery
+    {
+        line.push_str(&format!(" · {}", step.message));
+    }
+    line
+}

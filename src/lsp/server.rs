@@ -1,0 +1,405 @@
+//! The request handlers: `initialize` starts the engine on the workspace, `initialized`
+//! starts the bridge, and every `conclave/*` method is a thin translation onto the
+//! engine. Handlers never wait for the editor: whatever needs an answer from it is sent
+//! from the bridge's tasks.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::{Value, json};
+use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp_server::ls_types::{
+    ClientCapabilities, InitializeParams, InitializeResult, InitializedParams, MessageType,
+    ResourceOperationKind, ServerCapabilities, ServerInfo,
+};
+use tower_lsp_server::{Client, LanguageServer};
+
+use super::Lifecycle;
+use super::bridge::{Bridge, ClientSupport};
+use super::edits::ApplyEditWriter;
+use super::lock::WorkspaceLock;
+use super::log::LogLines;
+use super::protocol::{
+    ClientFeatures, NoParams, OptionalTaskIdParams, PROTOCOL_VERSION, ResolveApprovalParams,
+    SubmitTaskParams, TaskIdParams, WhiteboardParams, task_updated,
+};
+use crate::config::{Config, WriteMode};
+use crate::engine::{Engine, EngineError, EngineSetup, SubmitTask};
+use crate::runtime::{ApprovalAnswer, EventStream, TaskContext};
+use crate::store::Store;
+use crate::tools::Sandbox;
+
+pub struct Backend {
+    client: Client,
+    lifecycle: Arc<Lifecycle>,
+    /// `--workspace`, which wins over what the client says.
+    workspace: Option<PathBuf>,
+    session: OnceLock<Session>,
+    /// Subscribed in `initialize`, followed from `initialized` on.
+    events: Mutex<Option<EventStream>>,
+    logs: Mutex<Option<LogLines>>,
+}
+
+struct Session {
+    engine: Arc<Engine>,
+    bridge: Arc<Bridge>,
+    store: Store,
+    _lock: WorkspaceLock,
+}
+
+impl Backend {
+    pub fn new(
+        client: Client,
+        lifecycle: Arc<Lifecycle>,
+        workspace: Option<PathBuf>,
+        logs: Option<LogLines>,
+    ) -> Backend {
+        Backend {
+            client,
+            lifecycle,
+            workspace,
+            session: OnceLock::new(),
+            events: Mutex::new(None),
+            logs: Mutex::new(logs),
+        }
+    }
+
+    fn session(&self) -> Result<&Session> {
+        self.session.get().ok_or_else(|| Error {
+            code: ErrorCode::ServerError(-32002),
+            message: "the server did not initialize (see the initialize error)".into(),
+            data: None,
+        })
+    }
+
+    fn workspace_for(&self, params: &InitializeParams) -> std::io::Result<PathBuf> {
+        #[allow(deprecated)] // rootUri and rootPath: older clients send only these.
+        let from_client = params
+            .workspace_folders
+            .as_ref()
+            .and_then(|folders| folders.first())
+            .and_then(|folder| folder.uri.to_file_path().map(|p| p.into_owned()))
+            .or_else(|| {
+                params
+                    .root_uri
+                    .as_ref()
+                    .and_then(|uri| uri.to_file_path().map(|p| p.into_owned()))
+            })
+            .or_else(|| params.root_path.as_ref().map(PathBuf::from));
+        let chosen = match (&self.workspace, from_client) {
+            (Some(dir), _) => dir.clone(),
+            (None, Some(dir)) => dir,
+            (None, None) => std::env::current_dir()?,
+        };
+        chosen.canonicalize().map_err(|e| {
+            std::io::Error::new(e.kind(), format!("workspace {}: {e}", chosen.display()))
+        })
+    }
+
+    async fn start(&self, params: &InitializeParams) -> Result<Session> {
+        let workspace = self
+            .workspace_for(params)
+            .map_err(|e| invalid_params(e.to_string()))?;
+        let lock = WorkspaceLock::acquire(&workspace).map_err(|e| {
+            tracing::error!("{e}");
+            // A second server on this workspace says so and ends (exit code 1).
+            self.lifecycle.refused.store(true, Ordering::SeqCst);
+            self.lifecycle.stop_input.cancel();
+            Error {
+                code: ErrorCode::ServerError(1007),
+                message: e.to_string().into(),
+                data: Some(json!({ "workspace": workspace })),
+            }
+        })?;
+        let config = Config::load(&workspace, params.initialization_options.as_ref())
+            .map_err(|e| invalid_params(e.to_string()))?;
+        let store = Store::open(&Store::default_path(&workspace))
+            .map_err(|e| internal(format!("the store could not be opened: {e}")))?;
+        let mut setup = EngineSetup::new(&workspace, config);
+        setup.store = Some(store.clone());
+        setup.mode = "serve".into();
+        let engine = Engine::start(setup).await.map_err(engine_error)?;
+        // Subscribed at once, so nothing that happens before `initialized` is missed.
+        *self.events.lock().expect("events") = Some(engine.subscribe());
+        let support = ClientSupport {
+            features: ClientFeatures::from_experimental(params.capabilities.experimental.as_ref()),
+            work_done_progress: params
+                .capabilities
+                .window
+                .as_ref()
+                .and_then(|w| w.work_done_progress)
+                .unwrap_or(false),
+        };
+        if engine.config().writes == WriteMode::ApplyEdit && can_apply_edits(&params.capabilities) {
+            let sandbox = Sandbox::new(engine.workspace())
+                .map_err(|e| internal(format!("workspace: {e}")))?;
+            let timeout =
+                std::time::Duration::from_millis(engine.config().editor.apply_edit_timeout_ms);
+            engine.set_writer(ApplyEditWriter::new(self.client.clone(), sandbox, timeout));
+            tracing::info!("generated files reach the workspace through workspace/applyEdit");
+        } else {
+            tracing::info!("generated files are written to disk by the server");
+        }
+        let bridge = Bridge::new(self.client.clone(), engine.clone(), support);
+        let _ = self.lifecycle.engine.set(engine.clone());
+        Ok(Session {
+            engine,
+            bridge,
+            store,
+            _lock: lock,
+        })
+    }
+
+    // ---- conclave/* ------------------------------------------------------------------
+
+    pub async fn submit_task(&self, params: SubmitTaskParams) -> Result<Value> {
+        let s = self.session()?;
+        let context = params.context.unwrap_or_default();
+        let id = s
+            .engine
+            .submit(SubmitTask {
+                description: params.description,
+                title: params.title,
+                context: TaskContext {
+                    files: context.files,
+                    selection: context
+                        .selection
+                        .and_then(|sel| serde_json::to_value(sel).ok()),
+                },
+                options: params.options.unwrap_or_default(),
+            })
+            .map_err(engine_error)?;
+        s.bridge.track_progress(id, params.work_done_token);
+        Ok(json!({ "taskId": id }))
+    }
+
+    pub async fn cancel_task(&self, params: TaskIdParams) -> Result<Value> {
+        let cancelled = self
+            .session()?
+            .engine
+            .cancel(&params.task_id)
+            .map_err(engine_error)?;
+        Ok(json!({ "cancelled": cancelled }))
+    }
+
+    pub async fn retry_task(&self, params: TaskIdParams) -> Result<Value> {
+        let s = self.session()?;
+        let id = s.engine.retry(&params.task_id).map_err(engine_error)?;
+        s.bridge.track_progress(id, None);
+        Ok(json!({ "taskId": id }))
+    }
+
+    pub async fn list_tasks(&self, _: NoParams) -> Result<Value> {
+        let s = self.session()?;
+        let uris = s.bridge.uris();
+        let tasks: Vec<Value> = s.engine.tasks().iter().map(|t| uris.summary(t)).collect();
+        Ok(json!({ "tasks": tasks }))
+    }
+
+    pub async fn get_task(&self, params: TaskIdParams) -> Result<Value> {
+        let s = self.session()?;
+        let detail = s.engine.task(&params.task_id).map_err(engine_error)?;
+        Ok(s.bridge.uris().detail(&detail))
+    }
+
+    pub async fn list_agents(&self, _: NoParams) -> Result<Value> {
+        Ok(json!({ "agents": self.session()?.engine.agents() }))
+    }
+
+    pub async fn list_whiteboards(&self, _: NoParams) -> Result<Value> {
+        let boards: Vec<Value> = self
+            .session()?
+            .engine
+            .whiteboards()
+            .iter()
+            .map(|b| json!({ "id": b.id.to_string(), "version": b.version, "updatedAt": b.updated_at }))
+            .collect();
+        Ok(json!({ "whiteboards": boards }))
+    }
+
+    pub async fn read_whiteboard(&self, params: WhiteboardParams) -> Result<Value> {
+        let board = self
+            .session()?
+            .engine
+            .whiteboard(&params.id)
+            .map_err(engine_error)?;
+        Ok(
+            json!({ "id": board.id.to_string(), "version": board.version, "content": &*board.content }),
+        )
+    }
+
+    pub async fn subscribe_whiteboard(&self, params: WhiteboardParams) -> Result<Value> {
+        let s = self.session()?;
+        // Subscribed before reading, so a change in between is sent, not lost.
+        let board: crate::runtime::WhiteboardId = params
+            .id
+            .parse()
+            .map_err(|_| engine_error(EngineError::WhiteboardNotFound(params.id.clone())))?;
+        s.bridge.subscribe(&board.to_string());
+        match s.engine.whiteboard(&params.id) {
+            Ok(board) => Ok(
+                json!({ "id": board.id.to_string(), "version": board.version, "content": &*board.content }),
+            ),
+            Err(e) => {
+                s.bridge.unsubscribe(&board.to_string());
+                Err(engine_error(e))
+            }
+        }
+    }
+
+    pub async fn unsubscribe_whiteboard(&self, params: WhiteboardParams) -> Result<Value> {
+        let s = self.session()?;
+        let board = s.engine.whiteboard(&params.id).map_err(engine_error)?;
+        s.bridge.unsubscribe(&board.id.to_string());
+        Ok(Value::Null)
+    }
+
+    pub async fn list_approvals(&self, _: NoParams) -> Result<Value> {
+        let s = self.session()?;
+        let approvals: Vec<Value> = s
+            .engine
+            .approvals()
+            .iter()
+            .map(|a| s.bridge.uris().approval(a))
+            .collect();
+        Ok(json!({ "approvals": approvals }))
+    }
+
+    pub async fn resolve_approval(&self, params: ResolveApprovalParams) -> Result<Value> {
+        self.session()?
+            .engine
+            .resolve_approval(
+                &params.approval_id,
+                ApprovalAnswer {
+                    decision: params.decision,
+                    note: params.note,
+                    modified_description: params.modified_description,
+                },
+            )
+            .map_err(engine_error)?;
+        Ok(json!({ "accepted": true }))
+    }
+
+    pub async fn error_report(&self, params: OptionalTaskIdParams) -> Result<Value> {
+        let report = self
+            .session()?
+            .engine
+            .error_report(params.task_id.as_deref())
+            .await
+            .map_err(engine_error)?;
+        Ok(json!({ "markdown": report.markdown, "path": report.path }))
+    }
+
+    /// `conclave/taskLog` (an addition, docs/protocol.md): a task's history from the
+    /// audit log, as lines and as entries.
+    pub async fn task_log(&self, params: TaskIdParams) -> Result<Value> {
+        let s = self.session()?;
+        // Unknown ids are refused like everywhere else (1001).
+        s.engine.task(&params.task_id).map_err(engine_error)?;
+        let entries = s
+            .store
+            .history(Some(params.task_id.clone()))
+            .await
+            .map_err(|e| internal(format!("the audit log could not be read: {e}")))?;
+        let text: Vec<String> = entries.iter().map(|e| e.line()).collect();
+        Ok(json!({ "taskId": params.task_id, "text": text.join("\n"), "entries": entries }))
+    }
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let session = self.start(&params).await?;
+        if self.session.set(session).is_err() {
+            return Err(Error::invalid_request());
+        }
+        Ok(InitializeResult {
+            capabilities: ServerCapabilities {
+                experimental: Some(json!({ "conclave": { "protocolVersion": PROTOCOL_VERSION } })),
+                ..ServerCapabilities::default()
+            },
+            server_info: Some(ServerInfo {
+                name: "conclave".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+            ..InitializeResult::default()
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        let Ok(s) = self.session() else { return };
+        if let Some(mut lines) = self.logs.lock().expect("logs").take() {
+            let client = self.client.clone();
+            tokio::spawn(async move {
+                while let Some(line) = lines.recv().await {
+                    let typ = match line.level {
+                        tracing::Level::ERROR => MessageType::ERROR,
+                        tracing::Level::WARN => MessageType::WARNING,
+                        _ => MessageType::INFO,
+                    };
+                    client.log_message(typ, line.text).await;
+                }
+            });
+        }
+        // What a (re)connecting editor needs first: every task as it stands.
+        for task in s.engine.tasks() {
+            self.client
+                .send_notification::<super::protocol::TaskUpdated>(task_updated(
+                    s.bridge.uris(),
+                    &task,
+                ))
+                .await;
+        }
+        if let Some(events) = self.events.lock().expect("events").take() {
+            s.bridge.start(events);
+        }
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        self.lifecycle.shutdown.store(true, Ordering::SeqCst);
+        if let Ok(s) = self.session() {
+            // Stops the team (a write in flight is atomic: it lands whole or not at all)
+            // and commits everything recorded so far.
+            s.engine.shutdown().await;
+        }
+        Ok(())
+    }
+}
+
+fn can_apply_edits(capabilities: &ClientCapabilities) -> bool {
+    let Some(workspace) = &capabilities.workspace else {
+        return false;
+    };
+    let edit = workspace.workspace_edit.as_ref();
+    workspace.apply_edit == Some(true)
+        && edit.and_then(|e| e.document_changes) == Some(true)
+        && edit
+            .and_then(|e| e.resource_operations.as_ref())
+            .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create))
+}
+
+fn invalid_params(message: String) -> Error {
+    Error {
+        code: ErrorCode::InvalidParams,
+        message: message.into(),
+        data: None,
+    }
+}
+
+fn internal(message: String) -> Error {
+    Error {
+        code: ErrorCode::InternalError,
+        message: message.into(),
+        data: None,
+    }
+}
+
+/// The engine's errors carry the protocol's codes and `data`.
+fn engine_error(e: EngineError) -> Error {
+    let data = e.data();
+    Error {
+        code: ErrorCode::from(e.code()),
+        message: e.to_string().into(),
+        data: (!data.is_null()).then_some(data),
+    }
+}
