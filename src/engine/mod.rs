@@ -227,6 +227,9 @@ impl Engine {
             model_problem,
         });
         let resumed: Vec<TaskId> = saved.tasks.iter().map(|t| t.id).collect();
+        for task in saved.finished {
+            engine.services.tasks.restore_finished(task);
+        }
         for task in saved.tasks {
             engine.services.tasks.insert(task);
         }

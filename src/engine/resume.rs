@@ -18,6 +18,9 @@ use crate::runtime::{
 };
 use crate::store::{Record, Store, StoreError};
 
+/// How many finished tasks come back (listed, never run again).
+const FINISHED_KEPT: usize = 200;
+
 /// What the store says was going on when the last run stopped.
 #[derive(Default)]
 pub struct Saved {
@@ -25,6 +28,8 @@ pub struct Saved {
     pub team: Vec<AgentConfig>,
     pub boards: Vec<Snapshot>,
     pub tasks: Vec<TaskRecord>,
+    /// The most recent finished tasks, newest first, for editors to list and inspect.
+    pub finished: Vec<TaskRecord>,
     /// Escalations to restore, pending, with their original ids.
     pub approvals: Vec<ApprovalRequest>,
 }
@@ -46,11 +51,15 @@ pub async fn load(store: &Store, team: &TeamConfig) -> Result<Saved, StoreError>
         .into_iter()
         .map(|d| (d.id, d.status))
         .collect();
-    let tasks: Vec<TaskRecord> = store
+    let (mut finished, unfinished): (Vec<TaskRecord>, Vec<TaskRecord>) = store
         .tasks()
         .await?
         .into_iter()
-        .filter(|t| !t.status.is_finished())
+        .partition(|t| t.status.is_finished());
+    finished.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+    finished.truncate(FINISHED_KEPT);
+    let tasks: Vec<TaskRecord> = unfinished
+        .into_iter()
         .map(|mut task| {
             let approved = task
                 .plan_decision
@@ -108,6 +117,7 @@ pub async fn load(store: &Store, team: &TeamConfig) -> Result<Saved, StoreError>
         team: team_agents,
         boards,
         tasks,
+        finished,
         approvals,
     })
 }

@@ -338,6 +338,12 @@ impl Tasks {
         self.changed(id);
     }
 
+    /// Brings back a finished task from the store, as it was: not announced, not
+    /// checkpointed again.
+    pub fn restore_finished(&self, record: TaskRecord) {
+        self.tasks.insert(record.id, record);
+    }
+
     pub fn get(&self, id: TaskId) -> Option<TaskRecord> {
         self.tasks.get(&id).map(|t| t.clone())
     }

@@ -15,6 +15,8 @@ pub mod replace;
 pub mod top;
 pub mod verify;
 
+use crate::runtime::FileDiff;
+use crate::tools::FileChangeRequest;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
@@ -226,45 +228,21 @@ pub struct CommandApprover {
     pub tasks: Tasks,
 }
 
-#[async_trait]
-impl ApprovalHook for CommandApprover {
-    async fn approve_command(&self, request: &CommandApprovalRequest) -> ApprovalOutcome {
-        let subtask: Option<SubtaskId> = request.subtask_id.as_deref().and_then(|s| s.parse().ok());
-        let owner = subtask.and_then(|id| {
-            self.tasks
-                .records()
-                .into_iter()
-                .find(|t| t.subtask(id).is_some())
-                .map(|t| (t.id, t.subtask(id).and_then(|s| s.assignee)))
-        });
-        let Some((task_id, assignee)) = owner else {
-            return ApprovalOutcome::Denied {
-                reason: "the command does not belong to a known subtask".into(),
-            };
-        };
-        let answer = self
-            .approvals
-            .ask(ApprovalRequest {
-                approval_id: Uuid::new_v4(),
-                kind: ApprovalKind::Command,
-                task_id,
-                subtask_id: subtask,
-                agent_id: assignee.unwrap_or(AgentId::SYSTEM).to_string(),
-                severity: Severity::Medium,
-                title: format!("Run `{}`?", first_line(&request.command)),
-                detail: format!(
-                    "An agent wants to run this command in `{}`:\n\n```sh\n{}\n```",
-                    request.workdir.display(),
-                    request.command
-                ),
-                proposed_solution: None,
-                diff: None,
-                command: Some(request.command.clone()),
-                options: ApprovalOption::yes_no(),
-                created_at: Utc::now(),
-            })
-            .await;
-        match answer {
+impl CommandApprover {
+    /// The task and assignee a tool call's subtask belongs to.
+    fn owner(&self, subtask: Option<SubtaskId>) -> Option<(TaskId, Option<AgentId>)> {
+        let subtask = subtask?;
+        self.tasks
+            .records()
+            .into_iter()
+            .find(|t| t.subtask(subtask).is_some())
+            .map(|t| (t.id, t.subtask(subtask).and_then(|s| s.assignee)))
+    }
+
+    /// Asks and maps the answer: only `approve` approves; anything else, or a
+    /// withdrawn question, is a refusal with its reason.
+    async fn ask(&self, request: ApprovalRequest, what: &str) -> ApprovalOutcome {
+        match self.approvals.ask(request).await {
             Some(ApprovalAnswer {
                 decision: ApprovalChoice::Approve,
                 ..
@@ -272,12 +250,83 @@ impl ApprovalHook for CommandApprover {
             Some(answer) => ApprovalOutcome::Denied {
                 reason: answer
                     .note
-                    .unwrap_or_else(|| "the user rejected the command".into()),
+                    .unwrap_or_else(|| format!("the user rejected the {what}")),
             },
             None => ApprovalOutcome::Denied {
                 reason: "the task was cancelled".into(),
             },
         }
+    }
+}
+
+#[async_trait]
+impl ApprovalHook for CommandApprover {
+    async fn approve_command(&self, request: &CommandApprovalRequest) -> ApprovalOutcome {
+        let subtask: Option<SubtaskId> = request.subtask_id.as_deref().and_then(|s| s.parse().ok());
+        let Some((task_id, assignee)) = self.owner(subtask) else {
+            return ApprovalOutcome::Denied {
+                reason: "the command does not belong to a known subtask".into(),
+            };
+        };
+        let request = ApprovalRequest {
+            approval_id: Uuid::new_v4(),
+            kind: ApprovalKind::Command,
+            task_id,
+            subtask_id: subtask,
+            agent_id: assignee.unwrap_or(AgentId::SYSTEM).to_string(),
+            severity: Severity::Medium,
+            title: format!("Run `{}`?", first_line(&request.command)),
+            detail: format!(
+                "An agent wants to run this command in `{}`:\n\n```sh\n{}\n```",
+                request.workdir.display(),
+                request.command
+            ),
+            proposed_solution: None,
+            diff: None,
+            command: Some(request.command.clone()),
+            options: ApprovalOption::yes_no(),
+            created_at: Utc::now(),
+        };
+        self.ask(request, "command").await
+    }
+
+    async fn approve_file_change(&self, request: &FileChangeRequest) -> ApprovalOutcome {
+        let subtask: Option<SubtaskId> = request.subtask_id.as_deref().and_then(|s| s.parse().ok());
+        let Some((task_id, assignee)) = self.owner(subtask) else {
+            return ApprovalOutcome::Denied {
+                reason: "the change does not belong to a known subtask".into(),
+            };
+        };
+        let path = request.path.display().to_string();
+        let verb = if request.before.is_some() {
+            "Change"
+        } else {
+            "Create"
+        };
+        let request = ApprovalRequest {
+            approval_id: Uuid::new_v4(),
+            kind: ApprovalKind::FileChange,
+            task_id,
+            subtask_id: subtask,
+            agent_id: assignee.unwrap_or(AgentId::SYSTEM).to_string(),
+            severity: Severity::Medium,
+            title: format!("{verb} `{path}`?"),
+            detail: format!(
+                "An agent wants to {} `{path}` ({} bytes). The diff shows the change.",
+                verb.to_lowercase(),
+                request.after.len()
+            ),
+            proposed_solution: None,
+            diff: Some(FileDiff {
+                uri: path,
+                before: request.before.clone().unwrap_or_default(),
+                after: request.after.clone(),
+            }),
+            command: None,
+            options: ApprovalOption::yes_no(),
+            created_at: Utc::now(),
+        };
+        self.ask(request, "change").await
     }
 }
 

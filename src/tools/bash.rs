@@ -46,10 +46,29 @@ pub enum ApprovalOutcome {
     },
 }
 
-/// Asks whoever decides (the user through the editor) whether a command may run.
+/// A change of a file that needs approval (`approvals.fileChanges = "ask"`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileChangeRequest {
+    /// Workspace-relative.
+    pub path: PathBuf,
+    /// The current content; `None` when the file does not exist yet.
+    pub before: Option<String>,
+    pub after: String,
+    pub subtask_id: Option<String>,
+}
+
+/// Asks whoever decides (the user through the editor) whether a command may run or a
+/// file may change.
 #[async_trait]
 pub trait ApprovalHook: Send + Sync {
     async fn approve_command(&self, request: &CommandApprovalRequest) -> ApprovalOutcome;
+
+    async fn approve_file_change(&self, request: &FileChangeRequest) -> ApprovalOutcome {
+        let _ = request;
+        ApprovalOutcome::Denied {
+            reason: "file changes need approval and no one can be asked".into(),
+        }
+    }
 }
 
 /// How commands run.

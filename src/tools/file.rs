@@ -8,6 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::json;
 
+use super::bash::{ApprovalHook, ApprovalOutcome, FileChangeRequest};
 use super::sandbox::Sandbox;
 use super::writer::{WorkspaceWriter, WriteStatus};
 use super::{Args, CallContext, Tool, ToolError, ToolOutput};
@@ -166,14 +167,59 @@ impl Tool for FileRead {
     }
 }
 
+/// Approval of file changes before they are written (`approvals.fileChanges = "ask"`).
+#[derive(Clone)]
+pub struct ChangeReview {
+    sandbox: Sandbox,
+    approver: Option<Arc<dyn ApprovalHook>>,
+}
+
+impl ChangeReview {
+    pub fn new(sandbox: Sandbox, approver: Option<Arc<dyn ApprovalHook>>) -> ChangeReview {
+        ChangeReview { sandbox, approver }
+    }
+
+    /// Asks for `path` to become `after`; a change to the same content needs no one.
+    async fn approve(&self, path: &Path, after: &str, ctx: &CallContext) -> Result<(), ToolError> {
+        let absolute = self.sandbox.resolve(path)?;
+        let relative = self.sandbox.relative(&absolute);
+        let before = tokio::fs::read_to_string(&absolute).await.ok();
+        if before.as_deref() == Some(after) {
+            return Ok(());
+        }
+        let rejected = |reason: String| ToolError::WriteRejected {
+            path: relative.clone(),
+            reason,
+        };
+        let Some(approver) = &self.approver else {
+            return Err(rejected(
+                "file changes need approval and no approver is connected".into(),
+            ));
+        };
+        let request = FileChangeRequest {
+            path: relative.clone(),
+            before,
+            after: after.to_string(),
+            subtask_id: ctx.subtask_id.clone(),
+        };
+        match approver.approve_file_change(&request).await {
+            ApprovalOutcome::Approved => Ok(()),
+            ApprovalOutcome::Denied { reason } => {
+                Err(rejected(format!("the user declined the change: {reason}")))
+            }
+        }
+    }
+}
+
 /// `file_write {path, content}`.
 pub struct FileWrite {
     writer: Arc<dyn WorkspaceWriter>,
+    review: Option<ChangeReview>,
 }
 
 impl FileWrite {
-    pub fn new(writer: Arc<dyn WorkspaceWriter>) -> FileWrite {
-        FileWrite { writer }
+    pub fn new(writer: Arc<dyn WorkspaceWriter>, review: Option<ChangeReview>) -> FileWrite {
+        FileWrite { writer, review }
     }
 }
 
@@ -198,9 +244,12 @@ impl Tool for FileWrite {
         }
     }
 
-    async fn call(&self, args: &Args, _ctx: &CallContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: &Args, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
         let path = args.str("path")?;
         let content = args.str("content")?;
+        if let Some(review) = &self.review {
+            review.approve(Path::new(path), content, ctx).await?;
+        }
         write_output(&*self.writer, Path::new(path), content, None).await
     }
 }
@@ -237,6 +286,7 @@ pub struct FileEdit {
     sandbox: Sandbox,
     writer: Arc<dyn WorkspaceWriter>,
     settings: FileSettings,
+    review: Option<ChangeReview>,
 }
 
 impl FileEdit {
@@ -244,11 +294,13 @@ impl FileEdit {
         sandbox: Sandbox,
         writer: Arc<dyn WorkspaceWriter>,
         settings: FileSettings,
+        review: Option<ChangeReview>,
     ) -> FileEdit {
         FileEdit {
             sandbox,
             writer,
             settings,
+            review,
         }
     }
 }
@@ -275,7 +327,7 @@ impl Tool for FileEdit {
         }
     }
 
-    async fn call(&self, args: &Args, _ctx: &CallContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: &Args, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
         let path = args.str("path")?;
         let old_text = args.str("old_text")?;
         let new_text = args.str("new_text")?;
@@ -315,6 +367,9 @@ impl Tool for FileEdit {
             old.lines().count().max(1),
             new.lines().count()
         );
+        if let Some(review) = &self.review {
+            review.approve(&relative, &edited, ctx).await?;
+        }
         write_output(&*self.writer, &relative, &edited, Some(detail)).await
     }
 }

@@ -33,7 +33,10 @@ use crate::model::ToolSpec;
 use crate::recovery::{Classify, Severity};
 
 pub use args::Args;
-pub use bash::{ApprovalHook, ApprovalOutcome, BashSettings, CommandApprovalRequest};
+pub use bash::{
+    ApprovalHook, ApprovalOutcome, BashSettings, CommandApprovalRequest, FileChangeRequest,
+};
+pub use file::ChangeReview;
 pub use http::HttpSettings;
 pub use registry::{ToolRegistry, ToolSettings};
 pub use sandbox::{EscapeReason, PathOutsideWorkspace, Sandbox};

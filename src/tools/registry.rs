@@ -10,13 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::bash::{ApprovalHook, Bash, BashSettings};
-use super::file::{FileEdit, FileRead, FileSettings, FileWrite};
+use super::file::{ChangeReview, FileEdit, FileRead, FileSettings, FileWrite};
 use super::http::{HttpRequest, HttpSettings};
 use super::sandbox::Sandbox;
 use super::search::{Glob, Grep, SearchSettings};
 use super::writer::WorkspaceWriter;
 use super::{Args, CallContext, Tool, ToolError, ToolOutput};
-use crate::config::{CommandPolicy, Config};
+use crate::config::{CommandPolicy, Config, FileChangePolicy};
 use crate::model::{ToolCall, ToolSpec};
 
 /// Every limit of the built-in tools.
@@ -28,6 +28,8 @@ pub struct ToolSettings {
     pub http: HttpSettings,
     /// `approvals.commands`.
     pub command_policy: CommandPolicy,
+    /// `approvals.fileChanges`: with `ask`, every change of a file is approved first.
+    pub file_changes: FileChangePolicy,
     /// Tools that enforce their own deadline (bash, http_request) get this long past the
     /// step timeout to stop cleanly and report partial output before dispatch gives up.
     pub timeout_grace: Duration,
@@ -41,6 +43,7 @@ impl Default for ToolSettings {
             search: SearchSettings::default(),
             http: HttpSettings::default(),
             command_policy: CommandPolicy::Ask,
+            file_changes: FileChangePolicy::Auto,
             timeout_grace: Duration::from_secs(2),
         }
     }
@@ -51,6 +54,7 @@ impl ToolSettings {
     pub fn from_config(config: &Config) -> ToolSettings {
         let mut settings = ToolSettings {
             command_policy: config.approvals.commands,
+            file_changes: config.approvals.file_changes,
             ..ToolSettings::default()
         };
         if let Some(key_env) = &config.llm.api_key_env {
@@ -69,7 +73,7 @@ pub struct ToolRegistry {
 
 impl ToolRegistry {
     /// The seven built-in tools, confined to `sandbox`, writing through `writer`. With
-    /// the `ask` command policy and no `approver`, commands are refused.
+    /// the `ask` policies and no `approver`, commands and file changes are refused.
     pub fn new(
         sandbox: Sandbox,
         writer: Arc<dyn WorkspaceWriter>,
@@ -82,11 +86,15 @@ impl ToolRegistry {
             sandbox.clone(),
             settings.files.clone(),
         )));
-        registry.register(Arc::new(FileWrite::new(writer.clone())));
+        // With `fileChanges = "ask"` and no approver, changes are refused like commands.
+        let review = (settings.file_changes == FileChangePolicy::Ask)
+            .then(|| ChangeReview::new(sandbox.clone(), approver.clone()));
+        registry.register(Arc::new(FileWrite::new(writer.clone(), review.clone())));
         registry.register(Arc::new(FileEdit::new(
             sandbox.clone(),
             writer,
             settings.files.clone(),
+            review,
         )));
         registry.register(Arc::new(Bash::new(
             sandbox.clone(),
