@@ -134,7 +134,8 @@ impl Engine {
                     writer.clone() as Arc<dyn WorkspaceWriter>,
                     ToolSettings::from_config(&config),
                     Some(approver),
-                );
+                )
+                .with_write_observer(files_of_subtasks(tasks.clone()));
                 Some(Arc::new(BuiltinExecutor::new(
                     model.clone(),
                     Arc::new(registry),
@@ -543,6 +544,27 @@ fn resilient(
     Arc::new(
         ResilientModel::new(provider, &config.recovery).with_breaker_listener(breaker_listener),
     )
+}
+
+/// Adds each file a tool wrote to its subtask at once, so the editors can mark the
+/// files being generated while the subtask still runs.
+fn files_of_subtasks(tasks: Tasks) -> crate::tools::WriteObserver {
+    Arc::new(move |subtask: &str, path: &Path| {
+        let Ok(subtask) = subtask.parse::<crate::runtime::SubtaskId>() else {
+            return;
+        };
+        let Some(task) = tasks.task_of(subtask) else {
+            return;
+        };
+        let path = path.to_string_lossy().into_owned();
+        tasks.update(task, |t| {
+            if let Some(st) = t.subtask_mut(subtask)
+                && !st.files.contains(&path)
+            {
+                st.files.push(path);
+            }
+        });
+    })
 }
 
 /// Replaces every agent the heartbeats report hung.

@@ -56,7 +56,7 @@ pub async fn load(store: &Store, team: &TeamConfig) -> Result<Saved, StoreError>
         .await?
         .into_iter()
         .partition(|t| t.status.is_finished());
-    finished.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+    finished.sort_by_key(|t| std::cmp::Reverse(t.updated_at));
     finished.truncate(FINISHED_KEPT);
     let tasks: Vec<TaskRecord> = unfinished
         .into_iter()

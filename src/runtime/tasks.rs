@@ -344,6 +344,14 @@ impl Tasks {
         self.tasks.insert(record.id, record);
     }
 
+    /// The task a subtask belongs to.
+    pub fn task_of(&self, subtask: SubtaskId) -> Option<TaskId> {
+        self.tasks
+            .iter()
+            .find(|t| t.subtask(subtask).is_some())
+            .map(|t| t.id)
+    }
+
     pub fn get(&self, id: TaskId) -> Option<TaskRecord> {
         self.tasks.get(&id).map(|t| t.clone())
     }

@@ -232,11 +232,8 @@ impl CommandApprover {
     /// The task and assignee a tool call's subtask belongs to.
     fn owner(&self, subtask: Option<SubtaskId>) -> Option<(TaskId, Option<AgentId>)> {
         let subtask = subtask?;
-        self.tasks
-            .records()
-            .into_iter()
-            .find(|t| t.subtask(subtask).is_some())
-            .map(|t| (t.id, t.subtask(subtask).and_then(|s| s.assignee)))
+        let task = self.tasks.get(self.tasks.task_of(subtask)?)?;
+        Some((task.id, task.subtask(subtask).and_then(|s| s.assignee)))
     }
 
     /// Asks and maps the answer: only `approve` approves; anything else, or a

@@ -38,7 +38,7 @@ pub use bash::{
 };
 pub use file::ChangeReview;
 pub use http::HttpSettings;
-pub use registry::{ToolRegistry, ToolSettings};
+pub use registry::{ToolRegistry, ToolSettings, WriteObserver};
 pub use sandbox::{EscapeReason, PathOutsideWorkspace, Sandbox};
 pub use writer::{ContentHash, DiskWriter, WorkspaceWriter, WriteError, WriteOutcome, WriteStatus};
 

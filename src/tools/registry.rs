@@ -6,6 +6,7 @@
 //! step timeout, since a person may be answering), then the call runs under the step
 //! timeout and the cancellation token.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,11 +65,16 @@ impl ToolSettings {
     }
 }
 
+/// Told of every file a tool call wrote, with the call's subtask id, as soon as the
+/// call returns (so editors see the files of a subtask while it still runs).
+pub type WriteObserver = Arc<dyn Fn(&str, &Path) + Send + Sync>;
+
 /// The tools a model may call, by name.
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
     specs: Vec<ToolSpec>,
     timeout_grace: Duration,
+    on_write: Option<WriteObserver>,
 }
 
 impl ToolRegistry {
@@ -117,7 +123,14 @@ impl ToolRegistry {
             tools: Vec::new(),
             specs: Vec::new(),
             timeout_grace: ToolSettings::default().timeout_grace,
+            on_write: None,
         }
+    }
+
+    /// Reports every written file to `observer` from now on.
+    pub fn with_write_observer(mut self, observer: WriteObserver) -> ToolRegistry {
+        self.on_write = Some(observer);
+        self
     }
 
     /// Adds a tool, replacing any tool of the same name.
@@ -194,6 +207,13 @@ impl ToolRegistry {
             biased;
             () = ctx.cancel.cancelled() => {}
             finished = timed => {
+                if let (Some(Ok(output)), Some(observer), Some(subtask)) =
+                    (&finished, &self.on_write, &ctx.subtask_id)
+                {
+                    for path in &output.files_written {
+                        observer(subtask, path);
+                    }
+                }
                 return finished.unwrap_or_else(|| {
                     let step = ctx.step_timeout.unwrap_or_default();
                     tracing::info!(tool = tool.name(), timeout_ms = step.as_millis() as u64, "tool call timed out");

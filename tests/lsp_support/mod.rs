@@ -222,7 +222,7 @@ impl Server {
                     "waited {DEADLINE:?} for {what}; received meanwhile:\n{}\n--- stderr ---\n{}",
                     self.backlog
                         .iter()
-                        .map(|m| m.to_string().chars().take(300).collect::<String>())
+                        .map(|m| m.to_string().chars().take(1200).collect::<String>())
                         .collect::<Vec<_>>()
                         .join("\n"),
                     self.stderr_text()
@@ -339,11 +339,12 @@ pub fn plan(subtasks: &[&str]) -> Value {
     json!({ "match": "Plan this task", "text": json!({ "subtasks": list }).to_string() })
 }
 
-/// A bottom agent's two steps for `description`: write `path`, then say it is done.
+/// A bottom agent's two steps for `description`: write `path`, then say it is done
+/// (matched on the tool's result, which no other agent's request contains).
 pub fn writes(description: &str, path: &str, content: &str) -> [Value; 2] {
     [
         json!({ "match": description, "toolCalls": [ { "name": "file_write", "arguments": { "path": path, "content": content } } ] }),
-        json!({ "match": path, "text": format!("Wrote {path}.") }),
+        json!({ "match": format!("created {path}"), "text": format!("Wrote {path}.") }),
     ]
 }
 
