@@ -475,3 +475,73 @@ async fn a_restarted_server_asks_the_pending_approval_again() {
         .await;
     assert!(again.shutdown_and_exit().await.success());
 }
+
+#[tokio::test]
+async fn a_recovering_subtask_marks_its_file_and_the_mark_clears_when_it_completes() {
+    let ws = Workspace::scripted(
+        json!([
+            plan(&["Create g.txt"]),
+            { "match": "Create g.txt", "times": 2,
+              "toolCalls": [ { "name": "file_write", "arguments": { "path": "g.txt", "content": "g\n" } } ] },
+            { "match": "created g.txt", "error": { "kind": "http", "status": 503 } },
+            { "match": "g.txt unchanged", "text": "g.txt is there." }
+        ]),
+        "writes = \"disk\"",
+    );
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(bare_capabilities(), json!({})).await;
+    let task = server.submit("Make g.txt").await;
+    let info = server
+        .notification("textDocument/publishDiagnostics", |p| {
+            p["uri"] == ws.uri("g.txt") && p["diagnostics"][0]["severity"] == 3
+        })
+        .await;
+    assert_eq!(info["diagnostics"][0]["source"], "conclave");
+    assert!(
+        info["diagnostics"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("recovering"),
+        "{info}"
+    );
+    server.task_status(&task, "completed").await;
+    server
+        .notification("textDocument/publishDiagnostics", |p| {
+            p["uri"] == ws.uri("g.txt") && p["diagnostics"] == json!([])
+        })
+        .await;
+    assert!(server.shutdown_and_exit().await.success());
+}
+
+#[tokio::test]
+async fn without_a_token_the_server_creates_one_for_progress() {
+    let ws = Workspace::scripted(
+        script(vec![
+            plan(&["Create h.txt"]),
+            json!(writes("Create h.txt", "h.txt", "h\n")),
+        ]),
+        "writes = \"disk\"",
+    );
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(full_capabilities(), json!({})).await;
+    let task = server.submit("Make h.txt").await;
+    let (id, created) = server
+        .server_request("window/workDoneProgress/create")
+        .await;
+    let token = created["token"].clone();
+    server.respond(id, Value::Null).await;
+    server.task_status(&task, "completed").await;
+    let end = server
+        .notification("$/progress", |p| {
+            p["token"] == token && p["value"]["kind"] == "end"
+        })
+        .await;
+    assert!(
+        end["value"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("completed"),
+        "{end}"
+    );
+    assert!(server.shutdown_and_exit().await.success());
+}

@@ -59,6 +59,8 @@ pub struct Bridge {
     boards: Mutex<HashSet<String>>,
     /// Progress tokens per task, from `workDoneToken` or created by the server.
     progress: DashMap<TaskId, ProgressToken>,
+    /// Tasks whose progress has begun.
+    begun: Mutex<HashSet<TaskId>>,
     /// Approvals being asked right now, so an answer given elsewhere ends the asking.
     asking: DashMap<Uuid, JoinHandle<()>>,
 }
@@ -74,6 +76,7 @@ impl Bridge {
             approval_timeout,
             boards: Mutex::new(HashSet::new()),
             progress: DashMap::new(),
+            begun: Mutex::new(HashSet::new()),
             asking: DashMap::new(),
         })
     }
@@ -129,6 +132,15 @@ impl Bridge {
             match tokio::time::timeout(Duration::from_secs(10), create).await {
                 Ok(Ok(())) => {
                     bridge.progress.insert(task, token);
+                    // The task may have moved on (or finished) while the editor answered.
+                    if let Some(summary) = bridge
+                        .engine
+                        .tasks()
+                        .into_iter()
+                        .find(|t| t.task_id == task)
+                    {
+                        bridge.report_progress(&summary).await;
+                    }
                 }
                 Ok(Err(e)) => tracing::debug!("the editor refused a progress token: {e}"),
                 Err(_) => tracing::debug!("the editor did not answer a progress token request"),
@@ -139,7 +151,6 @@ impl Bridge {
     async fn follow(self: Arc<Self>, mut events: EventStream) {
         let mut coalescer = Coalescer::new(WHITEBOARD_INTERVAL);
         let mut notes = FileNotes::default();
-        let mut begun: HashSet<TaskId> = HashSet::new();
         loop {
             let deadline = coalescer.next_deadline();
             let event = tokio::select! {
@@ -153,7 +164,7 @@ impl Bridge {
             };
             match event {
                 Ok(RuntimeEvent::TaskUpdated(summary)) => {
-                    self.task_changed(&summary, &mut notes, &mut begun).await;
+                    self.task_changed(&summary, &mut notes).await;
                 }
                 Ok(RuntimeEvent::AgentStatus(transition)) => {
                     let params = serde_json::to_value(&transition).unwrap_or(Value::Null);
@@ -198,7 +209,7 @@ impl Bridge {
                         "the editor connection fell behind the runtime; sending the current state again"
                     );
                     for summary in self.engine.tasks() {
-                        self.task_changed(&summary, &mut notes, &mut begun).await;
+                        self.task_changed(&summary, &mut notes).await;
                     }
                     let now = tokio::time::Instant::now();
                     for board in self.engine.whiteboards() {
@@ -218,16 +229,11 @@ impl Bridge {
         }
     }
 
-    async fn task_changed(
-        &self,
-        summary: &TaskSummary,
-        notes: &mut FileNotes,
-        begun: &mut HashSet<TaskId>,
-    ) {
+    async fn task_changed(&self, summary: &TaskSummary, notes: &mut FileNotes) {
         self.client
             .send_notification::<TaskUpdated>(task_updated(&self.uris, summary))
             .await;
-        self.report_progress(summary, begun).await;
+        self.report_progress(summary).await;
         for file in notes.update(summary) {
             let Some(uri) = self.uris.uri(&file) else {
                 continue;
@@ -253,14 +259,15 @@ impl Bridge {
         }
     }
 
-    async fn report_progress(&self, summary: &TaskSummary, begun: &mut HashSet<TaskId>) {
+    async fn report_progress(&self, summary: &TaskSummary) {
         let id = summary.task_id;
         let Some(token) = self.progress.get(&id).map(|t| t.clone()) else {
             return;
         };
         let message = Some(status_line(summary));
         let percentage = Some(u32::from(summary.progress));
-        if begun.insert(id) {
+        let first = self.begun.lock().expect("begun").insert(id);
+        if first {
             self.send_progress(
                 token.clone(),
                 WorkDoneProgress::Begin(WorkDoneProgressBegin {
@@ -282,14 +289,13 @@ impl Bridge {
             )
             .await;
         }
-        if summary.status.is_finished() {
+        if summary.status.is_finished() && self.progress.remove(&id).is_some() {
             self.send_progress(
                 token,
                 WorkDoneProgress::End(WorkDoneProgressEnd { message }),
             )
             .await;
-            self.progress.remove(&id);
-            begun.remove(&id);
+            self.begun.lock().expect("begun").remove(&id);
         }
     }
 

@@ -1,0 +1,173 @@
+//! The language server as an editor meets it (issue 5). Run: `cargo bench --bench lsp`.
+//!
+//! Everything goes through the real release binary over pipes, driven by the same small
+//! client the tests use:
+//! - spawn to `initialize` answered (the engine, store and team started);
+//! - `conclave/listTasks` round trips with 10 tasks listed, p50 and p99;
+//! - notifications a reading client receives per second while 48 agents work 100 tasks
+//!   on a zero-latency scripted model;
+//! - resident memory idle (default team) and with 48 agents and 10 tasks running.
+
+#[path = "../tests/lsp_support/mod.rs"]
+mod lsp_support;
+
+use std::time::{Duration, Instant};
+
+use lsp_support::{Server, Workspace, bare_capabilities, full_capabilities};
+use serde_json::{Value, json};
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A script where job `t` plans `subtasks` steps and every step answers at once.
+fn jobs(tasks: usize, subtasks: usize, step_delay_ms: u64) -> Value {
+    let mut steps = Vec::new();
+    for t in 0..tasks {
+        let list: Vec<Value> = (0..subtasks)
+            .map(|s| json!({ "description": format!("Step {s} of job {t}") }))
+            .collect();
+        steps.push(json!({ "match": format!("Job {t}:"), "text": json!({ "subtasks": list }).to_string() }));
+    }
+    steps.push(
+        json!({ "match": "Step", "text": "Done.", "repeat": true, "delayMs": step_delay_ms }),
+    );
+    Value::Array(steps)
+}
+
+async fn startup() {
+    let ws = Workspace::scripted(json!([]), "");
+    let mut times = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        let mut server = Server::spawn(ws.path()).await;
+        server.initialize(bare_capabilities(), json!({})).await;
+        times.push(started.elapsed());
+        server.shutdown_and_exit().await;
+    }
+    times.sort();
+    println!(
+        "spawn to initialize answered: p50 {:.1} ms, p95 {:.1} ms (20 runs)",
+        percentile(&times, 0.5).as_secs_f64() * 1e3,
+        percentile(&times, 0.95).as_secs_f64() * 1e3
+    );
+}
+
+async fn list_tasks_round_trip() {
+    let ws = Workspace::scripted(jobs(10, 3, 0), "writes = \"disk\"");
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(bare_capabilities(), json!({})).await;
+    let mut ids = Vec::new();
+    for t in 0..10 {
+        ids.push(server.submit(&format!("Job {t}: go")).await);
+    }
+    for id in &ids {
+        server.task_status(id, "completed").await;
+    }
+    let mut times = Vec::new();
+    for _ in 0..2000 {
+        let started = Instant::now();
+        let listed = server.call("conclave/listTasks", json!({})).await;
+        times.push(started.elapsed());
+        assert_eq!(listed["tasks"].as_array().unwrap().len(), 10);
+    }
+    times.sort();
+    println!(
+        "conclave/listTasks round trip (10 tasks): p50 {:.0} µs, p99 {:.0} µs (2000 calls)",
+        percentile(&times, 0.5).as_secs_f64() * 1e6,
+        percentile(&times, 0.99).as_secs_f64() * 1e6
+    );
+    server.shutdown_and_exit().await;
+}
+
+async fn notification_throughput() {
+    let tasks = 300;
+    let ws = Workspace::scripted(
+        jobs(tasks, 5, 0),
+        "writes = \"disk\"\n[team]\ntop = 3\nmid = 5\nbottomPerMid = 8",
+    );
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(full_capabilities(), json!({})).await;
+    let started = Instant::now();
+    let mut ids = Vec::new();
+    for t in 0..tasks {
+        ids.push(server.submit(&format!("Job {t}: go")).await);
+    }
+    let mut remaining: std::collections::HashSet<String> = ids.into_iter().collect();
+    let mut received = 0u64;
+    while !remaining.is_empty() {
+        let message = server.wait_for("any message", |_| true).await;
+        if message.get("method").is_some() && message.get("id").is_none() {
+            received += 1;
+        }
+        if message["method"] == "conclave/taskUpdated"
+            && message["params"]["task"]["status"] == "completed"
+        {
+            remaining.remove(message["params"]["task"]["taskId"].as_str().unwrap());
+        }
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "notifications to a reading client: {received} in {:.2} s = {:.0}/s ({tasks} tasks x 5 subtasks, 48 agents)",
+        elapsed.as_secs_f64(),
+        received as f64 / elapsed.as_secs_f64()
+    );
+    server.shutdown_and_exit().await;
+}
+
+async fn memory() {
+    let ws = Workspace::scripted(json!([]), "");
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(bare_capabilities(), json!({})).await;
+    server.call("conclave/listAgents", json!({})).await;
+    let pid = server.pid();
+    println!(
+        "RSS idle (default team, 9 agents): {:.1} MiB",
+        rss_kib(pid) as f64 / 1024.0
+    );
+    server.shutdown_and_exit().await;
+
+    let ws = Workspace::scripted(
+        jobs(10, 4, 60_000),
+        "writes = \"disk\"\n[team]\ntop = 3\nmid = 5\nbottomPerMid = 8\n[recovery]\nstepTimeoutMs = 120000",
+    );
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(bare_capabilities(), json!({})).await;
+    let mut ids = Vec::new();
+    for t in 0..10 {
+        ids.push(server.submit(&format!("Job {t}: go")).await);
+    }
+    for id in &ids {
+        server.task_status(id, "running").await;
+    }
+    let agents = server.call("conclave/listAgents", json!({})).await;
+    let count = agents["agents"].as_array().unwrap().len();
+    let pid = server.pid();
+    println!(
+        "RSS with {count} agents and 10 tasks running: {:.1} MiB",
+        rss_kib(pid) as f64 / 1024.0
+    );
+    server.shutdown_and_exit().await;
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        startup().await;
+        list_tasks_round_trip().await;
+        notification_throughput().await;
+        memory().await;
+    });
+}
