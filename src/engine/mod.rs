@@ -306,11 +306,11 @@ impl Engine {
     fn dispatch(&self, id: TaskId) -> Result<(), EngineError> {
         let s = &self.services;
         let busy = |mid: AgentId| {
-            s.tasks
-                .records()
-                .iter()
-                .filter(|t| t.coordinator == Some(mid) && !t.status.is_finished())
-                .count()
+            let mut count = 0;
+            s.tasks.visit(|t| {
+                count += usize::from(t.coordinator == Some(mid) && !t.status.is_finished());
+            });
+            count
         };
         let own = s
             .tasks

@@ -344,6 +344,14 @@ impl Tasks {
         self.tasks.insert(record.id, record);
     }
 
+    /// Calls `visit` with every task in turn, without copying them (hot paths that
+    /// count or look for something across all tasks).
+    pub fn visit(&self, mut visit: impl FnMut(&TaskRecord)) {
+        for task in self.tasks.iter() {
+            visit(&task);
+        }
+    }
+
     /// The task a subtask belongs to.
     pub fn task_of(&self, subtask: SubtaskId) -> Option<TaskId> {
         self.tasks

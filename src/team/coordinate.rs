@@ -840,7 +840,7 @@ fn pick_bottom(ctx: &AgentContext, s: &Services, exclude: &[AgentId]) -> Option<
     // Subtasks handed out but not finished, per agent: an agent given one a moment ago
     // still reads as idle until its mailbox loop picks the assignment up.
     let mut assigned: std::collections::HashMap<AgentId, usize> = Default::default();
-    for task in s.tasks.records() {
+    s.tasks.visit(|task| {
         for st in &task.subtasks {
             if let Some(agent) = st.assignee
                 && !st.status.is_finished()
@@ -849,7 +849,7 @@ fn pick_bottom(ctx: &AgentContext, s: &Services, exclude: &[AgentId]) -> Option<
                 *assigned.entry(agent).or_default() += 1;
             }
         }
-    }
+    });
     let mut candidates: Vec<_> = s
         .runtime
         .pool
@@ -863,7 +863,9 @@ fn pick_bottom(ctx: &AgentContext, s: &Services, exclude: &[AgentId]) -> Option<
             )
         })
         .collect();
-    candidates.sort_by_key(|a| {
+    // Statuses change under our feet: each key is read once (a key read again mid-sort
+    // could disagree with itself, and the sort would panic).
+    candidates.sort_by_cached_key(|a| {
         let load = assigned.get(&a.id()).copied().unwrap_or(0);
         (
             a.status() != AgentStatus::Idle || load > 0,
@@ -1264,11 +1266,10 @@ async fn finish(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId, outcome:
             tracing::warn!("ERROR_REPORT.md not written: {e}");
         }
     }
-    let still_coordinating = s
-        .tasks
-        .records()
-        .iter()
-        .any(|t| t.coordinator == Some(ctx.id()) && !t.status.is_finished());
+    let mut still_coordinating = false;
+    s.tasks.visit(|t| {
+        still_coordinating |= t.coordinator == Some(ctx.id()) && !t.status.is_finished();
+    });
     if !still_coordinating {
         ctx.handle.set_current_task(None);
         if ctx.handle.status() == AgentStatus::Working {

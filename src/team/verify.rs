@@ -54,7 +54,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         if round == rounds {
             break;
         }
-        let fix = ask_for_fix(ctx, s, &command, &last_output)
+        let fix = ask_for_fix(ctx, s, task_id, &command, &last_output)
             .await
             .map_err(|message| Failure {
                 kind: "verify_failed".into(),
@@ -181,16 +181,17 @@ fn tail(text: &str, lines: usize) -> String {
 async fn ask_for_fix(
     ctx: &AgentContext,
     s: &Services,
+    task_id: TaskId,
     command: &str,
     output: &str,
 ) -> Result<Fix, String> {
     let model = s.model.clone().ok_or("no model is configured")?;
+    // The files this task wrote: other tasks' files are not this fix's business.
     let files = s
         .tasks
-        .records()
-        .into_iter()
-        .flat_map(|t| t.files_written)
-        .collect::<Vec<_>>();
+        .get(task_id)
+        .map(|t| t.files_written)
+        .unwrap_or_default();
     let mut sources = String::new();
     for path in files.iter().take(4) {
         if let Ok(absolute) = s.sandbox.resolve(path)
