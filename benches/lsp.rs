@@ -124,6 +124,54 @@ async fn notification_throughput() {
     server.shutdown_and_exit().await;
 }
 
+/// What one `conclave/taskUpdated` costs the server to build and frame (a task of 5
+/// subtasks, each with a file): the ceiling of the notification path when the team is
+/// not the one setting the pace.
+fn notification_cost() {
+    use conclave::runtime::{
+        SubtaskId, SubtaskStatus, SubtaskSummary, TaskId, TaskStatus, TaskSummary,
+    };
+    let uris = conclave::lsp::protocol::Uris::new(std::path::Path::new("/work/space"));
+    let summary = TaskSummary {
+        task_id: TaskId::new(),
+        title: "Add a --verbose flag to cli.py".into(),
+        status: TaskStatus::Running,
+        progress: 40,
+        created_at: chrono::Utc::now(),
+        updated_at: chrono::Utc::now(),
+        subtasks: (0..5)
+            .map(|i| SubtaskSummary {
+                subtask_id: SubtaskId::new(),
+                description: format!("Step {i}: write module_{i}.py with its tests"),
+                assignee: None,
+                status: SubtaskStatus::Running,
+                attempts: 1,
+                files: vec![format!("src/module_{i}.py")],
+            })
+            .collect(),
+        recovery: None,
+    };
+    let rounds = 100_000;
+    let started = Instant::now();
+    let mut bytes = 0usize;
+    for _ in 0..rounds {
+        let params = conclave::lsp::protocol::task_updated(&uris, &summary);
+        let body = serde_json::to_vec(
+            &json!({ "jsonrpc": "2.0", "method": "conclave/taskUpdated", "params": params }),
+        )
+        .unwrap();
+        let frame = format!("Content-Length: {}\r\n\r\n", body.len());
+        bytes += frame.len() + body.len();
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "building and framing conclave/taskUpdated (5 subtasks): {:.1} µs each = {:.0}/s on one core ({} bytes each)",
+        elapsed.as_secs_f64() * 1e6 / rounds as f64,
+        rounds as f64 / elapsed.as_secs_f64(),
+        bytes / rounds
+    );
+}
+
 async fn memory() {
     let ws = Workspace::scripted(json!([]), "");
     let mut server = Server::spawn(ws.path()).await;
@@ -168,6 +216,7 @@ fn main() {
         startup().await;
         list_tasks_round_trip().await;
         notification_throughput().await;
+        notification_cost();
         memory().await;
     });
 }
