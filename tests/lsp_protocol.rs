@@ -352,3 +352,55 @@ async fn logs_reach_the_editor_as_window_log_message() {
     assert_eq!(log["type"], 3, "info");
     assert!(server.shutdown_and_exit().await.success());
 }
+
+#[tokio::test]
+async fn context_files_outside_the_workspace_are_refused_with_1005() {
+    let ws = Workspace::scripted(
+        script(vec![
+            json!({ "match": ["Plan this task", "Files in context: notes/todo.md"],
+                    "text": json!({ "subtasks": [{ "description": "Create a.txt" }] }).to_string() }),
+            json!(writes("Create a.txt", "a.txt", "a\n")),
+        ]),
+        "writes = \"disk\"",
+    );
+    std::fs::create_dir(ws.path().join("notes")).unwrap();
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(bare_capabilities(), json!({})).await;
+    let outside = server
+        .request(
+            "conclave/submitTask",
+            json!({ "description": "Read this", "context": { "files": ["file:///etc/passwd"] } }),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (outside["code"].clone(), outside["data"].clone()),
+        (json!(1005), json!({ "path": "file:///etc/passwd" }))
+    );
+    let escaping = server
+        .request(
+            "conclave/submitTask",
+            json!({ "description": "Read this", "context": { "selection": {
+                "uri": ws.uri("../elsewhere.rs"),
+                "range": { "start": { "line": 0, "character": 0 }, "end": { "line": 1, "character": 0 } } } } }),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(escaping["code"], 1005);
+    assert_eq!(
+        server.call("conclave/listTasks", json!({})).await,
+        json!({ "tasks": [] }),
+        "nothing was queued"
+    );
+
+    // Inside the root, the planner sees the workspace-relative path.
+    let task = server
+        .call(
+            "conclave/submitTask",
+            json!({ "description": "Make a.txt", "context": { "files": [ws.uri("notes/todo.md")] } }),
+        )
+        .await;
+    let id = task["taskId"].as_str().unwrap();
+    server.task_status(id, "completed").await;
+    assert!(server.shutdown_and_exit().await.success());
+}

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::{
     ClientCapabilities, InitializeParams, InitializeResult, InitializedParams, MessageType,
-    ResourceOperationKind, ServerCapabilities, ServerInfo,
+    ResourceOperationKind, ServerCapabilities, ServerInfo, Uri,
 };
 use tower_lsp_server::{Client, LanguageServer};
 
@@ -45,7 +45,31 @@ struct Session {
     engine: Arc<Engine>,
     bridge: Arc<Bridge>,
     store: Store,
+    sandbox: Sandbox,
     _lock: WorkspaceLock,
+}
+
+impl Session {
+    /// A context file of `conclave/submitTask` as the agents see it: a path relative to
+    /// the workspace root. Anything outside the root is refused (1005).
+    fn context_path(&self, given: &str) -> Result<String> {
+        let outside = || {
+            engine_error(EngineError::PathOutsideWorkspace {
+                path: given.to_string(),
+            })
+        };
+        let path = if given.starts_with("file:") {
+            given
+                .parse::<Uri>()
+                .ok()
+                .and_then(|uri| uri.to_file_path().map(|p| p.into_owned()))
+                .ok_or_else(outside)?
+        } else {
+            PathBuf::from(given)
+        };
+        let absolute = self.sandbox.resolve(&path).map_err(|_| outside())?;
+        Ok(self.sandbox.relative(&absolute).display().to_string())
+    }
 }
 
 impl Backend {
@@ -131,12 +155,16 @@ impl Backend {
                 .and_then(|w| w.work_done_progress)
                 .unwrap_or(false),
         };
+        let sandbox =
+            Sandbox::new(engine.workspace()).map_err(|e| internal(format!("workspace: {e}")))?;
         if engine.config().writes == WriteMode::ApplyEdit && can_apply_edits(&params.capabilities) {
-            let sandbox = Sandbox::new(engine.workspace())
-                .map_err(|e| internal(format!("workspace: {e}")))?;
             let timeout =
                 std::time::Duration::from_millis(engine.config().editor.apply_edit_timeout_ms);
-            engine.set_writer(ApplyEditWriter::new(self.client.clone(), sandbox, timeout));
+            engine.set_writer(ApplyEditWriter::new(
+                self.client.clone(),
+                sandbox.clone(),
+                timeout,
+            ));
             tracing::info!("generated files reach the workspace through workspace/applyEdit");
         } else {
             tracing::info!("generated files are written to disk by the server");
@@ -147,6 +175,7 @@ impl Backend {
             engine,
             bridge,
             store,
+            sandbox,
             _lock: lock,
         })
     }
@@ -156,13 +185,21 @@ impl Backend {
     pub async fn submit_task(&self, params: SubmitTaskParams) -> Result<Value> {
         let s = self.session()?;
         let context = params.context.unwrap_or_default();
+        let files = context
+            .files
+            .iter()
+            .map(|f| s.context_path(f))
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(selection) = &context.selection {
+            s.context_path(&selection.uri)?;
+        }
         let id = s
             .engine
             .submit(SubmitTask {
                 description: params.description,
                 title: params.title,
                 context: TaskContext {
-                    files: context.files,
+                    files,
                     selection: context
                         .selection
                         .and_then(|sel| serde_json::to_value(sel).ok()),
