@@ -15,6 +15,17 @@ fn writes_then_unauthorized(description: &str, path: &str) -> Value {
     ])
 }
 
+/// A task whose one subtask writes c.txt and then hits a 401: an escalation to the user.
+fn escalating_workspace(extra: &str) -> Workspace {
+    Workspace::scripted(
+        script(vec![
+            plan(&["Create c.txt"]),
+            writes_then_unauthorized("Create c.txt", "c.txt"),
+        ]),
+        &format!("writes = \"disk\"\n{extra}"),
+    )
+}
+
 #[tokio::test]
 async fn a_task_runs_to_completion_with_notifications_progress_and_every_query() {
     let ws = Workspace::scripted(
@@ -204,13 +215,7 @@ async fn a_subscribed_whiteboard_is_followed_live_to_its_latest_version() {
 
 #[tokio::test]
 async fn an_escalation_is_asked_with_request_approval_and_the_answer_is_applied() {
-    let ws = Workspace::scripted(
-        script(vec![
-            plan(&["Create c.txt"]),
-            writes_then_unauthorized("Create c.txt", "c.txt"),
-        ]),
-        "writes = \"disk\"",
-    );
+    let ws = escalating_workspace("");
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
     let task = server.submit("Make c.txt").await;
@@ -265,13 +270,7 @@ async fn an_escalation_is_asked_with_request_approval_and_the_answer_is_applied(
 
 #[tokio::test]
 async fn a_dismissed_approval_stays_pending_and_is_answered_later_with_resolve_approval() {
-    let ws = Workspace::scripted(
-        script(vec![
-            plan(&["Create c.txt"]),
-            writes_then_unauthorized("Create c.txt", "c.txt"),
-        ]),
-        "writes = \"disk\"",
-    );
+    let ws = escalating_workspace("");
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
     let task = server.submit("Make c.txt").await;
@@ -323,13 +322,7 @@ async fn a_dismissed_approval_stays_pending_and_is_answered_later_with_resolve_a
 
 #[tokio::test]
 async fn an_approval_the_editor_never_answers_times_out_and_stays_pending() {
-    let ws = Workspace::scripted(
-        script(vec![
-            plan(&["Create c.txt"]),
-            writes_then_unauthorized("Create c.txt", "c.txt"),
-        ]),
-        "writes = \"disk\"\n[editor]\napprovalTimeoutMs = 200",
-    );
+    let ws = escalating_workspace("[editor]\napprovalTimeoutMs = 200");
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
     let task = server.submit("Make c.txt").await;
@@ -365,13 +358,7 @@ async fn an_approval_the_editor_never_answers_times_out_and_stays_pending() {
 
 #[tokio::test]
 async fn a_client_without_approvals_gets_show_message_request_with_one_action_per_option() {
-    let ws = Workspace::scripted(
-        script(vec![
-            plan(&["Create c.txt"]),
-            writes_then_unauthorized("Create c.txt", "c.txt"),
-        ]),
-        "writes = \"disk\"",
-    );
+    let ws = escalating_workspace("");
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(bare_capabilities(), json!({})).await;
     let task = server.submit("Make c.txt").await;
@@ -451,13 +438,7 @@ async fn cancel_stops_a_running_task() {
 
 #[tokio::test]
 async fn a_restarted_server_asks_the_pending_approval_again() {
-    let ws = Workspace::scripted(
-        script(vec![
-            plan(&["Create c.txt"]),
-            writes_then_unauthorized("Create c.txt", "c.txt"),
-        ]),
-        "writes = \"disk\"",
-    );
+    let ws = escalating_workspace("");
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
     server.submit("Make c.txt").await;

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dashmap::DashMap;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 use tower_lsp_server::Client;
@@ -28,14 +28,15 @@ use tower_lsp_server::ls_types::{
 use uuid::Uuid;
 
 use super::protocol::{
-    AgentStatusChanged, ClientFeatures, RecoveryStatus, RequestApproval, TaskUpdated, Uris,
+    self, AgentStatusChanged, ClientFeatures, RecoveryStatus, RequestApproval, TaskUpdated, Uris,
     WhiteboardChanged, task_updated,
 };
 use super::views::{Coalescer, FileNotes, NoteSeverity};
 use crate::engine::Engine;
 use crate::recovery::Severity;
 use crate::runtime::{
-    ApprovalAnswer, ApprovalRequest, EventStream, RuntimeEvent, TaskId, TaskStatus, TaskSummary,
+    ApprovalAnswer, ApprovalRequest, EventStream, RuntimeEvent, Snapshot, TaskId, TaskStatus,
+    TaskSummary,
 };
 
 /// At most one `conclave/whiteboardChanged` per board in this interval (PROTOCOL.md).
@@ -176,14 +177,20 @@ impl Bridge {
                     id,
                     version,
                     content,
-                    ..
+                    at,
                 }) => {
-                    let id = id.to_string();
+                    let board = Snapshot {
+                        id,
+                        version,
+                        content,
+                        updated_at: at,
+                    };
+                    let id = board.id.to_string();
                     if !self.subscribed(&id) {
                         coalescer.forget(&id);
                         continue;
                     }
-                    let params = json!({ "id": id, "version": version, "content": &*content });
+                    let params = protocol::whiteboard(&board);
                     let now = tokio::time::Instant::now();
                     if let Some(params) = coalescer.offer(&id, version, params, now) {
                         self.client
@@ -215,7 +222,7 @@ impl Bridge {
                     for board in self.engine.whiteboards() {
                         let id = board.id.to_string();
                         if self.subscribed(&id) {
-                            let params = json!({ "id": id, "version": board.version, "content": &*board.content });
+                            let params = protocol::whiteboard(&board);
                             if let Some(params) = coalescer.offer(&id, board.version, params, now) {
                                 self.client
                                     .send_notification::<WhiteboardChanged>(params)

@@ -16,7 +16,7 @@ use tower_lsp_server::ls_types::{ProgressToken, Uri};
 
 use crate::recovery::RecoveryEvent;
 use crate::runtime::{
-    ApprovalAnswer, ApprovalChoice, ApprovalRequest, TaskDetail, TaskOptions, TaskSummary,
+    ApprovalAnswer, ApprovalChoice, ApprovalRequest, Snapshot, TaskDetail, TaskOptions, TaskSummary,
 };
 
 /// The protocol version this server speaks (`experimental.conclave.protocolVersion`).
@@ -214,6 +214,12 @@ impl Uris {
         }
         value
     }
+}
+
+/// A whiteboard as `conclave/readWhiteboard`, `subscribeWhiteboard` and
+/// `whiteboardChanged` carry it.
+pub fn whiteboard(board: &Snapshot) -> Value {
+    json!({ "id": board.id.to_string(), "version": board.version, "content": &*board.content })
 }
 
 /// `conclave/taskUpdated` params.

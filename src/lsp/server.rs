@@ -21,7 +21,7 @@ use super::edits::ApplyEditWriter;
 use super::lock::WorkspaceLock;
 use super::log::LogLines;
 use super::protocol::{
-    ClientFeatures, NoParams, OptionalTaskIdParams, PROTOCOL_VERSION, ResolveApprovalParams,
+    self, ClientFeatures, NoParams, OptionalTaskIdParams, PROTOCOL_VERSION, ResolveApprovalParams,
     SubmitTaskParams, TaskIdParams, WhiteboardParams, task_updated,
 };
 use crate::config::{Config, WriteMode};
@@ -261,9 +261,7 @@ impl Backend {
             .engine
             .whiteboard(&params.id)
             .map_err(engine_error)?;
-        Ok(
-            json!({ "id": board.id.to_string(), "version": board.version, "content": &*board.content }),
-        )
+        Ok(protocol::whiteboard(&board))
     }
 
     pub async fn subscribe_whiteboard(&self, params: WhiteboardParams) -> Result<Value> {
@@ -275,9 +273,7 @@ impl Backend {
             .map_err(|_| engine_error(EngineError::WhiteboardNotFound(params.id.clone())))?;
         s.bridge.subscribe(&board.to_string());
         match s.engine.whiteboard(&params.id) {
-            Ok(board) => Ok(
-                json!({ "id": board.id.to_string(), "version": board.version, "content": &*board.content }),
-            ),
+            Ok(board) => Ok(protocol::whiteboard(&board)),
             Err(e) => {
                 s.bridge.unsubscribe(&board.to_string());
                 Err(engine_error(e))
