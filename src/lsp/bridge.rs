@@ -17,6 +17,7 @@ use dashmap::DashMap;
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::notification::Progress;
 use tower_lsp_server::ls_types::request::WorkDoneProgressCreate;
@@ -64,10 +65,17 @@ pub struct Bridge {
     begun: Mutex<HashSet<TaskId>>,
     /// Approvals being asked right now, so an answer given elsewhere ends the asking.
     asking: DashMap<Uuid, JoinHandle<()>>,
+    /// The connection is over: stop following.
+    closed: CancellationToken,
 }
 
 impl Bridge {
-    pub fn new(client: Client, engine: Arc<Engine>, support: ClientSupport) -> Arc<Bridge> {
+    pub fn new(
+        client: Client,
+        engine: Arc<Engine>,
+        support: ClientSupport,
+        closed: CancellationToken,
+    ) -> Arc<Bridge> {
         let approval_timeout = Duration::from_millis(engine.config().editor.approval_timeout_ms);
         Arc::new(Bridge {
             client,
@@ -79,6 +87,7 @@ impl Bridge {
             progress: DashMap::new(),
             begun: Mutex::new(HashSet::new()),
             asking: DashMap::new(),
+            closed,
         })
     }
 
@@ -155,6 +164,7 @@ impl Bridge {
         loop {
             let deadline = coalescer.next_deadline();
             let event = tokio::select! {
+                () = self.closed.cancelled() => return,
                 event = events.recv() => event,
                 () = sleep_until(deadline) => {
                     for params in coalescer.due(tokio::time::Instant::now()) {

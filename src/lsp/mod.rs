@@ -63,6 +63,8 @@ pub struct Lifecycle {
     refused: AtomicBool,
     /// Cancelled to end the input as if stdin had closed.
     stop_input: CancellationToken,
+    /// Cancelled once the connection is over: nothing more is sent to the editor.
+    closed: CancellationToken,
     engine: OnceLock<Arc<Engine>>,
 }
 
@@ -109,6 +111,7 @@ where
         lifecycle: lifecycle.clone(),
     };
     transport::run(input, output, edge, socket).await;
+    lifecycle.closed.cancel();
 
     if let Some(engine) = lifecycle.engine.get()
         && !lifecycle.shutdown.load(Ordering::SeqCst)

@@ -169,7 +169,12 @@ impl Backend {
         } else {
             tracing::info!("generated files are written to disk by the server");
         }
-        let bridge = Bridge::new(self.client.clone(), engine.clone(), support);
+        let bridge = Bridge::new(
+            self.client.clone(),
+            engine.clone(),
+            support,
+            self.lifecycle.closed.clone(),
+        );
         let _ = self.lifecycle.engine.set(engine.clone());
         Ok(Session {
             engine,
@@ -363,8 +368,9 @@ impl LanguageServer for Backend {
         let Ok(s) = self.session() else { return };
         if let Some(mut lines) = self.logs.lock().expect("logs").take() {
             let client = self.client.clone();
+            let closed = self.lifecycle.closed.clone();
             tokio::spawn(async move {
-                while let Some(line) = lines.recv().await {
+                while let Some(Some(line)) = closed.run_until_cancelled(lines.recv()).await {
                     let typ = match line.level {
                         tracing::Level::ERROR => MessageType::ERROR,
                         tracing::Level::WARN => MessageType::WARNING,
