@@ -1,0 +1,140 @@
+---@mod conclave.agents The team, live
+local client_mod = require('conclave.client')
+local ui = require('conclave.ui')
+
+local M = {}
+
+--- client id -> agentId -> AgentInfo
+M.agents = {}
+
+local buffers = {} -- bufnr -> client_id
+local refetch_pending = {}
+
+local ICON = {
+  initializing = '…',
+  idle = '○',
+  working = '●',
+  waiting_approval = '?',
+  blocked = '■',
+  failed = '✖',
+  shutting_down = '↓',
+  terminated = '×',
+}
+
+local LAYER_ORDER = { top = 1, mid = 2, bottom = 3 }
+
+local function lines_for(client_id)
+  local agents = vim.tbl_values(M.agents[client_id] or {})
+  if #agents == 0 then
+    return { '(no agents reported yet)' }
+  end
+  table.sort(agents, function(a, b)
+    local la, lb = LAYER_ORDER[a.layer] or 9, LAYER_ORDER[b.layer] or 9
+    if la ~= lb then
+      return la < lb
+    end
+    return (a.name or a.agentId) < (b.name or b.agentId)
+  end)
+  local lines = { 'R refresh  <CR> open the agent\'s whiteboard' }
+  local map = {}
+  for _, a in ipairs(agents) do
+    local m = a.metrics or {}
+    table.insert(
+      lines,
+      ('%s %-6s %-20s %-16s %s  done %d  failed %d  score %.2f'):format(
+        ICON[a.status] or '?',
+        a.layer or '?',
+        a.name or a.agentId,
+        a.status or '?',
+        a.role or '',
+        m.tasksCompleted or 0,
+        m.tasksFailed or 0,
+        m.performanceScore or 0
+      )
+    )
+    map[#lines] = a.agentId
+  end
+  return lines, map
+end
+
+local function render_all()
+  for bufnr, client_id in pairs(buffers) do
+    if vim.api.nvim_buf_is_valid(bufnr) then
+      local lines, map = lines_for(client_id)
+      ui.set_lines(bufnr, lines)
+      vim.b[bufnr].conclave_agent_lines = map or {}
+    else
+      buffers[bufnr] = nil
+    end
+  end
+end
+
+--- Fetch the team with conclave/listAgents.
+function M.refresh(client, done)
+  client_mod.request(client, 'conclave/listAgents', {}, function(err, result)
+    refetch_pending[client.id] = nil
+    if err then
+      client_mod.report_error('conclave/listAgents', err)
+    else
+      local by_id = {}
+      for _, a in ipairs(result.agents or {}) do
+        by_id[a.agentId] = a
+      end
+      M.agents[client.id] = by_id
+      render_all()
+    end
+    if done then
+      done(err, result)
+    end
+  end)
+end
+
+--- `conclave/agentStatus`
+function M.on_status(client_id, params)
+  local agents = M.agents[client_id]
+  local agent = agents and agents[params.agentId]
+  if agent then
+    agent.status = params.to
+    render_all()
+  elseif next(buffers) ~= nil and not refetch_pending[client_id] then
+    -- a new agent: fetch the team again (once per burst)
+    local client = client_mod.get_by_id(client_id)
+    if client then
+      refetch_pending[client_id] = true
+      M.refresh(client)
+    end
+  end
+end
+
+--- Open the agents list.
+function M.open(client)
+  local name = 'conclave://agents'
+  if #client_mod.clients() > 1 then
+    name = name .. '/' .. vim.fs.basename(client.root_dir)
+  end
+  local bufnr, created = ui.scratch(name, client.root_dir, 'conclave-agents')
+  buffers[bufnr] = client.id
+  if created then
+    vim.keymap.set('n', 'R', function()
+      M.refresh(client)
+    end, { buffer = bufnr, desc = 'Conclave: refresh agents', nowait = true })
+    vim.keymap.set('n', '<CR>', function()
+      local id = (vim.b.conclave_agent_lines or {})[vim.api.nvim_win_get_cursor(0)[1]]
+      if id then
+        require('conclave.whiteboard').open(client, 'agent:' .. id)
+      end
+    end, { buffer = bufnr, desc = "Conclave: the agent's whiteboard", nowait = true })
+    vim.api.nvim_create_autocmd('BufWipeout', {
+      buffer = bufnr,
+      callback = function()
+        buffers[bufnr] = nil
+      end,
+    })
+  end
+  render_all()
+  ui.show(bufnr)
+  M.refresh(client)
+  return bufnr
+end
+
+return M

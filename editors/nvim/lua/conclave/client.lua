@@ -1,0 +1,230 @@
+---@mod conclave.client Starting `conclave serve --stdio` and talking to it
+local config = require('conclave.config')
+
+local M = {}
+
+M.name = 'conclave'
+
+local has_011 = vim.fn.has('nvim-0.11') == 1
+
+--- client id -> true once `initialize` answered
+local ready = {}
+--- client id -> callbacks waiting for `initialize`
+local waiting = {}
+
+--- Capabilities: Neovim's own plus what Conclave can show.
+function M.capabilities()
+  local caps = vim.lsp.protocol.make_client_capabilities()
+  caps.experimental = caps.experimental or {}
+  caps.experimental.conclave = { approvals = true, whiteboards = true, recoveryStatus = true }
+  return caps
+end
+
+--- The project root of a path (file or directory), or nil.
+---@param path string
+---@return string|nil
+function M.root_of(path)
+  if not path or path == '' then
+    return nil
+  end
+  return vim.fs.root(path, config.options.root_markers)
+end
+
+--- The root the current buffer belongs to: the plugin's own buffers remember it, file
+--- buffers use their path, anything else the current directory.
+---@param bufnr integer|nil
+---@return string
+function M.current_root(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local remembered = vim.b[bufnr].conclave_root
+  if type(remembered) == 'string' and remembered ~= '' then
+    return remembered
+  end
+  if vim.bo[bufnr].buftype == '' then
+    local name = vim.api.nvim_buf_get_name(bufnr)
+    local root = M.root_of(name)
+    if root then
+      return root
+    end
+  end
+  local cwd = vim.fn.getcwd()
+  return M.root_of(cwd) or cwd
+end
+
+local function alive(client)
+  if not client then
+    return false
+  end
+  if has_011 then
+    return not client:is_stopped()
+  end
+  return not client.is_stopped()
+end
+
+--- Every running Conclave client.
+function M.clients()
+  local out = {}
+  for _, client in ipairs(vim.lsp.get_clients({ name = M.name })) do
+    if alive(client) then
+      table.insert(out, client)
+    end
+  end
+  return out
+end
+
+--- The running client of a root, if any.
+---@param root string
+function M.get(root)
+  for _, client in ipairs(M.clients()) do
+    if client.root_dir == root then
+      return client
+    end
+  end
+end
+
+function M.get_by_id(id)
+  local client = id and vim.lsp.get_client_by_id(id)
+  if alive(client) then
+    return client
+  end
+end
+
+function M.is_ready(client)
+  return client ~= nil and ready[client.id] == true
+end
+
+--- Run `fn(client)` once the client has been initialized.
+function M.when_ready(client, fn)
+  if ready[client.id] then
+    fn(client)
+  else
+    waiting[client.id] = waiting[client.id] or {}
+    table.insert(waiting[client.id], fn)
+  end
+end
+
+--- The client configuration for a root (used by vim.lsp.start).
+---@param root string
+function M.lsp_config(root)
+  local handlers = require('conclave.handlers').all()
+  return {
+    name = M.name,
+    cmd = config.cmd(),
+    cmd_cwd = root,
+    root_dir = root,
+    workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
+    init_options = config.server_options(),
+    capabilities = M.capabilities(),
+    handlers = handlers,
+    on_init = function(client, result)
+      ready[client.id] = true
+      local proto = vim.tbl_get(result or {}, 'capabilities', 'experimental', 'conclave', 'protocolVersion')
+      if proto ~= 1 then
+        vim.notify(
+          ('Conclave: the server speaks protocol version %s, this plugin speaks 1'):format(vim.inspect(proto)),
+          vim.log.levels.WARN
+        )
+      end
+      local queued = waiting[client.id] or {}
+      waiting[client.id] = nil
+      for _, fn in ipairs(queued) do
+        fn(client)
+      end
+    end,
+    on_exit = function(code, _, client_id)
+      ready[client_id] = nil
+      waiting[client_id] = nil
+      vim.schedule(function()
+        require('conclave.tasks').forget_client(client_id)
+        if code ~= 0 then
+          vim.notify(('Conclave: the server exited with code %d'):format(code), vim.log.levels.WARN)
+        end
+      end)
+    end,
+  }
+end
+
+--- Start (or reuse) the client of a root. With `bufnr`, attach it to that buffer.
+---@param root string
+---@param bufnr integer|nil
+---@return table|nil client
+function M.start(root, bufnr)
+  local existing = M.get(root)
+  if existing and not bufnr then
+    return existing
+  end
+  local bin = config.binary()
+  if vim.fn.executable(bin) ~= 1 then
+    vim.notify(
+      ('Conclave: the server binary %q was not found (set `cmd` in setup() or $CONCLAVE_BIN; see :checkhealth conclave)'):format(bin),
+      vim.log.levels.ERROR
+    )
+    return nil
+  end
+  local cfg = M.lsp_config(root)
+  local id
+  if bufnr then
+    id = vim.lsp.start(cfg, { bufnr = bufnr })
+  elseif has_011 then
+    id = vim.lsp.start(cfg, { attach = false })
+  else
+    id = vim.lsp.start_client(cfg)
+  end
+  return id and vim.lsp.get_client_by_id(id) or nil
+end
+
+--- The client of the current root, started if needed.
+function M.ensure(bufnr)
+  return M.start(M.current_root(bufnr))
+end
+
+--- Send a request; `cb(err, result)` is called on the main loop.
+---@param client table
+---@param method string
+---@param params table|nil
+---@param cb fun(err: table|nil, result: any)|nil
+function M.request(client, method, params, cb)
+  cb = cb or function(err)
+    if err then
+      M.report_error(method, err)
+    end
+  end
+  M.when_ready(client, function(c)
+    local handler = function(err, result)
+      cb(err, result)
+    end
+    local ok
+    if has_011 then
+      ok = c:request(method, params or vim.empty_dict(), handler)
+    else
+      ok = c.request(method, params or vim.empty_dict(), handler)
+    end
+    if not ok then
+      cb({ code = -32603, message = 'the Conclave server is not running' }, nil)
+    end
+  end)
+end
+
+function M.notify(client, method, params)
+  if has_011 then
+    return client:notify(method, params)
+  end
+  return client.notify(method, params)
+end
+
+--- Stop a client (graceful shutdown then exit).
+function M.stop(client, force)
+  if has_011 then
+    client:stop(force)
+  else
+    client.stop(force)
+  end
+end
+
+--- Show an error answer of the server.
+function M.report_error(what, err)
+  local msg = type(err) == 'table' and (err.message or vim.inspect(err)) or tostring(err)
+  vim.notify(('Conclave: %s failed: %s'):format(what, msg), vim.log.levels.ERROR)
+end
+
+return M

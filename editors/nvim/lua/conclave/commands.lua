@@ -1,0 +1,251 @@
+---@mod conclave.commands :Conclave {subcommand}
+local client_mod = require('conclave.client')
+local ui = require('conclave.ui')
+
+local M = {}
+
+local function client_or_nil()
+  return client_mod.ensure(0)
+end
+
+--- Pick a task: `args[1]` if given, else the only candidate, else vim.ui.select.
+local function with_task(args, filter, what, fn)
+  local client = client_or_nil()
+  if not client then
+    return
+  end
+  local id = args[1]
+  if id and id ~= '' then
+    return fn(client, id)
+  end
+  local function choose()
+    local tasks = require('conclave.tasks')
+    local entries = tasks.list(filter, client.id)
+    if #entries == 0 then
+      return vim.notify(('Conclave: no task to %s'):format(what), vim.log.levels.INFO)
+    end
+    if #entries == 1 then
+      return fn(client, entries[1].task.taskId)
+    end
+    vim.ui.select(entries, {
+      prompt = ('Conclave: task to %s'):format(what),
+      format_item = function(e)
+        return ('%s [%s]'):format(e.task.title or e.task.taskId, e.task.status)
+      end,
+    }, function(choice)
+      if choice then
+        fn(client, choice.task.taskId)
+      end
+    end)
+  end
+  require('conclave.tasks').refresh(client, function()
+    choose()
+  end)
+end
+
+--- Submit a task. `opts.text` or the range's lines or vim.ui.input.
+function M.submit(args, cmd)
+  local client = client_or_nil()
+  if not client then
+    return
+  end
+  local bufnr = vim.api.nvim_get_current_buf()
+  local text = table.concat(args, ' ')
+  local context
+  local fname = vim.api.nvim_buf_get_name(bufnr)
+  local is_file = vim.bo[bufnr].buftype == '' and fname ~= ''
+  if cmd and cmd.range and cmd.range > 0 then
+    local lines = vim.api.nvim_buf_get_lines(bufnr, cmd.line1 - 1, cmd.line2, false)
+    if is_file then
+      local last = lines[#lines] or ''
+      context = {
+        files = { vim.uri_from_bufnr(bufnr) },
+        selection = {
+          uri = vim.uri_from_bufnr(bufnr),
+          range = {
+            start = { line = cmd.line1 - 1, character = 0 },
+            ['end'] = { line = cmd.line2 - 1, character = #last },
+          },
+        },
+      }
+    end
+    if text == '' then
+      text = table.concat(lines, '\n')
+    end
+  elseif is_file then
+    context = { files = { vim.uri_from_bufnr(bufnr) } }
+  end
+  local function send(description)
+    if not description or vim.trim(description) == '' then
+      return
+    end
+    local params = { description = description }
+    if context then
+      params.context = context
+    end
+    client_mod.request(client, 'conclave/submitTask', params, function(err, result)
+      if err then
+        return client_mod.report_error('conclave/submitTask', err)
+      end
+      vim.notify(('Conclave: task submitted (%s)'):format(result.taskId), vim.log.levels.INFO)
+      vim.api.nvim_exec_autocmds('User', { pattern = 'ConclaveTaskSubmitted', modeline = false, data = result })
+    end)
+  end
+  if text ~= '' then
+    return send(text)
+  end
+  vim.ui.input({ prompt = 'Conclave task: ' }, send)
+end
+
+function M.tasks()
+  local client = client_or_nil()
+  if client then
+    require('conclave.tasks').open(client)
+  end
+end
+
+function M.agents()
+  local client = client_or_nil()
+  if client then
+    require('conclave.agents').open(client)
+  end
+end
+
+function M.whiteboard(args)
+  local client = client_or_nil()
+  if not client then
+    return
+  end
+  if args[1] and args[1] ~= '' then
+    require('conclave.whiteboard').open(client, args[1])
+  else
+    require('conclave.whiteboard').pick(client)
+  end
+end
+
+function M.approvals()
+  local client = client_or_nil()
+  if client then
+    require('conclave.approvals').list(client)
+  end
+end
+
+local function active(task)
+  return require('conclave.tasks').ACTIVE[task.status] == true
+end
+
+local function retryable(task)
+  return task.status == 'failed' or task.status == 'cancelled'
+end
+
+function M.cancel(args)
+  with_task(args, active, 'cancel', function(client, id)
+    client_mod.request(client, 'conclave/cancelTask', { taskId = id }, function(err, result)
+      if err then
+        return client_mod.report_error('conclave/cancelTask', err)
+      end
+      vim.notify(result.cancelled and 'Conclave: task cancelled' or 'Conclave: the task was not cancelled', vim.log.levels.INFO)
+    end)
+  end)
+end
+
+function M.retry(args)
+  with_task(args, retryable, 'retry', function(client, id)
+    client_mod.request(client, 'conclave/retryTask', { taskId = id }, function(err)
+      if err then
+        return client_mod.report_error('conclave/retryTask', err)
+      end
+      vim.notify('Conclave: retrying the failed subtasks', vim.log.levels.INFO)
+    end)
+  end)
+end
+
+function M.report(args)
+  with_task(args, nil, 'report on', function(client, id)
+    client_mod.request(client, 'conclave/errorReport', { taskId = id }, function(err, result)
+      if err then
+        return client_mod.report_error('conclave/errorReport', err)
+      end
+      local bufnr = ui.show_text('conclave://report/' .. id, client.root_dir, result.markdown or '', 'markdown')
+      vim.b[bufnr].conclave_report_path = result.path
+    end)
+  end)
+end
+
+function M.log(args)
+  with_task(args, nil, 'show the log of', function(client, id)
+    client_mod.request(client, 'conclave/taskLog', { taskId = id }, function(err, result)
+      if err then
+        return client_mod.report_error('conclave/taskLog', err)
+      end
+      ui.show_text('conclave://log/' .. id, client.root_dir, result.text or '', 'conclavelog')
+    end)
+  end)
+end
+
+M.subcommands = {
+  submit = M.submit,
+  tasks = M.tasks,
+  agents = M.agents,
+  whiteboard = M.whiteboard,
+  approvals = M.approvals,
+  cancel = M.cancel,
+  retry = M.retry,
+  report = M.report,
+  log = M.log,
+}
+
+M.names = { 'submit', 'tasks', 'agents', 'whiteboard', 'approvals', 'cancel', 'retry', 'report', 'log' }
+
+--- Entry point of the user command.
+function M.run(cmd)
+  local args = vim.deepcopy(cmd.fargs)
+  local sub = table.remove(args, 1)
+  if not sub then
+    return M.tasks()
+  end
+  local fn = M.subcommands[sub]
+  if not fn then
+    return vim.notify(
+      ('Conclave: unknown subcommand %q (one of: %s)'):format(sub, table.concat(M.names, ', ')),
+      vim.log.levels.ERROR
+    )
+  end
+  fn(args, cmd)
+end
+
+local function task_ids(filter)
+  return vim.tbl_map(function(e)
+    return e.task.taskId
+  end, require('conclave.tasks').list(filter))
+end
+
+--- Completion of `:Conclave`.
+function M.complete(arglead, cmdline)
+  local words = vim.split(cmdline:gsub('^%s*%S+%s*', '', 1), '%s+', { trimempty = false })
+  local candidates
+  if #words <= 1 then
+    candidates = M.names
+  else
+    local sub = words[1]
+    if #words > 2 then
+      return {}
+    end
+    if sub == 'whiteboard' then
+      candidates = vim.deepcopy(require('conclave.whiteboard').known)
+    elseif sub == 'cancel' then
+      candidates = task_ids(active)
+    elseif sub == 'retry' then
+      candidates = task_ids(retryable)
+    elseif sub == 'report' or sub == 'log' then
+      candidates = task_ids()
+    else
+      return {}
+    end
+  end
+  return vim.tbl_filter(function(c)
+    return vim.startswith(c, arglead)
+  end, candidates)
+end
+
+return M

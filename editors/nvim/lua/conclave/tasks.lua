@@ -1,0 +1,220 @@
+---@mod conclave.tasks Tasks as the server reports them, and the tasks buffer
+local client_mod = require('conclave.client')
+local ui = require('conclave.ui')
+
+local M = {}
+
+--- taskId -> { task = TaskSummary, client_id = integer, seq = integer }
+M.tasks = {}
+local seq = 0
+
+M.ACTIVE = {
+  queued = true,
+  planning = true,
+  awaiting_approval = true,
+  running = true,
+  recovering = true,
+  escalated = true,
+}
+
+M.FINISHED = { completed = true, failed = true, cancelled = true }
+
+local ICON = {
+  queued = '…',
+  planning = '✎',
+  awaiting_approval = '?',
+  running = '▶',
+  recovering = '↻',
+  escalated = '⚠',
+  completed = '✔',
+  failed = '✖',
+  cancelled = '⊘',
+  pending = '·',
+}
+
+local function changed()
+  require('conclave.status').refresh()
+  M.render_all()
+end
+
+--- `conclave/taskUpdated`
+function M.on_task_updated(client_id, task)
+  local entry = M.tasks[task.taskId]
+  local before = entry and entry.task.status
+  seq = seq + 1
+  M.tasks[task.taskId] = { task = task, client_id = client_id, seq = seq }
+  if before ~= task.status and M.FINISHED[task.status] and before ~= nil then
+    local level = task.status == 'completed' and vim.log.levels.INFO or vim.log.levels.WARN
+    local opts = require('conclave.config').options
+    if level >= (opts.notify_level or vim.log.levels.INFO) then
+      vim.notify(('Conclave: task %q %s'):format(task.title or task.taskId, task.status), level)
+    end
+  end
+  changed()
+end
+
+--- `conclave/recoveryStatus`
+function M.on_recovery(client_id, event)
+  if event.taskId and event.taskId ~= '' and M.tasks[event.taskId] then
+    M.tasks[event.taskId].task.recovery = event
+    changed()
+  elseif event.action == 'circuit_open' or event.action == 'circuit_closed' then
+    vim.notify('Conclave: ' .. (event.message or event.action), vim.log.levels.WARN)
+  end
+end
+
+--- Drop what a stopped client reported.
+function M.forget_client(client_id)
+  for id, entry in pairs(M.tasks) do
+    if entry.client_id == client_id then
+      M.tasks[id] = nil
+    end
+  end
+  changed()
+end
+
+--- Tasks sorted newest first; `filter(task)` keeps some.
+function M.list(filter, client_id)
+  local out = {}
+  for _, entry in pairs(M.tasks) do
+    if (not client_id or entry.client_id == client_id) and (not filter or filter(entry.task)) then
+      table.insert(out, entry)
+    end
+  end
+  table.sort(out, function(a, b)
+    local ca, cb = a.task.createdAt or '', b.task.createdAt or ''
+    if ca ~= cb then
+      return ca > cb
+    end
+    return a.seq > b.seq
+  end)
+  return out
+end
+
+-- The tasks buffer ------------------------------------------------------------------
+
+local buffers = {} -- bufnr -> client_id
+
+local function task_lines(client_id)
+  local lines, map = {}, {}
+  local entries = M.list(nil, client_id)
+  if #entries == 0 then
+    return { 'No Conclave tasks yet. :Conclave submit {text} starts one.' }, map
+  end
+  table.insert(lines, '<CR> log  c cancel  r retry  e error report  R refresh')
+  for _, entry in ipairs(entries) do
+    local t = entry.task
+    table.insert(
+      lines,
+      ('%s %s  [%s %d%%]  %s'):format(ICON[t.status] or '?', t.title or t.taskId, t.status, t.progress or 0, t.taskId)
+    )
+    map[#lines] = t.taskId
+    for _, s in ipairs(t.subtasks or {}) do
+      local extra = ''
+      if (s.attempts or 0) > 1 then
+        extra = (' (attempt %d)'):format(s.attempts)
+      end
+      table.insert(lines, ('    %s %s  [%s]%s'):format(ICON[s.status] or '·', s.description or s.subtaskId, s.status, extra))
+      map[#lines] = t.taskId
+    end
+    local r = t.recovery
+    if r and M.ACTIVE[t.status] then
+      table.insert(lines, ('    ↻ %s %d/%d: %s'):format(r.action, r.attempt or 0, r.maxAttempts or 0, r.message or ''))
+      map[#lines] = t.taskId
+    end
+  end
+  return lines, map
+end
+
+function M.render(bufnr)
+  local client_id = buffers[bufnr]
+  if not client_id or not vim.api.nvim_buf_is_valid(bufnr) then
+    buffers[bufnr] = nil
+    return
+  end
+  local lines, map = task_lines(client_id)
+  ui.set_lines(bufnr, lines)
+  vim.b[bufnr].conclave_task_lines = map
+end
+
+function M.render_all()
+  for bufnr in pairs(buffers) do
+    M.render(bufnr)
+  end
+end
+
+--- The task under the cursor of a tasks buffer.
+local function task_at_cursor()
+  local map = vim.b.conclave_task_lines or {}
+  return map[vim.api.nvim_win_get_cursor(0)[1]]
+end
+
+--- Open the tasks list of a client (fetched with conclave/listTasks, then live).
+function M.open(client)
+  local name = 'conclave://tasks'
+  if #client_mod.clients() > 1 then
+    name = name .. '/' .. vim.fs.basename(client.root_dir)
+  end
+  local bufnr, created = ui.scratch(name, client.root_dir, 'conclave-tasks')
+  buffers[bufnr] = client.id
+  if created then
+    local commands = require('conclave.commands')
+    local function map(lhs, fn, desc)
+      vim.keymap.set('n', lhs, function()
+        local id = task_at_cursor()
+        if id then
+          fn(id)
+        end
+      end, { buffer = bufnr, desc = desc, nowait = true })
+    end
+    map('<CR>', function(id)
+      commands.log({ id })
+    end, 'Conclave: task log')
+    map('c', function(id)
+      commands.cancel({ id })
+    end, 'Conclave: cancel task')
+    map('r', function(id)
+      commands.retry({ id })
+    end, 'Conclave: retry task')
+    map('e', function(id)
+      commands.report({ id })
+    end, 'Conclave: error report')
+    vim.keymap.set('n', 'R', function()
+      M.refresh(client)
+    end, { buffer = bufnr, desc = 'Conclave: refresh tasks', nowait = true })
+    vim.api.nvim_create_autocmd('BufWipeout', {
+      buffer = bufnr,
+      callback = function()
+        buffers[bufnr] = nil
+      end,
+    })
+  end
+  M.render(bufnr)
+  ui.show(bufnr)
+  M.refresh(client)
+  return bufnr
+end
+
+--- Fetch every task of a client again.
+function M.refresh(client, done)
+  client_mod.request(client, 'conclave/listTasks', {}, function(err, result)
+    if err then
+      client_mod.report_error('conclave/listTasks', err)
+    else
+      for _, task in ipairs(result.tasks or {}) do
+        local entry = M.tasks[task.taskId]
+        -- a notification newer than this answer wins
+        if not entry or entry.task.updatedAt == nil or (task.updatedAt or '') >= entry.task.updatedAt then
+          seq = seq + 1
+          M.tasks[task.taskId] = { task = task, client_id = client.id, seq = entry and entry.seq or seq }
+        end
+      end
+      changed()
+    end
+    if done then
+      done(err, result)
+    end
+  end)
+end
+
+return M

@@ -1,0 +1,269 @@
+-- The Neovim plugin driving the real `conclave serve --stdio` on a scripted model.
+local h = require('helpers')
+
+local function plan(...)
+  local subtasks = {}
+  for _, d in ipairs({ ... }) do
+    table.insert(subtasks, { description = d })
+  end
+  return { match = 'Plan this task', text = vim.json.encode({ subtasks = subtasks }) }
+end
+
+local function write_step(desc, path, content, extra)
+  return vim.tbl_extend('force', {
+    match = desc,
+    toolCalls = { { name = 'file_write', arguments = { path = path, content = content } } },
+  }, extra or {})
+end
+
+local function subtask(task, description)
+  for _, s in ipairs(task.subtasks or {}) do
+    if s.description == description then
+      return s
+    end
+  end
+end
+
+describe('conclave.nvim against the real server', function()
+  local dir
+
+  after_each(function()
+    if dir then
+      h.stop(dir)
+      dir = nil
+    end
+  end)
+
+  it('submits a task: files land on disk through applyEdit and the whiteboard buffer follows the board', function()
+    dir = h.workspace({
+      plan('Create a.txt', 'Create b.txt'),
+      write_step('Create a.txt', 'a.txt', 'a\n'),
+      -- slow enough to see a.txt "being generated" while its subtask still runs
+      { match = 'created a.txt', text = 'Wrote a.txt.', delayMs = 1500 },
+      write_step('Create b.txt', 'b.txt', 'b\n'),
+      { match = 'created b.txt', text = 'Wrote b.txt.' },
+    })
+    local client = h.start(dir)
+
+    vim.cmd('Conclave whiteboard global')
+    local board_buf = vim.api.nvim_get_current_buf()
+    assert.are.equal('conclave://whiteboard/global', vim.api.nvim_buf_get_name(board_buf))
+    assert.are.equal('nofile', vim.bo[board_buf].buftype)
+    h.wait('the subscription answer', function()
+      return vim.b[board_buf].conclave_whiteboard_version >= 0
+    end)
+    local first_version = vim.b[board_buf].conclave_whiteboard_version
+    assert.is_false(vim.bo[board_buf].modifiable)
+
+    vim.cmd('Conclave submit Make a.txt and b.txt')
+    h.wait('the task to appear', h.only_task)
+
+    -- a.txt exists on disk while its subtask is still running, and its buffer says so
+    local a_path = dir .. '/a.txt'
+    h.wait('a.txt on disk', function()
+      return h.read(a_path) == 'a\n'
+    end)
+    local a_buf = vim.fn.bufnr(a_path)
+    assert.is_true(a_buf > 0, 'the edit loaded a.txt into a buffer')
+    h.wait('the "being generated" virtual text on a.txt', function()
+      local marks = vim.api.nvim_buf_get_extmarks(a_buf, require('conclave.status').ns, 0, -1, { details = true })
+      return #marks == 1 and marks[1][4].virt_text[1][1]:find('generating', 1, true)
+    end)
+
+    h.wait('the task to complete', function()
+      return h.only_task().status == 'completed'
+    end)
+    assert.are.equal('b\n', h.read(dir .. '/b.txt'))
+    assert.is_false(vim.bo[a_buf].modified, 'the applied edit was written')
+    assert.are.same({ 'a' }, vim.api.nvim_buf_get_lines(a_buf, 0, -1, false))
+    h.wait('the virtual text to go once the subtask completed', function()
+      return #vim.api.nvim_buf_get_extmarks(a_buf, require('conclave.status').ns, 0, -1, {}) == 0
+    end)
+    assert.are.equal('idle', require('conclave').status())
+
+    -- the whiteboard buffer caught up with the latest board, live
+    local latest = h.request(client, 'conclave/readWhiteboard', { id = 'global' })
+    assert.is_true(latest.version > first_version, 'the team wrote on the global board')
+    h.wait('the whiteboard buffer to show the latest board', function()
+      return vim.b[board_buf].conclave_whiteboard_version == latest.version
+    end)
+    local expected = latest.content:gsub('\n$', '')
+    assert.are.equal(expected, h.buf_text(board_buf))
+    assert.is_false(vim.bo[board_buf].modifiable)
+    assert.is_false(vim.bo[board_buf].modified)
+
+    -- the tasks list shows the finished task
+    vim.cmd('Conclave tasks')
+    local tasks_buf = vim.api.nvim_get_current_buf()
+    h.wait('the tasks buffer', function()
+      return h.buf_text(tasks_buf):find('[completed 100%]', 1, true)
+    end)
+    assert.truthy(h.buf_text(tasks_buf):find('Create b.txt  [completed]', 1, true))
+
+    -- wiping the whiteboard buffer unsubscribes
+    local client_mod = require('conclave.client')
+    local original = client_mod.request
+    local unsubscribed
+    client_mod.request = function(c, method, params, cb)
+      return original(c, method, params, function(err, result)
+        if method == 'conclave/unsubscribeWhiteboard' then
+          unsubscribed = { params = params, err = err or false }
+        end
+        if cb then
+          cb(err, result)
+        end
+      end)
+    end
+    vim.api.nvim_buf_delete(board_buf, { force = true })
+    local ok = pcall(h.wait, 'conclave/unsubscribeWhiteboard', function()
+      return unsubscribed ~= nil
+    end, 10000)
+    client_mod.request = original
+    assert.is_true(ok)
+    assert.are.same({ params = { id = 'global' }, err = false }, unsubscribed)
+  end)
+
+  it('answers an escalation through vim.ui.select: abort fails the task', function()
+    dir = h.workspace({
+      plan('Create a.txt', 'Create c.txt'),
+      write_step('Create a.txt', 'a.txt', 'a\n'),
+      { match = 'created a.txt', text = 'Wrote a.txt.' },
+      { match = 'Create c.txt', error = 'unauthorized', ['repeat'] = true },
+    })
+    local client = h.start(dir)
+    local asked = {}
+    local float_text
+    vim.ui.select = function(items, opts, on_choice)
+      for _, win in ipairs(vim.api.nvim_list_wins()) do
+        if vim.api.nvim_win_get_config(win).relative ~= '' then
+          float_text = h.buf_text(vim.api.nvim_win_get_buf(win))
+        end
+      end
+      table.insert(asked, { items = items, opts = opts, on_choice = on_choice })
+    end
+
+    vim.cmd('Conclave submit Make a.txt and c.txt')
+    h.wait('the escalation to be asked', function()
+      return #asked == 1
+    end)
+    local ids = vim.tbl_map(function(o)
+      return o.id
+    end, asked[1].items)
+    assert.are.same({ 'retry', 'reassign', 'modify', 'abort' }, ids)
+    assert.truthy(asked[1].opts.prompt:find('escalation (critical)', 1, true))
+    assert.truthy(float_text and float_text:find('Severity: critical', 1, true), 'the detail was shown in a float')
+    h.wait('the statusline to show the escalation', function()
+      return require('conclave').status() == '⚠ escalated'
+    end)
+    -- the request was answered with null at once: the server still lists it as pending
+    assert.are.equal(1, #h.request(client, 'conclave/listApprovals').approvals)
+
+    asked[1].on_choice(asked[1].items[4]) -- abort
+    h.wait('the task to fail', function()
+      return h.only_task().status == 'failed'
+    end)
+    local task = h.only_task()
+    assert.are.equal('completed', subtask(task, 'Create a.txt').status)
+    assert.are.equal('failed', subtask(task, 'Create c.txt').status)
+    assert.are.same({}, h.request(client, 'conclave/listApprovals').approvals)
+    h.wait('the statusline to show the failure', function()
+      return require('conclave').status() == '✖ failed'
+    end)
+    for _, win in ipairs(vim.api.nvim_list_wins()) do
+      assert.are.equal('', vim.api.nvim_win_get_config(win).relative, 'the float was closed')
+    end
+  end)
+
+  it('keeps a dismissed approval pending and asks again from :Conclave approvals', function()
+    dir = h.workspace({
+      plan('Create c.txt'),
+      { match = 'Create c.txt', error = 'unauthorized', ['repeat'] = true },
+    })
+    local client = h.start(dir)
+    local calls = {}
+    vim.ui.select = function(items, opts, on_choice)
+      table.insert(calls, { items = items, opts = opts })
+      on_choice(nil) -- dismissed
+    end
+    vim.cmd('Conclave submit Make c.txt')
+    h.wait('the escalation to be asked', function()
+      return #calls == 1
+    end)
+    h.wait('the task to wait on the escalation', function()
+      return h.only_task().status == 'escalated'
+    end)
+    local pending = h.request(client, 'conclave/listApprovals').approvals
+    assert.are.equal(1, #pending)
+    local approval_id = pending[1].approvalId
+    assert.are.equal('escalation', pending[1].kind)
+
+    local listed
+    vim.ui.select = function(items, opts, on_choice)
+      table.insert(calls, { items = items, opts = opts })
+      if items[1] and items[1].approvalId then
+        listed = items
+        on_choice(items[1])
+      else
+        for _, o in ipairs(items) do
+          if o.id == 'abort' then
+            on_choice(o)
+          end
+        end
+      end
+    end
+    vim.cmd('Conclave approvals')
+    h.wait('the pending approval to be listed', function()
+      return listed ~= nil
+    end)
+    assert.are.equal(1, #listed)
+    assert.are.equal(approval_id, listed[1].approvalId)
+    h.wait('the task to fail after abort', function()
+      return h.only_task().status == 'failed'
+    end)
+    assert.are.same({}, h.request(client, 'conclave/listApprovals').approvals)
+    assert.are.equal(3, #calls)
+  end)
+
+  it('shows a retry in the statusline while the subtask is retried, then idle', function()
+    dir = h.workspace({
+      plan('Create b.txt'),
+      { match = 'Create b.txt', error = { kind = 'http', status = 503 }, times = 1 },
+      write_step('Create b.txt', 'b.txt', 'b\n', { delayMs = 2000 }),
+      { match = 'created b.txt', text = 'Wrote b.txt.' },
+    })
+    h.start(dir)
+    local seen = {}
+    vim.api.nvim_create_autocmd('User', {
+      pattern = 'ConclaveStatus',
+      callback = function(ev)
+        table.insert(seen, ev.data.status)
+      end,
+    })
+    vim.cmd('Conclave submit Make b.txt')
+    h.wait('the retry in the statusline', function()
+      return require('conclave').status():match('^↻ retry %d+/%d+$')
+    end)
+    local task = h.only_task()
+    assert.are.equal('retry', task.recovery.action)
+    h.wait('the task to complete', function()
+      return h.only_task().status == 'completed'
+    end)
+    assert.are.equal('b\n', h.read(dir .. '/b.txt'))
+    h.wait('idle', function()
+      return require('conclave').status() == 'idle'
+    end)
+    assert.truthy(vim.tbl_contains(seen, '1 running'), vim.inspect(seen))
+    assert.are.equal('idle', seen[#seen])
+  end)
+
+  it(':checkhealth conclave reports the binary, the server and the protocol', function()
+    dir = h.workspace({ plan('Create a.txt') })
+    h.start(dir)
+    vim.cmd('checkhealth conclave')
+    local text = h.buf_text(vim.api.nvim_get_current_buf())
+    assert.truthy(text:find('binary found: .*%(conclave 0%.1%.0%)'), text)
+    assert.truthy(text:find('server running for ' .. dir, 1, true), text)
+    assert.truthy(text:find('protocol version 1 OK', 1, true), text)
+    assert.truthy(text:find('llm.provider = "scripted"', 1, true), text)
+  end)
+end)
