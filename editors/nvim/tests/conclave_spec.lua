@@ -74,6 +74,7 @@ describe('conclave.nvim against the real server', function()
       return h.only_task().status == 'completed'
     end)
     assert.are.equal('b\n', h.read(dir .. '/b.txt'))
+    assert.are.equal('a\n', h.read(a_path), 'buffer and disk agree: no extra newline')
     assert.is_false(vim.bo[a_buf].modified, 'the applied edit was written')
     assert.are.same({ 'a' }, vim.api.nvim_buf_get_lines(a_buf, 0, -1, false))
     h.wait('the virtual text to go once the subtask completed', function()

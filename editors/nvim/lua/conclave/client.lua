@@ -17,6 +17,17 @@ function M.capabilities()
   local caps = vim.lsp.protocol.make_client_capabilities()
   caps.experimental = caps.experimental or {}
   caps.experimental.conclave = { approvals = true, whiteboards = true, recoveryStatus = true }
+  -- vim.lsp.util.apply_workspace_edit applies documentChanges (CreateFile + versionless
+  -- TextDocumentEdit), but Neovim does not announce it; Conclave writes through it.
+  caps.workspace = caps.workspace or {}
+  caps.workspace.applyEdit = true
+  caps.workspace.workspaceEdit = caps.workspace.workspaceEdit or {}
+  caps.workspace.workspaceEdit.documentChanges = true
+  local ops = caps.workspace.workspaceEdit.resourceOperations or {}
+  if not vim.tbl_contains(ops, 'create') then
+    table.insert(ops, 'create')
+  end
+  caps.workspace.workspaceEdit.resourceOperations = ops
   return caps
 end
 

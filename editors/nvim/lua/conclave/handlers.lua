@@ -38,6 +38,35 @@ local function edited_uris(edit)
   return uris
 end
 
+--- Whole-document contents a WorkspaceEdit sets (Conclave sends one full-range edit).
+local function full_texts(edit)
+  local out = {}
+  for _, change in ipairs(edit.documentChanges or {}) do
+    if change.textDocument and type(change.edits) == 'table' and #change.edits == 1 then
+      out[change.textDocument.uri] = change.edits[1].newText
+    end
+  end
+  return out
+end
+
+--- Make the buffer's lines + 'eol' hold exactly `text`: Neovim keeps the final newline
+--- of a full-content edit as an empty last line, which :write would turn into "\n\n".
+local function settle_eol(bufnr, text)
+  local lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+  if table.concat(lines, '\n') ~= text then
+    return
+  end
+  if text:sub(-1) == '\n' then
+    if #lines > 1 and lines[#lines] == '' then
+      vim.api.nvim_buf_set_lines(bufnr, -2, -1, false, {})
+    end
+    vim.bo[bufnr].eol = true
+  elseif text ~= '' then
+    vim.bo[bufnr].eol = false
+    vim.bo[bufnr].fixeol = false
+  end
+end
+
 --- `workspace/applyEdit`: Neovim's handler applies the edit; then every buffer the edit
 --- touched that had no unsaved changes before is written, so buffer and disk agree
 --- before the server hears `applied = true`.
@@ -53,6 +82,13 @@ function M.apply_edit(err, params, ctx, cfg)
   local result = default(err, params, ctx, cfg)
   if type(result) ~= 'table' or not result.applied then
     return result or { applied = false, failureReason = 'the edit could not be applied' }
+  end
+  local texts = full_texts(edit)
+  for uri, text in pairs(texts) do
+    local bufnr = vim.uri_to_bufnr(uri)
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      settle_eol(bufnr, text)
+    end
   end
   for _, uri in ipairs(uris) do
     if not was_modified[uri] then

