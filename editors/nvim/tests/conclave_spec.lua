@@ -257,6 +257,68 @@ describe('conclave.nvim against the real server', function()
     assert.are.equal('idle', seen[#seen])
   end)
 
+  it('shows a fileChange approval as a diff, writes after approve; submit takes the range', function()
+    dir = h.workspace({
+      plan('Create d.txt'),
+      write_step('Create d.txt', 'd.txt', 'd\n'),
+      { match = 'created d.txt', text = 'Wrote d.txt.' },
+    }, '[approvals]\nfileChanges = "ask"')
+    h.start(dir)
+    local fd = assert(io.open(dir .. '/notes.md', 'w'))
+    fd:write('intro\nPlease make d.txt\n')
+    fd:close()
+    vim.cmd.edit(dir .. '/notes.md')
+
+    local seen
+    vim.ui.select = function(items, opts, on_choice)
+      local diff_bufs = {}
+      for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+        if vim.wo[win].diff then
+          table.insert(diff_bufs, h.buf_text(vim.api.nvim_win_get_buf(win)))
+        end
+      end
+      seen = {
+        ids = vim.tbl_map(function(o)
+          return o.id
+        end, items),
+        prompt = opts.prompt,
+        diff = diff_bufs,
+        tabs = #vim.api.nvim_list_tabpages(),
+        on_disk = h.read(dir .. '/d.txt'),
+      }
+      vim.schedule(function()
+        on_choice(items[1]) -- approve
+      end)
+    end
+    vim.cmd('2Conclave submit')
+    h.wait('the task', h.only_task)
+    assert.are.equal('Please make d.txt', h.only_task().title)
+    h.wait('the fileChange approval', function()
+      return seen ~= nil
+    end)
+    assert.are.same({ 'approve', 'reject' }, seen.ids)
+    assert.truthy(seen.prompt:find('fileChange', 1, true))
+    assert.are.same({ '', 'd' }, seen.diff, 'before and after side by side in diff mode')
+    assert.are.equal(2, seen.tabs)
+    assert.is_nil(seen.on_disk, 'nothing is written before approve')
+    h.wait('the task to complete', function()
+      return h.only_task().status == 'completed'
+    end)
+    assert.are.equal('d\n', h.read(dir .. '/d.txt'))
+    h.wait('the diff tab to close', function()
+      return #vim.api.nvim_list_tabpages() == 1
+    end)
+
+    vim.cmd('Conclave agents')
+    local agents_buf = vim.api.nvim_get_current_buf()
+    assert.are.equal('conclave://agents', vim.api.nvim_buf_get_name(agents_buf))
+    h.wait('the team in the agents buffer', function()
+      local text = h.buf_text(agents_buf)
+      return text:find('top', 1, true) and text:find('mid', 1, true) and text:find('bottom', 1, true)
+    end)
+    assert.is_false(vim.bo[agents_buf].modifiable)
+  end)
+
   it(':checkhealth conclave reports the binary, the server and the protocol', function()
     dir = h.workspace({ plan('Create a.txt') })
     h.start(dir)
@@ -266,5 +328,7 @@ describe('conclave.nvim against the real server', function()
     assert.truthy(text:find('server running for ' .. dir, 1, true), text)
     assert.truthy(text:find('protocol version 1 OK', 1, true), text)
     assert.truthy(text:find('llm.provider = "scripted"', 1, true), text)
+    assert.are.same({ 'whiteboard' }, vim.fn.getcompletion('Conclave wh', 'cmdline'))
+    assert.are.same({ 'layer:top' }, vim.fn.getcompletion('Conclave whiteboard layer:t', 'cmdline'))
   end)
 end)
