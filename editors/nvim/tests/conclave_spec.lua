@@ -268,6 +268,9 @@ describe('conclave.nvim against the real server', function()
     fd:write('intro\nPlease make d.txt\n')
     fd:close()
     vim.cmd.edit(dir .. '/notes.md')
+    h.wait('the file buffer to be attached (autostart)', function()
+      return #vim.lsp.get_clients({ bufnr = 0, name = 'conclave' }) == 1
+    end)
 
     local seen
     vim.ui.select = function(items, opts, on_choice)

@@ -232,7 +232,7 @@ function M.complete(arglead, cmdline)
       return {}
     end
     if sub == 'whiteboard' then
-      candidates = vim.deepcopy(require('conclave.whiteboard').known)
+      candidates = require('conclave.whiteboard').ids()
     elseif sub == 'cancel' then
       candidates = task_ids(active)
     elseif sub == 'retry' then

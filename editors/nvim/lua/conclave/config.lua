@@ -18,8 +18,10 @@ M.defaults = {
   cmd = nil,
   --- Markers of a project root (searched upwards from the buffer's file).
   root_markers = { 'conclave.toml', '.git' },
-  --- Attach to file buffers of a project root as they are opened.
-  autostart = true,
+  --- Attach to file buffers as they are opened: `'conclave.toml'` starts a server only
+  --- for roots that have a conclave.toml (and attaches to one already running), `true`
+  --- for every root found by `root_markers`, `false` never (use :Conclave).
+  autostart = 'conclave.toml',
   --- Virtual text on buffers of files that are being generated.
   virtual_text = true,
   --- Level of the plugin's own notifications (task finished, approval dismissed, ...).

@@ -23,6 +23,14 @@ function M.attach(bufnr)
   if not root then
     return nil
   end
+  local autostart = require('conclave.config').options.autostart
+  if
+    autostart == 'conclave.toml'
+    and not client_mod.get(root)
+    and vim.uv.fs_stat(vim.fs.joinpath(root, 'conclave.toml')) == nil
+  then
+    return nil -- only a root with conclave.toml (or an already running server) is attached
+  end
   return client_mod.start(root, bufnr)
 end
 

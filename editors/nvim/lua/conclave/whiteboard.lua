@@ -109,4 +109,27 @@ end
 --- Whiteboard ids seen so far (for completion).
 M.known = { 'global', 'layer:top', 'layer:mid', 'layer:bottom' }
 
+--- Ids for completion: the fixed boards, the ones listed so far, every known agent's.
+function M.ids()
+  local seen, out = {}, {}
+  local function add(id)
+    if not seen[id] then
+      seen[id] = true
+      table.insert(out, id)
+    end
+  end
+  for _, id in ipairs({ 'global', 'layer:top', 'layer:mid', 'layer:bottom' }) do
+    add(id)
+  end
+  for _, id in ipairs(M.known) do
+    add(id)
+  end
+  for _, agents in pairs(require('conclave.agents').agents) do
+    for agent_id in pairs(agents) do
+      add('agent:' .. agent_id)
+    end
+  end
+  return out
+end
+
 return M
