@@ -1,0 +1,292 @@
+// The Conclave wire protocol (version 1) as TypeScript types and typed method names.
+// Source of truth: PROTOCOL.md and docs/protocol.md. This module imports only
+// vscode-jsonrpc so the tests can drive the real server with the very same types.
+
+import { NotificationType, RequestType } from 'vscode-jsonrpc';
+
+export const PROTOCOL_VERSION = 1;
+
+export type TaskStatus =
+  | 'queued'
+  | 'planning'
+  | 'awaiting_approval'
+  | 'running'
+  | 'recovering'
+  | 'escalated'
+  | 'completed'
+  | 'failed'
+  | 'cancelled';
+
+export type SubtaskStatus =
+  | 'pending'
+  | 'running'
+  | 'recovering'
+  | 'escalated'
+  | 'completed'
+  | 'failed'
+  | 'cancelled';
+
+export const FINISHED_TASK_STATUSES: readonly TaskStatus[] = ['completed', 'failed', 'cancelled'];
+
+export type Severity = 'low' | 'medium' | 'high' | 'critical';
+
+export type RecoveryAction =
+  | 'retry'
+  | 'peer_takeover'
+  | 'escalate_to_supervisor'
+  | 'escalate_to_top'
+  | 'replace_agent'
+  | 'circuit_open'
+  | 'circuit_closed'
+  | 'recovered'
+  | 'gave_up';
+
+export interface RecoveryEvent {
+  taskId: string;
+  subtaskId?: string | null;
+  agentId: string;
+  action: RecoveryAction;
+  severity: Severity;
+  attempt: number;
+  maxAttempts: number;
+  delayMs?: number | null;
+  message: string;
+  files?: string[] | null;
+  at: string;
+}
+
+export interface SubtaskSummary {
+  subtaskId: string;
+  description: string;
+  assignee: string | null;
+  status: SubtaskStatus;
+  attempts: number;
+  /** file:// URIs written so far (addition to the contract). */
+  files?: string[];
+}
+
+export interface TaskSummary {
+  taskId: string;
+  title: string;
+  status: TaskStatus;
+  progress: number;
+  createdAt: string;
+  updatedAt: string;
+  subtasks: SubtaskSummary[];
+  recovery: RecoveryEvent | null;
+}
+
+export interface TaskError {
+  subtaskId: string;
+  kind: string;
+  severity: Severity;
+  message: string;
+  at: string;
+}
+
+export interface TaskDetail extends TaskSummary {
+  description: string;
+  filesWritten: string[];
+  result: string | null;
+  partialResults: string[];
+  errors: TaskError[];
+}
+
+export type AgentLayer = 'top' | 'mid' | 'bottom';
+export type AgentStatus =
+  | 'initializing'
+  | 'idle'
+  | 'working'
+  | 'waiting_approval'
+  | 'blocked'
+  | 'failed'
+  | 'shutting_down'
+  | 'terminated';
+
+export interface AgentMetrics {
+  tasksCompleted: number;
+  tasksFailed: number;
+  averageTaskDurationMs: number;
+  messagesProcessed: number;
+  heartbeatsResponded: number;
+  heartbeatsMissed: number;
+  warningsReceived: number;
+  lastActiveAt: string | null;
+  performanceScore: number;
+}
+
+export interface AgentInfo {
+  agentId: string;
+  name: string;
+  layer: AgentLayer;
+  role: string;
+  status: AgentStatus;
+  supervisor: string | null;
+  subordinates: string[];
+  currentTaskId: string | null;
+  metrics: AgentMetrics;
+}
+
+export type ApprovalKind = 'escalation' | 'decision' | 'fileChange' | 'command';
+export type ApprovalDecision = 'retry' | 'reassign' | 'modify' | 'abort' | 'approve' | 'reject';
+
+export interface ApprovalOption {
+  id: ApprovalDecision;
+  title: string;
+}
+
+export interface ApprovalDiff {
+  uri: string;
+  before: string;
+  after: string;
+}
+
+export interface ApprovalRequest {
+  approvalId: string;
+  kind: ApprovalKind;
+  taskId: string;
+  subtaskId?: string | null;
+  agentId: string;
+  severity: Severity;
+  title: string;
+  detail: string;
+  proposedSolution?: string | null;
+  diff?: ApprovalDiff | null;
+  command?: string | null;
+  options: ApprovalOption[];
+  createdAt: string;
+}
+
+export interface ApprovalAnswer {
+  decision: ApprovalDecision;
+  note?: string;
+  modifiedDescription?: string;
+}
+
+export interface Position {
+  line: number;
+  character: number;
+}
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+export interface SubmitTaskParams {
+  description: string;
+  title?: string;
+  context?: { files?: string[]; selection?: { uri: string; range: Range } };
+  options?: { continueOnError?: boolean; timeoutMs?: number; maxRetries?: number };
+  workDoneToken?: string | number;
+}
+
+export interface TaskIdParams {
+  taskId: string;
+}
+export interface WhiteboardIdParams {
+  id: string;
+}
+export interface Whiteboard {
+  id: string;
+  version: number;
+  content: string;
+}
+export interface WhiteboardInfo {
+  id: string;
+  version: number;
+  updatedAt: string;
+}
+
+export interface ResolveApprovalParams extends ApprovalAnswer {
+  approvalId: string;
+}
+
+export interface TaskLogEntry {
+  at: string;
+  kind: string;
+  actor: string;
+  text: string;
+  detail?: unknown;
+}
+
+export interface AgentStatusParams {
+  agentId: string;
+  from: AgentStatus;
+  to: AgentStatus;
+  reason: string;
+  at: string;
+}
+
+/** What the client announces in capabilities.experimental.conclave. */
+export interface ClientConclaveCapabilities {
+  approvals: boolean;
+  whiteboards: boolean;
+  recoveryStatus: boolean;
+}
+
+/** What the server answers in capabilities.experimental.conclave. */
+export interface ServerConclaveCapabilities {
+  protocolVersion: number;
+}
+
+export const ErrorCodes = {
+  TaskNotFound: 1001,
+  ApprovalNotFound: 1002,
+  WhiteboardNotFound: 1003,
+  LlmNotConfigured: 1004,
+  PathOutsideWorkspace: 1005,
+  AgentPoolFull: 1006,
+  InvalidState: 1007,
+} as const;
+
+type Empty = Record<string, never>;
+
+// Client → server requests.
+export const submitTask = new RequestType<SubmitTaskParams, { taskId: string }, void>('conclave/submitTask');
+export const cancelTask = new RequestType<TaskIdParams, { cancelled: boolean }, void>('conclave/cancelTask');
+export const retryTask = new RequestType<TaskIdParams, { taskId: string }, void>('conclave/retryTask');
+export const listTasks = new RequestType<Empty, { tasks: TaskSummary[] }, void>('conclave/listTasks');
+export const getTask = new RequestType<TaskIdParams, TaskDetail, void>('conclave/getTask');
+export const listAgents = new RequestType<Empty, { agents: AgentInfo[] }, void>('conclave/listAgents');
+export const listWhiteboards = new RequestType<Empty, { whiteboards: WhiteboardInfo[] }, void>(
+  'conclave/listWhiteboards',
+);
+export const readWhiteboard = new RequestType<WhiteboardIdParams, Whiteboard, void>('conclave/readWhiteboard');
+export const subscribeWhiteboard = new RequestType<WhiteboardIdParams, Whiteboard, void>(
+  'conclave/subscribeWhiteboard',
+);
+export const unsubscribeWhiteboard = new RequestType<WhiteboardIdParams, null, void>(
+  'conclave/unsubscribeWhiteboard',
+);
+export const listApprovals = new RequestType<Empty, { approvals: ApprovalRequest[] }, void>(
+  'conclave/listApprovals',
+);
+export const resolveApproval = new RequestType<ResolveApprovalParams, { accepted: boolean }, void>(
+  'conclave/resolveApproval',
+);
+export const errorReport = new RequestType<{ taskId?: string }, { markdown: string; path: string }, void>(
+  'conclave/errorReport',
+);
+export const taskLog = new RequestType<TaskIdParams, { taskId: string; text: string; entries?: TaskLogEntry[] }, void>(
+  'conclave/taskLog',
+);
+
+// Server → client.
+export const requestApproval = new RequestType<ApprovalRequest, ApprovalAnswer | null, void>(
+  'conclave/requestApproval',
+);
+export const taskUpdated = new NotificationType<{ task: TaskSummary }>('conclave/taskUpdated');
+export const agentStatus = new NotificationType<AgentStatusParams>('conclave/agentStatus');
+export const whiteboardChanged = new NotificationType<Whiteboard>('conclave/whiteboardChanged');
+export const recoveryStatus = new NotificationType<RecoveryEvent>('conclave/recoveryStatus');
+
+/** Settings of the extension as they become initializationOptions. */
+export interface ExtensionSettings {
+  llm: { provider?: string; model?: string; baseUrl?: string; apiKeyEnv?: string };
+  approvals: { fileChanges?: 'auto' | 'ask'; commands?: 'ask' | 'auto' | 'deny' };
+}
+
+export interface InitializationOptions {
+  llm?: { provider?: string; model?: string; baseUrl?: string; apiKeyEnv?: string };
+  approvals?: { fileChanges?: 'auto' | 'ask'; commands?: 'ask' | 'auto' | 'deny' };
+}

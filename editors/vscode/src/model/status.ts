@@ -1,0 +1,133 @@
+// The status-bar text as a pure model: "idle", "N running", "↻ retry 2/3 in 4 s",
+// "⚠ escalated", "✖ failed". Fed by conclave/taskUpdated and conclave/recoveryStatus;
+// `render(now)` is called by the glue every second while a retry countdown runs.
+// Imports nothing from 'vscode'.
+
+import type { RecoveryEvent, TaskSummary } from '../lsp_ext';
+
+export type StatusKind = 'idle' | 'running' | 'retry' | 'escalated' | 'failed';
+
+export interface StatusView {
+  kind: StatusKind;
+  /** Plain text (no codicons), e.g. "Conclave: 1 running · ↻ retry 1/2 in 4 s". */
+  text: string;
+  tooltip: string;
+  /** The task a click should reveal, if any. */
+  taskId?: string;
+  /** True while a countdown is shown: render again in a second. */
+  ticking: boolean;
+}
+
+const FINISHED = new Set(['completed', 'failed', 'cancelled']);
+
+export class StatusModel {
+  private readonly tasks = new Map<string, TaskSummary>();
+  /** Latest recovery event per task, with the local time it arrived (for countdowns). */
+  private readonly recoveries = new Map<string, { event: RecoveryEvent; receivedAt: number }>();
+  private circuitOpen: RecoveryEvent | undefined;
+
+  updateTask(task: TaskSummary, now: number = Date.now()): void {
+    const known = this.tasks.get(task.taskId);
+    if (known && known.updatedAt > task.updatedAt) return;
+    this.tasks.set(task.taskId, task);
+    // A task summary carries the latest recovery step: adopt it when we missed the event.
+    const held = this.recoveries.get(task.taskId);
+    if (task.recovery && (!held || held.event.at < task.recovery.at)) {
+      this.recoveries.set(task.taskId, { event: task.recovery, receivedAt: now });
+    }
+  }
+
+  setTasks(tasks: TaskSummary[], now: number = Date.now()): void {
+    this.tasks.clear();
+    for (const task of tasks) this.updateTask(task, now);
+  }
+
+  recovery(event: RecoveryEvent, now: number = Date.now()): void {
+    if (event.action === 'circuit_open') {
+      this.circuitOpen = event;
+      return;
+    }
+    if (event.action === 'circuit_closed') {
+      this.circuitOpen = undefined;
+      return;
+    }
+    if (!event.taskId) return;
+    const held = this.recoveries.get(event.taskId);
+    if (held && held.event.at > event.at) return;
+    this.recoveries.set(event.taskId, { event, receivedAt: now });
+  }
+
+  render(now: number = Date.now()): StatusView {
+    const all = [...this.tasks.values()];
+    const active = all.filter((t) => !FINISHED.has(t.status));
+    const escalated = active.filter((t) => t.status === 'escalated');
+    const others = active.filter((t) => t.status !== 'escalated');
+    const parts: string[] = [];
+    const tooltip: string[] = [];
+    let kind: StatusKind = 'idle';
+    let taskId: string | undefined;
+    let ticking = false;
+
+    if (others.length > 0) {
+      parts.push(`${others.length} running`);
+      kind = 'running';
+      taskId = newest(others).taskId;
+      for (const task of others) tooltip.push(`${task.title}: ${task.status.replace(/_/g, ' ')} (${Math.round(task.progress)}%)`);
+    }
+
+    const retrying = others
+      .filter((t) => t.status === 'recovering')
+      .map((t) => ({ task: t, held: this.recoveries.get(t.taskId) }))
+      .filter((r) => r.held && r.held.event.action === 'retry');
+    if (retrying.length > 0) {
+      const { task, held } = retrying.sort((a, b) => (a.held!.event.at < b.held!.event.at ? 1 : -1))[0];
+      const event = held!.event;
+      let text = `↻ retry ${event.attempt}/${event.maxAttempts}`;
+      const remaining = (event.delayMs ?? 0) - (now - held!.receivedAt);
+      if (remaining > 0) {
+        text += ` in ${Math.ceil(remaining / 1000)} s`;
+        ticking = true;
+      }
+      parts.push(text);
+      kind = 'retry';
+      taskId = task.taskId;
+      tooltip.push(`Retrying: ${event.message}`);
+    }
+
+    if (escalated.length > 0) {
+      parts.push(escalated.length === 1 ? '⚠ escalated' : `⚠ ${escalated.length} escalated`);
+      kind = 'escalated';
+      taskId = newest(escalated).taskId;
+      for (const task of escalated) {
+        const why = this.recoveries.get(task.taskId)?.event.message;
+        tooltip.push(`${task.title}: escalated${why ? ` — ${why}` : ''}`);
+      }
+    }
+
+    if (active.length === 0) {
+      const finished = all.filter((t) => FINISHED.has(t.status));
+      const last = finished.length > 0 ? newest(finished) : undefined;
+      if (last && last.status === 'failed') {
+        parts.push('✖ failed');
+        kind = 'failed';
+        taskId = last.taskId;
+        tooltip.push(`${last.title}: failed. Retry it or open the error report.`);
+      } else {
+        parts.push('idle');
+        if (last) tooltip.push(`Last task: ${last.title} (${last.status})`);
+        else tooltip.push('No task yet');
+      }
+    }
+
+    if (this.circuitOpen) {
+      parts.push('⏸ provider paused');
+      tooltip.push(`Circuit open: ${this.circuitOpen.message}`);
+    }
+
+    return { kind, text: `Conclave: ${parts.join(' · ')}`, tooltip: tooltip.join('\n'), taskId, ticking };
+  }
+}
+
+function newest(tasks: TaskSummary[]): TaskSummary {
+  return tasks.reduce((a, b) => (b.updatedAt > a.updatedAt ? b : a));
+}

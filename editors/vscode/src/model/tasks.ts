@@ -1,0 +1,228 @@
+// The Tasks tree as a pure model: pending approvals at the top, then tasks (newest first),
+// each with its subtasks. Fed by conclave/taskUpdated, conclave/listTasks,
+// conclave/requestApproval and conclave/listApprovals. Imports nothing from 'vscode'.
+
+import type { ApprovalRequest, SubtaskSummary, TaskStatus, TaskSummary } from '../lsp_ext';
+import { Emitter } from './event';
+
+export type TaskTreeNode =
+  | { kind: 'approval'; approval: ApprovalRequest }
+  | { kind: 'task'; task: TaskSummary }
+  | { kind: 'subtask'; task: TaskSummary; subtask: SubtaskSummary };
+
+/** What a tree row shows; the glue turns it into a vscode.TreeItem. */
+export interface TreeRow {
+  id: string;
+  label: string;
+  description: string;
+  tooltip: string;
+  /** A codicon id, e.g. "sync~spin". */
+  icon: string;
+  /** A theme color id for the icon, if any. */
+  color?: string;
+  contextValue: string;
+  collapsible: boolean;
+}
+
+const FINISHED: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
+
+export function isFinished(status: string): boolean {
+  return FINISHED.has(status);
+}
+
+export function statusIcon(status: string): { icon: string; color?: string } {
+  switch (status) {
+    case 'queued':
+      return { icon: 'clock' };
+    case 'planning':
+      return { icon: 'lightbulb' };
+    case 'awaiting_approval':
+      return { icon: 'question', color: 'notificationsWarningIcon.foreground' };
+    case 'pending':
+      return { icon: 'circle-outline' };
+    case 'running':
+      return { icon: 'sync~spin' };
+    case 'recovering':
+      return { icon: 'refresh', color: 'notificationsInfoIcon.foreground' };
+    case 'escalated':
+      return { icon: 'warning', color: 'notificationsWarningIcon.foreground' };
+    case 'completed':
+      return { icon: 'pass', color: 'testing.iconPassed' };
+    case 'failed':
+      return { icon: 'error', color: 'testing.iconFailed' };
+    case 'cancelled':
+      return { icon: 'circle-slash' };
+    default:
+      return { icon: 'circle-outline' };
+  }
+}
+
+export type AgentNameResolver = (agentId: string) => string | undefined;
+
+export class TasksModel {
+  private readonly tasks = new Map<string, TaskSummary>();
+  private readonly approvals = new Map<string, ApprovalRequest>();
+  private readonly changed = new Emitter<void>();
+  /** Fires after any change; the tree refreshes on it. */
+  readonly onDidChange = this.changed.event;
+
+  constructor(private readonly agentName: AgentNameResolver = () => undefined) {}
+
+  /** conclave/taskUpdated: replaces the task unless the update is older than what we hold. */
+  updateTask(task: TaskSummary): void {
+    const known = this.tasks.get(task.taskId);
+    if (known && known.updatedAt > task.updatedAt) return;
+    this.tasks.set(task.taskId, task);
+    this.changed.fire();
+  }
+
+  /** conclave/listTasks: the full list. */
+  setTasks(tasks: TaskSummary[]): void {
+    this.tasks.clear();
+    for (const task of tasks) this.tasks.set(task.taskId, task);
+    this.changed.fire();
+  }
+
+  /** conclave/requestApproval arrived (or listApprovals reported it). */
+  addApproval(approval: ApprovalRequest): void {
+    this.approvals.set(approval.approvalId, approval);
+    this.changed.fire();
+  }
+
+  /** The approval was answered or resolved. */
+  removeApproval(approvalId: string): void {
+    if (this.approvals.delete(approvalId)) this.changed.fire();
+  }
+
+  /** conclave/listApprovals: everything still pending. */
+  setApprovals(approvals: ApprovalRequest[]): void {
+    this.approvals.clear();
+    for (const approval of approvals) this.approvals.set(approval.approvalId, approval);
+    this.changed.fire();
+  }
+
+  task(taskId: string): TaskSummary | undefined {
+    return this.tasks.get(taskId);
+  }
+
+  allTasks(): TaskSummary[] {
+    return [...this.tasks.values()].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+  }
+
+  pendingApprovals(): ApprovalRequest[] {
+    return [...this.approvals.values()].sort((a, b) => (a.createdAt < b.createdAt ? -1 : 1));
+  }
+
+  /** Top-level rows: pending approvals first, then tasks newest first. */
+  roots(): TaskTreeNode[] {
+    return [
+      ...this.pendingApprovals().map((approval): TaskTreeNode => ({ kind: 'approval', approval })),
+      ...this.allTasks().map((task): TaskTreeNode => ({ kind: 'task', task })),
+    ];
+  }
+
+  children(node: TaskTreeNode): TaskTreeNode[] {
+    if (node.kind !== 'task') return [];
+    const task = this.tasks.get(node.task.taskId) ?? node.task;
+    return task.subtasks.map((subtask): TaskTreeNode => ({ kind: 'subtask', task, subtask }));
+  }
+
+  /** The files whose subtask is running or recovering right now ("being generated"). */
+  filesBeingGenerated(): Set<string> {
+    const files = new Set<string>();
+    for (const task of this.tasks.values()) {
+      for (const subtask of task.subtasks) {
+        if (subtask.status === 'running' || subtask.status === 'recovering') {
+          for (const uri of subtask.files ?? []) files.add(uri);
+        }
+      }
+    }
+    return files;
+  }
+
+  /** Tasks that are not finished. */
+  activeTasks(): TaskSummary[] {
+    return this.allTasks().filter((task) => !isFinished(task.status));
+  }
+
+  row(node: TaskTreeNode): TreeRow {
+    switch (node.kind) {
+      case 'approval': {
+        const a = node.approval;
+        const critical = a.severity === 'high' || a.severity === 'critical';
+        return {
+          id: `approval:${a.approvalId}`,
+          label: a.title,
+          description: `${approvalKindLabel(a.kind)} · ${a.severity} · awaiting your answer`,
+          tooltip: [a.title, '', a.detail, a.proposedSolution ? `\nProposed: ${a.proposedSolution}` : '']
+            .join('\n')
+            .trim(),
+          icon: critical ? 'warning' : 'question',
+          color: critical ? 'notificationsErrorIcon.foreground' : 'notificationsWarningIcon.foreground',
+          contextValue: 'approval',
+          collapsible: false,
+        };
+      }
+      case 'task': {
+        const t = node.task;
+        const { icon, color } = statusIcon(t.status);
+        const done = t.subtasks.filter((s) => s.status === 'completed').length;
+        const parts = [statusLabel(t.status)];
+        if (t.subtasks.length > 0) parts.push(`${done}/${t.subtasks.length}`);
+        parts.push(`${Math.round(t.progress)}%`);
+        const tooltip = [`${t.title}`, `Status: ${statusLabel(t.status)}`, `Progress: ${Math.round(t.progress)}%`];
+        if (t.recovery) tooltip.push(`Recovery: ${t.recovery.action} ${t.recovery.attempt}/${t.recovery.maxAttempts} — ${t.recovery.message}`);
+        tooltip.push(`Task id: ${t.taskId}`);
+        return {
+          id: `task:${t.taskId}`,
+          label: t.title,
+          description: parts.join(' · '),
+          tooltip: tooltip.join('\n'),
+          icon,
+          color,
+          contextValue: `task.${isFinished(t.status) ? (t.status === 'completed' ? 'completed' : 'retryable') : 'active'}`,
+          collapsible: t.subtasks.length > 0,
+        };
+      }
+      case 'subtask': {
+        const s = node.subtask;
+        const { icon, color } = statusIcon(s.status);
+        const assignee = s.assignee ? this.agentName(s.assignee) ?? shortId(s.assignee) : 'unassigned';
+        const attempts = s.attempts === 1 ? '1 attempt' : `${s.attempts} attempts`;
+        const tooltip = [s.description, `Status: ${statusLabel(s.status)}`, `Assignee: ${assignee}`, `Attempts: ${s.attempts}`];
+        if (s.files && s.files.length > 0) tooltip.push(`Files:\n${s.files.map((f) => `  ${f}`).join('\n')}`);
+        return {
+          id: `subtask:${node.task.taskId}:${s.subtaskId}`,
+          label: s.description,
+          description: `${statusLabel(s.status)} · ${assignee} · ${attempts}`,
+          tooltip: tooltip.join('\n'),
+          icon,
+          color,
+          contextValue: 'subtask',
+          collapsible: false,
+        };
+      }
+    }
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
+}
+
+export function statusLabel(status: TaskStatus | string): string {
+  return status.replace(/_/g, ' ');
+}
+
+export function approvalKindLabel(kind: string): string {
+  switch (kind) {
+    case 'fileChange':
+      return 'file change';
+    default:
+      return kind;
+  }
+}
+
+export function shortId(id: string): string {
+  return id.length > 8 ? id.slice(0, 8) : id;
+}
