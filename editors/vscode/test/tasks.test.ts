@@ -1,0 +1,208 @@
+// Submitting a task to the real server and following it in the pure models: the Tasks tree
+// (statuses, assignees, attempts, files being generated), the status bar during a retry and
+// at the end, and the Agents tree from listAgents + agentStatus.
+
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import * as lsp from '../src/lsp_ext';
+import { AgentsModel } from '../src/model/agents';
+import { StatusModel } from '../src/model/status';
+import { type TaskTreeNode, TasksModel } from '../src/model/tasks';
+import { CLIENT_CAPABILITIES, fileUri, scriptedWorkspace, startServer } from './harness';
+
+const PLAN = JSON.stringify({ subtasks: [{ description: 'Create a.txt' }, { description: 'Create b.txt' }] });
+
+test('handshake: experimental capabilities both ways, serverInfo, shutdown + exit', async () => {
+  const server = await startServer(scriptedWorkspace([]));
+  try {
+    assert.deepEqual(server.initializeResult.capabilities.experimental?.conclave, { protocolVersion: lsp.PROTOCOL_VERSION });
+    assert.equal(server.initializeResult.serverInfo?.name, 'conclave');
+    assert.match(server.initializeResult.serverInfo?.version ?? '', /^\d+\.\d+\.\d+/);
+    const { tasks } = await server.connection.sendRequest(lsp.listTasks, {});
+    assert.deepEqual(tasks, []);
+    assert.equal(await server.shutdown(), 0);
+  } finally {
+    server.dispose();
+  }
+});
+
+test('a task with a retried subtask: tasks model, files being generated and status bar, live and at the end', async () => {
+  const dir = scriptedWorkspace([
+    { match: 'Plan this task', text: PLAN },
+    { match: 'Create a.txt', toolCalls: [{ name: 'file_write', arguments: { path: 'a.txt', content: 'a\n' } }] },
+    { match: 'created a.txt', text: 'Wrote a.txt.' },
+    { match: 'Create b.txt', error: { kind: 'http', status: 503 }, times: 1 },
+    {
+      match: 'Create b.txt',
+      delayMs: 700,
+      toolCalls: [{ name: 'file_write', arguments: { path: 'b.txt', content: 'b\n' } }],
+    },
+    // Slow after the write, so "b.txt is being generated" can be observed.
+    { match: 'created b.txt', delayMs: 700, text: 'Wrote b.txt.' },
+  ]);
+  const agents = new AgentsModel();
+  const tasks = new TasksModel((id) => agents.name(id));
+  const status = new StatusModel();
+  const recoveries: lsp.RecoveryEvent[] = [];
+  const server = await startServer(dir, {
+    setup(connection) {
+      connection.onNotification(lsp.taskUpdated, ({ task }) => {
+        tasks.updateTask(task);
+        status.updateTask(task);
+      });
+      connection.onNotification(lsp.recoveryStatus, (event) => {
+        recoveries.push(event);
+        status.recovery(event);
+      });
+      connection.onNotification(lsp.agentStatus, (params) => agents.applyStatus(params));
+    },
+  });
+  try {
+    agents.setAgents((await server.connection.sendRequest(lsp.listAgents, {})).agents);
+    assert.equal(status.render().text, 'Conclave: idle');
+
+    const { taskId } = await server.connection.sendRequest(lsp.submitTask, { description: 'Make a.txt and b.txt' });
+    const subtaskOf = (description: string) =>
+      tasks.task(taskId)?.subtasks.find((s) => s.description === description);
+    const rowOf = (description: string) => {
+      const task = tasks.task(taskId);
+      const subtask = subtaskOf(description);
+      return task && subtask ? tasks.row({ kind: 'subtask', task, subtask }) : undefined;
+    };
+
+    // The task is the tree's only root, with both subtasks under it.
+    const roots = await server.until('the task in the tree', () => {
+      const r = tasks.roots();
+      return r.length === 1 && r[0].kind === 'task' && r[0].task.subtasks.length === 2 ? r : undefined;
+    });
+    assert.equal(roots[0].kind === 'task' && roots[0].task.taskId, taskId);
+    assert.deepEqual(
+      tasks.children(roots[0]).map((n: TaskTreeNode) => n.kind === 'subtask' && n.subtask.description),
+      ['Create a.txt', 'Create b.txt'],
+    );
+
+    // During the retry: the status bar says so, the subtask shows recovering with 2 attempts.
+    const retryText = await server.until('the retry in the status bar', () => {
+      const view = status.render();
+      return view.kind === 'retry' ? view.text : undefined;
+    });
+    assert.match(retryText, /^Conclave: 1 running · ↻ retry 1\/2( in \d+ s)?$/);
+    assert.equal(status.render().taskId, taskId, 'a click on the status bar reveals the retried task');
+    const retry = recoveries.find((e) => e.action === 'retry');
+    assert.ok(retry, 'a conclave/recoveryStatus retry was sent');
+    assert.equal(retry.taskId, taskId);
+    assert.equal(tasks.task(taskId)!.status, 'recovering');
+    const recoveringRow = await server.until('b.txt recovering on its second attempt', () => {
+      const row = rowOf('Create b.txt');
+      return row && subtaskOf('Create b.txt')!.attempts === 2 ? row : undefined;
+    });
+    assert.equal(recoveringRow.icon, 'refresh');
+    const assignee = subtaskOf('Create b.txt')!.assignee!;
+    assert.ok(assignee, 'b.txt has an assignee');
+    assert.equal(recoveringRow.description, `recovering · ${agents.name(assignee)} · 2 attempts`);
+    assert.match(agents.name(assignee)!, /^bottom-/);
+
+    // The file being written by the recovering subtask is marked as being generated.
+    const bUri = fileUri(dir, 'b.txt');
+    await server.until('b.txt marked as being generated', () => tasks.filesBeingGenerated().has(bUri));
+    assert.equal(tasks.filesBeingGenerated().has(fileUri(dir, 'a.txt')), false, 'a.txt is finished');
+
+    // The end: completed, attempts 1 and 2, nothing being generated, status bar idle.
+    await server.until('the task completed', () => tasks.task(taskId)?.status === 'completed');
+    const done = tasks.task(taskId)!;
+    assert.equal(done.progress, 100);
+    assert.deepEqual(
+      done.subtasks.map((s) => [s.description, s.status, s.attempts]),
+      [
+        ['Create a.txt', 'completed', 1],
+        ['Create b.txt', 'completed', 2],
+      ],
+    );
+    for (const s of done.subtasks) assert.ok(s.assignee, `${s.description} has an assignee`);
+    assert.equal(rowOf('Create a.txt')!.description, `completed · ${agents.name(subtaskOf('Create a.txt')!.assignee!)} · 1 attempt`);
+    assert.equal(tasks.row({ kind: 'task', task: done }).description, 'completed · 2/2 · 100%');
+    assert.equal(tasks.filesBeingGenerated().size, 0);
+    assert.equal(status.render().text, 'Conclave: idle');
+    assert.equal(status.render().kind, 'idle');
+    assert.ok(recoveries.some((e) => e.action === 'recovered' && e.taskId === taskId));
+    assert.equal(readFileSync(join(dir, 'b.txt'), 'utf8'), 'b\n');
+    assert.ok(existsSync(join(dir, 'a.txt')));
+
+    // Show Task Log: the server's history mentions the retry.
+    const log = await server.connection.sendRequest(lsp.taskLog, { taskId });
+    assert.equal(log.taskId, taskId);
+    assert.match(log.text, /retry/);
+
+    assert.equal(await server.shutdown(), 0);
+  } finally {
+    server.dispose();
+  }
+});
+
+test('agents model: listAgents by layer, live status from agentStatus, metrics tooltip', async () => {
+  const dir = scriptedWorkspace([
+    { match: 'Plan this task', text: JSON.stringify({ subtasks: [{ description: 'Create a.txt' }] }) },
+    {
+      match: 'Create a.txt',
+      delayMs: 500,
+      toolCalls: [{ name: 'file_write', arguments: { path: 'a.txt', content: 'a\n' } }],
+    },
+    { match: 'created a.txt', text: 'Wrote a.txt.' },
+  ]);
+  const agents = new AgentsModel();
+  const transitions: lsp.AgentStatusParams[] = [];
+  let taskStatus: string | undefined;
+  const server = await startServer(dir, {
+    capabilities: CLIENT_CAPABILITIES,
+    setup(connection) {
+      connection.onNotification(lsp.agentStatus, (params) => {
+        transitions.push(params);
+        agents.applyStatus(params);
+      });
+      connection.onNotification(lsp.taskUpdated, ({ task }) => (taskStatus = task.status));
+    },
+  });
+  try {
+    const { agents: list } = await server.connection.sendRequest(lsp.listAgents, {});
+    agents.setAgents(list);
+    assert.deepEqual(
+      agents.roots().map((n) => n.kind === 'layer' && n.layer),
+      ['top', 'mid', 'bottom'],
+    );
+    for (const layer of agents.roots()) {
+      for (const child of agents.children(layer)) {
+        assert.equal(child.kind === 'agent' && layer.kind === 'layer' && child.agent.layer, layer.kind === 'layer' && layer.layer);
+      }
+    }
+    const mid = agents.byLayer('mid')[0];
+    assert.ok(mid, 'the team has a mid-layer agent');
+    const tooltip = agents.tooltip(mid.agentId);
+    assert.match(tooltip, /Tasks completed: \d+/);
+    assert.match(tooltip, /Heartbeats: \d+ answered, \d+ missed/);
+    assert.match(tooltip, /Performance score: /);
+
+    await server.connection.sendRequest(lsp.submitTask, { description: 'Make a.txt' });
+    // Someone works, live: the model follows agentStatus without another listAgents.
+    const worker = await server.until('an agent working', () => agents.all().find((a) => a.status === 'working'));
+    assert.match(agents.row({ kind: 'agent', agent: worker }).description, /^working · /);
+    assert.equal(agents.row({ kind: 'agent', agent: worker }).icon, 'sync~spin');
+    const layerRow = agents.row({ kind: 'layer', layer: worker.layer });
+    assert.match(layerRow.description, /\d+ working/);
+    await server.until('the task completed', () => taskStatus === 'completed');
+    await server.until('every agent idle again', () => agents.all().every((a) => a.status === 'idle'));
+    assert.ok(transitions.some((t) => t.agentId === worker.agentId && t.from === 'idle' && t.to === 'working'));
+    assert.match(agents.tooltip(worker.agentId), /Last change: /);
+
+    // The model agrees with a fresh listAgents.
+    const fresh = (await server.connection.sendRequest(lsp.listAgents, {})).agents;
+    assert.deepEqual(
+      fresh.map((a) => [a.agentId, a.status]).sort(),
+      agents.all().map((a) => [a.agentId, a.status]).sort(),
+    );
+    assert.equal(await server.shutdown(), 0);
+  } finally {
+    server.dispose();
+  }
+});
