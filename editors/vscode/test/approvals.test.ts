@@ -152,7 +152,9 @@ test('settings → initializationOptions: fileChanges "ask" gives a diff approva
   const server = await startServer(dir, {
     initializationOptions: resolved.initializationOptions,
     setup(connection) {
-      connection.onNotification(lsp.taskUpdated, ({ task }) => (taskStatus = task.status));
+      connection.onNotification(lsp.taskUpdated, ({ task }) => {
+        taskStatus = task.status;
+      });
       connection.onRequest(lsp.requestApproval, (approval) => {
         asked = approval;
         fileOnDiskWhenAsked = existsSync(join(dir, 'a.txt'));
@@ -197,7 +199,9 @@ test('a whiteboard store follows subscribeWhiteboard + whiteboardChanged live, t
         seen.push(board.version);
         if (store.isSubscribed(board.id)) store.apply(board);
       });
-      connection.onNotification(lsp.taskUpdated, ({ task }) => (taskStatus = task.status));
+      connection.onNotification(lsp.taskUpdated, ({ task }) => {
+        taskStatus = task.status;
+      });
     },
   });
   try {

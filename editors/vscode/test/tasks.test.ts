@@ -56,7 +56,9 @@ test('a task with a retried subtask: tasks model, files being generated and stat
         recoveries.push(event);
         status.recovery(event);
       });
-      connection.onNotification(lsp.agentStatus, (params) => agents.applyStatus(params));
+      connection.onNotification(lsp.agentStatus, (params) => {
+        agents.applyStatus(params);
+      });
     },
   });
   try {
@@ -161,7 +163,9 @@ test('agents model: listAgents by layer, live status from agentStatus, metrics t
         transitions.push(params);
         agents.applyStatus(params);
       });
-      connection.onNotification(lsp.taskUpdated, ({ task }) => (taskStatus = task.status));
+      connection.onNotification(lsp.taskUpdated, ({ task }) => {
+        taskStatus = task.status;
+      });
     },
   });
   try {

@@ -1,0 +1,155 @@
+// The pure parts on their own (status-bar countdown, settings, binary checks) and the
+// applyEdit path against the real server: which documents a Conclave edit touches.
+
+import assert from 'node:assert/strict';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { checkBinary } from '../src/binary';
+import * as lsp from '../src/lsp_ext';
+import { editedUris, type WorkspaceEditLike } from '../src/model/edits';
+import { initializationOptions } from '../src/model/settings';
+import { StatusModel } from '../src/model/status';
+import { whiteboardIdFromPath, whiteboardPath } from '../src/model/whiteboards';
+import { BINARY, fileUri, scriptedWorkspace, startServer } from './harness';
+
+const AT = '2026-01-01T00:00:00Z';
+
+function task(status: lsp.TaskStatus, recovery: lsp.RecoveryEvent | null = null, id = 't1'): lsp.TaskSummary {
+  return { taskId: id, title: `Task ${id}`, status, progress: 40, createdAt: AT, updatedAt: AT, subtasks: [], recovery };
+}
+
+test('status bar: retry countdown in seconds, escalated, failed, idle', () => {
+  const status = new StatusModel();
+  assert.equal(status.render(0).text, 'Conclave: idle');
+  const retry: lsp.RecoveryEvent = {
+    taskId: 't1', agentId: 'a', action: 'retry', severity: 'medium', attempt: 2, maxAttempts: 3,
+    delayMs: 4000, message: 'HTTP 503; retry 2/3 in 4 s', at: AT,
+  };
+  status.updateTask(task('running'), 0);
+  assert.equal(status.render(0).text, 'Conclave: 1 running');
+  status.recovery(retry, 1000);
+  status.updateTask({ ...task('recovering', retry), updatedAt: '2026-01-01T00:00:01Z' }, 1000);
+  assert.equal(status.render(1000).text, 'Conclave: 1 running · ↻ retry 2/3 in 4 s');
+  assert.equal(status.render(1000).ticking, true);
+  assert.equal(status.render(3500).text, 'Conclave: 1 running · ↻ retry 2/3 in 2 s');
+  assert.equal(status.render(6000).text, 'Conclave: 1 running · ↻ retry 2/3');
+  assert.equal(status.render(6000).ticking, false);
+  status.updateTask({ ...task('escalated', retry), updatedAt: '2026-01-01T00:00:02Z' });
+  assert.equal(status.render().text, 'Conclave: ⚠ escalated');
+  status.updateTask({ ...task('failed'), updatedAt: '2026-01-01T00:00:03Z' });
+  assert.equal(status.render().text, 'Conclave: ✖ failed');
+  assert.equal(status.render().taskId, 't1');
+  status.updateTask({ ...task('completed', null, 't2'), updatedAt: '2026-01-01T00:00:04Z' });
+  assert.equal(status.render().text, 'Conclave: idle');
+  status.recovery({ ...retry, taskId: '', action: 'circuit_open', message: 'provider down' });
+  assert.equal(status.render().text, 'Conclave: idle · ⏸ provider paused');
+});
+
+test('settings: empty values are left to conclave.toml; trusted workspaces keep their choice', () => {
+  assert.deepEqual(initializationOptions({ llm: { provider: '', model: ' ' }, approvals: {} }, true), {
+    initializationOptions: {},
+    notice: undefined,
+  });
+  assert.deepEqual(
+    initializationOptions(
+      { llm: { provider: 'openai', model: 'm', baseUrl: 'http://127.0.0.1:11434/v1', apiKeyEnv: 'KEY' }, approvals: { commands: 'auto' } },
+      true,
+    ).initializationOptions,
+    { llm: { provider: 'openai', model: 'm', baseUrl: 'http://127.0.0.1:11434/v1', apiKeyEnv: 'KEY' }, approvals: { commands: 'auto' } },
+  );
+  const untrusted = initializationOptions({ llm: {}, approvals: {} }, false);
+  assert.deepEqual(untrusted.initializationOptions, { approvals: { commands: 'deny' } });
+  assert.match(untrusted.notice!, /not trusted.*"deny"/);
+});
+
+test('whiteboard virtual document paths round-trip', () => {
+  for (const id of ['global', 'layer:mid', 'agent:0f35c0de-1111-2222-3333-444455556666']) {
+    assert.equal(whiteboardIdFromPath(whiteboardPath(id)), id);
+  }
+  assert.equal(whiteboardIdFromPath('/nope.txt'), undefined);
+});
+
+test('binary checks: the real binary, a missing one, a non-executable one, one whose --version fails', async () => {
+  const ok = await checkBinary(BINARY, undefined);
+  assert.deepEqual(ok, { ok: true, path: BINARY, version: '0.1.0' });
+
+  const dir = mkdtempSync(join(tmpdir(), 'conclave-bin-'));
+  try {
+    const missing = await checkBinary(join(dir, 'conclave'), undefined);
+    assert.equal(missing.ok, false);
+    assert.equal(!missing.ok && missing.reason, 'not_found');
+    assert.match(!missing.ok ? missing.message : '', /does not exist.*conclave\.serverPath/);
+
+    const onPath = await checkBinary('', undefined, { PATH: dir });
+    assert.equal(!onPath.ok && onPath.reason, 'not_found');
+    assert.match(!onPath.ok ? onPath.message : '', /not found on PATH/);
+
+    const plain = join(dir, 'plain');
+    writeFileSync(plain, 'not a program');
+    chmodSync(plain, 0o644);
+    const notExecutable = await checkBinary(plain, undefined);
+    assert.equal(!notExecutable.ok && notExecutable.reason, 'not_executable');
+    assert.match(!notExecutable.ok ? notExecutable.message : '', /chmod \+x/);
+
+    const wrong = join(dir, 'wrong');
+    writeFileSync(wrong, '#!/bin/sh\necho "oops" >&2\nexit 3\n');
+    chmodSync(wrong, 0o755);
+    const failing = await checkBinary(wrong, undefined);
+    assert.equal(!failing.ok && failing.reason, 'version_failed');
+    assert.match(!failing.ok ? failing.message : '', /--version` failed/);
+
+    const relative = await checkBinary('./wrong', dir);
+    assert.equal(!relative.ok && relative.reason, 'version_failed', 'relative paths resolve against the workspace');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('workspace/applyEdit from the real server: the edited document is the one to save before answering', async () => {
+  const dir = scriptedWorkspace(
+    [
+      { match: 'Plan this task', text: JSON.stringify({ subtasks: [{ description: 'Create a.txt' }] }) },
+      { match: 'Create a.txt', toolCalls: [{ name: 'file_write', arguments: { path: 'a.txt', content: 'via editor\n' } }] },
+      { match: 'created a.txt', text: 'Wrote a.txt.' },
+    ],
+    [],
+  );
+  const edits: WorkspaceEditLike[] = [];
+  let taskStatus: string | undefined;
+  const server = await startServer(dir, {
+    capabilities: {
+      workspace: { applyEdit: true, workspaceEdit: { documentChanges: true, resourceOperations: ['create'] } },
+      experimental: { conclave: { approvals: true, whiteboards: true, recoveryStatus: true } },
+    },
+    setup(connection) {
+      connection.onNotification(lsp.taskUpdated, ({ task: t }) => {
+        taskStatus = t.status;
+      });
+      connection.onRequest('workspace/applyEdit', (params: { edit: WorkspaceEditLike }) => {
+        edits.push(params.edit);
+        // What the extension does: apply, then save every edited document, then answer.
+        const changes = params.edit.documentChanges ?? [];
+        for (const change of changes) {
+          if ('textDocument' in change) {
+            const text = (change.edits[0] as { newText: string }).newText;
+            writeFileSync(new URL(change.textDocument.uri), text);
+          }
+        }
+        return { applied: true };
+      });
+    },
+  });
+  try {
+    await server.connection.sendRequest(lsp.submitTask, { description: 'Make a.txt' });
+    await server.until('the task completed', () => taskStatus === 'completed');
+    assert.equal(edits.length, 1, 'the write came as one workspace/applyEdit');
+    const uri = fileUri(dir, 'a.txt');
+    assert.deepEqual(editedUris(edits[0]), [uri], 'the document to save is a.txt (the CreateFile is not a text edit)');
+    assert.deepEqual(edits[0].documentChanges?.[0], { kind: 'create', uri, options: { ignoreIfExists: true, overwrite: false } });
+    assert.equal(await server.shutdown(), 0);
+  } finally {
+    server.dispose();
+  }
+});
