@@ -79,7 +79,13 @@ export class ApprovalsUi {
   async onRequest(approval: lsp.ApprovalRequest, token: vscode.CancellationToken): Promise<lsp.ApprovalAnswer | null> {
     this.tasks.addApproval(approval);
     const answer = await this.ask(approval);
-    if (token.isCancellationRequested || !answer) return null; // stays pending
+    if (token.isCancellationRequested) {
+      // Answered elsewhere (another editor, conclave/resolveApproval): it is no longer pending.
+      this.tasks.removeApproval(approval.approvalId);
+      this.diffs.forget(approval.approvalId);
+      return null;
+    }
+    if (!answer) return null; // dismissed: stays pending, still in the Tasks tree
     this.tasks.removeApproval(approval.approvalId);
     this.diffs.forget(approval.approvalId);
     return answer;
