@@ -110,11 +110,14 @@ test('handshake, a task, a live whiteboard and an answered escalation over vscod
 
     const latest = await connection.sendRequest('conclave/readWhiteboard', { id: 'global' });
     if (versions.at(-1) !== latest.version) {
+      // Coalesced: the latest version follows within 50 ms (the listener above records it).
       await waitFor('the latest global board', boardChanges.event, (c) => c.id === 'global' && c.version === latest.version);
-      versions.push(latest.version);
     }
     assert.ok(versions.length >= 1, 'the global board changed while the team worked');
-    assert.deepEqual([...versions].sort((x, y) => x - y), versions, 'versions only go up');
+    assert.ok(versions[0] > board.version, `the first change (${versions[0]}) is newer than the subscription (${board.version})`);
+    for (let i = 1; i < versions.length; i++) {
+      assert.ok(versions[i] > versions[i - 1], `versions increase: ${versions.join(', ')}`);
+    }
 
     await connection.sendRequest('shutdown');
     await connection.sendNotification('exit');
