@@ -1,12 +1,11 @@
-// Approvals: conclave/requestApproval shown as a modal (high/critical) or a notification,
-// fileChange approvals preceded by a diff; dismissing answers null so the approval stays
-// pending (the Tasks tree and "Show Pending Approvals" keep it).
+// Approvals on screen: conclave/requestApproval as a modal (high/critical) or a notification,
+// fileChange approvals preceded by a diff of before/after. The flow itself (answers through
+// conclave/resolveApproval, dismissals leave the approval pending) is ApprovalsModel.
 
 import * as vscode from 'vscode';
-import type { LanguageClient } from 'vscode-languageclient/node';
 import * as lsp from './lsp_ext';
-import { approvalPickLabel, presentApproval } from './model/approvals';
-import type { TasksModel } from './model/tasks';
+import { type ApprovalPresentation, approvalPickLabel, presentApproval } from './model/approvals';
+import type { ConclaveModels } from './model/feed';
 
 export const DIFF_SCHEME = 'conclave-diff';
 
@@ -33,12 +32,20 @@ export class DiffContentProvider implements vscode.TextDocumentContentProvider {
   }
 }
 
-export class ApprovalsUi {
+export class ApprovalsUi implements vscode.Disposable {
+  private readonly subscription: { dispose(): void };
+
   constructor(
-    private readonly tasks: TasksModel,
+    private readonly models: ConclaveModels,
     private readonly diffs: DiffContentProvider,
-    private readonly client: () => LanguageClient | undefined,
-  ) {}
+    private readonly serverRunning: () => boolean,
+  ) {
+    this.subscription = models.approvals.onDidAnswer(({ approval, outcome }) => {
+      if (outcome.kind !== 'failed') this.diffs.forget(approval.approvalId);
+      if (outcome.kind === 'gone') void vscode.window.showInformationMessage(`Conclave: ${outcome.message}.`);
+      if (outcome.kind === 'failed') void vscode.window.showWarningMessage(`Conclave: ${outcome.message}.`);
+    });
+  }
 
   private async showDiff(approval: lsp.ApprovalRequest): Promise<void> {
     if (!approval.diff) return;
@@ -47,19 +54,18 @@ export class ApprovalsUi {
     await vscode.commands.executeCommand('vscode.diff', before, after, `Conclave proposes: ${file}`, { preview: true });
   }
 
-  /** Asks the user; undefined when dismissed. */
-  private async ask(approval: lsp.ApprovalRequest): Promise<lsp.ApprovalAnswer | undefined> {
-    const view = presentApproval(approval);
+  /** A modal or a notification with one button per option; undefined when dismissed. */
+  private async prompt(approval: lsp.ApprovalRequest, view: ApprovalPresentation): Promise<lsp.ApprovalAnswer | undefined> {
     if (view.showDiff) await this.showDiff(approval);
     const titles = view.buttons.map((b) => b.title);
     const chosen = view.modal
       ? await vscode.window.showWarningMessage(view.message, { modal: true, detail: view.detail }, ...titles)
       : await vscode.window.showInformationMessage(view.message, ...titles);
     const button = view.buttons.find((b) => b.title === chosen);
-    if (!button) return undefined;
-    return this.complete(approval, button.decision);
+    return button ? this.complete(approval, button.decision) : undefined;
   }
 
+  /** `modify` needs the new description; an empty or cancelled input box is a dismissal. */
   private async complete(
     approval: lsp.ApprovalRequest,
     decision: lsp.ApprovalDecision,
@@ -72,55 +78,38 @@ export class ApprovalsUi {
       ignoreFocusOut: true,
     });
     if (modifiedDescription === undefined || modifiedDescription.trim() === '') return undefined;
-    return { decision, modifiedDescription };
+    return { decision, modifiedDescription: modifiedDescription.trim() };
   }
 
   /** Handler of conclave/requestApproval. */
-  async onRequest(approval: lsp.ApprovalRequest, token: vscode.CancellationToken): Promise<lsp.ApprovalAnswer | null> {
-    this.tasks.addApproval(approval);
-    const answer = await this.ask(approval);
-    if (token.isCancellationRequested) {
-      // Answered elsewhere (another editor, conclave/resolveApproval): it is no longer pending.
-      this.tasks.removeApproval(approval.approvalId);
-      this.diffs.forget(approval.approvalId);
-      return null;
-    }
-    if (!answer) return null; // dismissed: stays pending, still in the Tasks tree
-    this.tasks.removeApproval(approval.approvalId);
-    this.diffs.forget(approval.approvalId);
-    return answer;
+  onRequest(approval: lsp.ApprovalRequest): Promise<lsp.ApprovalAnswer | null> {
+    return this.models.approvals.onRequest(approval, (a, view) => this.prompt(a, view));
   }
 
-  /** Answers a pending approval later (tree click or Show Pending Approvals). */
+  /** Answers a pending approval later (a click in the Tasks tree, Show Pending Approvals). */
   async answerPending(approval: lsp.ApprovalRequest): Promise<void> {
-    const client = this.client();
-    if (!client?.isRunning()) return;
     if (approval.diff) await this.showDiff(approval);
+    const view = presentApproval(approval);
     const picked = await vscode.window.showQuickPick(
-      approval.options.map((o) => ({ label: o.title, decision: o.id })),
-      { title: `Conclave: ${approval.title}`, placeHolder: 'Your decision', ignoreFocusOut: true },
+      view.buttons.map((b) => ({ label: b.title, decision: b.decision })),
+      {
+        title: `Conclave: ${approval.title}`,
+        placeHolder: view.detail ? view.detail.replace(/\s+/g, ' ').slice(0, 200) : 'Your decision',
+        ignoreFocusOut: true,
+      },
     );
     if (!picked) return;
     const answer = await this.complete(approval, picked.decision);
-    if (!answer) return;
-    try {
-      await client.sendRequest(lsp.resolveApproval, { approvalId: approval.approvalId, ...answer });
-    } catch (error) {
-      void vscode.window.showWarningMessage(`Conclave: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    this.tasks.removeApproval(approval.approvalId);
-    this.diffs.forget(approval.approvalId);
+    if (answer) await this.models.approvals.answer(approval, answer);
   }
 
-  /** "Show Pending Approvals": list from the server, pick one, answer it. */
+  /** "Show Pending Approvals": the server's list, pick one, answer it. */
   async showPending(): Promise<void> {
-    const client = this.client();
-    if (!client?.isRunning()) {
-      void vscode.window.showWarningMessage('Conclave: the server is not running.');
+    if (!this.serverRunning()) {
+      void vscode.window.showWarningMessage('Conclave: the server is not running. Run "Conclave: Restart Server".');
       return;
     }
-    const { approvals } = await client.sendRequest(lsp.listApprovals, {});
-    this.tasks.setApprovals(approvals);
+    const approvals = await this.models.approvals.refresh();
     if (approvals.length === 0) {
       void vscode.window.showInformationMessage('Conclave: no approval is pending.');
       return;
@@ -130,5 +119,9 @@ export class ApprovalsUi {
       { title: 'Conclave: pending approvals', matchOnDescription: true, matchOnDetail: true },
     );
     if (picked) await this.answerPending(picked.approval);
+  }
+
+  dispose(): void {
+    this.subscription.dispose();
   }
 }

@@ -37,6 +37,12 @@ async function pickTask(
   return picked?.taskId;
 }
 
+function insideRoot(root: string | undefined, file: string): boolean {
+  if (!root) return false;
+  const relative = path.relative(root, file);
+  return relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative);
+}
+
 async function openText(content: string, language: string): Promise<void> {
   const document = await vscode.workspace.openTextDocument({ content, language });
   await vscode.window.showTextDocument(document, { preview: true });
@@ -68,7 +74,9 @@ export function registerCommands(session: Session): vscode.Disposable[] {
       });
       if (!description?.trim()) return;
       const params: lsp.SubmitTaskParams = { description: description.trim() };
-      if (editor && editor.document.uri.scheme === 'file') {
+      // The active file is context only when it is inside the workspace (the server refuses
+      // paths outside its root with 1005).
+      if (editor && editor.document.uri.scheme === 'file' && insideRoot(session.workspaceRoot(), editor.document.uri.fsPath)) {
         const uri = editor.document.uri.toString();
         params.context = { files: [uri] };
         if (selection) {
@@ -128,8 +136,8 @@ export function registerCommands(session: Session): vscode.Disposable[] {
         { title: 'Conclave: Open Whiteboard', placeHolder: 'Whiteboard' },
       );
       if (!picked) return;
+      // The ".md" path makes it markdown; setTextDocumentLanguage would close and reopen it.
       const document = await vscode.workspace.openTextDocument(whiteboardUri(picked.id));
-      await vscode.languages.setTextDocumentLanguage(document, 'markdown');
       await vscode.window.showTextDocument(document, { preview: false });
     }),
 

@@ -8,11 +8,10 @@ import { checkBinary } from './binary';
 import { createClient } from './client';
 import { GeneratingFilesDecorations } from './decorations';
 import * as lsp from './lsp_ext';
-import { AgentsModel } from './model/agents';
+import { ConclaveModels } from './model/feed';
 import { initializationOptions, type RawSettings } from './model/settings';
-import { StatusModel } from './model/status';
-import { TasksModel } from './model/tasks';
-import { WHITEBOARD_SCHEME, WhiteboardStore } from './model/whiteboards';
+import type { TaskTreeNode } from './model/tasks';
+import { WHITEBOARD_SCHEME } from './model/whiteboards';
 import { StatusBar } from './status_bar';
 import { AgentsTreeProvider, TasksTreeProvider } from './trees';
 import { WhiteboardContentProvider } from './whiteboard';
@@ -37,31 +36,31 @@ function readSettings(): { serverPath: string; raw: RawSettings } {
 }
 
 export class Session implements vscode.Disposable {
-  readonly agents = new AgentsModel();
-  readonly tasks = new TasksModel((id) => this.agents.name(id));
-  readonly status = new StatusModel();
-  readonly whiteboards = new WhiteboardStore();
+  /** Tasks, agents, status, whiteboards and approvals, fed by the server (no 'vscode' inside). */
+  readonly models = new ConclaveModels(() => this.runningOrUndefined());
   readonly output = vscode.window.createOutputChannel('Conclave', { log: true });
-  readonly tasksTree: vscode.TreeView<import('./model/tasks').TaskTreeNode>;
+  readonly tasksTree: vscode.TreeView<TaskTreeNode>;
   readonly approvals: ApprovalsUi;
   private readonly statusBar: StatusBar;
   private readonly whiteboardProvider: WhiteboardContentProvider;
   private readonly disposables: vscode.Disposable[] = [];
+  private clientDisposables: { dispose(): void }[] = [];
   private current: LanguageClient | undefined;
   private starting: Promise<void> | undefined;
 
   constructor() {
     const diffs = new DiffContentProvider();
-    this.approvals = new ApprovalsUi(this.tasks, diffs, () => this.client);
-    this.statusBar = new StatusBar(this.status);
-    this.whiteboardProvider = new WhiteboardContentProvider(this.whiteboards, () => this.client);
-    const tasksProvider = new TasksTreeProvider(this.tasks);
-    const agentsProvider = new AgentsTreeProvider(this.agents);
+    this.approvals = new ApprovalsUi(this.models, diffs, () => this.runningOrUndefined() !== undefined);
+    this.statusBar = new StatusBar(this.models.status);
+    this.whiteboardProvider = new WhiteboardContentProvider(this.models.whiteboards, () => this.runningOrUndefined());
+    const tasksProvider = new TasksTreeProvider(this.models.tasks);
+    const agentsProvider = new AgentsTreeProvider(this.models.agents);
     this.tasksTree = vscode.window.createTreeView('conclave.tasks', { treeDataProvider: tasksProvider, showCollapseAll: true });
-    const decorations = new GeneratingFilesDecorations(this.tasks);
+    const decorations = new GeneratingFilesDecorations(this.models.tasks);
     this.disposables.push(
       this.output,
       this.statusBar,
+      this.approvals,
       this.whiteboardProvider,
       tasksProvider,
       agentsProvider,
@@ -80,15 +79,23 @@ export class Session implements vscode.Disposable {
     );
   }
 
-  get client(): LanguageClient | undefined {
-    return this.current;
+  get tasks() {
+    return this.models.tasks;
+  }
+
+  get agents() {
+    return this.models.agents;
+  }
+
+  private runningOrUndefined(): LanguageClient | undefined {
+    return this.current?.state === State.Running ? this.current : undefined;
   }
 
   /** The running client, or undefined after telling the user the server is not running. */
   runningClient(): LanguageClient | undefined {
-    if (this.current?.state === State.Running) return this.current;
-    void vscode.window.showWarningMessage('Conclave: the server is not running. Run "Conclave: Restart Server".');
-    return undefined;
+    const client = this.runningOrUndefined();
+    if (!client) void vscode.window.showWarningMessage('Conclave: the server is not running. Run "Conclave: Restart Server".');
+    return client;
   }
 
   workspaceRoot(): string | undefined {
@@ -118,13 +125,17 @@ export class Session implements vscode.Disposable {
       return;
     }
     this.output.info(`Conclave: starting ${binary.path} (conclave ${binary.version}) in ${root}`);
-    const trusted = vscode.workspace.isTrusted;
-    const resolved = initializationOptions(settings.raw, trusted);
+    const resolved = initializationOptions(settings.raw, vscode.workspace.isTrusted);
     if (resolved.notice) {
       this.output.warn(resolved.notice);
       void vscode.window.showWarningMessage(resolved.notice);
     }
-    const client = createClient(binary.path, root, () => initializationOptions(readSettings().raw, vscode.workspace.isTrusted).initializationOptions, this.output);
+    const client = createClient(
+      binary.path,
+      root,
+      () => initializationOptions(readSettings().raw, vscode.workspace.isTrusted).initializationOptions,
+      this.output,
+    );
     this.current = client;
     this.wire(client);
     try {
@@ -136,66 +147,41 @@ export class Session implements vscode.Disposable {
       void vscode.window.showErrorMessage(message);
       return;
     }
-    await this.refresh(client);
+    await this.refresh();
     await this.whiteboardProvider.resubscribe(client);
   }
 
   private wire(client: LanguageClient): void {
-    client.onNotification(lsp.taskUpdated, ({ task }) => {
-      this.tasks.updateTask(task);
-      this.status.updateTask(task);
-      this.statusBar.render();
-    });
-    client.onNotification(lsp.recoveryStatus, (event) => {
-      this.status.recovery(event);
-      this.statusBar.render();
-      if (event.action === 'gave_up') this.output.warn(`Conclave gave up: ${event.message}`);
-    });
-    client.onNotification(lsp.agentStatus, (params) => {
-      if (!this.agents.applyStatus(params)) void this.refreshAgents(client);
-    });
-    client.onNotification(lsp.whiteboardChanged, (board) => {
-      if (this.whiteboards.isSubscribed(board.id)) this.whiteboards.apply(board);
-    });
-    client.onRequest(lsp.requestApproval, (approval, token) => this.approvals.onRequest(approval, token));
-    client.onDidChangeState(({ newState }) => {
-      if (newState === State.Stopped && this.current === client) {
-        this.statusBar.showStopped('Conclave: stopped', 'The Conclave server stopped. Click to restart it.');
-      } else if (newState === State.Running) {
-        this.statusBar.render();
-      }
-    });
-  }
-
-  private async refreshAgents(client: LanguageClient): Promise<void> {
-    try {
-      this.agents.setAgents((await client.sendRequest(lsp.listAgents, {})).agents);
-    } catch (error) {
-      this.output.warn(`Conclave: listAgents failed: ${String(error)}`);
-    }
+    this.clientDisposables = [
+      ...this.models.attach(client, (what, error) => this.output.warn(`Conclave: ${what} failed: ${String(error)}`)),
+      this.models.onRecovery((event) => {
+        if (event.action === 'gave_up') this.output.warn(`Conclave gave up: ${event.message}`);
+      }),
+      client.onRequest(lsp.requestApproval, (approval) => this.approvals.onRequest(approval)),
+      client.onDidChangeState(({ newState }) => {
+        if (newState === State.Stopped && this.current === client) {
+          this.statusBar.showStopped('Conclave: stopped', 'The Conclave server stopped. Click to restart it.');
+        } else if (newState === State.Running) {
+          this.statusBar.render();
+        }
+      }),
+    ];
   }
 
   /** Loads everything the server knows (tasks, agents, pending approvals). */
-  async refresh(client: LanguageClient | undefined = this.current): Promise<void> {
-    if (!client || client.state !== State.Running) return;
+  async refresh(): Promise<void> {
     try {
-      const [{ tasks }, { approvals }] = await Promise.all([
-        client.sendRequest(lsp.listTasks, {}),
-        client.sendRequest(lsp.listApprovals, {}),
-      ]);
-      this.tasks.setTasks(tasks);
-      this.status.setTasks(tasks);
-      this.tasks.setApprovals(approvals);
-      this.statusBar.render();
+      await this.models.refresh();
     } catch (error) {
       this.output.warn(`Conclave: refresh failed: ${String(error)}`);
     }
-    await this.refreshAgents(client);
   }
 
   async stop(): Promise<void> {
     const client = this.current;
     this.current = undefined;
+    for (const d of this.clientDisposables) d.dispose();
+    this.clientDisposables = [];
     if (client) {
       try {
         await client.stop(5000);
@@ -214,15 +200,14 @@ export class Session implements vscode.Disposable {
 
   /** Shows a task in the Tasks tree. */
   async revealTask(taskId: string): Promise<void> {
-    const task = this.tasks.task(taskId);
+    const task = this.models.tasks.task(taskId);
     if (!task) return;
     await this.tasksTree.reveal({ kind: 'task', task }, { select: true, focus: true, expand: true });
   }
 
   dispose(): void {
+    for (const d of this.clientDisposables) d.dispose();
     for (const d of this.disposables) d.dispose();
-    this.tasks.dispose();
-    this.agents.dispose();
-    this.whiteboards.dispose();
+    this.models.dispose();
   }
 }

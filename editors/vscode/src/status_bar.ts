@@ -8,8 +8,10 @@ export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('conclave.status', vscode.StatusBarAlignment.Left, 10);
   private timer: ReturnType<typeof setTimeout> | undefined;
   private stopped: string | undefined;
+  private readonly subscription: { dispose(): void };
 
   constructor(private readonly model: StatusModel) {
+    this.subscription = model.onDidChange(() => this.render());
     this.item.name = 'Conclave';
     this.item.show();
     this.render();
@@ -49,6 +51,7 @@ export class StatusBar implements vscode.Disposable {
   }
 
   dispose(): void {
+    this.subscription.dispose();
     this.clearTimer();
     this.item.dispose();
   }

@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as rpc from 'vscode-jsonrpc/node';
 import type { ServerConclaveCapabilities } from '../src/lsp_ext';
+import type { NotificationSource } from '../src/model/rpc';
 
 /** out/test/<file>.js → <repo>/target/debug/conclave */
 export const BINARY = process.env.CONCLAVE_BIN ?? resolve(__dirname, '../../../../target/debug/conclave');
@@ -151,4 +152,18 @@ export async function startServer(dir: string, options: StartOptions = {}): Prom
 
 export function fileUri(dir: string, name: string): string {
   return pathToFileURL(join(dir, name)).href;
+}
+
+/** The connection as a NotificationSource that also shows `record` every notification it delivers. */
+export function recording(
+  connection: rpc.MessageConnection,
+  record: (method: string, params: unknown) => void,
+): NotificationSource {
+  return {
+    onNotification: (type, handler) =>
+      connection.onNotification(type, (params) => {
+        record(type.method, params);
+        handler(params);
+      }),
+  };
 }

@@ -2,7 +2,7 @@
 // applyEdit path against the real server: which documents a Conclave edit touches.
 
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -11,6 +11,8 @@ import * as lsp from '../src/lsp_ext';
 import { editedUris, type WorkspaceEditLike } from '../src/model/edits';
 import { initializationOptions } from '../src/model/settings';
 import { StatusModel } from '../src/model/status';
+import { TasksModel } from '../src/model/tasks';
+import { compareTimestamps } from '../src/model/time';
 import { whiteboardIdFromPath, whiteboardPath } from '../src/model/whiteboards';
 import { BINARY, fileUri, scriptedWorkspace, startServer } from './harness';
 
@@ -45,6 +47,35 @@ test('status bar: retry countdown in seconds, escalated, failed, idle', () => {
   assert.equal(status.render().text, 'Conclave: idle');
   status.recovery({ ...retry, taskId: '', action: 'circuit_open', message: 'provider down' });
   assert.equal(status.render().text, 'Conclave: idle · ⏸ provider paused');
+});
+
+test('timestamps compare by instant whatever their fraction digits; an older task update is ignored', () => {
+  assert.ok(compareTimestamps('2026-01-01T00:00:05Z', '2026-01-01T00:00:05.5Z') < 0);
+  assert.ok(compareTimestamps('2026-01-01T00:00:05.123Z', '2026-01-01T00:00:05.123456Z') < 0);
+  assert.ok(compareTimestamps('2026-01-01T00:00:05.9Z', '2026-01-01T00:00:06Z') < 0);
+  assert.equal(compareTimestamps('2026-01-01T00:00:05.100Z', '2026-01-01T00:00:05.1Z'), 0);
+  assert.ok(compareTimestamps('2026-01-01T01:00:00+01:00', '2026-01-01T00:00:00.000000001Z') < 0);
+
+  const tasks = new TasksModel();
+  tasks.updateTask({ ...task('running'), updatedAt: '2026-01-01T00:00:05.123456Z' });
+  tasks.updateTask({ ...task('queued'), updatedAt: '2026-01-01T00:00:05.123Z' });
+  assert.equal(tasks.task('t1')!.status, 'running', 'the late, older update does not win');
+  tasks.updateTask({ ...task('completed'), updatedAt: '2026-01-01T00:00:06Z' });
+  assert.equal(tasks.task('t1')!.status, 'completed');
+});
+
+test('the protocol and model modules import nothing but vscode-jsonrpc and each other', () => {
+  const src = join(__dirname, '../../src');
+  const files = ['lsp_ext.ts', 'binary.ts', ...readdirSync(join(src, 'model')).map((f) => `model/${f}`)];
+  for (const file of files) {
+    const text = readFileSync(join(src, file), 'utf8');
+    for (const [, spec] of text.matchAll(/^import[^'"]*['"]([^'"]+)['"]/gm)) {
+      assert.ok(
+        spec.startsWith('.') || spec === 'vscode-jsonrpc' || spec.startsWith('node:'),
+        `${file} imports ${spec}`,
+      );
+    }
+  }
 });
 
 test('settings: empty values are left to conclave.toml; trusted workspaces keep their choice', () => {

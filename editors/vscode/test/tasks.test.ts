@@ -7,10 +7,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import * as lsp from '../src/lsp_ext';
-import { AgentsModel } from '../src/model/agents';
-import { StatusModel } from '../src/model/status';
-import { type TaskTreeNode, TasksModel } from '../src/model/tasks';
-import { CLIENT_CAPABILITIES, fileUri, scriptedWorkspace, startServer } from './harness';
+import type * as rpc from 'vscode-jsonrpc/node';
+import { ConclaveModels } from '../src/model/feed';
+import type { TaskTreeNode } from '../src/model/tasks';
+import { CLIENT_CAPABILITIES, fileUri, recording, scriptedWorkspace, startServer } from './harness';
 
 const PLAN = JSON.stringify({ subtasks: [{ description: 'Create a.txt' }, { description: 'Create b.txt' }] });
 
@@ -42,27 +42,22 @@ test('a task with a retried subtask: tasks model, files being generated and stat
     // Slow after the write, so "b.txt is being generated" can be observed.
     { match: 'created b.txt', delayMs: 700, text: 'Wrote b.txt.' },
   ]);
-  const agents = new AgentsModel();
-  const tasks = new TasksModel((id) => agents.name(id));
-  const status = new StatusModel();
+  let connection: rpc.MessageConnection | undefined;
+  const models = new ConclaveModels(() => connection);
+  const { agents, tasks, status } = models;
   const recoveries: lsp.RecoveryEvent[] = [];
+  models.onRecovery((event) => recoveries.push(event));
   const server = await startServer(dir, {
-    setup(connection) {
-      connection.onNotification(lsp.taskUpdated, ({ task }) => {
-        tasks.updateTask(task);
-        status.updateTask(task);
-      });
-      connection.onNotification(lsp.recoveryStatus, (event) => {
-        recoveries.push(event);
-        status.recovery(event);
-      });
-      connection.onNotification(lsp.agentStatus, (params) => {
-        agents.applyStatus(params);
-      });
+    setup(c) {
+      models.attach(c);
     },
   });
+  connection = server.connection;
   try {
-    agents.setAgents((await server.connection.sendRequest(lsp.listAgents, {})).agents);
+    // What the extension does once the client runs: listTasks, listApprovals, listAgents.
+    await models.refresh();
+    assert.ok(agents.all().length > 0, 'the team is listed');
+    assert.deepEqual(tasks.roots(), []);
     assert.equal(status.render().text, 'Conclave: idle');
 
     const { taskId } = await server.connection.sendRequest(lsp.submitTask, { description: 'Make a.txt and b.txt' });
@@ -153,24 +148,24 @@ test('agents model: listAgents by layer, live status from agentStatus, metrics t
     },
     { match: 'created a.txt', text: 'Wrote a.txt.' },
   ]);
-  const agents = new AgentsModel();
+  let connection: rpc.MessageConnection | undefined;
+  const models = new ConclaveModels(() => connection);
+  const { agents, tasks } = models;
   const transitions: lsp.AgentStatusParams[] = [];
-  let taskStatus: string | undefined;
   const server = await startServer(dir, {
     capabilities: CLIENT_CAPABILITIES,
-    setup(connection) {
-      connection.onNotification(lsp.agentStatus, (params) => {
-        transitions.push(params);
-        agents.applyStatus(params);
-      });
-      connection.onNotification(lsp.taskUpdated, ({ task }) => {
-        taskStatus = task.status;
-      });
+    setup(c) {
+      // A connection keeps one handler per method: record what reaches the models' one.
+      models.attach(
+        recording(c, (method, params) => {
+          if (method === lsp.agentStatus.method) transitions.push(params as lsp.AgentStatusParams);
+        }),
+      );
     },
   });
+  connection = server.connection;
   try {
-    const { agents: list } = await server.connection.sendRequest(lsp.listAgents, {});
-    agents.setAgents(list);
+    await models.refreshAgents();
     assert.deepEqual(
       agents.roots().map((n) => n.kind === 'layer' && n.layer),
       ['top', 'mid', 'bottom'],
@@ -194,7 +189,7 @@ test('agents model: listAgents by layer, live status from agentStatus, metrics t
     assert.equal(agents.row({ kind: 'agent', agent: worker }).icon, 'sync~spin');
     const layerRow = agents.row({ kind: 'layer', layer: worker.layer });
     assert.match(layerRow.description, /\d+ working/);
-    await server.until('the task completed', () => taskStatus === 'completed');
+    await server.until('the task completed', () => tasks.allTasks()[0]?.status === 'completed');
     await server.until('every agent idle again', () => agents.all().every((a) => a.status === 'idle'));
     assert.ok(transitions.some((t) => t.agentId === worker.agentId && t.from === 'idle' && t.to === 'working'));
     assert.match(agents.tooltip(worker.agentId), /Last change: /);

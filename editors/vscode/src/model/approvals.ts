@@ -1,8 +1,11 @@
-// How an approval is presented, as a pure function: modal or notification, the message,
-// and the buttons (one per option). Used by the approvals UI and by the tests.
+// Approvals without 'vscode': how one is presented (modal or notification, message, one
+// button per option, diff first for file changes) and the flow that answers it.
 
-import type { ApprovalDecision, ApprovalRequest } from '../lsp_ext';
-import { approvalKindLabel } from './tasks';
+import * as lsp from '../lsp_ext';
+import type { ApprovalAnswer, ApprovalDecision, ApprovalRequest } from '../lsp_ext';
+import { Emitter } from './event';
+import type { Requester } from './rpc';
+import { approvalKindLabel, type TasksModel } from './tasks';
 
 export interface ApprovalPresentation {
   modal: boolean;
@@ -51,4 +54,92 @@ export function approvalPickLabel(approval: ApprovalRequest): { label: string; d
 
 function truncate(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** What came of an answer the user gave. */
+export type AnswerOutcome =
+  | { kind: 'resolved' }
+  /** Someone answered first (another editor, the command line) or it no longer exists. */
+  | { kind: 'gone'; message: string }
+  /** The server refused or could not be reached: the approval stays pending. */
+  | { kind: 'failed'; message: string };
+
+/**
+ * Asks the user; resolves with the answer, or undefined when the prompt was dismissed
+ * (closed, Escape, or an input box left empty). The glue shows modals, notifications, diffs.
+ */
+export type ApprovalPrompt = (approval: ApprovalRequest, view: ApprovalPresentation) => Promise<ApprovalAnswer | undefined>;
+
+/**
+ * The approval flow, shared by conclave/requestApproval and by answers given later (the
+ * Tasks tree, Show Pending Approvals). Pending approvals live in the TasksModel (they are
+ * the first rows of the Tasks tree).
+ *
+ * Every answer goes through conclave/resolveApproval, which acknowledges it: the server
+ * stops waiting for a conclave/requestApproval response after `editor.approvalTimeoutMs`
+ * (and when someone else answers), and a response sent after that would be dropped without
+ * a word while the approval stays pending. With resolveApproval an answer is either
+ * accepted, refused with a reason, or known to be too late (1002), and the tree follows.
+ * Dismissing a prompt never decides anything: the approval stays pending.
+ */
+export class ApprovalsModel {
+  private readonly answered = new Emitter<{ approval: ApprovalRequest; outcome: AnswerOutcome }>();
+  /** Fires after every answer the user gave, with what came of it. */
+  readonly onDidAnswer = this.answered.event;
+
+  constructor(
+    private readonly tasks: TasksModel,
+    private readonly requester: () => Requester | undefined,
+  ) {}
+
+  /** Handler of conclave/requestApproval: the answer given, or null when dismissed. */
+  async onRequest(approval: ApprovalRequest, prompt: ApprovalPrompt): Promise<ApprovalAnswer | null> {
+    this.tasks.addApproval(approval);
+    const answer = await prompt(approval, presentApproval(approval));
+    if (!answer) return null; // dismissed: stays pending, first row of the Tasks tree
+    const outcome = await this.answer(approval, answer);
+    // Resolved (or answered elsewhere): the response only ends the request; the server has
+    // the decision already. Failed: the approval stays pending and the user was told why.
+    return outcome.kind === 'failed' ? null : answer;
+  }
+
+  /** Sends the user's answer; the approval leaves the tree unless the server refused it. */
+  async answer(approval: ApprovalRequest, answer: ApprovalAnswer): Promise<AnswerOutcome> {
+    const requester = this.requester();
+    if (!requester) return { kind: 'failed', message: 'the Conclave server is not running; the approval stays pending' };
+    let outcome: AnswerOutcome;
+    try {
+      const { accepted } = await requester.sendRequest(lsp.resolveApproval, { approvalId: approval.approvalId, ...answer });
+      outcome = accepted ? { kind: 'resolved' } : { kind: 'failed', message: `the server did not accept “${answer.decision}”` };
+    } catch (error) {
+      if (errorCode(error) === lsp.ErrorCodes.ApprovalNotFound) {
+        outcome = { kind: 'gone', message: `“${approval.title}” was already answered` };
+      } else {
+        const message = error instanceof Error ? error.message : String(error);
+        outcome = { kind: 'failed', message: `${message}; the approval stays pending` };
+      }
+    }
+    if (outcome.kind !== 'failed') this.tasks.removeApproval(approval.approvalId);
+    this.answered.fire({ approval, outcome });
+    return outcome;
+  }
+
+  /** conclave/listApprovals: everything still pending (after a restart too). */
+  async refresh(): Promise<ApprovalRequest[]> {
+    const requester = this.requester();
+    if (!requester) return this.tasks.pendingApprovals();
+    const { approvals } = await requester.sendRequest(lsp.listApprovals, {});
+    this.tasks.setApprovals(approvals);
+    return approvals;
+  }
+
+  dispose(): void {
+    this.answered.dispose();
+  }
+}
+
+/** The JSON-RPC error code of a rejected request (a ResponseError of any vscode-jsonrpc copy). */
+export function errorCode(error: unknown): number | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? code : undefined;
 }

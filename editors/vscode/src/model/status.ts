@@ -4,6 +4,8 @@
 // Imports nothing from 'vscode'.
 
 import type { RecoveryEvent, TaskSummary } from '../lsp_ext';
+import { Emitter } from './event';
+import { isEarlier } from './time';
 
 export type StatusKind = 'idle' | 'running' | 'retry' | 'escalated' | 'failed';
 
@@ -25,36 +27,44 @@ export class StatusModel {
   /** Latest recovery event per task, with the local time it arrived (for countdowns). */
   private readonly recoveries = new Map<string, { event: RecoveryEvent; receivedAt: number }>();
   private circuitOpen: RecoveryEvent | undefined;
+  private readonly changed = new Emitter<void>();
+  /** Fires after any change; the status bar renders again on it. */
+  readonly onDidChange = this.changed.event;
 
   updateTask(task: TaskSummary, now: number = Date.now()): void {
-    const known = this.tasks.get(task.taskId);
-    if (known && known.updatedAt > task.updatedAt) return;
-    this.tasks.set(task.taskId, task);
-    // A task summary carries the latest recovery step: adopt it when we missed the event.
-    const held = this.recoveries.get(task.taskId);
-    if (task.recovery && (!held || held.event.at < task.recovery.at)) {
-      this.recoveries.set(task.taskId, { event: task.recovery, receivedAt: now });
-    }
+    if (this.adopt(task, now)) this.changed.fire();
   }
 
   setTasks(tasks: TaskSummary[], now: number = Date.now()): void {
     this.tasks.clear();
-    for (const task of tasks) this.updateTask(task, now);
+    for (const task of tasks) this.adopt(task, now);
+    this.changed.fire();
+  }
+
+  private adopt(task: TaskSummary, now: number): boolean {
+    const known = this.tasks.get(task.taskId);
+    if (known && isEarlier(task.updatedAt, known.updatedAt)) return false;
+    this.tasks.set(task.taskId, task);
+    // A task summary carries the latest recovery step: adopt it when we missed the event.
+    const held = this.recoveries.get(task.taskId);
+    if (task.recovery && (!held || isEarlier(held.event.at, task.recovery.at))) {
+      this.recoveries.set(task.taskId, { event: task.recovery, receivedAt: now });
+    }
+    return true;
   }
 
   recovery(event: RecoveryEvent, now: number = Date.now()): void {
     if (event.action === 'circuit_open') {
       this.circuitOpen = event;
-      return;
-    }
-    if (event.action === 'circuit_closed') {
+    } else if (event.action === 'circuit_closed') {
       this.circuitOpen = undefined;
-      return;
+    } else {
+      if (!event.taskId) return;
+      const held = this.recoveries.get(event.taskId);
+      if (held && isEarlier(event.at, held.event.at)) return;
+      this.recoveries.set(event.taskId, { event, receivedAt: now });
     }
-    if (!event.taskId) return;
-    const held = this.recoveries.get(event.taskId);
-    if (held && held.event.at > event.at) return;
-    this.recoveries.set(event.taskId, { event, receivedAt: now });
+    this.changed.fire();
   }
 
   render(now: number = Date.now()): StatusView {
@@ -80,7 +90,7 @@ export class StatusModel {
       .map((t) => ({ task: t, held: this.recoveries.get(t.taskId) }))
       .filter((r) => r.held && r.held.event.action === 'retry');
     if (retrying.length > 0) {
-      const { task, held } = retrying.sort((a, b) => (a.held!.event.at < b.held!.event.at ? 1 : -1))[0];
+      const { task, held } = retrying.sort((a, b) => (isEarlier(a.held!.event.at, b.held!.event.at) ? 1 : -1))[0];
       const event = held!.event;
       let text = `↻ retry ${event.attempt}/${event.maxAttempts}`;
       const remaining = (event.delayMs ?? 0) - (now - held!.receivedAt);
@@ -126,8 +136,12 @@ export class StatusModel {
 
     return { kind, text: `Conclave: ${parts.join(' · ')}`, tooltip: tooltip.join('\n'), taskId, ticking };
   }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
 }
 
 function newest(tasks: TaskSummary[]): TaskSummary {
-  return tasks.reduce((a, b) => (b.updatedAt > a.updatedAt ? b : a));
+  return tasks.reduce((a, b) => (isEarlier(a.updatedAt, b.updatedAt) ? b : a));
 }

@@ -4,6 +4,7 @@
 
 import type { ApprovalRequest, SubtaskSummary, TaskStatus, TaskSummary } from '../lsp_ext';
 import { Emitter } from './event';
+import { compareTimestamps, isEarlier } from './time';
 
 export type TaskTreeNode =
   | { kind: 'approval'; approval: ApprovalRequest }
@@ -71,7 +72,7 @@ export class TasksModel {
   /** conclave/taskUpdated: replaces the task unless the update is older than what we hold. */
   updateTask(task: TaskSummary): void {
     const known = this.tasks.get(task.taskId);
-    if (known && known.updatedAt > task.updatedAt) return;
+    if (known && isEarlier(task.updatedAt, known.updatedAt)) return;
     this.tasks.set(task.taskId, task);
     this.changed.fire();
   }
@@ -106,11 +107,11 @@ export class TasksModel {
   }
 
   allTasks(): TaskSummary[] {
-    return [...this.tasks.values()].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+    return [...this.tasks.values()].sort((a, b) => compareTimestamps(b.createdAt, a.createdAt));
   }
 
   pendingApprovals(): ApprovalRequest[] {
-    return [...this.approvals.values()].sort((a, b) => (a.createdAt < b.createdAt ? -1 : 1));
+    return [...this.approvals.values()].sort((a, b) => compareTimestamps(a.createdAt, b.createdAt));
   }
 
   /** Top-level rows: pending approvals first, then tasks newest first. */

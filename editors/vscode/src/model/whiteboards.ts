@@ -1,9 +1,11 @@
-// Whiteboard contents as a pure store: fed by conclave/subscribeWhiteboard results and
-// conclave/whiteboardChanged notifications; versions only go forward. Tracks which boards
-// are open so the glue knows when to unsubscribe. Imports nothing from 'vscode'.
+// Whiteboard contents as a store: a board is subscribed (conclave/subscribeWhiteboard) when
+// its document opens, kept live by conclave/whiteboardChanged (versions only go forward),
+// and unsubscribed when its last document closes. Imports nothing from 'vscode': the
+// extension and the tests drive it through the same Requester.
 
-import type { Whiteboard } from '../lsp_ext';
+import * as lsp from '../lsp_ext';
 import { Emitter } from './event';
+import type { Requester } from './rpc';
 
 export const WHITEBOARD_SCHEME = 'conclave-whiteboard';
 
@@ -19,14 +21,19 @@ export function whiteboardIdFromPath(path: string): string | undefined {
 }
 
 export class WhiteboardStore {
-  private readonly boards = new Map<string, Whiteboard>();
-  private readonly openCounts = new Map<string, number>();
+  private readonly boards = new Map<string, lsp.Whiteboard>();
+  /** Boards we are subscribed to, with the subscription in flight until it answers. */
+  private readonly subscriptions = new Map<string, Promise<lsp.Whiteboard>>();
   private readonly changed = new Emitter<string>();
   /** Fires with the board id whenever its content changes. */
   readonly onDidChange = this.changed.event;
 
-  /** Applies a board (subscribe/read result or change); returns whether it was newer. */
-  apply(board: Whiteboard): boolean {
+  /**
+   * Applies a board (subscribe/read result or conclave/whiteboardChanged) if we follow it;
+   * returns whether it changed what we show. Older or equal versions are ignored.
+   */
+  apply(board: lsp.Whiteboard): boolean {
+    if (!this.subscriptions.has(board.id)) return false;
     const known = this.boards.get(board.id);
     if (known && known.version >= board.version) return false;
     this.boards.set(board.id, board);
@@ -34,7 +41,57 @@ export class WhiteboardStore {
     return true;
   }
 
-  get(id: string): Whiteboard | undefined {
+  /**
+   * A document of the board is shown: subscribes unless already subscribed, and resolves
+   * with the board. A failed subscription (1003, unknown board) leaves nothing behind.
+   */
+  open(requester: Requester, id: string): Promise<lsp.Whiteboard> {
+    const existing = this.subscriptions.get(id);
+    if (existing) return existing.then(() => this.boards.get(id) ?? existing);
+    const subscribing = requester.sendRequest(lsp.subscribeWhiteboard, { id }).then(
+      (board) => {
+        this.apply(board);
+        return this.boards.get(id) ?? board;
+      },
+      (error: unknown) => {
+        this.subscriptions.delete(id);
+        throw error;
+      },
+    );
+    this.subscriptions.set(id, subscribing);
+    return subscribing;
+  }
+
+  /** The board's last document closed: unsubscribes (errors are ignored: it is gone anyway). */
+  async close(requester: Requester | undefined, id: string): Promise<void> {
+    if (!this.subscriptions.delete(id)) return;
+    this.boards.delete(id);
+    if (!requester) return;
+    try {
+      await requester.sendRequest(lsp.unsubscribeWhiteboard, { id });
+    } catch {
+      // The server forgot it already (restart, board gone).
+    }
+  }
+
+  /**
+   * After a server restart: subscribes again to every board still shown, taking the new
+   * server's versions as they are. Boards that no longer exist keep their last content.
+   */
+  async resubscribe(requester: Requester): Promise<void> {
+    for (const id of [...this.subscriptions.keys()]) {
+      try {
+        const board = await requester.sendRequest(lsp.subscribeWhiteboard, { id });
+        this.subscriptions.set(id, Promise.resolve(board));
+        this.boards.delete(id);
+        this.apply(board);
+      } catch {
+        // An agent board of an earlier run: leave the document as it was.
+      }
+    }
+  }
+
+  get(id: string): lsp.Whiteboard | undefined {
     return this.boards.get(id);
   }
 
@@ -42,36 +99,12 @@ export class WhiteboardStore {
     return this.boards.get(id)?.content;
   }
 
-  /** A document for the board was opened; true when it is the first (subscribe now). */
-  opened(id: string): boolean {
-    const count = (this.openCounts.get(id) ?? 0) + 1;
-    this.openCounts.set(id, count);
-    return count === 1;
-  }
-
-  /** A document for the board was closed; true when it was the last (unsubscribe now). */
-  closed(id: string): boolean {
-    const count = this.openCounts.get(id) ?? 0;
-    if (count <= 1) {
-      this.openCounts.delete(id);
-      this.boards.delete(id);
-      return count === 1;
-    }
-    this.openCounts.set(id, count - 1);
-    return false;
-  }
-
   isSubscribed(id: string): boolean {
-    return this.openCounts.has(id);
+    return this.subscriptions.has(id);
   }
 
   subscribed(): string[] {
-    return [...this.openCounts.keys()];
-  }
-
-  clear(): void {
-    this.boards.clear();
-    this.openCounts.clear();
+    return [...this.subscriptions.keys()];
   }
 
   dispose(): void {

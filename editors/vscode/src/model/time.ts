@@ -1,0 +1,27 @@
+// RFC 3339 timestamps as the server sends them (chrono: 0, 3, 6 or 9 fraction digits, "Z"),
+// compared by the instant they name: plain string comparison gets "…:05Z" vs "…:05.5Z" and
+// "…:05.123Z" vs "…:05.123456Z" wrong.
+
+const RFC3339 = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$/i;
+
+/** [whole seconds in ms since the epoch, nanoseconds], or undefined when not RFC 3339. */
+function parse(timestamp: string): [number, number] | undefined {
+  const match = RFC3339.exec(timestamp);
+  if (!match) return undefined;
+  const seconds = Date.parse(`${match[1]}${match[3].toUpperCase()}`);
+  if (Number.isNaN(seconds)) return undefined;
+  const nanos = Number((match[2] ?? '').padEnd(9, '0').slice(0, 9));
+  return [seconds, nanos];
+}
+
+/** Negative when `a` is earlier than `b`, positive when later, 0 when equal. */
+export function compareTimestamps(a: string, b: string): number {
+  const pa = parse(a);
+  const pb = parse(b);
+  if (!pa || !pb) return a < b ? -1 : a > b ? 1 : 0;
+  return pa[0] !== pb[0] ? pa[0] - pb[0] : pa[1] - pb[1];
+}
+
+export function isEarlier(a: string, b: string): boolean {
+  return compareTimestamps(a, b) < 0;
+}
