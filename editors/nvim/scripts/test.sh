@@ -30,4 +30,4 @@ fi
 export CONCLAVE_BIN
 
 cd "$here"
-exec "$NVIM_BIN" --clean --headless -l tests/runner.lua --no-auto-insulate -o utfTerminal "$@" tests
+exec "$NVIM_BIN" --clean --headless -l tests/runner.lua --no-auto-insulate -o tests/output.lua "$@" tests

@@ -1,4 +1,4 @@
--- Runs the busted suite inside Neovim: nvim -l tests/busted.lua --no-auto-insulate [busted args] tests
+-- Runs the busted suite inside Neovim: nvim -l tests/runner.lua --no-auto-insulate [busted args] tests
 -- Debian's lua-busted (Lua 5.1 modules) is loaded from the system Lua paths.
 local plugin_dir = vim.fs.dirname(vim.fs.dirname(vim.fs.normalize(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p'))))
 for _, dir in ipairs({ '/usr/local/share/lua/5.1', '/usr/share/lua/5.1' }) do
