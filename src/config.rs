@@ -424,6 +424,12 @@ impl Config {
             origin = "conclave.toml";
         }
         if let Some(layer) = overrides {
+            if !(layer.is_object() || layer.is_null() || layer == &serde_json::json!([])) {
+                return Err(ConfigError::Invalid {
+                    origin: "initializationOptions".to_string(),
+                    message: format!("expected an object of settings, got {layer}"),
+                });
+            }
             merge(&mut merged, layer);
             origin = "initializationOptions";
         }
@@ -446,7 +452,8 @@ fn parse_toml(text: &str, origin: &str) -> Result<serde_json::Value, ConfigError
 }
 
 /// Overlays `layer` onto `base`: objects merge key by key, anything else replaces.
-/// `null` in a layer means "not set" and keeps the value below it.
+/// `null` in a layer means "not set" and keeps the value below it, and so does an empty
+/// array where an object is expected: Lua clients (Neovim) encode an empty table as `[]`.
 fn merge(base: &mut serde_json::Value, layer: &serde_json::Value) {
     match (base, layer) {
         (serde_json::Value::Object(base), serde_json::Value::Object(layer)) => {
@@ -460,6 +467,7 @@ fn merge(base: &mut serde_json::Value, layer: &serde_json::Value) {
             }
         }
         (_, serde_json::Value::Null) => {}
+        (serde_json::Value::Object(_), serde_json::Value::Array(items)) if items.is_empty() => {}
         (base, layer) => *base = layer.clone(),
     }
 }
@@ -509,5 +517,23 @@ mod tests {
     fn a_bad_value_names_its_origin() {
         let err = Config::from_layers(None, Some(&json!({ "writes": "paper" }))).unwrap_err();
         assert!(err.to_string().contains("initializationOptions"), "{err}");
+    }
+
+    #[test]
+    fn empty_or_null_editor_options_keep_the_file_settings() {
+        let file = json!({ "heartbeatMs": 1000, "llm": { "model": "m1" } });
+        for init in [json!([]), json!(null), json!({}), json!({ "llm": [] })] {
+            let config = Config::from_layers(Some(&file), Some(&init)).unwrap();
+            assert_eq!(config.heartbeat_ms, 1000, "{init}");
+            assert_eq!(config.llm.model.as_deref(), Some("m1"), "{init}");
+        }
+    }
+
+    #[test]
+    fn editor_options_that_are_not_an_object_are_refused() {
+        for init in [json!([1]), json!("fast"), json!(3)] {
+            let err = Config::from_layers(None, Some(&init)).unwrap_err();
+            assert!(err.to_string().contains("expected an object"), "{err}");
+        }
     }
 }

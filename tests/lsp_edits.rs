@@ -130,13 +130,16 @@ async fn an_unanswered_apply_edit_falls_back_to_a_disk_write_and_says_so() {
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
     let task = server.submit("Make e.txt").await;
-    let (_never_answered, _) = server.server_request("workspace/applyEdit").await;
+    let (never_answered, _) = server.server_request("workspace/applyEdit").await;
     server
         .notification("window/logMessage", |p| {
             p["message"]
                 .as_str()
                 .is_some_and(|m| m.contains("did not answer workspace/applyEdit"))
         })
+        .await;
+    server
+        .notification("$/cancelRequest", |p| p["id"] == never_answered)
         .await;
     server.task_status(&task, "completed").await;
     assert_eq!(ws.read("e.txt").as_deref(), Some("e\n"));

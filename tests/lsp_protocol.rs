@@ -221,6 +221,20 @@ async fn initialization_options_override_conclave_toml() {
 }
 
 #[tokio::test]
+async fn empty_initialization_options_from_a_lua_client_keep_conclave_toml() {
+    // Neovim encodes an empty Lua table as `[]`: that means "no overrides", not "no config".
+    let ws = Workspace::scripted(json!([]), "[team]\ntop = 1\nmid = 1\nbottomPerMid = 1\n");
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(bare_capabilities(), json!([])).await;
+    let agents = server.call("conclave/listAgents", json!({})).await["agents"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(agents, 3, "the team of conclave.toml, not the default one");
+    assert!(server.shutdown_and_exit().await.success());
+}
+
+#[tokio::test]
 async fn invalid_initialization_options_are_refused_naming_their_origin() {
     let ws = Workspace::scripted(json!([]), "");
     let mut server = Server::spawn(ws.path()).await;

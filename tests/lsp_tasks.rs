@@ -326,13 +326,17 @@ async fn an_approval_the_editor_never_answers_times_out_and_stays_pending() {
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
     let task = server.submit("Make c.txt").await;
-    let (_ignored, approval) = server.server_request("conclave/requestApproval").await;
+    let (request_id, approval) = server.server_request("conclave/requestApproval").await;
     server
         .notification("window/logMessage", |p| {
             p["message"]
                 .as_str()
                 .is_some_and(|m| m.contains("did not answer an approval"))
         })
+        .await;
+    // The editor is told its prompt is moot, so it can take it down.
+    server
+        .notification("$/cancelRequest", |p| p["id"] == request_id)
         .await;
     let pending = server.call("conclave/listApprovals", json!({})).await;
     assert_eq!(
@@ -353,6 +357,43 @@ async fn an_approval_the_editor_never_answers_times_out_and_stays_pending() {
         )
         .await;
     server.task_status(&task, "failed").await;
+    assert!(server.shutdown_and_exit().await.success());
+}
+
+#[tokio::test]
+async fn an_approval_answered_elsewhere_cancels_the_editors_open_prompt() {
+    let ws = escalating_workspace("");
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(full_capabilities(), json!({})).await;
+    let task = server.submit("Make c.txt").await;
+    // The prompt is open in the editor; the user answers from another window instead.
+    let (request_id, approval) = server.server_request("conclave/requestApproval").await;
+    server
+        .call(
+            "conclave/resolveApproval",
+            json!({ "approvalId": approval["approvalId"], "decision": "abort" }),
+        )
+        .await;
+    server
+        .notification("$/cancelRequest", |p| p["id"] == request_id)
+        .await;
+    server.task_status(&task, "failed").await;
+    // A late answer to the cancelled prompt changes nothing.
+    server
+        .respond(request_id, json!({ "decision": "retry" }))
+        .await;
+    assert!(
+        server.call("conclave/listApprovals", json!({})).await["approvals"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        server
+            .call("conclave/getTask", json!({ "taskId": task }))
+            .await["status"],
+        "failed"
+    );
     assert!(server.shutdown_and_exit().await.success());
 }
 

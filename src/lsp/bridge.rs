@@ -7,7 +7,9 @@
 //! Requests to the editor are sent from here, never from a request handler, and each
 //! has a time limit (`editor.approvalTimeoutMs`): an approval left unanswered, dismissed
 //! or answered with an error stays pending, listed by `conclave/listApprovals` and
-//! answerable with `conclave/resolveApproval`. Nothing is decided by a timeout.
+//! answerable with `conclave/resolveApproval`. Nothing is decided by a timeout. Whenever
+//! the server stops waiting for an answer (time limit, or the approval was answered
+//! elsewhere) the editor is sent `$/cancelRequest` for its prompt (`outgoing.rs`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -20,14 +22,16 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::notification::Progress;
-use tower_lsp_server::ls_types::request::WorkDoneProgressCreate;
+use tower_lsp_server::ls_types::request::{ShowMessageRequest, WorkDoneProgressCreate};
 use tower_lsp_server::ls_types::{
     Diagnostic, DiagnosticSeverity, MessageActionItem, MessageType, Position, ProgressParams,
-    ProgressParamsValue, ProgressToken, Range, WorkDoneProgress, WorkDoneProgressBegin,
-    WorkDoneProgressCreateParams, WorkDoneProgressEnd, WorkDoneProgressReport,
+    ProgressParamsValue, ProgressToken, Range, ShowMessageRequestParams, WorkDoneProgress,
+    WorkDoneProgressBegin, WorkDoneProgressCreateParams, WorkDoneProgressEnd,
+    WorkDoneProgressReport,
 };
 use uuid::Uuid;
 
+use super::outgoing::{self, Reply};
 use super::protocol::{
     self, AgentStatusChanged, ClientFeatures, RecoveryStatus, RequestApproval, TaskUpdated, Uris,
     WhiteboardChanged, task_updated,
@@ -134,13 +138,12 @@ impl Bridge {
         let bridge = self.clone();
         tokio::spawn(async move {
             let token = ProgressToken::String(format!("conclave/task/{task}"));
-            let create = bridge.client.send_request::<WorkDoneProgressCreate>(
-                WorkDoneProgressCreateParams {
-                    token: token.clone(),
-                },
-            );
-            match tokio::time::timeout(Duration::from_secs(10), create).await {
-                Ok(Ok(())) => {
+            let params = WorkDoneProgressCreateParams {
+                token: token.clone(),
+            };
+            let limit = Duration::from_secs(10);
+            match outgoing::request::<WorkDoneProgressCreate>(&bridge.client, params, limit).await {
+                Reply::Answered(Ok(())) => {
                     bridge.progress.insert(task, token);
                     // The task may have moved on (or finished) while the editor answered.
                     if let Some(summary) = bridge
@@ -152,8 +155,12 @@ impl Bridge {
                         bridge.report_progress(&summary).await;
                     }
                 }
-                Ok(Err(e)) => tracing::debug!("the editor refused a progress token: {e}"),
-                Err(_) => tracing::debug!("the editor did not answer a progress token request"),
+                Reply::Answered(Err(e)) => {
+                    tracing::debug!("the editor refused a progress token: {e}")
+                }
+                Reply::TimedOut => {
+                    tracing::debug!("the editor did not answer a progress token request")
+                }
             }
         });
     }
@@ -350,20 +357,23 @@ impl Bridge {
     }
 
     async fn request_approval(&self, request: &ApprovalRequest) -> Option<ApprovalAnswer> {
-        let sent = self
-            .client
-            .send_request::<RequestApproval>(self.uris.approval(request));
-        match tokio::time::timeout(self.approval_timeout, sent).await {
-            Ok(Ok(Some(answer))) => Some(answer),
-            Ok(Ok(None)) => {
+        let reply = outgoing::request::<RequestApproval>(
+            &self.client,
+            self.uris.approval(request),
+            self.approval_timeout,
+        )
+        .await;
+        match reply {
+            Reply::Answered(Ok(Some(answer))) => Some(answer),
+            Reply::Answered(Ok(None)) => {
                 tracing::info!(approval = %request.approval_id, "approval dismissed; it stays pending");
                 None
             }
-            Ok(Err(e)) => {
+            Reply::Answered(Err(e)) => {
                 tracing::info!(approval = %request.approval_id, "approval not answered ({e}); it stays pending");
                 None
             }
-            Err(_) => {
+            Reply::TimedOut => {
                 tracing::warn!(
                     approval = %request.approval_id,
                     "the editor did not answer an approval within {} s; it stays pending (conclave/listApprovals)",
@@ -390,16 +400,21 @@ impl Bridge {
                 properties: HashMap::new(),
             })
             .collect();
-        let sent = self
-            .client
-            .show_message_request(typ, message, Some(actions));
-        match tokio::time::timeout(self.approval_timeout, sent).await {
-            Ok(Ok(Some(chosen))) => request
+        let params = ShowMessageRequestParams {
+            typ,
+            message,
+            actions: Some(actions),
+        };
+        let reply =
+            outgoing::request::<ShowMessageRequest>(&self.client, params, self.approval_timeout)
+                .await;
+        match reply {
+            Reply::Answered(Ok(Some(chosen))) => request
                 .options
                 .iter()
                 .find(|o| o.title == chosen.title)
                 .map(|o| ApprovalAnswer::new(o.id)),
-            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {
+            Reply::Answered(Ok(None)) | Reply::Answered(Err(_)) | Reply::TimedOut => {
                 tracing::info!(approval = %request.approval_id, "approval not answered; it stays pending");
                 None
             }

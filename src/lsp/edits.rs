@@ -4,8 +4,8 @@
 //! The editor owns its buffers but the agents' commands and tests read the disk, so once
 //! the editor has applied an edit the same content is made sure of on disk too (a no-op
 //! when the editor already saved it). The wait for the editor has a limit: an edit left
-//! unanswered, or answered with an error, is written to disk by the server instead, and
-//! that is logged. An edit the editor refused (`applied: false`) is a refused write.
+//! unanswered (the editor is then sent `$/cancelRequest`), or answered with an error, is
+//! written to disk by the server instead, and that is logged. An edit the editor refused (`applied: false`) is a refused write.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,12 +13,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tower_lsp_server::Client;
+use tower_lsp_server::ls_types::request::ApplyWorkspaceEdit;
 use tower_lsp_server::ls_types::{
-    CreateFile, CreateFileOptions, DocumentChangeOperation, DocumentChanges, OneOf,
-    OptionalVersionedTextDocumentIdentifier, Position, Range, ResourceOp, TextDocumentEdit,
-    TextEdit, Uri, WorkspaceEdit,
+    ApplyWorkspaceEditParams, CreateFile, CreateFileOptions, DocumentChangeOperation,
+    DocumentChanges, OneOf, OptionalVersionedTextDocumentIdentifier, Position, Range, ResourceOp,
+    TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
 };
 
+use super::outgoing::{self, Reply};
 use crate::tools::{DiskWriter, Sandbox, WorkspaceWriter, WriteError, WriteOutcome, WriteStatus};
 
 pub struct ApplyEditWriter {
@@ -54,8 +56,9 @@ impl WorkspaceWriter for ApplyEditWriter {
             return self.disk.write_file(&relative, content).await;
         };
         let edit = whole_file_edit(uri, before.as_deref().unwrap_or(""), content);
-        match tokio::time::timeout(self.timeout, self.client.apply_edit(edit)).await {
-            Ok(Ok(response)) if response.applied => {
+        let params = ApplyWorkspaceEditParams { label: None, edit };
+        match outgoing::request::<ApplyWorkspaceEdit>(&self.client, params, self.timeout).await {
+            Reply::Answered(Ok(response)) if response.applied => {
                 let mut outcome = self.disk.write_file(&relative, content).await?;
                 outcome.status = if before.is_some() {
                     WriteStatus::Updated
@@ -64,20 +67,20 @@ impl WorkspaceWriter for ApplyEditWriter {
                 };
                 Ok(outcome)
             }
-            Ok(Ok(response)) => Err(WriteError::Rejected {
+            Reply::Answered(Ok(response)) => Err(WriteError::Rejected {
                 path: relative,
                 reason: response
                     .failure_reason
                     .unwrap_or_else(|| "the editor did not apply the edit".into()),
             }),
-            Ok(Err(e)) => {
+            Reply::Answered(Err(e)) => {
                 tracing::warn!(
                     path = %relative.display(),
                     "workspace/applyEdit failed ({e}); the server writes the file to disk instead"
                 );
                 self.disk.write_file(&relative, content).await
             }
-            Err(_) => {
+            Reply::TimedOut => {
                 tracing::warn!(
                     path = %relative.display(),
                     "the editor did not answer workspace/applyEdit within {} ms; the server writes the file to disk instead",

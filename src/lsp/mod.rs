@@ -19,6 +19,7 @@ mod bridge;
 mod edits;
 mod lock;
 mod log;
+mod outgoing;
 pub mod protocol;
 mod server;
 mod transport;
