@@ -108,10 +108,7 @@ end
 
 --- Open the agents list.
 function M.open(client)
-  local name = 'conclave://agents'
-  if #client_mod.clients() > 1 then
-    name = name .. '/' .. vim.fs.basename(client.root_dir)
-  end
+  local name = ui.project_name('conclave://agents', client)
   local bufnr, created = ui.scratch(name, client.root_dir, 'conclave-agents')
   buffers[bufnr] = client.id
   if created then

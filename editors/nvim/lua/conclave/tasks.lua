@@ -151,10 +151,7 @@ end
 
 --- Open the tasks list of a client (fetched with conclave/listTasks, then live).
 function M.open(client)
-  local name = 'conclave://tasks'
-  if #client_mod.clients() > 1 then
-    name = name .. '/' .. vim.fs.basename(client.root_dir)
-  end
+  local name = ui.project_name('conclave://tasks', client)
   local bufnr, created = ui.scratch(name, client.root_dir, 'conclave-tasks')
   buffers[bufnr] = client.id
   if created then

@@ -1,6 +1,18 @@
 ---@mod conclave.ui Read-only scratch buffers of the plugin
 local M = {}
 
+--- `base`, with the project's folder name appended when several servers run, so that
+--- each project's list has a buffer of its own.
+---@param base string
+---@param client vim.lsp.Client
+---@return string
+function M.project_name(base, client)
+  if #require('conclave.client').clients() > 1 then
+    return base .. '/' .. vim.fs.basename(client.root_dir)
+  end
+  return base
+end
+
 --- A read-only scratch buffer named `name` (reused when it exists).
 ---@param name string
 ---@param root string|nil the project root the buffer belongs to

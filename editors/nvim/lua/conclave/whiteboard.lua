@@ -41,10 +41,7 @@ function M.open(client, id)
     ui.show(existing, 'botright vsplit')
     return existing
   end
-  local name = 'conclave://whiteboard/' .. id
-  if #client_mod.clients() > 1 then
-    name = name .. ' (' .. vim.fs.basename(client.root_dir) .. ')'
-  end
+  local name = ui.project_name('conclave://whiteboard/' .. id, client)
   local bufnr = ui.scratch(name, client.root_dir, 'markdown')
   vim.b[bufnr].conclave_whiteboard = id
   vim.b[bufnr].conclave_whiteboard_version = -1
