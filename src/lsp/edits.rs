@@ -5,7 +5,8 @@
 //! the editor has applied an edit the same content is made sure of on disk too (a no-op
 //! when the editor already saved it). The wait for the editor has a limit: an edit left
 //! unanswered (the editor is then sent `$/cancelRequest`), or answered with an error, is
-//! written to disk by the server instead, and that is logged. An edit the editor refused (`applied: false`) is a refused write.
+//! written to disk by the server instead, and that is logged. An edit the editor refused
+//! (`applied: false`) is a refused write.
 
 use std::path::Path;
 use std::sync::Arc;
