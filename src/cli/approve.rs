@@ -256,36 +256,28 @@ pub fn describe(request: &ApprovalRequest, style: Style) -> String {
 /// Lines shown of a diff's changed region at most.
 const DIFF_LINES: usize = 12;
 
-/// `path: -k +m lines` and the changed region (common leading and trailing lines
-/// trimmed), shortened to a few lines.
+/// `path: -k +m lines` and the changed hunks (a line of context around each, from
+/// `similar`'s line diff), shortened to a few lines.
 pub fn diff_summary(diff: &FileDiff) -> String {
-    let before: Vec<&str> = diff.before.lines().collect();
-    let after: Vec<&str> = diff.after.lines().collect();
-    let prefix = before
-        .iter()
-        .zip(&after)
-        .take_while(|(a, b)| a == b)
-        .count();
-    let suffix = before[prefix..]
-        .iter()
-        .rev()
-        .zip(after[prefix..].iter().rev())
-        .take_while(|(a, b)| a == b)
-        .count();
-    let removed = &before[prefix..before.len() - suffix];
-    let added = &after[prefix..after.len() - suffix];
+    let lines = similar::TextDiff::from_lines(&diff.before, &diff.after);
+    let (mut removed, mut added) = (0, 0);
+    for change in lines.iter_all_changes() {
+        match change.tag() {
+            similar::ChangeTag::Delete => removed += 1,
+            similar::ChangeTag::Insert => added += 1,
+            similar::ChangeTag::Equal => {}
+        }
+    }
     let path = diff.uri.strip_prefix("file://").unwrap_or(&diff.uri);
-    let mut out = format!(
-        "Diff: {path}: -{} +{} lines (from line {})\n",
-        removed.len(),
-        added.len(),
-        prefix + 1
-    );
-    let shown: Vec<String> = removed
-        .iter()
-        .map(|l| format!("  - {l}"))
-        .chain(added.iter().map(|l| format!("  + {l}")))
-        .collect();
+    let mut out = format!("Diff: {path}: -{removed} +{added} lines\n");
+    let mut shown = Vec::new();
+    for hunk in lines.unified_diff().context_radius(1).iter_hunks() {
+        shown.push(format!("  {}", hunk.header()));
+        for change in hunk.iter_changes() {
+            let line = change.value().trim_end_matches(['\n', '\r']);
+            shown.push(format!("  {}{line}", change.tag()));
+        }
+    }
     for line in shown.iter().take(DIFF_LINES) {
         out.push_str(line);
         out.push('\n');
@@ -363,26 +355,42 @@ mod tests {
     }
 
     #[test]
-    fn diff_summary_counts_the_changed_region() {
+    fn diff_summary_counts_the_changed_lines_hunk_by_hunk() {
         let diff = FileDiff {
             uri: "file:///w/a.py".into(),
             before: "a\nb\nc\nd\n".into(),
             after: "a\nB\nB2\nd\n".into(),
         };
         let summary = diff_summary(&diff);
+        assert_eq!(
+            summary,
+            "Diff: /w/a.py: -2 +2 lines\n  @@ -1,4 +1,4 @@\n   a\n  -b\n  -c\n  +B\n  +B2\n   d\n"
+        );
+        // Two edits far apart are two small hunks, not one region of everything between.
+        let before: String = (1..=40).map(|i| format!("line {i}\n")).collect();
+        let after = before
+            .replace("line 2\n", "line two\n")
+            .replace("line 39\n", "line thirty-nine\n");
+        let far = FileDiff {
+            uri: "file:///w/b.py".into(),
+            before,
+            after,
+        };
+        let summary = diff_summary(&far);
         assert!(
-            summary.starts_with("Diff: /w/a.py: -2 +2 lines (from line 2)"),
+            summary.starts_with("Diff: /w/b.py: -2 +2 lines\n"),
             "{summary}"
         );
         assert!(
-            summary.contains("  - b\n  - c\n  + B\n  + B2\n"),
+            summary.contains("  -line 39\n  +line thirty-nine\n"),
             "{summary}"
         );
+        assert!(!summary.contains("line 20"), "{summary}");
         let same = FileDiff {
             uri: "x".into(),
             before: "a\n".into(),
             after: "a\n".into(),
         };
-        assert!(diff_summary(&same).starts_with("Diff: x: -0 +0 lines"));
+        assert_eq!(diff_summary(&same), "Diff: x: -0 +0 lines\n");
     }
 }
