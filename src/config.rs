@@ -424,7 +424,12 @@ impl Config {
             origin = "conclave.toml";
         }
         if let Some(layer) = overrides {
-            if !(layer.is_object() || layer.is_null() || layer == &serde_json::json!([])) {
+            let sets_nothing = match layer {
+                serde_json::Value::Null => true,
+                serde_json::Value::Array(items) => items.is_empty(),
+                _ => false,
+            };
+            if !(layer.is_object() || sets_nothing) {
                 return Err(ConfigError::Invalid {
                     origin: "initializationOptions".to_string(),
                     message: format!("expected an object of settings, got {layer}"),
