@@ -453,6 +453,76 @@ async fn with_file_changes_on_ask_a_write_waits_for_an_approval_with_its_diff() 
     assert!(server.shutdown_and_exit().await.success());
 }
 
+/// `initialize` subscribes to the runtime's events and `initialized` asks every approval
+/// already pending: approvals raised in between reach the bridge both ways, and each must
+/// still be asked once (twice, the editor prompts again and the first answer can be lost).
+#[tokio::test]
+async fn approvals_raised_before_initialized_are_asked_once_each() {
+    const FILES: [&str; 4] = ["e1.txt", "e2.txt", "e3.txt", "e4.txt"];
+    let descriptions = FILES.map(|file| format!("Create {file}"));
+    let mut parts = vec![plan(&descriptions.each_ref().map(String::as_str))];
+    for (file, description) in FILES.iter().zip(&descriptions) {
+        parts.push(json!(writes(description, file, "eee\n")));
+    }
+    let ws = Workspace::scripted(
+        script(parts),
+        "writes = \"disk\"\n[approvals]\nfileChanges = \"ask\"",
+    );
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize_only(full_capabilities(), json!({})).await;
+    let task = server.submit("Make the e files").await;
+    // Requests before `initialized` are allowed; the writes wait for their approvals.
+    loop {
+        let listed = server.call("conclave/listApprovals", json!({})).await;
+        if !listed["approvals"].as_array().unwrap().is_empty() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    server.notify("initialized", json!({})).await;
+    let mut asked = Vec::new();
+    loop {
+        let message = server
+            .wait_for("an approval or the task's end", |m| {
+                m["method"] == "conclave/requestApproval"
+                    || (m["method"] == "conclave/taskUpdated"
+                        && m["params"]["task"]["taskId"] == task.as_str()
+                        && m["params"]["task"]["status"] == "completed")
+            })
+            .await;
+        if message["method"] == "conclave/taskUpdated" {
+            break;
+        }
+        asked.push(message["params"]["approvalId"].clone());
+        server
+            .respond(message["id"].clone(), json!({ "decision": "approve" }))
+            .await;
+    }
+    for file in FILES {
+        assert_eq!(ws.read(file).as_deref(), Some("eee\n"), "{file}");
+    }
+    assert_eq!(server.call("shutdown", Value::Null).await, Value::Null);
+    server.notify("exit", Value::Null).await;
+    asked.extend(
+        server
+            .rest()
+            .await
+            .into_iter()
+            .filter(|m| m["method"] == "conclave/requestApproval")
+            .map(|m| m["params"]["approvalId"].clone()),
+    );
+    let mut once = asked.clone();
+    once.sort_by_key(Value::to_string);
+    once.dedup();
+    assert_eq!(once.len(), FILES.len(), "one approval per file: {asked:?}");
+    assert_eq!(
+        asked.len(),
+        FILES.len(),
+        "an approval was asked twice: {asked:?}"
+    );
+    assert!(server.exit_status().await.success());
+}
+
 #[tokio::test]
 async fn cancel_stops_a_running_task() {
     let ws = Workspace::scripted(

@@ -69,6 +69,10 @@ pub struct Bridge {
     begun: Mutex<HashSet<TaskId>>,
     /// Approvals being asked right now, so an answer given elsewhere ends the asking.
     asking: DashMap<Uuid, JoinHandle<()>>,
+    /// Approvals asked on this connection. One raised between `initialize` (which
+    /// subscribes to events) and `initialized` (which lists the pending ones) comes both
+    /// ways, and the editor must see it once.
+    asked: Mutex<HashSet<Uuid>>,
     /// The connection is over: stop following.
     closed: CancellationToken,
 }
@@ -91,6 +95,7 @@ impl Bridge {
             progress: DashMap::new(),
             begun: Mutex::new(HashSet::new()),
             asking: DashMap::new(),
+            asked: Mutex::new(HashSet::new()),
             closed,
         })
     }
@@ -332,9 +337,12 @@ impl Bridge {
             .await;
     }
 
-    /// Asks the editor one approval, from a task of its own.
+    /// Asks the editor one approval, from a task of its own, once per connection.
     fn ask(self: &Arc<Self>, request: Arc<ApprovalRequest>) {
         let id = request.approval_id;
+        if !self.asked.lock().expect("asked").insert(id) {
+            return;
+        }
         let bridge = self.clone();
         let asking = tokio::spawn(async move {
             let answer = if bridge.support.features.approvals {
@@ -351,9 +359,7 @@ impl Bridge {
                 }
             }
         });
-        if let Some(previous) = self.asking.insert(id, asking) {
-            previous.abort();
-        }
+        self.asking.insert(id, asking);
     }
 
     async fn request_approval(&self, request: &ApprovalRequest) -> Option<ApprovalAnswer> {

@@ -193,20 +193,24 @@ impl Server {
     }
 
     pub async fn initialize(&mut self, capabilities: Value, options: Value) -> Value {
-        let root = self.workspace.canonicalize().unwrap();
-        let result = self
-            .call(
-                "initialize",
-                json!({
-                    "processId": std::process::id(),
-                    "rootUri": format!("file://{}", root.display()),
-                    "capabilities": capabilities,
-                    "initializationOptions": options,
-                }),
-            )
-            .await;
+        let result = self.initialize_only(capabilities, options).await;
         self.notify("initialized", json!({})).await;
         result
+    }
+
+    /// `initialize` without the `initialized` notification that should follow.
+    pub async fn initialize_only(&mut self, capabilities: Value, options: Value) -> Value {
+        let root = self.workspace.canonicalize().unwrap();
+        self.call(
+            "initialize",
+            json!({
+                "processId": std::process::id(),
+                "rootUri": format!("file://{}", root.display()),
+                "capabilities": capabilities,
+                "initializationOptions": options,
+            }),
+        )
+        .await
     }
 
     /// The next message (oldest first) that `matches`; the others stay for later waits.
@@ -301,6 +305,18 @@ impl Server {
             .await
             .expect("the server exits")
             .unwrap()
+    }
+
+    /// Every message not yet waited for, up to the end of stdout (send `exit` first).
+    pub async fn rest(&mut self) -> Vec<Value> {
+        let mut rest: Vec<Value> = self.backlog.drain(..).collect();
+        while let Some(message) = tokio::time::timeout(DEADLINE, self.incoming.recv())
+            .await
+            .expect("the server closes stdout")
+        {
+            rest.push(message);
+        }
+        rest
     }
 
     /// Closes the server's stdin.
