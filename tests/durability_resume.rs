@@ -39,9 +39,21 @@ fn a_killed_run_resumes_its_task_team_and_pending_approval() {
         let engine = engine(dir.path(), json!([plan(&["Create first.txt", "Create second.txt"]), a1, a2, { "match": "Create second.txt", "error": "unauthorized" }])).await;
         let mut events = engine.subscribe();
         let task = engine.submit(SubmitTask { description: "Two files, one needs a key".into(), ..SubmitTask::default() }).unwrap();
+        // The subtasks run side by side: wait for both the escalation and the first file.
+        let (mut approval, mut first_done) = (None, false);
         let approval = loop {
-            if let RuntimeEvent::ApprovalRequested(request) = events.recv().await.unwrap() {
-                break request;
+            match events.recv().await.unwrap() {
+                RuntimeEvent::ApprovalRequested(request) => approval = Some(request),
+                RuntimeEvent::TaskUpdated(summary) if summary.task_id == task => {
+                    first_done = summary
+                        .subtasks
+                        .first()
+                        .is_some_and(|s| s.status == SubtaskStatus::Completed);
+                }
+                _ => {}
+            }
+            if let (Some(request), true) = (&approval, first_done) {
+                break request.clone();
             }
         };
         // Let the store catch up, as it would have in the time before a kill.
