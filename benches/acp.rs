@@ -78,7 +78,12 @@ impl Agent {
     /// Reads until `stop` accepts a message; returns it.
     async fn until(&mut self, stop: impl Fn(&Value) -> bool) -> Value {
         loop {
-            let line = self.lines.next_line().await.unwrap().expect("the agent ended");
+            let line = self
+                .lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("the agent ended");
             let message: Value = serde_json::from_str(&line).unwrap();
             if stop(&message) {
                 return message;
@@ -118,7 +123,10 @@ async fn main() {
         let started = Instant::now();
         let mut agent = Agent::spawn(ws.path());
         agent
-            .call("initialize", json!({ "protocolVersion": 1, "clientCapabilities": {} }))
+            .call(
+                "initialize",
+                json!({ "protocolVersion": 1, "clientCapabilities": {} }),
+            )
             .await;
         init.push(started.elapsed());
         let started = Instant::now();
@@ -143,5 +151,8 @@ async fn main() {
     report("spawn to initialize answered", init);
     report("session/new answered (lock, store, engine, team of 9)", new);
     report("session/prompt to the first session/update", first);
-    report("session/prompt to end_turn (plan, one subtask, one file)", done);
+    report(
+        "session/prompt to end_turn (plan, one subtask, one file)",
+        done,
+    );
 }

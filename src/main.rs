@@ -53,9 +53,11 @@ fn main() -> ExitCode {
     // Commands that draw progress on stderr keep the log to warnings unless RUST_LOG says.
     let level = match args.command {
         Command::Run(_) | Command::Demo(_) => "warn",
-        Command::Team(_) | Command::Log(_) | Command::Gc(_) | Command::Serve(_) | Command::Acp(_) => {
-            "info"
-        }
+        Command::Team(_)
+        | Command::Log(_)
+        | Command::Gc(_)
+        | Command::Serve(_)
+        | Command::Acp(_) => "info",
     };
     let (client_logs, lines) = match args.command {
         Command::Serve(_) => {

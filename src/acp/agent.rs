@@ -185,7 +185,10 @@ impl Agent {
                 writing.clone(),
                 timeout,
             ));
-            tracing::info!("generated files reach {} through fs/write_text_file", root.display());
+            tracing::info!(
+                "generated files reach {} through fs/write_text_file",
+                root.display()
+            );
         } else {
             tracing::info!("generated files are written to disk in {}", root.display());
         }
@@ -210,11 +213,17 @@ impl Agent {
         let session = Session::open(self, workspace, file);
         session.save()?;
         let id = session.id.clone();
-        self.sessions.lock().expect("sessions").insert(id.clone(), session);
+        self.sessions
+            .lock()
+            .expect("sessions")
+            .insert(id.clone(), session);
         Ok(json!({ "sessionId": id }))
     }
 
-    async fn load_session(self: &Arc<Self>, request: LoadSessionRequest) -> Result<Value, RpcError> {
+    async fn load_session(
+        self: &Arc<Self>,
+        request: LoadSessionRequest,
+    ) -> Result<Value, RpcError> {
         let workspace = self.workspace(&request.cwd, request.meta.as_ref()).await?;
         let file = SessionFile::read(&workspace.root, &request.session_id)?;
         if let Some(open) = self
@@ -278,13 +287,23 @@ impl Agent {
 
     /// Stops every team; their unfinished tasks stay as their last checkpoint.
     pub async fn shutdown(&self) {
-        let sessions: Vec<Arc<Session>> =
-            self.sessions.lock().expect("sessions").drain().map(|(_, s)| s).collect();
+        let sessions: Vec<Arc<Session>> = self
+            .sessions
+            .lock()
+            .expect("sessions")
+            .drain()
+            .map(|(_, s)| s)
+            .collect();
         for session in sessions {
             session.close();
         }
-        let workspaces: Vec<Arc<Workspace>> =
-            self.workspaces.lock().await.drain().map(|(_, w)| w).collect();
+        let workspaces: Vec<Arc<Workspace>> = self
+            .workspaces
+            .lock()
+            .await
+            .drain()
+            .map(|(_, w)| w)
+            .collect();
         for workspace in workspaces {
             workspace.engine.shutdown().await;
         }
@@ -303,7 +322,8 @@ fn conclave_meta(meta: Option<&Value>) -> Option<Value> {
 }
 
 fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
-    serde_json::from_value(params).map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))
+    serde_json::from_value(params)
+        .map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))
 }
 
 /// The engine's errors keep their codes (docs/protocol.md) and `data`.

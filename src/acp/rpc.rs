@@ -167,7 +167,8 @@ impl Peer {
                     batch.push_str(&more);
                     batch.push('\n');
                 }
-                if output.write_all(batch.as_bytes()).await.is_err() || output.flush().await.is_err()
+                if output.write_all(batch.as_bytes()).await.is_err()
+                    || output.flush().await.is_err()
                 {
                     tracing::info!("the client's input is gone; nothing more can be sent");
                     closed.cancel();
@@ -348,7 +349,8 @@ mod tests {
             tokio::spawn(async move { peer.request("fs/read_text_file", json!({})).await })
         };
         let mut lines = BufReader::new(their_read).lines();
-        let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        let first: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
         assert_eq!(first["method"], "session/update");
         let second: Value =
             serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
@@ -359,7 +361,8 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(asking.await.unwrap(), Ok(json!({"content": "x"})));
-        let error: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        let error: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
         assert_eq!(error["error"]["code"], PARSE_ERROR);
         assert_eq!(error["id"], Value::Null);
     }

@@ -36,7 +36,7 @@ use super::wire::{
 };
 use crate::engine::SubmitTask;
 use crate::runtime::{
-    AgentId, ApprovalAnswer, ApprovalChoice, ApprovalKind, ApprovalRequest, EventStream, Layer,
+    AgentId, ApprovalAnswer, ApprovalChoice, ApprovalKind, ApprovalRequest, EventStream,
     RuntimeEvent, TaskContext, TaskDetail, TaskId, TaskStatus, WhiteboardId,
 };
 
@@ -95,10 +95,10 @@ impl SessionFile {
         if Uuid::parse_str(id).is_err() {
             return Err(unknown_session(id));
         }
-        let text = std::fs::read_to_string(Self::path(root, id)).map_err(|_| unknown_session(id))?;
-        serde_json::from_str(&text).map_err(|e| {
-            RpcError::internal(format!("the saved session {id} cannot be read: {e}"))
-        })
+        let text =
+            std::fs::read_to_string(Self::path(root, id)).map_err(|_| unknown_session(id))?;
+        serde_json::from_str(&text)
+            .map_err(|e| RpcError::internal(format!("the saved session {id} cannot be read: {e}")))
     }
 
     /// Every session saved in the workspace (unreadable files are skipped, and logged).
@@ -234,7 +234,10 @@ impl Session {
         *self.workspace.writing.lock().expect("writing") = Some(self.id.clone());
         {
             let mut file = self.file.lock().expect("session file");
-            file.turns.push(Turn { prompt, task_id: task });
+            file.turns.push(Turn {
+                prompt,
+                task_id: task,
+            });
             file.title.get_or_insert(title);
             file.updated_at = Utc::now();
         }
@@ -263,7 +266,9 @@ impl Session {
                 ),
             )
             .with_data(json!({ "taskId": task, "errorReport": report }))),
-            None => Err(RpcError::internal("the session closed before the task ended")),
+            None => Err(RpcError::internal(
+                "the session closed before the task ended",
+            )),
         }
     }
 
@@ -336,14 +341,21 @@ impl Session {
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
-            text.push_str(&format!("{}. Asked: {} ({status})\n", n + 1, detail.summary.title));
+            text.push_str(&format!(
+                "{}. Asked: {} ({status})\n",
+                n + 1,
+                detail.summary.title
+            ));
             if let Some(result) = detail.result.as_deref().filter(|r| !r.trim().is_empty()) {
                 for line in result.trim().lines().take(12) {
                     text.push_str(&format!("   {line}\n"));
                 }
             }
             if !detail.files_written.is_empty() {
-                text.push_str(&format!("   Files written: {}\n", detail.files_written.join(", ")));
+                text.push_str(&format!(
+                    "   Files written: {}\n",
+                    detail.files_written.join(", ")
+                ));
             }
         }
         text
@@ -427,7 +439,7 @@ impl Session {
         let name_of = |id: AgentId| self.name_of(id);
         let mut view = TaskView::new(&self.workspace.root);
         let mut notes = BoardNotes::new(NOTES_INTERVAL);
-        let boards = self.followed_boards();
+        let mut boards = self.followed_boards(task);
         for board in engine.whiteboards() {
             let key = board.id.to_string();
             if boards.contains_key(&key) {
@@ -480,6 +492,10 @@ impl Session {
                 }
                 Ok(RuntimeEvent::WhiteboardChanged { id, content, .. }) => {
                     let key = id.to_string();
+                    if matches!(id, WhiteboardId::Agent(_)) && !boards.contains_key(&key) {
+                        // The coordinator may have been replaced since.
+                        boards = self.followed_boards(task);
+                    }
                     if let Some(label) = boards.get(&key) {
                         let now = tokio::time::Instant::now();
                         if let Some(text) = notes.offer(&key, label, &content, now) {
@@ -531,14 +547,15 @@ impl Session {
         Some((detail, report))
     }
 
-    /// The boards whose new lines are shown: the global one and the mid agents' own.
-    fn followed_boards(&self) -> HashMap<String, String> {
+    /// The boards whose new lines are shown: the global one and the own board of the
+    /// mid agent coordinating the task.
+    fn followed_boards(&self, task: TaskId) -> HashMap<String, String> {
         let mut boards = HashMap::new();
         boards.insert(WhiteboardId::Global.to_string(), "Team board".to_string());
-        for mid in self.workspace.engine.runtime().pool.by_layer(Layer::Mid) {
+        if let Some(mid) = self.workspace.engine.coordinator(task) {
             boards.insert(
-                WhiteboardId::Agent(mid.id()).to_string(),
-                format!("{} (mid agent)", mid.name()),
+                WhiteboardId::Agent(mid).to_string(),
+                format!("{} (coordinating)", self.name_of(mid)),
             );
         }
         boards
@@ -560,14 +577,23 @@ impl Session {
             .expect("session file")
             .allow_always
             .contains(&request.kind);
-        let approvable = request.options.iter().any(|o| o.id == ApprovalChoice::Approve);
+        let approvable = request
+            .options
+            .iter()
+            .any(|o| o.id == ApprovalChoice::Approve);
         if always && approvable {
             let answer = ApprovalAnswer {
                 note: Some("allowed for the rest of the ACP session".into()),
                 ..ApprovalAnswer::new(ApprovalChoice::Approve)
             };
-            match self.workspace.engine.resolve_approval(&id.to_string(), answer) {
-                Ok(()) => tracing::info!(approval = %id, "approved: allowed always in this session"),
+            match self
+                .workspace
+                .engine
+                .resolve_approval(&id.to_string(), answer)
+            {
+                Ok(()) => {
+                    tracing::info!(approval = %id, "approved: allowed always in this session")
+                }
                 Err(e) => tracing::debug!(approval = %id, "{e}"),
             }
             return;
@@ -575,7 +601,11 @@ impl Session {
         let session = self.clone();
         let asking = tokio::spawn(async move {
             session.request_permission(&request).await;
-            session.asking.lock().expect("asking").remove(&request.approval_id);
+            session
+                .asking
+                .lock()
+                .expect("asking")
+                .remove(&request.approval_id);
         });
         self.asking.lock().expect("asking").insert(id, asking);
     }
@@ -604,7 +634,10 @@ impl Session {
             },
             options: permission_options(request),
         };
-        let reply = self.peer.request("session/request_permission", params).await;
+        let reply = self
+            .peer
+            .request("session/request_permission", params)
+            .await;
         let outcome = match reply.and_then(|v| {
             serde_json::from_value::<RequestPermissionResponse>(v)
                 .map_err(|e| RpcError::invalid_params(e.to_string()))
@@ -674,9 +707,10 @@ fn approval_content(root: &Path, request: &ApprovalRequest) -> (ToolKind, Vec<To
                 }],
             )
         }
-        (None, Some(_), _) | (None, None, ApprovalKind::Command) => {
-            (ToolKind::Execute, vec![ToolCallContent::text(request.detail.trim())])
-        }
+        (None, Some(_), _) | (None, None, ApprovalKind::Command) => (
+            ToolKind::Execute,
+            vec![ToolCallContent::text(request.detail.trim())],
+        ),
         _ => {
             let mut text = request.detail.trim().to_string();
             if let Some(solution) = &request.proposed_solution {
@@ -817,7 +851,10 @@ mod tests {
     fn file_changes_offer_once_always_and_reject_with_the_diff() {
         let change = request(ApprovalKind::FileChange, ApprovalOption::yes_no());
         let options = permission_options(&change);
-        let kinds: Vec<_> = options.iter().map(|o| (o.option_id.as_str(), o.kind)).collect();
+        let kinds: Vec<_> = options
+            .iter()
+            .map(|o| (o.option_id.as_str(), o.kind))
+            .collect();
         assert_eq!(
             kinds,
             [
@@ -826,7 +863,10 @@ mod tests {
                 ("reject", PermissionOptionKind::RejectOnce),
             ]
         );
-        assert_eq!(options[1].name, "Always approve file changes in this session");
+        assert_eq!(
+            options[1].name,
+            "Always approve file changes in this session"
+        );
         let (kind, content) = approval_content(Path::new("/w"), &change);
         assert_eq!(kind, ToolKind::Edit);
         assert_eq!(
@@ -837,8 +877,14 @@ mod tests {
                 new_text: "a\n".into()
             }]
         );
-        assert_eq!(permission_answer("approve_always"), Some((ApprovalChoice::Approve, true)));
-        assert_eq!(permission_answer("reject"), Some((ApprovalChoice::Reject, false)));
+        assert_eq!(
+            permission_answer("approve_always"),
+            Some((ApprovalChoice::Approve, true))
+        );
+        assert_eq!(
+            permission_answer("reject"),
+            Some((ApprovalChoice::Reject, false))
+        );
         assert_eq!(permission_answer("made-up"), None);
     }
 
@@ -851,7 +897,10 @@ mod tests {
             .map(|o| o.option_id)
             .collect();
         assert_eq!(ids, ["retry", "reassign", "abort"]);
-        assert_eq!(approval_content(Path::new("/w"), &escalation).0, ToolKind::Think);
+        assert_eq!(
+            approval_content(Path::new("/w"), &escalation).0,
+            ToolKind::Think
+        );
     }
 
     #[test]

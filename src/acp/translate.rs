@@ -96,7 +96,11 @@ impl TaskView {
     ) -> Vec<SessionUpdate> {
         let key = format!(
             "{}|{:?}|{}|{}|{}",
-            step.at, step.action, step.attempt, step.subtask_id.as_deref().unwrap_or(""), step.message
+            step.at,
+            step.action,
+            step.attempt,
+            step.subtask_id.as_deref().unwrap_or(""),
+            step.message
         );
         if !self.seen.insert(key) {
             return Vec::new();
@@ -273,9 +277,13 @@ pub fn recovery_line(step: &RecoveryEvent, name_of: &dyn Fn(AgentId) -> String) 
 
 /// A wait on the model provider that the person may want to know about, as a `notice`:
 /// provider-wide steps (circuit breakers) and retries of a second or more.
-pub fn provider_notice(step: &RecoveryEvent, name_of: &dyn Fn(AgentId) -> String) -> Option<SessionUpdate> {
+pub fn provider_notice(
+    step: &RecoveryEvent,
+    name_of: &dyn Fn(AgentId) -> String,
+) -> Option<SessionUpdate> {
     let provider_wide = step.task_id.is_empty();
-    let long_wait = step.action == RecoveryAction::Retry && step.delay_ms.is_some_and(|ms| ms >= 1000);
+    let long_wait =
+        step.action == RecoveryAction::Retry && step.delay_ms.is_some_and(|ms| ms >= 1000);
     if !provider_wide && !long_wait {
         return None;
     }
@@ -336,7 +344,10 @@ pub fn final_message(detail: &TaskDetail, error_report: Option<&Path>) -> String
     }
     if detail.summary.status == TaskStatus::Failed {
         for error in &detail.errors {
-            text.push_str(&format!("\n- {} ({}): {}", error.kind, error.severity, error.message));
+            text.push_str(&format!(
+                "\n- {} ({}): {}",
+                error.kind, error.severity, error.message
+            ));
         }
         if !detail.partial_results.is_empty() {
             text.push_str("\n\nPartial results:\n");
@@ -414,7 +425,13 @@ impl BoardNotes {
 
     /// A new version of `board` (shown as `label`). Returns a message to send now, or
     /// holds the new lines for [`BoardNotes::due`].
-    pub fn offer(&mut self, board: &str, label: &str, content: &str, now: Instant) -> Option<String> {
+    pub fn offer(
+        &mut self,
+        board: &str,
+        label: &str,
+        content: &str,
+        now: Instant,
+    ) -> Option<String> {
         let before = self.seen.insert(board.to_string(), content.to_string());
         let added = match before.as_deref() {
             Some(before) => match content.strip_prefix(before) {
@@ -452,7 +469,10 @@ impl BoardNotes {
         if self.held.is_empty() {
             return None;
         }
-        Some(self.last.map_or_else(Instant::now, |last| last + self.interval))
+        Some(
+            self.last
+                .map_or_else(Instant::now, |last| last + self.interval),
+        )
     }
 
     /// Everything held, now (the task ended).
@@ -505,7 +525,12 @@ mod tests {
         }
     }
 
-    fn step(task: &TaskSummary, subtask: usize, action: RecoveryAction, delay_ms: Option<u64>) -> RecoveryEvent {
+    fn step(
+        task: &TaskSummary,
+        subtask: usize,
+        action: RecoveryAction,
+        delay_ms: Option<u64>,
+    ) -> RecoveryEvent {
         RecoveryEvent {
             task_id: task.task_id.to_string(),
             subtask_id: Some(task.subtasks[subtask].subtask_id.to_string()),
@@ -530,9 +555,14 @@ mod tests {
         ]);
         let first = view.task(&t, &names);
         assert!(matches!(&first[0], SessionUpdate::Plan { entries } if entries.len() == 2));
-        assert!(matches!(&first[1], SessionUpdate::ToolCall(c) if c.title == "Write a.txt" && c.status == ToolCallStatus::Pending));
+        assert!(
+            matches!(&first[1], SessionUpdate::ToolCall(c) if c.title == "Write a.txt" && c.status == ToolCallStatus::Pending)
+        );
         assert!(matches!(&first[2], SessionUpdate::ToolCall(c) if c.title == "Write b.txt"));
-        assert!(view.task(&t, &names).is_empty(), "nothing changed, nothing sent");
+        assert!(
+            view.task(&t, &names).is_empty(),
+            "nothing changed, nothing sent"
+        );
 
         t.subtasks[0].status = SubtaskStatus::Running;
         t.subtasks[0].assignee = Some(AgentId::new());
@@ -567,7 +597,12 @@ mod tests {
             panic!()
         };
         assert_eq!(a.kind, Some(ToolKind::Edit));
-        assert_eq!(a.locations, Some(vec![ToolCallLocation { path: "/w/a.txt".into() }]));
+        assert_eq!(
+            a.locations,
+            Some(vec![ToolCallLocation {
+                path: "/w/a.txt".into()
+            }])
+        );
         let SessionUpdate::ToolCallUpdate(b) = &third[2] else {
             panic!()
         };
@@ -598,14 +633,19 @@ mod tests {
         let SessionUpdate::ToolCallUpdate(update) = &updates[0] else {
             panic!()
         };
-        let Some(content) = &update.content else { panic!() };
+        let Some(content) = &update.content else {
+            panic!()
+        };
         assert_eq!(
             content,
             &vec![ToolCallContent::text(
                 "↻ retry 2/3 in 4 s — 503 from the provider\n↻ handed to bottom-1-2 — 503 from the provider"
             )]
         );
-        let escalated = recovery_line(&step(&t, 0, RecoveryAction::EscalateToSupervisor, None), &names);
+        let escalated = recovery_line(
+            &step(&t, 0, RecoveryAction::EscalateToSupervisor, None),
+            &names,
+        );
         assert!(escalated.starts_with("⚠ escalated"), "{escalated}");
     }
 
@@ -641,11 +681,15 @@ mod tests {
             Some(UsageUpdate {
                 used: 120,
                 size: 120,
-                cost: Some(Cost { amount: 0.5, currency: "USD".into() })
+                cost: Some(Cost {
+                    amount: 0.5,
+                    currency: "USD".into()
+                })
             })
         );
         assert_eq!(
-            usage(&json!({ "usage": { "totalTokens": 7, "contextWindow": 32000 } })).map(|u| (u.used, u.size)),
+            usage(&json!({ "usage": { "totalTokens": 7, "contextWindow": 32000 } }))
+                .map(|u| (u.used, u.size)),
             Some((7, 32000))
         );
     }
@@ -658,8 +702,19 @@ mod tests {
         notes.baseline("global", "- old line\n");
         let first = notes.offer("global", "team", "- old line\n- plan signed\n", start);
         assert_eq!(first.as_deref(), Some("\n**team**\n- plan signed\n"));
-        assert_eq!(notes.offer("global", "team", "- old line\n- plan signed\n- a done\n", start + 10 * ms), None);
-        assert_eq!(notes.offer("agent:m", "mid", "- b done\n", start + 20 * ms), None);
+        assert_eq!(
+            notes.offer(
+                "global",
+                "team",
+                "- old line\n- plan signed\n- a done\n",
+                start + 10 * ms
+            ),
+            None
+        );
+        assert_eq!(
+            notes.offer("agent:m", "mid", "- b done\n", start + 20 * ms),
+            None
+        );
         assert_eq!(notes.next_deadline(), Some(start + 1000 * ms));
         assert_eq!(notes.due(start + 999 * ms), None);
         assert_eq!(
@@ -682,7 +737,10 @@ mod tests {
             errors: vec![],
         };
         let text = final_message(&detail, Some(Path::new("/w/ERROR_REPORT.md")));
-        assert!(text.starts_with("**The task failed.** Failed: the provider refused the key"), "{text}");
+        assert!(
+            text.starts_with("**The task failed.** Failed: the provider refused the key"),
+            "{text}"
+        );
         assert!(text.contains("`a.txt`"), "{text}");
         assert!(text.contains("/w/ERROR_REPORT.md"), "{text}");
     }

@@ -145,13 +145,22 @@ pub struct SessionNotification {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "sessionUpdate", rename_all = "snake_case")]
 pub enum SessionUpdate {
-    UserMessageChunk { content: ContentBlock },
-    AgentMessageChunk { content: ContentBlock },
+    UserMessageChunk {
+        content: ContentBlock,
+    },
+    AgentMessageChunk {
+        content: ContentBlock,
+    },
     ToolCall(ToolCall),
     ToolCallUpdate(ToolCallUpdate),
-    Plan { entries: Vec<PlanEntry> },
+    Plan {
+        entries: Vec<PlanEntry>,
+    },
     UsageUpdate(UsageUpdate),
-    Notice { severity: NoticeSeverity, title: String },
+    Notice {
+        severity: NoticeSeverity,
+        title: String,
+    },
 }
 
 impl SessionUpdate {

@@ -47,7 +47,7 @@ test('basic: a prompt is a task, streamed as a plan and tool calls, ending end_t
     assert.deepEqual(plans.at(-1).entries, [{ content: 'Create a.txt', priority: 'medium', status: 'completed' }]);
     const call = toolCall(acp.updates, 'Create a.txt');
     assert.ok(call, 'the subtask is a tool call');
-    assert.equal(call.history[0].status, 'pending');
+    assert.ok(['pending', 'in_progress'].includes(call.history[0].status), call.history[0].status);
     assert.equal(call.status, 'completed');
     assert.equal(call.kind, 'edit');
     assert.deepEqual(call.locations, [{ path: join(dir, 'a.txt') }]);
@@ -55,6 +55,7 @@ test('basic: a prompt is a task, streamed as a plan and tool calls, ending end_t
     assert.match(text, /\*\*Done\.\*\* 1 of 1 subtasks completed/);
     assert.match(text, /Files written: `a\.txt`/);
     assert.ok(acp.updates.every((n) => n.sessionId === sessionId));
+    if (process.env.ACP_DUMP) console.log(JSON.stringify(acp.updates.map((n) => n.update), null, 1));
 
     const followUp = await acp.agent.request('session/prompt', {
       sessionId,
