@@ -77,8 +77,16 @@ impl Agent {
         match message {
             Incoming::Request { id, method, params } => {
                 let agent = self.clone();
+                // Counted now, in arrival order, so a `session/cancel` read right after
+                // it cancels this prompt even before its task is submitted.
+                let arrival = (method == "session/prompt")
+                    .then(|| params.get("sessionId").and_then(Value::as_str))
+                    .flatten()
+                    .and_then(|id| self.session(id).ok())
+                    .map(|session| session.prompt_arrived());
                 tokio::spawn(async move {
                     let result = agent.handle(&method, params).await;
+                    drop(arrival);
                     if let Err(e) = &result {
                         tracing::info!(method, "answered with an error: {}", e.message);
                     }
@@ -173,8 +181,9 @@ impl Agent {
         setup.mode = "acp".into();
         let engine = Engine::start(setup).await.map_err(engine_error)?;
         let writing: WritingSession = Arc::new(Mutex::new(None));
-        let offered = self.client.lock().expect("client").fs.write_text_file;
-        if offered && engine.config().writes == WriteMode::ApplyEdit {
+        let fs = self.client.lock().expect("client").fs;
+        let writes = fs.write_text_file && engine.config().writes == WriteMode::ApplyEdit;
+        if writes || fs.read_text_file {
             let sandbox = Sandbox::new(engine.workspace())
                 .map_err(|e| RpcError::internal(format!("workspace: {e}")))?;
             let timeout =
@@ -184,14 +193,23 @@ impl Agent {
                 sandbox,
                 writing.clone(),
                 timeout,
+                (writes, fs.read_text_file),
             ));
-            tracing::info!(
-                "generated files reach {} through fs/write_text_file",
-                root.display()
-            );
-        } else {
-            tracing::info!("generated files are written to disk in {}", root.display());
         }
+        tracing::info!(
+            "{}: files are written {} and read {}",
+            root.display(),
+            if writes {
+                "through fs/write_text_file"
+            } else {
+                "to disk"
+            },
+            if fs.read_text_file {
+                "through fs/read_text_file"
+            } else {
+                "from disk"
+            },
+        );
         let workspace = Arc::new(Workspace {
             root: root.clone(),
             engine,

@@ -1,6 +1,8 @@
-//! Generated files written through the editor: `fs/write_text_file`, when the client
+//! Files through the editor. Writes go through `fs/write_text_file` when the client
 //! offers it, so open buffers update in place and the user can undo — what
-//! `workspace/applyEdit` is to the language server (`src/lsp/edits.rs`).
+//! `workspace/applyEdit` is to the language server (`src/lsp/edits.rs`). Reads (the
+//! `file_read` and `file_edit` tools) go through `fs/read_text_file` when the client
+//! offers that, so the agents see unsaved buffers; an error or no answer reads the disk.
 //!
 //! The request names a session: the one whose prompt is running on this workspace
 //! (the last one that prompted). As with applyEdit, the same content is then made sure
@@ -15,7 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::rpc::Peer;
-use super::wire::WriteTextFileRequest;
+use super::wire::{ReadTextFileRequest, WriteTextFileRequest};
 use crate::tools::{DiskWriter, Sandbox, WorkspaceWriter, WriteError, WriteOutcome, WriteStatus};
 
 /// The session files are written for, shared with the workspace.
@@ -27,6 +29,10 @@ pub struct ClientFsWriter {
     disk: DiskWriter,
     session: WritingSession,
     timeout: Duration,
+    /// What the client offers: `fs.writeTextFile` (and `writes = "applyEdit"`),
+    /// `fs.readTextFile`.
+    writes: bool,
+    reads: bool,
 }
 
 impl ClientFsWriter {
@@ -35,6 +41,7 @@ impl ClientFsWriter {
         sandbox: Sandbox,
         session: WritingSession,
         timeout: Duration,
+        (writes, reads): (bool, bool),
     ) -> Arc<ClientFsWriter> {
         Arc::new(ClientFsWriter {
             peer,
@@ -42,6 +49,8 @@ impl ClientFsWriter {
             sandbox,
             session,
             timeout,
+            writes,
+            reads,
         })
     }
 }
@@ -53,9 +62,14 @@ impl WorkspaceWriter for ClientFsWriter {
         let absolute = self.sandbox.resolve(path)?;
         let relative = self.sandbox.relative(&absolute);
         let before = tokio::fs::read_to_string(&absolute).await.ok();
-        let session = self.session.lock().expect("writing session").clone();
+        let session = self
+            .session
+            .lock()
+            .expect("writing session")
+            .clone()
+            .filter(|_| self.writes);
         let (Some(session), false) = (session, before.as_deref() == Some(content)) else {
-            // Nothing to change, or no session to name: the disk writer does it.
+            // Not offered, nothing to change, or no session to name: the disk writer.
             return self.disk.write_file(&relative, content).await;
         };
         let request = WriteTextFileRequest {
@@ -88,6 +102,35 @@ impl WorkspaceWriter for ClientFsWriter {
                     self.timeout.as_millis()
                 );
                 self.disk.write_file(&relative, content).await
+            }
+        }
+    }
+
+    async fn read_text(&self, absolute: &Path) -> Option<String> {
+        if !self.reads {
+            return None;
+        }
+        let session = self.session.lock().expect("writing session").clone()?;
+        let request = ReadTextFileRequest {
+            session_id: session,
+            path: absolute.display().to_string(),
+        };
+        let asked = self.peer.request("fs/read_text_file", request);
+        match tokio::time::timeout(self.timeout, asked).await {
+            Ok(Ok(answer)) => match answer.get("content").and_then(|c| c.as_str()) {
+                Some(content) => Some(content.to_string()),
+                None => {
+                    tracing::warn!("fs/read_text_file answered without content; reading the disk");
+                    None
+                }
+            },
+            Ok(Err(e)) => {
+                tracing::warn!(path = %absolute.display(), "fs/read_text_file failed ({e}); reading the disk");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(path = %absolute.display(), "the client did not answer fs/read_text_file in time; reading the disk");
+                None
             }
         }
     }

@@ -14,7 +14,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -148,6 +148,8 @@ pub struct Session {
     /// The task of the running prompt (or the resumed one being followed).
     running: Mutex<Option<TaskId>>,
     cancel_requested: AtomicBool,
+    /// `session/prompt` requests read and not yet answered.
+    prompts: AtomicUsize,
     /// Approvals asked on this connection, and the ones being asked now.
     asked: Mutex<HashSet<Uuid>>,
     asking: Mutex<HashMap<Uuid, JoinHandle<()>>>,
@@ -165,6 +167,7 @@ impl Session {
             file: Mutex::new(file),
             running: Mutex::new(None),
             cancel_requested: AtomicBool::new(false),
+            prompts: AtomicUsize::new(0),
             asked: Mutex::new(HashSet::new()),
             asking: Mutex::new(HashMap::new()),
             notices: agent.notices(),
@@ -202,13 +205,35 @@ impl Session {
     /// `session/cancel`: the running task is cancelled and its prompt answers
     /// `cancelled`. A cancel that arrives before the task exists is kept for it.
     pub fn cancel(&self) {
-        self.cancel_requested.store(true, Ordering::SeqCst);
         let running = *self.running.lock().expect("running");
+        if running.is_none() && self.prompts.load(Ordering::SeqCst) == 0 {
+            tracing::debug!(session = %self.id, "session/cancel with nothing running");
+            return;
+        }
+        self.cancel_requested.store(true, Ordering::SeqCst);
         if let Some(task) = running {
             match self.workspace.engine.cancel(&task.to_string()) {
                 Ok(_) => tracing::info!(task = %task, "cancelled by the client"),
                 Err(e) => tracing::debug!(task = %task, "cancel: {e}"),
             }
+        }
+    }
+
+    /// A `session/prompt` was read: until the returned guard is dropped (the prompt is
+    /// answered), a `session/cancel` is for it.
+    pub fn prompt_arrived(self: &Arc<Self>) -> PromptArrival {
+        self.prompts.fetch_add(1, Ordering::SeqCst);
+        PromptArrival {
+            session: self.clone(),
+        }
+    }
+
+    /// A cancel is spent once nothing it was for is left.
+    fn settle_cancel(&self) {
+        if self.prompts.load(Ordering::SeqCst) == 0
+            && self.running.lock().expect("running").is_none()
+        {
+            self.cancel_requested.store(false, Ordering::SeqCst);
         }
     }
 
@@ -225,7 +250,6 @@ impl Session {
                 .with_data(json!({ "taskId": task })));
             }
         }
-        self.cancel_requested.store(false, Ordering::SeqCst);
         let (request, title) = self.task_for(&prompt)?;
         // Subscribed before submitting, so nothing the task does is missed.
         let events = engine.subscribe();
@@ -403,6 +427,7 @@ impl Session {
         tokio::spawn(async move {
             session.follow(task, events).await;
             *session.running.lock().expect("running") = None;
+            session.settle_cancel();
         });
     }
 
@@ -685,6 +710,18 @@ impl Session {
             }
             Err(e) => tracing::debug!(approval = %id, "answer not used: {e}"),
         }
+    }
+}
+
+/// Held while a `session/prompt` is unanswered.
+pub struct PromptArrival {
+    session: Arc<Session>,
+}
+
+impl Drop for PromptArrival {
+    fn drop(&mut self) {
+        self.session.prompts.fetch_sub(1, Ordering::SeqCst);
+        self.session.settle_cancel();
     }
 }
 

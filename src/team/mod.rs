@@ -220,6 +220,11 @@ impl WorkspaceWriter for SwappableWriter {
         let writer = self.get();
         writer.write_file(path, content).await
     }
+
+    async fn read_text(&self, absolute: &Path) -> Option<String> {
+        let writer = self.get();
+        writer.read_text(absolute).await
+    }
 }
 
 /// The command approval policy `ask`, answered by a person through the approvals broker.

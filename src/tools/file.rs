@@ -40,6 +40,7 @@ async fn load_text(
     sandbox: &Sandbox,
     given: &str,
     max_file_bytes: u64,
+    editor: Option<&dyn WorkspaceWriter>,
 ) -> Result<(PathBuf, String), ToolError> {
     let absolute = sandbox.resolve(given)?;
     let relative = sandbox.relative(&absolute);
@@ -60,6 +61,12 @@ async fn load_text(
             limit: max_file_bytes,
         });
     }
+    // The editor's copy when it has one (unsaved changes included), else the disk.
+    if let Some(editor) = editor
+        && let Some(text) = editor.read_text(&absolute).await
+    {
+        return Ok((relative, text));
+    }
     let bytes = tokio::fs::read(&absolute)
         .await
         .map_err(|e| ToolError::io(&relative, &e))?;
@@ -77,11 +84,23 @@ async fn load_text(
 pub struct FileRead {
     sandbox: Sandbox,
     settings: FileSettings,
+    /// Asked first for the file's text (an editor's buffer), when set.
+    editor: Option<Arc<dyn WorkspaceWriter>>,
 }
 
 impl FileRead {
     pub fn new(sandbox: Sandbox, settings: FileSettings) -> FileRead {
-        FileRead { sandbox, settings }
+        FileRead {
+            sandbox,
+            settings,
+            editor: None,
+        }
+    }
+
+    /// Reads through `editor` first ([`WorkspaceWriter::read_text`]).
+    pub fn with_editor(mut self, editor: Arc<dyn WorkspaceWriter>) -> FileRead {
+        self.editor = Some(editor);
+        self
     }
 }
 
@@ -111,7 +130,13 @@ impl Tool for FileRead {
         let path = args.str("path")?;
         let offset = args.opt_u64("offset")?.unwrap_or(1).max(1) as usize;
         let limit = args.opt_u64("limit")?.map(|l| l as usize);
-        let (relative, text) = load_text(&self.sandbox, path, self.settings.max_file_bytes).await?;
+        let (relative, text) = load_text(
+            &self.sandbox,
+            path,
+            self.settings.max_file_bytes,
+            self.editor.as_deref(),
+        )
+        .await?;
 
         let total_lines = text.lines().count();
         if text.is_empty() {
@@ -341,7 +366,13 @@ impl Tool for FileEdit {
                 "`old_text` and `new_text` are identical; nothing would change",
             ));
         }
-        let (relative, text) = load_text(&self.sandbox, path, self.settings.max_file_bytes).await?;
+        let (relative, text) = load_text(
+            &self.sandbox,
+            path,
+            self.settings.max_file_bytes,
+            Some(self.writer.as_ref()),
+        )
+        .await?;
 
         let (old, new) = match text.matches(old_text).count() {
             // Models write "\n"; files written on Windows hold "\r\n". Try that once.

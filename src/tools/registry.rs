@@ -88,10 +88,9 @@ impl ToolRegistry {
     ) -> ToolRegistry {
         let mut registry = ToolRegistry::empty();
         registry.timeout_grace = settings.timeout_grace;
-        registry.register(Arc::new(FileRead::new(
-            sandbox.clone(),
-            settings.files.clone(),
-        )));
+        registry.register(Arc::new(
+            FileRead::new(sandbox.clone(), settings.files.clone()).with_editor(writer.clone()),
+        ));
         // With `fileChanges = "ask"` and no approver, changes are refused like commands.
         let review = (settings.file_changes == FileChangePolicy::Ask)
             .then(|| ChangeReview::new(sandbox.clone(), approver.clone()));

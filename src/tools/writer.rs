@@ -117,6 +117,14 @@ pub trait WorkspaceWriter: Send + Sync {
     /// Replaces the whole file at `path` (workspace-relative or absolute inside the
     /// root) with `content`, creating parent directories as needed.
     async fn write_file(&self, path: &Path, content: &str) -> Result<WriteOutcome, WriteError>;
+
+    /// The text of the file at `absolute` as the editor has it (unsaved changes
+    /// included), when this writer goes through an editor that can say; `None` means
+    /// "read the disk". The caller has checked the path against the root.
+    async fn read_text(&self, absolute: &Path) -> Option<String> {
+        let _ = absolute;
+        None
+    }
 }
 
 /// Writes straight to disk, atomically: readers see the old file or the new one, never

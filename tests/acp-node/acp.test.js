@@ -1,8 +1,8 @@
 // `conclave acp` under the official ACP client (@agentclientprotocol/sdk), on the real
 // binary with a scripted model: Zed's six end-to-end scenarios (basic prompt, file
 // mention, tool call, permission, cancel, dropped connection), a follow-up prompt,
-// resume after SIGKILL with a pending permission asked again, fs/write_text_file, and
-// bad input.
+// resume after SIGKILL with a pending permission asked again, fs/write_text_file and
+// fs/read_text_file.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -289,6 +289,28 @@ test('fs/write_text_file: offered by the client, every file goes through it', as
     assert.equal(answer.stopReason, 'end_turn');
     assert.deepEqual(acp.writes, [{ sessionId, path: join(dir, 'w.txt'), content: 'through the editor\n' }]);
     assert.equal(readFileSync(join(dir, 'w.txt'), 'utf8'), 'through the editor\n');
+  } finally {
+    acp.stop();
+    cleanup(dir);
+  }
+});
+
+test('fs/read_text_file: offered by the client, the agents read the editor\'s buffer, not the disk', async () => {
+  const dir = workspace([
+    { match: 'Plan this task', text: plan({ description: 'Read notes.md' }) },
+    { match: 'Read notes.md', toolCalls: [{ name: 'file_read', arguments: { path: 'notes.md' } }] },
+    // Only the unsaved buffer's text lets the subtask finish.
+    { match: 'unsaved edit in the buffer', text: 'The notes say: unsaved edit in the buffer.' },
+  ]);
+  writeFileSync(join(dir, 'notes.md'), 'saved text on disk\n');
+  const acp = start(dir, { read: () => ({ content: 'unsaved edit in the buffer\n' }) });
+  try {
+    await acp.initialize({ fs: { readTextFile: true, writeTextFile: false } });
+    const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
+    const answer = await acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'What do the notes say?' }] });
+    assert.equal(answer.stopReason, 'end_turn');
+    assert.deepEqual(acp.reads, [{ sessionId, path: join(dir, 'notes.md') }]);
+    assert.equal(readFileSync(join(dir, 'notes.md'), 'utf8'), 'saved text on disk\n', 'reading changed nothing');
   } finally {
     acp.stop();
     cleanup(dir);

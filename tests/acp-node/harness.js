@@ -3,7 +3,7 @@
 // the SDK's successor of ClientSideConnection) to its stdio.
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync, realpathSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, readFileSync, rmSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { Readable, Writable } from 'node:stream';
@@ -44,7 +44,8 @@ export function cleanup(dir) {
 
 /**
  * Spawns `conclave acp` in `dir` and connects the SDK client. `handlers` may answer
- * `permission(params)` and `write(params)`; every `session/update` is kept in `updates`.
+ * `permission(params)`, `write(params)` and `read(params)`; every `session/update` is
+ * kept in `updates`.
  */
 export function start(dir, handlers = {}) {
   const child = spawn(binary, ['acp'], { cwd: dir, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -57,6 +58,7 @@ export function start(dir, handlers = {}) {
   const listeners = new Set();
   const permissions = [];
   const writes = [];
+  const reads = [];
   const app = client({ name: 'conclave-acp-node-test' })
     .onNotification('session/update', ({ params }) => {
       updates.push(params);
@@ -73,6 +75,11 @@ export function start(dir, handlers = {}) {
       if (handlers.write) return handlers.write(params);
       writeFileSync(params.path, params.content);
       return {};
+    })
+    .onRequest('fs/read_text_file', async ({ params }) => {
+      reads.push(params);
+      if (handlers.read) return handlers.read(params);
+      return { content: readFileSync(params.path, 'utf8') };
     });
   const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
   const connection = app.connect(stream);
@@ -118,6 +125,7 @@ export function start(dir, handlers = {}) {
     updates,
     permissions,
     writes,
+    reads,
     exited,
     waitFor,
     initialize,
