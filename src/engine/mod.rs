@@ -599,12 +599,19 @@ fn spawn_hung_agent_watch(services: Arc<Services>) {
     });
 }
 
+/// The first non-empty line, without Markdown heading or list marks (`# Add a flag`
+/// is titled `Add a flag`).
 fn title_from(description: &str) -> String {
     let line = description
         .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
+        .map(|l| {
+            l.trim()
+                .trim_start_matches('#')
+                .trim_start_matches(['-', '*', '>'])
+                .trim()
+        })
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     match line.char_indices().nth(72) {
         Some((end, _)) => format!("{}…", &line[..end]),
         None => line.to_string(),
