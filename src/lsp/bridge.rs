@@ -75,6 +75,9 @@ pub struct Bridge {
     asked: Mutex<HashMap<Uuid, String>>,
     /// The connection is over: stop following.
     closed: CancellationToken,
+    /// The server is shutting down: approvals its stopping team withdraws come back
+    /// with the next server, so the editor is not told they were withdrawn.
+    stopping: CancellationToken,
 }
 
 impl Bridge {
@@ -83,6 +86,7 @@ impl Bridge {
         engine: Arc<Engine>,
         support: ClientSupport,
         closed: CancellationToken,
+        stopping: CancellationToken,
     ) -> Arc<Bridge> {
         let approval_timeout = Duration::from_millis(engine.config().editor.approval_timeout_ms);
         Arc::new(Bridge {
@@ -97,6 +101,7 @@ impl Bridge {
             asking: DashMap::new(),
             asked: Mutex::new(HashMap::new()),
             closed,
+            stopping,
         })
     }
 
@@ -352,6 +357,9 @@ impl Bridge {
     ) {
         if let Some((_, asking)) = self.asking.remove(&id) {
             asking.abort();
+        }
+        if decision.is_none() && self.stopping.is_cancelled() {
+            return;
         }
         let mut params = serde_json::json!({
             "approvalId": id,

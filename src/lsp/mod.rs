@@ -66,6 +66,9 @@ pub struct Lifecycle {
     refused: AtomicBool,
     /// Cancelled to end the input as if stdin had closed.
     stop_input: CancellationToken,
+    /// Cancelled when `shutdown` arrives: the team stops, and what that withdraws is
+    /// not news for the editor (it comes back with the next server).
+    stopping: CancellationToken,
     /// Cancelled once the connection is over: nothing more is sent to the editor.
     closed: CancellationToken,
     engine: OnceLock<Arc<Engine>>,

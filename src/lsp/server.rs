@@ -208,6 +208,7 @@ impl Backend {
             engine.clone(),
             support,
             self.lifecycle.closed.clone(),
+            self.lifecycle.stopping.clone(),
         );
         let _ = self.lifecycle.engine.set(engine.clone());
         Ok(Session {
@@ -435,6 +436,7 @@ impl LanguageServer for Backend {
 
     async fn shutdown(&self) -> Result<()> {
         self.lifecycle.shutdown.store(true, Ordering::SeqCst);
+        self.lifecycle.stopping.cancel();
         if let Ok(s) = self.session() {
             // Stops the team (a write in flight is atomic: it lands whole or not at all)
             // and commits everything recorded so far.

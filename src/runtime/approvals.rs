@@ -356,6 +356,22 @@ impl Approvals {
         }
     }
 
+    /// Withdraws an approval whose asker stopped waiting, for the front-ends only: the
+    /// store keeps it pending, because the asker also stops when the process does, and
+    /// then the approval must come back with the next run (escalations are restored;
+    /// other kinds are asked again when their step runs again).
+    fn abandon(&self, id: Uuid) {
+        if let Some((_, pending)) = self.pending.remove(&id) {
+            tracing::info!(approval = %id, "approval withdrawn: {ASKER_GONE}");
+            self.events.publish(RuntimeEvent::ApprovalResolved {
+                approval_id: id,
+                task_id: pending.request.task_id,
+                decision: None,
+                reason: Some(ASKER_GONE.to_string()),
+            });
+        }
+    }
+
     /// Everything still pending, oldest first.
     pub fn pending(&self) -> Vec<Arc<ApprovalRequest>> {
         let mut all: Vec<Arc<ApprovalRequest>> =
@@ -403,7 +419,7 @@ struct WithdrawOnDrop {
 impl Drop for WithdrawOnDrop {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            self.approvals.withdraw(id, ASKER_GONE);
+            self.approvals.abandon(id);
         }
     }
 }
