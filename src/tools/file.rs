@@ -457,3 +457,126 @@ impl FileEdit {
         Ok((relative, edited, detail))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::FileChangePolicy;
+    use crate::model::ToolCall;
+    use crate::tools::bash::CommandApprovalRequest;
+    use crate::tools::{DiskWriter, ToolRegistry, ToolSettings};
+
+    /// A person who answers an hour later; `edit_meanwhile` changes the file first.
+    struct SlowPerson {
+        edit_meanwhile: Option<(PathBuf, &'static str)>,
+    }
+
+    #[async_trait]
+    impl ApprovalHook for SlowPerson {
+        async fn approve_command(&self, _: &CommandApprovalRequest) -> ApprovalOutcome {
+            ApprovalOutcome::Approved
+        }
+
+        async fn approve_file_change(&self, _: &FileChangeRequest) -> ApprovalOutcome {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            if let Some((path, text)) = &self.edit_meanwhile {
+                std::fs::write(path, text).unwrap();
+            }
+            ApprovalOutcome::Approved
+        }
+    }
+
+    fn registry(dir: &Path, person: SlowPerson) -> ToolRegistry {
+        let sandbox = Sandbox::new(dir).unwrap();
+        let settings = ToolSettings {
+            file_changes: FileChangePolicy::Ask,
+            ..ToolSettings::default()
+        };
+        let writer = Arc::new(DiskWriter::new(sandbox.clone()));
+        ToolRegistry::new(sandbox, writer, settings, Some(Arc::new(person)))
+    }
+
+    fn call(name: &str, arguments: serde_json::Value) -> ToolCall {
+        ToolCall {
+            id: "c".into(),
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    fn ctx() -> CallContext {
+        CallContext {
+            step_timeout: Some(Duration::from_secs(1)),
+            subtask_id: Some("s1".into()),
+            ..CallContext::default()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn changes_approved_long_after_the_step_timeout_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = registry(
+            dir.path(),
+            SlowPerson {
+                edit_meanwhile: None,
+            },
+        );
+        let written = tools
+            .dispatch(
+                &call(
+                    "file_write",
+                    json!({ "path": "a.py", "content": "a = 1\n" }),
+                ),
+                &ctx(),
+            )
+            .await
+            .expect("approved an hour later, and written");
+        assert_eq!(written.files_written, vec![PathBuf::from("a.py")]);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.py")).unwrap(),
+            "a = 1\n"
+        );
+
+        tools
+            .dispatch(
+                &call(
+                    "file_edit",
+                    json!({ "path": "a.py", "old_text": "1", "new_text": "2" }),
+                ),
+                &ctx(),
+            )
+            .await
+            .expect("the edit too");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.py")).unwrap(),
+            "a = 2\n"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_edit_whose_file_changed_while_it_waited_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.py");
+        std::fs::write(&path, "a = 1\nb = 1\n").unwrap();
+        let tools = registry(
+            dir.path(),
+            SlowPerson {
+                edit_meanwhile: Some((path.clone(), "a = 1\nb = 9\n")),
+            },
+        );
+        let error = tools
+            .dispatch(
+                &call(
+                    "file_edit",
+                    json!({ "path": "a.py", "old_text": "a = 1", "new_text": "a = 2" }),
+                ),
+                &ctx(),
+            )
+            .await
+            .expect_err("the approved content is not what the edit would now write");
+        assert!(error.to_string().contains("changed while"), "{error}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a = 1\nb = 9\n");
+    }
+}
