@@ -410,6 +410,12 @@ impl Engine {
         Ok(self.record(id)?.detail())
     }
 
+    /// The mid agent coordinating a task, once one was chosen (the ACP front-end shows
+    /// that agent's whiteboard).
+    pub fn coordinator(&self, id: TaskId) -> Option<AgentId> {
+        self.services.tasks.get(id).and_then(|t| t.coordinator)
+    }
+
     pub fn agents(&self) -> Vec<AgentInfo> {
         self.services.runtime.agents()
     }
