@@ -33,6 +33,7 @@ use super::wire::{
     ContentBlock, PermissionOption, PermissionOptionKind, PermissionOutcome,
     RequestPermissionRequest, RequestPermissionResponse, SessionInfo, SessionNotification,
     SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolKind,
+    UsageUpdate,
 };
 use crate::engine::SubmitTask;
 use crate::runtime::{
@@ -411,7 +412,7 @@ impl Session {
                 for update in view.task(&detail.summary, &|id| self.name_of(id)) {
                     self.send(update);
                 }
-                self.send_usage(turn.task_id);
+                self.send_usage(turn.task_id, &mut None);
                 self.send(SessionUpdate::agent_text(translate::final_message(
                     &detail, None,
                 )));
@@ -441,12 +442,16 @@ impl Session {
             .unwrap_or_else(|| id.to_string()[..8].to_string())
     }
 
-    fn send_usage(&self, task: TaskId) {
+    /// A `usage_update` for the task, unless it says what `last` already said.
+    fn send_usage(&self, task: TaskId, last: &mut Option<UsageUpdate>) {
         let Ok(detail) = self.workspace.engine.task(&task.to_string()) else {
             return;
         };
-        let value = serde_json::to_value(&detail).unwrap_or(Value::Null);
-        if let Some(usage) = translate::usage(&value) {
+        let window = u64::from(self.workspace.engine.config().llm.context_window());
+        if let Some(usage) = translate::usage(&detail.usage, window)
+            && last.as_ref() != Some(&usage)
+        {
+            *last = Some(usage.clone());
             self.send(SessionUpdate::UsageUpdate(usage));
         }
     }
@@ -472,6 +477,8 @@ impl Session {
             }
         }
         let mut finished = false;
+        let mut last_usage = None;
+        let mut done_subtasks = 0;
         if let Ok(detail) = engine.task(&task_key) {
             for update in view.task(&detail.summary, &name_of) {
                 self.send(update);
@@ -501,6 +508,16 @@ impl Session {
                         self.send(update);
                     }
                     finished = summary.status.is_finished();
+                    // Usage as each subtask ends (and at the end of the task, below).
+                    let done = summary
+                        .subtasks
+                        .iter()
+                        .filter(|s| s.status.is_finished())
+                        .count();
+                    if done != done_subtasks && !finished {
+                        done_subtasks = done;
+                        self.send_usage(task, &mut last_usage);
+                    }
                 }
                 Ok(RuntimeEvent::Recovery(step)) => {
                     if step.task_id == task_key {
@@ -553,7 +570,7 @@ impl Session {
             self.send(SessionUpdate::agent_text(text));
         }
         let detail = engine.task(&task_key).ok()?;
-        self.send_usage(task);
+        self.send_usage(task, &mut last_usage);
         let report = if detail.summary.status == TaskStatus::Failed {
             match engine.error_report(Some(&task_key)).await {
                 Ok(report) => Some(report.path),

@@ -17,7 +17,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::time::Instant;
 
 use super::wire::{
@@ -25,6 +24,7 @@ use super::wire::{
     ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind, UsageUpdate,
 };
 use crate::recovery::{RecoveryAction, RecoveryEvent};
+use crate::runtime::usage::TaskUsage;
 use crate::runtime::{AgentId, SubtaskStatus, SubtaskSummary, TaskDetail, TaskStatus, TaskSummary};
 
 /// What one subtask's tool call last showed.
@@ -362,41 +362,25 @@ pub fn final_message(detail: &TaskDetail, error_report: Option<&Path>) -> String
     text
 }
 
-/// Token use and cost from the task's detail, when the engine reports them (a `usage`
-/// object; the field names accepted are the ones the engine may use). `None` when the
-/// engine reports no usage.
-pub fn usage(detail: &Value) -> Option<UsageUpdate> {
-    let usage = detail.get("usage")?;
-    let number = |names: &[&str]| {
-        names
-            .iter()
-            .find_map(|n| usage.get(*n).and_then(Value::as_u64))
-    };
-    let used = number(&["totalTokens", "total_tokens", "used"]).or_else(|| {
-        let input = number(&["inputTokens", "promptTokens", "input_tokens"])?;
-        let output = number(&["outputTokens", "completionTokens", "output_tokens"]).unwrap_or(0);
-        Some(input + output)
-    })?;
-    let size = number(&["contextWindow", "size", "maxTokens"]).unwrap_or(used);
-    let cost = ["costUsd", "cost_usd", "cost"]
-        .iter()
-        .find_map(|n| match usage.get(*n) {
-            Some(Value::Number(n)) => n.as_f64().map(|amount| Cost {
-                amount,
-                currency: "USD".into(),
-            }),
-            Some(Value::Object(o)) => {
-                let amount = o.get("amount").and_then(Value::as_f64)?;
-                let currency = o
-                    .get("currency")
-                    .and_then(Value::as_str)
-                    .unwrap_or("USD")
-                    .to_string();
-                Some(Cost { amount, currency })
-            }
-            _ => None,
-        });
-    Some(UsageUpdate { used, size, cost })
+/// The task's tokens and cost as a `usage_update`, once the task made a model call.
+///
+/// ACP's `used` is "tokens in context" for an agent with one conversation; a Conclave task
+/// is many calls by many agents, so `used` is the task's tokens so far (input and output
+/// of every call), `size` the model's context window (`llm.contextWindow`), and `cost`
+/// the task's cost in US dollars when `[pricing]` has the model.
+pub fn usage(usage: &TaskUsage, context_window: u64) -> Option<UsageUpdate> {
+    let total = &usage.total;
+    if total.calls == 0 {
+        return None;
+    }
+    Some(UsageUpdate {
+        used: total.total_tokens(),
+        size: context_window,
+        cost: total.cost_usd.map(|amount| Cost {
+            amount,
+            currency: "USD".into(),
+        }),
+    })
 }
 
 /// Lines the team appends to whiteboards, gathered into one agent message per
@@ -493,9 +477,9 @@ impl BoardNotes {
 mod tests {
     use super::*;
     use crate::recovery::Severity;
+    use crate::runtime::usage::TokenUsage;
     use crate::runtime::{SubtaskId, TaskId};
     use chrono::Utc;
-    use serde_json::json;
 
     fn names(_: AgentId) -> String {
         "bottom-1-2".into()
@@ -674,23 +658,38 @@ mod tests {
     }
 
     #[test]
-    fn usage_is_read_when_the_engine_has_it_and_absent_otherwise() {
-        assert_eq!(usage(&json!({ "taskId": "x" })), None);
+    fn usage_is_the_tasks_tokens_and_cost_once_it_called_the_model() {
         assert_eq!(
-            usage(&json!({ "usage": { "inputTokens": 100, "outputTokens": 20, "costUsd": 0.5 } })),
+            usage(&TaskUsage::default(), 8192),
+            None,
+            "no call, no usage"
+        );
+        let mut task = TaskUsage {
+            total: TokenUsage {
+                input_tokens: 100,
+                output_tokens: 20,
+                calls: 2,
+                estimated_calls: 0,
+                cost_usd: Some(0.5),
+            },
+            ..TaskUsage::default()
+        };
+        assert_eq!(
+            usage(&task, 8192),
             Some(UsageUpdate {
                 used: 120,
-                size: 120,
+                size: 8192,
                 cost: Some(Cost {
                     amount: 0.5,
                     currency: "USD".into()
                 })
             })
         );
+        task.total.cost_usd = None;
         assert_eq!(
-            usage(&json!({ "usage": { "totalTokens": 7, "contextWindow": 32000 } }))
-                .map(|u| (u.used, u.size)),
-            Some((7, 32000))
+            usage(&task, 8192).and_then(|u| u.cost),
+            None,
+            "unpriced: no cost"
         );
     }
 

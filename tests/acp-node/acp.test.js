@@ -54,6 +54,8 @@ test('basic: a prompt is a task, streamed as a plan and tool calls, ending end_t
     const text = agentText(acp.updates);
     assert.match(text, /\*\*Done\.\*\* 1 of 1 subtasks completed/);
     assert.match(text, /Files written: `a\.txt`/);
+    const usage = ofKind(acp.updates, 'usage_update').at(-1);
+    assert.ok(usage && usage.used > 0 && usage.size > 0, `the task's tokens: ${JSON.stringify(usage)}`);
     assert.ok(acp.updates.every((n) => n.sessionId === sessionId));
     if (process.env.ACP_DUMP) console.log(JSON.stringify(acp.updates.map((n) => n.update), null, 1));
 
