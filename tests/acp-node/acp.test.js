@@ -137,12 +137,15 @@ test('permission: file changes are asked with their diff; approve writes, reject
     { match: 'Create a.txt', toolCalls: [write('a.txt', 'a\n')] },
     { match: 'created a.txt', text: 'Wrote a.txt.' },
     { match: 'Create r.txt', toolCalls: [write('r.txt', 'r\n')] },
-    { match: 'rejected', text: 'The user did not want r.txt; left it alone.' },
+    // After the rejection, whatever the agent is asked next.
+    { text: 'The user did not want r.txt; left it alone.', repeat: true },
   ], { top: ['writes = "disk"'], extra: ['[approvals]', 'fileChanges = "ask"'] });
   const acp = start(dir, {
     permission: (params) => {
       const diff = params.toolCall.content.find((c) => c.type === 'diff');
-      const optionId = diff.path.endsWith('a.txt') ? 'approve' : 'reject';
+      // File changes: approve a.txt, reject r.txt. Anything else (an escalation if the
+      // team does not take no for an answer) is aborted.
+      const optionId = !diff ? 'abort' : diff.path.endsWith('a.txt') ? 'approve' : 'reject';
       return { outcome: { outcome: 'selected', optionId } };
     },
   });
@@ -151,8 +154,9 @@ test('permission: file changes are asked with their diff; approve writes, reject
     const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
     await acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make a.txt and r.txt' }] })
       .catch((e) => assert.equal(e.code, 1008, `a failed task is error 1008: ${e.message}`));
-    assert.equal(acp.permissions.length, 2);
-    for (const asked of acp.permissions) {
+    const changes = acp.permissions.filter((p) => p.toolCall.content.some((c) => c.type === 'diff'));
+    assert.equal(changes.length, 2, 'each file change asked once');
+    for (const asked of changes) {
       assert.equal(asked.sessionId, sessionId);
       assert.deepEqual(asked.options.map((o) => o.kind), ['allow_once', 'allow_always', 'reject_once']);
       const diff = asked.toolCall.content.find((c) => c.type === 'diff');

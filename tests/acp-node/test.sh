@@ -4,4 +4,4 @@
 # <repo>/target/debug/conclave.
 set -euo pipefail
 cd "$(dirname "$0")"
-node --test --test-reporter=spec --test-concurrency=1
+node --test --test-reporter=spec --test-concurrency=1 --test-timeout=120000
