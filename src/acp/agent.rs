@@ -253,8 +253,12 @@ impl Agent {
         self: &Arc<Self>,
         request: LoadSessionRequest,
     ) -> Result<Value, RpcError> {
+        // An unknown session is refused before any team is started for it.
+        let root = Path::new(&request.cwd)
+            .canonicalize()
+            .map_err(|_| unknown_session(&request.session_id))?;
+        let file = SessionFile::read(&root, &request.session_id)?;
         let workspace = self.workspace(&request.cwd, request.meta.as_ref()).await?;
-        let file = SessionFile::read(&workspace.root, &request.session_id)?;
         if let Some(open) = self
             .sessions
             .lock()
