@@ -149,6 +149,7 @@ pub struct Session {
     /// The task of the running prompt (or the resumed one being followed).
     running: Mutex<Option<TaskId>>,
     cancel_requested: AtomicBool,
+    saving: Mutex<()>,
     /// `session/prompt` requests read and not yet answered.
     prompts: AtomicUsize,
     /// Approvals asked on this connection, and the ones being asked now.
@@ -168,6 +169,7 @@ impl Session {
             file: Mutex::new(file),
             running: Mutex::new(None),
             cancel_requested: AtomicBool::new(false),
+            saving: Mutex::new(()),
             prompts: AtomicUsize::new(0),
             asked: Mutex::new(HashSet::new()),
             asking: Mutex::new(HashMap::new()),
@@ -177,9 +179,22 @@ impl Session {
     }
 
     pub fn save(&self) -> Result<(), RpcError> {
+        // One write at a time, each of the latest state, so saves never go back in time.
+        let _one = self.saving.lock().expect("saving");
         let file = self.file.lock().expect("session file").clone();
         file.write(&self.workspace.root)
             .map_err(|e| RpcError::internal(format!("the session could not be saved: {e}")))
+    }
+
+    /// [`Session::save`] off the async threads, without waiting for it (an approval kind
+    /// allowed "always").
+    fn save_soon(self: &Arc<Self>) {
+        let session = self.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = session.save() {
+                tracing::warn!("{}", e.message);
+            }
+        });
     }
 
     fn send(&self, update: SessionUpdate) {
@@ -266,13 +281,19 @@ impl Session {
             file.title.get_or_insert(title);
             file.updated_at = Utc::now();
         }
-        if let Err(e) = self.save() {
-            tracing::warn!("{}", e.message);
+        // Durable before anything else: a kill from here on finds the turn on load. The
+        // task's events queue meanwhile and are all shown, in order.
+        let saving = self.clone();
+        match tokio::task::spawn_blocking(move || saving.save()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!("{}", e.message),
+            Err(e) => tracing::warn!("the session could not be saved: {e}"),
         }
         if self.cancel_requested.load(Ordering::SeqCst) {
             self.cancel();
         }
-        let end = self.follow(task, events).await;
+        // Subscribed before the task existed: its events tell everything, in order.
+        let end = self.follow(task, events, false).await;
         *self.running.lock().expect("running") = None;
         let cancelled = self.cancel_requested.load(Ordering::SeqCst);
         match end {
@@ -426,7 +447,7 @@ impl Session {
         *self.workspace.writing.lock().expect("writing") = Some(self.id.clone());
         let session = self.clone();
         tokio::spawn(async move {
-            session.follow(task, events).await;
+            session.follow(task, events, true).await;
             *session.running.lock().expect("running") = None;
             session.settle_cancel();
         });
@@ -459,10 +480,14 @@ impl Session {
     /// Streams the task's updates until it ends; then the closing agent message.
     /// Returns the task's detail and ERROR_REPORT.md's path (failed tasks), or `None`
     /// when the session closed first.
+    /// With `catch_up`, the task's current state is shown first (a resumed task, whose
+    /// earlier events were never seen); otherwise `events` was subscribed before the task
+    /// existed and tells everything.
     async fn follow(
         self: &Arc<Self>,
         task: TaskId,
         mut events: EventStream,
+        catch_up: bool,
     ) -> Option<(TaskDetail, Option<PathBuf>)> {
         let engine = self.workspace.engine.clone();
         let task_key = task.to_string();
@@ -479,10 +504,14 @@ impl Session {
         let mut finished = false;
         let mut last_usage = None;
         let mut done_subtasks = 0;
-        if let Ok(detail) = engine.task(&task_key) {
+        // The newest state shown: events older than it (queued before it was read) are
+        // not shown again, so nothing goes back in time.
+        let mut shown_at = None;
+        if catch_up && let Ok(detail) = engine.task(&task_key) {
             for update in view.task(&detail.summary, &name_of) {
                 self.send(update);
             }
+            shown_at = Some(detail.summary.updated_at);
             finished = detail.summary.status.is_finished();
         }
         for approval in engine.approvals() {
@@ -504,6 +533,10 @@ impl Session {
             };
             match event {
                 Ok(RuntimeEvent::TaskUpdated(summary)) if summary.task_id == task => {
+                    if shown_at.is_some_and(|at| summary.updated_at < at) {
+                        continue;
+                    }
+                    shown_at = Some(summary.updated_at);
                     for update in view.task(&summary, &name_of) {
                         self.send(update);
                     }
@@ -560,6 +593,7 @@ impl Session {
                         for update in view.task(&detail.summary, &name_of) {
                             self.send(update);
                         }
+                        shown_at = Some(detail.summary.updated_at);
                         finished = detail.summary.status.is_finished();
                     }
                 }
@@ -652,7 +686,7 @@ impl Session {
         self.asking.lock().expect("asking").insert(id, asking);
     }
 
-    async fn request_permission(&self, request: &ApprovalRequest) {
+    async fn request_permission(self: &Arc<Self>, request: &ApprovalRequest) {
         let id = request.approval_id;
         let call_id = format!("approval-{id}");
         let (kind, content) = approval_content(&self.workspace.root, request);
@@ -704,8 +738,8 @@ impl Session {
                 file.allow_always.push(request.kind);
             }
         }
-        if always && let Err(e) = self.save() {
-            tracing::warn!("{}", e.message);
+        if always {
+            self.save_soon();
         }
         match self
             .workspace
