@@ -408,7 +408,8 @@ impl Approvals {
 /// Why the approvals of a finished or cancelled task are withdrawn.
 pub const TASK_ENDED: &str = "its task has ended (it finished or was cancelled)";
 /// Why an approval is withdrawn when whoever asked stops waiting for the answer.
-pub const ASKER_GONE: &str = "the agent that asked stopped waiting for it (its subtask was cancelled, given up or taken over)";
+pub const ASKER_GONE: &str = "the agent that asked stopped waiting for it (its subtask was cancelled, \
+timed out, given up or taken over); if that work goes on, it asks again";
 
 /// Withdraws an approval whose [`Approvals::ask`] future is dropped before the answer.
 struct WithdrawOnDrop {
