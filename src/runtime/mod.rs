@@ -19,6 +19,7 @@ mod pool;
 mod task;
 mod tasks;
 mod team;
+pub mod usage;
 mod whiteboard;
 
 use std::sync::{Arc, Mutex};
