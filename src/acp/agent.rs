@@ -160,9 +160,27 @@ impl Agent {
         if let Some(workspace) = workspaces.get(&root) {
             return Ok(workspace.clone());
         }
-        let lock = WorkspaceLock::acquire(&root).map_err(|e| {
-            RpcError::new(1007, e.to_string()).with_data(json!({ "workspace": root }))
-        })?;
+        // Named in the 1007 a second server answers; taking over an orphaned holder
+        // waits for it to stop, so off the runtime.
+        let me = crate::lsp::Holder::this_process(
+            Some(crate::lsp::ClientName {
+                name: "an ACP client (conclave acp)".into(),
+                version: None,
+            }),
+            None,
+        );
+        let locking = root.clone();
+        let lock = tokio::task::spawn_blocking(move || WorkspaceLock::acquire(&locking, &me))
+            .await
+            .map_err(|e| RpcError::internal(format!("the workspace lock: {e}")))?
+            .map_err(|e| {
+                let holder = match &e {
+                    crate::lsp::LockError::Held { holder, .. } => holder.clone(),
+                    crate::lsp::LockError::Io { .. } => None,
+                };
+                RpcError::new(1007, e.to_string())
+                    .with_data(json!({ "workspace": root, "holder": holder }))
+            })?;
         let options = conclave_meta(meta).or_else(|| self.options.lock().expect("options").clone());
         let config = Config::load(&root, options.as_ref())
             .map_err(|e| RpcError::invalid_params(e.to_string()))?;
