@@ -24,7 +24,7 @@ use super::wire::{
 };
 use crate::config::{Config, WriteMode};
 use crate::engine::{Engine, EngineError, EngineSetup};
-use crate::lsp::WorkspaceLock;
+use crate::lsp::{Holder, LockError, WorkspaceLock};
 use crate::store::Store;
 use crate::tools::Sandbox;
 
@@ -160,23 +160,16 @@ impl Agent {
         if let Some(workspace) = workspaces.get(&root) {
             return Ok(workspace.clone());
         }
-        // Named in the 1007 a second server answers; taking over an orphaned holder
-        // waits for it to stop, so off the runtime.
-        let me = crate::lsp::Holder::this_process(
-            Some(crate::lsp::ClientName {
-                name: "an ACP client (conclave acp)".into(),
-                version: None,
-            }),
-            None,
-        );
+        let me = Holder::this_process(None, None);
         let locking = root.clone();
+        // Taking over from an orphaned server waits for it to stop: off the runtime.
         let lock = tokio::task::spawn_blocking(move || WorkspaceLock::acquire(&locking, &me))
             .await
             .map_err(|e| RpcError::internal(format!("the workspace lock: {e}")))?
             .map_err(|e| {
                 let holder = match &e {
-                    crate::lsp::LockError::Held { holder, .. } => holder.clone(),
-                    crate::lsp::LockError::Io { .. } => None,
+                    LockError::Held { holder, .. } => holder.clone(),
+                    LockError::Io { .. } => None,
                 };
                 RpcError::new(1007, e.to_string())
                     .with_data(json!({ "workspace": root, "holder": holder }))
