@@ -129,6 +129,10 @@ describe('stray input and refused starts', function()
     assert.truthy(lines[2]:find(task.taskId:sub(1, 8), 1, true), lines[2])
     assert.is_nil(lines[2]:find(task.taskId, 1, true), 'the full id does not make the line wrap')
     assert.truthy(lines[2]:find('[completed 100%]', 1, true), lines[2])
+    h.wait('the assignee by name', function()
+      local subtask_line = vim.api.nvim_buf_get_lines(tasks_buf, 2, 3, false)[1]
+      return subtask_line:find('[completed] bottom-', 1, true) ~= nil
+    end)
 
     capture()
     for _, key in ipairs({ 'e', '<CR>', 'c', 'r' }) do
