@@ -253,10 +253,13 @@ export class Session implements vscode.Disposable {
     for (const d of this.clientDisposables) d.dispose();
     this.clientDisposables = [];
     if (client) {
-      try {
-        await client.stop(5000);
-      } catch (error) {
-        this.output.warn(`Conclave: stopping the server: ${String(error)}`);
+      // A client whose start failed has nothing to stop (its server is gone).
+      if (client.state === State.Running) {
+        try {
+          await client.stop(5000);
+        } catch (error) {
+          this.output.warn(`Conclave: stopping the server: ${String(error)}`);
+        }
       }
       await client.dispose().catch(() => undefined);
       await client.reap();
