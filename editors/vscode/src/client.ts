@@ -61,13 +61,13 @@ export interface StartHooks {
   stderrLine(line: string): void;
 }
 
+const STOPPED_ON_PURPOSE = 'The server was stopped by a signal: it is not restarted.';
+
 /**
  * The library shows its own notification when a start fails ("couldn't create connection
  * to server…"); the session shows one message with an action instead, so until the client
  * first runs, its errors go to the Output channel only.
  */
-const STOPPED_ON_PURPOSE = 'The server was stopped by a signal: it is not restarted.';
-
 export class ConclaveLanguageClient extends LanguageClient {
   private started = false;
   /** The `conclave serve` process of the current connection. */
@@ -146,8 +146,11 @@ export function createClient(
   };
   let server: ChildProcess | undefined;
   const serverOptions: ServerOptions = async () => {
-    server = spawn(serverPath, ['serve', '--stdio'], { cwd: workspaceRoot, stdio: 'pipe' });
-    return server;
+    const child = spawn(serverPath, ['serve', '--stdio'], { cwd: workspaceRoot, stdio: 'pipe' });
+    // Without a listener a failed spawn would be thrown in the extension host.
+    child.on('error', (error) => outputChannel.error(`Conclave: could not run ${serverPath}: ${error.message}`));
+    server = child;
+    return child;
   };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: 'file' }],
