@@ -358,6 +358,10 @@ test('a person uses Conclave in a real VS Code: task, tree, status bar, file-cha
   assert.deepEqual(actions, ['Take Over', 'Retry', 'Show Output']);
   assert.equal(await toast('crashed').count(), 0, 'no restart loop');
   assert.equal(await toast('connection got disposed').count(), 0, "the library's own words are not shown");
+  await showConclave();
+  await until('the Tasks view to say the folder is served elsewhere', () =>
+    tasksView().getByText('Another Conclave server serves this folder').first().isVisible(),
+  );
   await screenshot('second-window-busy');
   await page.close();
   page = first;

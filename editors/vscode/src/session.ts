@@ -185,9 +185,15 @@ export class Session implements vscode.Disposable {
     await this.whiteboardProvider.resubscribe(client);
   }
 
+  /** `conclave.server` for the views' welcome text: running, busy or stopped. */
+  private setServerState(state: 'running' | 'busy' | 'stopped'): void {
+    void vscode.commands.executeCommand('setContext', 'conclave.server', state);
+  }
+
   /** One message for a start that failed, with an action; the client is not restarted. */
   private startFailed(client: LanguageClient, error: unknown): void {
     const failure = describeStartFailure(error, this.stderrTail);
+    this.setServerState(failure.kind === 'workspace_busy' ? 'busy' : 'stopped');
     this.output.error(failure.kind === 'workspace_busy' ? `${failure.message} The server said: ${failure.said}` : failure.message);
     if (failure.kind === 'workspace_busy') {
       this.statusBar.showStopped(
@@ -231,8 +237,10 @@ export class Session implements vscode.Disposable {
       client.onDidChangeState(({ newState }) => {
         if (newState === State.Stopped && this.current === client && this.initializeError === undefined) {
           this.statusBar.showStopped('Conclave: stopped', 'The Conclave server stopped. Click to restart it.');
+          this.setServerState('stopped');
         } else if (newState === State.Running) {
           this.statusBar.render();
+          this.setServerState('running');
         }
       }),
     ];
