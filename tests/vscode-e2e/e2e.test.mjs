@@ -337,6 +337,7 @@ test('a person uses Conclave in a real VS Code: task, tree, status bar, file-cha
   await approvalToast.first().locator('.monaco-button', { hasText: 'Approve' }).click();
   await until('hello.txt written', () => existsSync(join(workspace, 'hello.txt')) && readFileSync(join(workspace, 'hello.txt'), 'utf8'));
   assert.equal(readFileSync(join(workspace, 'hello.txt'), 'utf8'), 'hello from conclave\n');
+  await until('the answered diff to close', async () => (await diffTab.count()) === 0);
 
   // The second subtask asks for later.txt; it stays pending across a reload of the window.
   await until('the second approval (later.txt)', async () => (await rowTexts()).some((t) => t.includes('later.txt')));
@@ -410,6 +411,7 @@ test('a person uses Conclave in a real VS Code: task, tree, status bar, file-cha
   // applyEdit creates the file, then fills it: wait for the content.
   await until('later.txt written', () => existsSync(join(workspace, 'later.txt')) && readFileSync(join(workspace, 'later.txt'), 'utf8'));
   assert.equal(readFileSync(join(workspace, 'later.txt'), 'utf8'), 'written after the reload\n');
+  await until('the answered diff to close', async () => (await page.locator('.tab', { hasText: 'Conclave proposes: later.txt' }).count()) === 0);
   await until('the task completed', async () => (await rowTexts()).some((t) => t.includes(TASK) && /completed/.test(t)), 90000);
   await until('the status bar back to idle', async () => /Conclave: idle/.test(await statusText()));
   await screenshot('completed');
