@@ -24,7 +24,7 @@ use super::wire::{
 };
 use crate::config::{Config, WriteMode};
 use crate::engine::{Engine, EngineError, EngineSetup};
-use crate::lsp::WorkspaceLock;
+use crate::lsp::{Holder, LockError, WorkspaceLock};
 use crate::store::Store;
 use crate::tools::Sandbox;
 
@@ -160,9 +160,20 @@ impl Agent {
         if let Some(workspace) = workspaces.get(&root) {
             return Ok(workspace.clone());
         }
-        let lock = WorkspaceLock::acquire(&root).map_err(|e| {
-            RpcError::new(1007, e.to_string()).with_data(json!({ "workspace": root }))
-        })?;
+        let me = Holder::this_process(None, None);
+        let locking = root.clone();
+        // Taking over from an orphaned server waits for it to stop: off the runtime.
+        let lock = tokio::task::spawn_blocking(move || WorkspaceLock::acquire(&locking, &me))
+            .await
+            .map_err(|e| RpcError::internal(format!("the workspace lock: {e}")))?
+            .map_err(|e| {
+                let holder = match &e {
+                    LockError::Held { holder, .. } => holder.clone(),
+                    LockError::Io { .. } => None,
+                };
+                RpcError::new(1007, e.to_string())
+                    .with_data(json!({ "workspace": root, "holder": holder }))
+            })?;
         let options = conclave_meta(meta).or_else(|| self.options.lock().expect("options").clone());
         let config = Config::load(&root, options.as_ref())
             .map_err(|e| RpcError::invalid_params(e.to_string()))?;

@@ -842,6 +842,7 @@ mod tests {
                 after: "a\n".into(),
             }),
             command: None,
+            subtask_description: None,
             options,
             created_at: Utc::now(),
         }
