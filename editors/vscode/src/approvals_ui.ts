@@ -34,6 +34,7 @@ export class DiffContentProvider implements vscode.TextDocumentContentProvider {
 
 export class ApprovalsUi implements vscode.Disposable {
   private readonly subscription: { dispose(): void };
+  private readonly resolvedSubscription: { dispose(): void };
 
   constructor(
     private readonly models: ConclaveModels,
@@ -47,6 +48,12 @@ export class ApprovalsUi implements vscode.Disposable {
       }
       if (outcome.kind === 'gone') void vscode.window.showInformationMessage(`Conclave: ${outcome.message}.`);
       if (outcome.kind === 'failed') void vscode.window.showWarningMessage(`Conclave: ${outcome.message}.`);
+    });
+    // Decided elsewhere or withdrawn (the server says why with window/showMessage): its
+    // diff goes away.
+    this.resolvedSubscription = models.onApprovalResolved(({ approvalId }) => {
+      void this.closeDiff(approvalId);
+      this.diffs.forget(approvalId);
     });
   }
 
@@ -138,5 +145,6 @@ export class ApprovalsUi implements vscode.Disposable {
 
   dispose(): void {
     this.subscription.dispose();
+    this.resolvedSubscription.dispose();
   }
 }

@@ -81,6 +81,17 @@ test('Take Over refuses to stop a process that is not a conclave server', async 
   }
 });
 
+test('the busy message names the editor the holder serves when the server says', () => {
+  const error = new rpc.ResponseError(1007, 'another `conclave serve` (pid 4242, …) is already serving /p', {
+    workspace: '/p',
+    holder: { pid: 4242, client: { name: 'Visual Studio Code', version: '1.100.3' } },
+  });
+  const failure = describeStartFailure(error);
+  assert.equal(failure.kind, 'workspace_busy');
+  assert.ok(failure.kind === 'workspace_busy' && failure.holderPid === 4242);
+  assert.match(failure.message, /another Conclave server \(pid 4242, for Visual Studio Code 1\.100\.3\) already serves this folder/);
+});
+
 test('other start failures keep the server\'s words; stderr log lines are not repeated as errors', () => {
   const config = describeStartFailure(new rpc.ResponseError(-32602, 'conclave.toml is not valid: unknown field `llm.modle`'));
   assert.equal(config.kind, 'other');
@@ -139,6 +150,7 @@ test('approval buttons are short, the detail says what they do; Modify starts fr
 
   const tasks = new TasksModel();
   assert.equal(modifyDefault(approval, tasks), 'Try a stronger model.', 'unknown subtask: the advice');
+  assert.equal(modifyDefault({ ...approval, subtaskDescription: 'Write cli.py (from the server)' }, tasks), 'Write cli.py (from the server)');
   tasks.updateTask({
     taskId: 't', title: 'T', status: 'escalated', progress: 50, createdAt: AT, updatedAt: AT, recovery: null,
     subtasks: [

@@ -41,6 +41,17 @@ function holderPidOf(error: unknown, message: string): number | undefined {
   return undefined;
 }
 
+/** The editor the holder serves, from `data.holder.client` ("Visual Studio Code 1.100.3"). */
+function holderEditorOf(error: unknown): string | undefined {
+  const holder = ((error as { data?: { holder?: unknown } } | null)?.data?.holder ?? undefined) as
+    | { client?: { name?: unknown; version?: unknown } }
+    | undefined;
+  const name = holder?.client?.name;
+  if (typeof name !== 'string' || name === '') return undefined;
+  const version = holder?.client?.version;
+  return typeof version === 'string' && version ? `${name} ${version}` : name;
+}
+
 /** A stderr log line without its timestamp and level. */
 function logText(line: string): string {
   // eslint-disable-next-line no-control-regex
@@ -67,7 +78,9 @@ export function describeStartFailure(error: unknown, stderr: readonly string[] =
   if (code === ErrorCodes.InvalidState) {
     const holderPid = holderPidOf(error, raw);
     const holder = holderPid ? `pid ${holderPid}` : undefined;
-    const who = holder ? `another Conclave server (${holder})` : 'another Conclave server';
+    const editor = holderEditorOf(error);
+    const said = [holder, editor ? `for ${editor}` : undefined].filter(Boolean).join(', ');
+    const who = said ? `another Conclave server (${said})` : 'another Conclave server';
     return {
       kind: 'workspace_busy',
       said: raw,
