@@ -79,7 +79,7 @@ describe('stray input and refused starts', function()
     capture()
     for round = 1, 2 do
       vim.cmd('Conclave tasks')
-      h.wait('the refusal message ' .. round, function()
+      h.wait('the refusal message ' .. round .. ' ' .. vim.inspect(notes), function()
         return #messages_with('already serves this folder') == round
       end)
     end
@@ -197,5 +197,32 @@ describe('stray input and refused starts', function()
     end)
     assert.are.equal('Create c.txt', input_default)
     assert.are.equal(1, #h.request(client, 'conclave/listApprovals').approvals, 'still pending')
+  end)
+
+  it('an approval withdrawn by the server (its task cancelled) is no longer pending, its preview gone', function()
+    dir = h.workspace({
+      plan('Create a.txt'),
+      write_step('Create a.txt', 'a.txt', 'a\n'),
+      { match = 'created a.txt', text = 'Wrote a.txt.' },
+    }, '[approvals]\nfileChanges = "ask"')
+    local client = h.start(dir)
+    local asked = 0
+    vim.ui.select = function()
+      asked = asked + 1 -- a picker left open: the person has not answered
+    end
+    vim.cmd('Conclave submit Make a.txt')
+    h.wait('the file change asked', function()
+      return asked == 1
+    end)
+    assert.are.equal(1, require('conclave.approvals').count())
+    assert.are.equal(2, #vim.api.nvim_list_tabpages(), 'the diff tab is shown')
+    h.request(client, 'conclave/cancelTask', { taskId = h.only_task().taskId })
+    h.wait('the approval withdrawn', function()
+      return require('conclave.approvals').count() == 0
+    end)
+    h.wait('the diff tab closed', function()
+      return #vim.api.nvim_list_tabpages() == 1
+    end)
+    assert.is_nil(h.read(dir .. '/a.txt'))
   end)
 end)
