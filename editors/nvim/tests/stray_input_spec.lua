@@ -79,7 +79,19 @@ describe('stray input and refused starts', function()
     capture()
     for round = 1, 2 do
       vim.cmd('Conclave tasks')
-      h.wait('the refusal message ' .. round .. ' ' .. vim.inspect(notes), function()
+      vim.defer_fn(function() -- what to look at when this fails
+        if #messages_with('already serves this folder') < round then
+          print(('no refusal after 5 s (round %d): notes %s, clients %d, servers %s, stray pid %d, buffer %s'):format(
+            round,
+            vim.inspect(notes),
+            #require('conclave.client').clients(),
+            vim.inspect(h.server_pids(dir)),
+            stray.pid,
+            vim.api.nvim_buf_get_name(0)
+          ))
+        end
+      end, 5000)
+      h.wait('the refusal message ' .. round, function()
         return #messages_with('already serves this folder') == round
       end)
     end
