@@ -36,7 +36,7 @@ export type TakeOverResult = { ok: true } | { ok: false; message: string };
  * Stops the server `pid` (SIGTERM, then SIGKILL after `graceMs`) once its command line
  * shows it is a `conclave serve`; resolves when it is gone.
  */
-export async function stopHolder(pid: number, graceMs = 3000, waitMs = 10000): Promise<TakeOverResult> {
+export async function stopHolder(pid: number, graceMs = 8000, waitMs = 15000): Promise<TakeOverResult> {
   const command = commandLine(pid);
   if (command === undefined || !alive(pid)) return { ok: true }; // already gone
   if (!/conclave/.test(command) || !/\bserve\b/.test(command)) {
