@@ -46,7 +46,8 @@ local function stray_server(dir)
     jsonrpc = '2.0',
     id = 1,
     method = 'initialize',
-    params = { processId = vim.NIL, rootUri = vim.uri_from_fname(dir), capabilities = vim.empty_dict() },
+    -- Its editor is this (live) Neovim: a holder that serves someone, not an orphan to take over.
+    params = { processId = vim.fn.getpid(), rootUri = vim.uri_from_fname(dir), capabilities = vim.empty_dict() },
   })
   proc:write(('Content-Length: %d\r\n\r\n%s'):format(#body, body))
   h.wait('the stray server to initialize', function()
