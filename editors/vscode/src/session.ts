@@ -15,7 +15,7 @@ import type { TaskTreeNode } from './model/tasks';
 import { WHITEBOARD_SCHEME } from './model/whiteboards';
 import { StatusBar } from './status_bar';
 import { TASK_LOG_SCHEME, TaskLogContentProvider } from './task_log';
-import { stopHolder } from './takeover';
+import { lockHolder, stopHolder } from './takeover';
 import { AgentsTreeProvider, TasksTreeProvider } from './trees';
 import { WhiteboardContentProvider } from './whiteboard';
 
@@ -178,7 +178,7 @@ export class Session implements vscode.Disposable {
       // The server may exit right after its error answer, before the client read it:
       // stderr has the reason then. Give the pipe a moment to deliver its last lines.
       await new Promise((resolve) => setTimeout(resolve, 200));
-      this.startFailed(client, this.initializeError ?? error);
+      this.startFailed(client, this.initializeError ?? error, lockHolder(root));
       return;
     }
     await this.refresh();
@@ -191,8 +191,8 @@ export class Session implements vscode.Disposable {
   }
 
   /** One message for a start that failed, with an action; the client is not restarted. */
-  private startFailed(client: LanguageClient, error: unknown): void {
-    const failure = describeStartFailure(error, this.stderrTail);
+  private startFailed(client: LanguageClient, error: unknown, holder?: ReturnType<typeof lockHolder>): void {
+    const failure = describeStartFailure(error, this.stderrTail, holder);
     this.setServerState(failure.kind === 'workspace_busy' ? 'busy' : 'stopped');
     this.output.error(failure.kind === 'workspace_busy' ? `${failure.message} The server said: ${failure.said}` : failure.message);
     if (failure.kind === 'workspace_busy') {

@@ -14,7 +14,7 @@ import { describeStartFailure, stderrLevel } from '../src/model/startup';
 import { StatusModel } from '../src/model/status';
 import { progressLabel, TasksModel } from '../src/model/tasks';
 import { readableTime } from '../src/model/time';
-import { stopHolder } from '../src/takeover';
+import { lockHolder, stopHolder } from '../src/takeover';
 import { BINARY, scriptedWorkspace, startServer } from './harness';
 
 const AT = '2026-01-01T00:00:00Z';
@@ -57,6 +57,12 @@ test('a folder served by another live server: one message naming its pid, with T
     const raced = describeStartFailure(new Error('Pending response rejected since connection got disposed'), second.stderr);
     assert.equal(raced.kind, 'workspace_busy');
     assert.ok(raced.kind === 'workspace_busy' && raced.holderPid === first.child.pid);
+
+    // Neither the answer nor stderr: the lock file still names the live holder.
+    const holder = lockHolder(first.dir);
+    assert.equal(holder?.pid, first.child.pid, 'the lock file names the holder');
+    const blind = describeStartFailure(new Error('Pending response rejected since connection got disposed'), [], holder);
+    assert.ok(blind.kind === 'workspace_busy' && blind.holderPid === first.child.pid);
 
     // Take Over stops the holder; the folder can be served again.
     assert.deepEqual(await stopHolder(first.child.pid!), { ok: true });

@@ -61,15 +61,25 @@ function logText(line: string): string {
 /**
  * One message for a failed start (`initialize` refused, or the process would not run).
  * `stderr` holds the server's last stderr lines: a server refused with 1007 exits at once,
- * and the client may see the connection close before it reads the error answer.
+ * and the client may see the connection close before it reads the error answer; the live
+ * holder of `.conclave/serve.lock` (`lockHolder`) is the last resort.
  */
-export function describeStartFailure(error: unknown, stderr: readonly string[] = []): StartFailure {
+export function describeStartFailure(
+  error: unknown,
+  stderr: readonly string[] = [],
+  lockHolder?: { pid: number; client?: { name?: string; version?: string } },
+): StartFailure {
   let raw = errorMessage(error).trim();
   let code = (error as { code?: unknown } | null)?.code;
   const busyLine = stderr.map(logText).find((line) => /already serving/.test(line));
   if (code !== ErrorCodes.InvalidState && busyLine) {
     code = ErrorCodes.InvalidState;
     raw = busyLine;
+  } else if (code !== ErrorCodes.InvalidState && lockHolder && /connection got disposed|got closed/i.test(raw)) {
+    // Neither the answer nor stderr made it, but the lock file names a live holder.
+    code = ErrorCodes.InvalidState;
+    error = { code, message: raw, data: { holder: lockHolder } };
+    raw = `another \`conclave serve\` (pid ${lockHolder.pid}) holds .conclave/serve.lock`;
   } else if (code !== ErrorCodes.InvalidState && /connection got disposed|got closed/i.test(raw)) {
     // The connection's own words say nothing: the server's last error line says why.
     const errors = stderr.filter((line) => / ERROR /.test(line) || stderrLevel(line) === 'error').map(logText);
