@@ -230,6 +230,7 @@ function launchBrowser(profile) {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      '--disable-dev-shm-usage', // containers give /dev/shm little room
     ],
   });
 }
