@@ -131,6 +131,7 @@ function M.open(client)
   local name = ui.project_name('conclave://agents', client)
   local bufnr, created = ui.scratch(name, client.root_dir, 'conclave-agents')
   buffers[bufnr] = client.id
+  vim.b[bufnr].conclave_nowrap = true
   if created then
     vim.keymap.set('n', 'R', function()
       M.refresh(client)

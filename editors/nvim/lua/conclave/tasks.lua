@@ -211,6 +211,7 @@ function M.open(client)
   local name = ui.project_name('conclave://tasks', client)
   local bufnr, created = ui.scratch(name, client.root_dir, 'conclave-tasks')
   buffers[bufnr] = client.id
+  vim.b[bufnr].conclave_nowrap = true
   if created then
     local commands = require('conclave.commands')
     local function map(lhs, fn, desc)

@@ -92,14 +92,20 @@ function M.show(bufnr, how)
   then
     vim.api.nvim_win_set_buf(win, bufnr)
     vim.api.nvim_set_current_win(win)
+    M.set_wrap(win, bufnr)
     return win
   end
   vim.cmd(how or 'botright split')
   win = vim.api.nvim_get_current_win()
   vim.api.nvim_win_set_buf(win, bufnr)
-  vim.wo[win].wrap = false
+  M.set_wrap(win, bufnr)
   plugin_win[tab] = win
   return win
+end
+
+--- Lists (`b:conclave_nowrap`) do not wrap; text (logs, reports, whiteboards) does.
+function M.set_wrap(win, bufnr)
+  vim.wo[win].wrap = vim.b[bufnr].conclave_nowrap ~= true
 end
 
 --- A buffer holding text (logs, reports).
