@@ -21,9 +21,19 @@ local refused = {}
 function M.describe_refusal(err)
   local message = type(err) == 'table' and tostring(err.message or '') or tostring(err)
   if type(err) == 'table' and err.code == 1007 then
-    local pid = message:match('pid (%d+)')
+    local holder = vim.tbl_get(type(err.data) == 'table' and err.data or {}, 'holder') or {}
+    local pid = tonumber(holder.pid) or tonumber(message:match('pid (%d+)'))
+    local editor = vim.tbl_get(holder, 'client', 'name') or message:match(', for ([^()]-) %(editor pid')
+      or message:match(', for ([^()]-)%)')
+    local who = {}
+    if pid then
+      table.insert(who, 'pid ' .. pid)
+    end
+    if type(editor) == 'string' and editor ~= '' then
+      table.insert(who, 'for ' .. editor)
+    end
     return ('Conclave: another Conclave server%s already serves this folder (another Neovim or an editor window). '
-      .. 'Close it there, then run the command again.'):format(pid and (' (pid ' .. pid .. ')') or '')
+      .. 'Close it there, then run the command again.'):format(#who > 0 and (' (' .. table.concat(who, ', ') .. ')') or '')
   end
   return 'Conclave: the server did not start: ' .. message
 end
