@@ -181,6 +181,10 @@ describe('stray input and refused starts', function()
       return h.buf_text(agents_buf):find('bottom', 1, true) ~= nil
     end)
     assert.is_nil(h.buf_text(agents_buf):find('done 1', 1, true))
+    local agents = require('conclave.agents')
+    local some_id, some = next(agents.agents[client.id])
+    assert.are.equal('agent:' .. some.name, agents.board_label(client.id, 'agent:' .. some_id), 'boards by name')
+    assert.are.equal('global', agents.board_label(client.id, 'global'))
 
     local asked = {}
     vim.ui.select = function(items, opts, on_choice)
