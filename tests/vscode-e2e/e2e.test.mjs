@@ -230,6 +230,7 @@ function launchBrowser(profile) {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      '--disable-dev-shm-usage', // containers give /dev/shm little room
     ],
   });
 }
@@ -337,10 +338,7 @@ test('a person uses Conclave in a real VS Code: task, tree, status bar, file-cha
   await approvalToast.first().locator('.monaco-button', { hasText: 'Approve' }).click();
   await until('hello.txt written', () => existsSync(join(workspace, 'hello.txt')) && readFileSync(join(workspace, 'hello.txt'), 'utf8'));
   assert.equal(readFileSync(join(workspace, 'hello.txt'), 'utf8'), 'hello from conclave\n');
-  await until('hello.txt in the Explorer', async () => {
-    await page.locator('.explorer-folders-view').isVisible();
-    return true;
-  });
+  await until('the answered diff to close', async () => (await diffTab.count()) === 0);
 
   // The second subtask asks for later.txt; it stays pending across a reload of the window.
   await until('the second approval (later.txt)', async () => (await rowTexts()).some((t) => t.includes('later.txt')));
@@ -357,11 +355,15 @@ test('a person uses Conclave in a real VS Code: task, tree, status bar, file-cha
   const holder = /pid (\d+)/.exec((await busy.first().textContent()) ?? '');
   assert.ok(holder, 'the busy message names the holder');
   assert.ok(serversOf(workspace).includes(Number(holder[1])), 'the named pid is the server of the first window');
-  assert.match(await statusText(), /Conclave: busy \(pid \d+\)/);
+  await until('the status bar to say busy', async () => /Conclave: busy \(pid \d+\)/.test(await statusText()));
   const actions = (await busy.first().locator('.monaco-button').allTextContents()).map((b) => b.trim());
   assert.deepEqual(actions, ['Take Over', 'Retry', 'Show Output']);
   assert.equal(await toast('crashed').count(), 0, 'no restart loop');
   assert.equal(await toast('connection got disposed').count(), 0, "the library's own words are not shown");
+  await showConclave();
+  await until('the Tasks view to say the folder is served elsewhere', () =>
+    tasksView().getByText('Another Conclave server serves this folder').first().isVisible(),
+  );
   await screenshot('second-window-busy');
   await page.close();
   page = first;
@@ -410,6 +412,7 @@ test('a person uses Conclave in a real VS Code: task, tree, status bar, file-cha
   // applyEdit creates the file, then fills it: wait for the content.
   await until('later.txt written', () => existsSync(join(workspace, 'later.txt')) && readFileSync(join(workspace, 'later.txt'), 'utf8'));
   assert.equal(readFileSync(join(workspace, 'later.txt'), 'utf8'), 'written after the reload\n');
+  await until('the answered diff to close', async () => (await page.locator('.tab', { hasText: 'Conclave proposes: later.txt' }).count()) === 0);
   await until('the task completed', async () => (await rowTexts()).some((t) => t.includes(TASK) && /completed/.test(t)), 90000);
   await until('the status bar back to idle', async () => /Conclave: idle/.test(await statusText()));
   await screenshot('completed');

@@ -34,6 +34,7 @@ export class DiffContentProvider implements vscode.TextDocumentContentProvider {
 
 export class ApprovalsUi implements vscode.Disposable {
   private readonly subscription: { dispose(): void };
+  private readonly resolvedSubscription: { dispose(): void };
 
   constructor(
     private readonly models: ConclaveModels,
@@ -41,10 +42,31 @@ export class ApprovalsUi implements vscode.Disposable {
     private readonly serverRunning: () => boolean,
   ) {
     this.subscription = models.approvals.onDidAnswer(({ approval, outcome }) => {
-      if (outcome.kind !== 'failed') this.diffs.forget(approval.approvalId);
+      if (outcome.kind !== 'failed') {
+        void this.closeDiff(approval.approvalId);
+        this.diffs.forget(approval.approvalId);
+      }
       if (outcome.kind === 'gone') void vscode.window.showInformationMessage(`Conclave: ${outcome.message}.`);
       if (outcome.kind === 'failed') void vscode.window.showWarningMessage(`Conclave: ${outcome.message}.`);
     });
+    // Decided elsewhere or withdrawn (the server says why with window/showMessage): its
+    // diff goes away.
+    this.resolvedSubscription = models.onApprovalResolved(({ approvalId }) => {
+      void this.closeDiff(approvalId);
+      this.diffs.forget(approvalId);
+    });
+  }
+
+  /** Closes the diff tabs of an answered approval: what they propose is decided. */
+  private async closeDiff(approvalId: string): Promise<void> {
+    const tabs = vscode.window.tabGroups.all.flatMap((group) => group.tabs);
+    const stale = tabs.filter(
+      (tab) =>
+        tab.input instanceof vscode.TabInputTextDiff &&
+        tab.input.modified.scheme === DIFF_SCHEME &&
+        tab.input.modified.path.startsWith(`/${approvalId}/`),
+    );
+    if (stale.length > 0) await vscode.window.tabGroups.close(stale, true);
   }
 
   private async showDiff(approval: lsp.ApprovalRequest): Promise<void> {
@@ -123,5 +145,6 @@ export class ApprovalsUi implements vscode.Disposable {
 
   dispose(): void {
     this.subscription.dispose();
+    this.resolvedSubscription.dispose();
   }
 }

@@ -55,19 +55,22 @@ export async function saveEditedDocuments(edit: WorkspaceEditLike): Promise<void
  */
 export interface StartHooks {
   initializeFailed(error: unknown): void;
-  /** The server was ended by a signal someone sent (Take Over from another window, a kill). */
-  stoppedBySignal(signal: string): void;
+  /**
+   * The server was stopped by someone else (Take Over from another window, a kill): `how`
+   * is the signal, or "exit code 0" when it shut down cleanly on one.
+   */
+  stoppedBySignal(how: string): void;
   /** Every line the server writes to stderr (the reason of a failed start is there too). */
   stderrLine(line: string): void;
 }
+
+const STOPPED_ON_PURPOSE = 'The server was stopped by a signal: it is not restarted.';
 
 /**
  * The library shows its own notification when a start fails ("couldn't create connection
  * to server…"); the session shows one message with an action instead, so until the client
  * first runs, its errors go to the Output channel only.
  */
-const STOPPED_ON_PURPOSE = 'The server was stopped by a signal: it is not restarted.';
-
 export class ConclaveLanguageClient extends LanguageClient {
   private started = false;
   /** The `conclave serve` process of the current connection. */
@@ -77,7 +80,7 @@ export class ConclaveLanguageClient extends LanguageClient {
   async reap(ms = 2000): Promise<void> {
     const child = this.spawned();
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    await exitSignal(child, ms);
+    await exitOf(child, ms);
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
 
@@ -101,15 +104,16 @@ export class ConclaveLanguageClient extends LanguageClient {
   }
 }
 
-/** The signal that ended `child`, waiting up to `ms` for its exit to be reported. */
-function exitSignal(child: ChildProcess | undefined, ms: number): Promise<string | null> {
-  if (!child) return Promise.resolve(null);
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.signalCode);
+/** How `child` ended (code or signal), waiting up to `ms` for its exit to be reported. */
+function exitOf(child: ChildProcess | undefined, ms: number): Promise<{ code: number | null; signal: string | null }> {
+  if (!child) return Promise.resolve({ code: null, signal: null });
+  const now = () => ({ code: child.exitCode, signal: child.signalCode });
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(now());
   return new Promise((done) => {
-    const timer = setTimeout(() => done(child.signalCode), ms);
-    child.once('exit', (_code, signal) => {
+    const timer = setTimeout(() => done(now()), ms);
+    child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      done(signal);
+      done({ code, signal });
     });
   });
 }
@@ -133,11 +137,13 @@ export function createClient(
       // Closed before `initialize` answered (or after it failed): the start failed, and the
       // session says why; only a server that was running is restarted.
       if (initializeFailed || client?.state === State.Starting) return { action: CloseAction.DoNotRestart, handled: true };
-      // Stopped on purpose (SIGTERM/SIGINT/SIGHUP: another window took the folder over, or
-      // a person killed it): restarting would take the folder back. Crashes restart.
-      const signal = await exitSignal(server, 1000);
-      if (signal === 'SIGTERM' || signal === 'SIGINT' || signal === 'SIGHUP') {
-        hooks.stoppedBySignal(signal);
+      // Stopped on purpose (SIGTERM/SIGINT/SIGHUP, which the server may also answer by
+      // shutting down cleanly with exit code 0: another window took the folder over, or a
+      // person stopped it): restarting would take the folder back. Crashes restart.
+      const exit = await exitOf(server, 1000);
+      const how = exit.signal ?? (exit.code === 0 ? 'exit code 0' : undefined);
+      if (how && (how === 'exit code 0' || ['SIGTERM', 'SIGINT', 'SIGHUP'].includes(how))) {
+        hooks.stoppedBySignal(how);
         return { action: CloseAction.DoNotRestart, handled: true, message: STOPPED_ON_PURPOSE };
       }
       fallback ??= client!.createDefaultErrorHandler();
@@ -146,8 +152,11 @@ export function createClient(
   };
   let server: ChildProcess | undefined;
   const serverOptions: ServerOptions = async () => {
-    server = spawn(serverPath, ['serve', '--stdio'], { cwd: workspaceRoot, stdio: 'pipe' });
-    return server;
+    const child = spawn(serverPath, ['serve', '--stdio'], { cwd: workspaceRoot, stdio: 'pipe' });
+    // Without a listener a failed spawn would be thrown in the extension host.
+    child.on('error', (error) => outputChannel.error(`Conclave: could not run ${serverPath}: ${error.message}`));
+    server = child;
+    return child;
   };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: 'file' }],

@@ -153,8 +153,18 @@ export interface ApprovalRequest {
   proposedSolution?: string | null;
   diff?: ApprovalDiff | null;
   command?: string | null;
+  /** (addition) The subtask's current description: what "Modify the subtask" starts from. */
+  subtaskDescription?: string | null;
   options: ApprovalOption[];
   createdAt: string;
+}
+
+/** (addition) conclave/approvalResolved: answered (decision) or withdrawn (null, reason). */
+export interface ApprovalResolvedParams {
+  approvalId: string;
+  taskId: string;
+  decision: ApprovalDecision | null;
+  reason?: string | null;
 }
 
 export interface ApprovalAnswer {
@@ -278,6 +288,7 @@ export const requestApproval = new RequestType<ApprovalRequest, ApprovalAnswer |
 export const taskUpdated = new NotificationType<{ task: TaskSummary }>('conclave/taskUpdated');
 export const agentStatus = new NotificationType<AgentStatusParams>('conclave/agentStatus');
 export const whiteboardChanged = new NotificationType<Whiteboard>('conclave/whiteboardChanged');
+export const approvalResolved = new NotificationType<ApprovalResolvedParams>('conclave/approvalResolved');
 export const recoveryStatus = new NotificationType<RecoveryEvent>('conclave/recoveryStatus');
 
 /** Settings of the extension as they become initializationOptions. */

@@ -15,7 +15,7 @@ import type { TaskTreeNode } from './model/tasks';
 import { WHITEBOARD_SCHEME } from './model/whiteboards';
 import { StatusBar } from './status_bar';
 import { TASK_LOG_SCHEME, TaskLogContentProvider } from './task_log';
-import { stopHolder } from './takeover';
+import { lockHolder, stopHolder } from './takeover';
 import { AgentsTreeProvider, TasksTreeProvider } from './trees';
 import { WhiteboardContentProvider } from './whiteboard';
 
@@ -178,16 +178,22 @@ export class Session implements vscode.Disposable {
       // The server may exit right after its error answer, before the client read it:
       // stderr has the reason then. Give the pipe a moment to deliver its last lines.
       await new Promise((resolve) => setTimeout(resolve, 200));
-      this.startFailed(client, this.initializeError ?? error);
+      this.startFailed(client, this.initializeError ?? error, lockHolder(root));
       return;
     }
     await this.refresh();
     await this.whiteboardProvider.resubscribe(client);
   }
 
+  /** `conclave.server` for the views' welcome text: running, busy or stopped. */
+  private setServerState(state: 'running' | 'busy' | 'stopped'): void {
+    void vscode.commands.executeCommand('setContext', 'conclave.server', state);
+  }
+
   /** One message for a start that failed, with an action; the client is not restarted. */
-  private startFailed(client: LanguageClient, error: unknown): void {
-    const failure = describeStartFailure(error, this.stderrTail);
+  private startFailed(client: LanguageClient, error: unknown, holder?: ReturnType<typeof lockHolder>): void {
+    const failure = describeStartFailure(error, this.stderrTail, holder);
+    this.setServerState(failure.kind === 'workspace_busy' ? 'busy' : 'stopped');
     this.output.error(failure.kind === 'workspace_busy' ? `${failure.message} The server said: ${failure.said}` : failure.message);
     if (failure.kind === 'workspace_busy') {
       this.statusBar.showStopped(
@@ -231,8 +237,10 @@ export class Session implements vscode.Disposable {
       client.onDidChangeState(({ newState }) => {
         if (newState === State.Stopped && this.current === client && this.initializeError === undefined) {
           this.statusBar.showStopped('Conclave: stopped', 'The Conclave server stopped. Click to restart it.');
+          this.setServerState('stopped');
         } else if (newState === State.Running) {
           this.statusBar.render();
+          this.setServerState('running');
         }
       }),
     ];
@@ -253,10 +261,13 @@ export class Session implements vscode.Disposable {
     for (const d of this.clientDisposables) d.dispose();
     this.clientDisposables = [];
     if (client) {
-      try {
-        await client.stop(5000);
-      } catch (error) {
-        this.output.warn(`Conclave: stopping the server: ${String(error)}`);
+      // A client whose start failed has nothing to stop (its server is gone).
+      if (client.state === State.Running) {
+        try {
+          await client.stop(5000);
+        } catch (error) {
+          this.output.warn(`Conclave: stopping the server: ${String(error)}`);
+        }
       }
       await client.dispose().catch(() => undefined);
       await client.reap();

@@ -7,6 +7,7 @@
 
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** The command line of a process, or undefined when it does not exist (or cannot be read). */
 export function commandLine(pid: number): string | undefined {
@@ -30,13 +31,33 @@ function alive(pid: number): boolean {
   }
 }
 
+/** The live server holding `root`, from `.conclave/serve.lock` (one line of JSON, or a bare pid). */
+export function lockHolder(root: string): { pid: number; client?: { name?: string; version?: string } } | undefined {
+  let text: string;
+  try {
+    text = readFileSync(join(root, '.conclave', 'serve.lock'), 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+  let holder: { pid?: unknown; client?: { name?: string; version?: string } };
+  try {
+    const parsed = JSON.parse(text);
+    holder = typeof parsed === 'object' && parsed !== null ? parsed : { pid: parsed };
+  } catch {
+    holder = { pid: Number(text) };
+  }
+  const pid = Number(holder.pid);
+  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return undefined;
+  return { pid, client: holder.client };
+}
+
 export type TakeOverResult = { ok: true } | { ok: false; message: string };
 
 /**
  * Stops the server `pid` (SIGTERM, then SIGKILL after `graceMs`) once its command line
  * shows it is a `conclave serve`; resolves when it is gone.
  */
-export async function stopHolder(pid: number, graceMs = 3000, waitMs = 10000): Promise<TakeOverResult> {
+export async function stopHolder(pid: number, graceMs = 8000, waitMs = 15000): Promise<TakeOverResult> {
   const command = commandLine(pid);
   if (command === undefined || !alive(pid)) return { ok: true }; // already gone
   if (!/conclave/.test(command) || !/\bserve\b/.test(command)) {

@@ -299,3 +299,34 @@ test('a whiteboard followed live (subscribe + whiteboardChanged), then closed (u
     server.dispose();
   }
 });
+
+test('an approval withdrawn by the server (its task cancelled) leaves the Tasks tree with the reason', async () => {
+  const dir = scriptedWorkspace(
+    [
+      { match: 'Plan this task', text: JSON.stringify({ subtasks: [{ description: 'Create a.txt' }] }) },
+      { match: 'Create a.txt', toolCalls: [{ name: 'file_write', arguments: { path: 'a.txt', content: 'a\n' } }] },
+      { match: 'created a.txt', text: 'Wrote a.txt.' },
+    ],
+    ['writes = "disk"', '[approvals]', 'fileChanges = "ask"'],
+  );
+  // The person never answers: the prompt is dismissed, the approval stays pending.
+  const { server, models } = await withModels(dir, async () => undefined);
+  const resolved: lsp.ApprovalResolvedParams[] = [];
+  models.onApprovalResolved((params) => resolved.push(params));
+  try {
+    const { taskId } = await server.connection.sendRequest(lsp.submitTask, { description: 'Make a.txt' });
+    await server.until('the file change pending in the tree', () => models.tasks.pendingApprovals().length === 1);
+    const [approval] = models.tasks.pendingApprovals();
+    assert.equal(approval.kind, 'fileChange');
+    await server.connection.sendRequest(lsp.cancelTask, { taskId });
+    await server.until('the approval withdrawn', () => resolved.length === 1);
+    assert.equal(resolved[0].approvalId, approval.approvalId);
+    assert.equal(resolved[0].decision, null, 'withdrawn, not answered');
+    assert.ok(resolved[0].reason, 'the server says why');
+    assert.deepEqual(models.tasks.pendingApprovals(), [], 'no longer pending in the tree');
+    assert.ok(!existsSync(join(dir, 'a.txt')), 'nothing was written');
+  } finally {
+    server.dispose();
+  }
+});
+

@@ -14,7 +14,7 @@ import { describeStartFailure, stderrLevel } from '../src/model/startup';
 import { StatusModel } from '../src/model/status';
 import { progressLabel, TasksModel } from '../src/model/tasks';
 import { readableTime } from '../src/model/time';
-import { stopHolder } from '../src/takeover';
+import { lockHolder, stopHolder } from '../src/takeover';
 import { BINARY, scriptedWorkspace, startServer } from './harness';
 
 const AT = '2026-01-01T00:00:00Z';
@@ -58,6 +58,12 @@ test('a folder served by another live server: one message naming its pid, with T
     assert.equal(raced.kind, 'workspace_busy');
     assert.ok(raced.kind === 'workspace_busy' && raced.holderPid === first.child.pid);
 
+    // Neither the answer nor stderr: the lock file still names the live holder.
+    const holder = lockHolder(first.dir);
+    assert.equal(holder?.pid, first.child.pid, 'the lock file names the holder');
+    const blind = describeStartFailure(new Error('Pending response rejected since connection got disposed'), [], holder);
+    assert.ok(blind.kind === 'workspace_busy' && blind.holderPid === first.child.pid);
+
     // Take Over stops the holder; the folder can be served again.
     assert.deepEqual(await stopHolder(first.child.pid!), { ok: true });
     assert.notEqual(first.child.exitCode ?? first.child.signalCode, null, 'the holder is gone');
@@ -79,6 +85,17 @@ test('Take Over refuses to stop a process that is not a conclave server', async 
   } finally {
     sleeper.kill();
   }
+});
+
+test('the busy message names the editor the holder serves when the server says', () => {
+  const error = new rpc.ResponseError(1007, 'another `conclave serve` (pid 4242, …) is already serving /p', {
+    workspace: '/p',
+    holder: { pid: 4242, client: { name: 'Visual Studio Code', version: '1.100.3' } },
+  });
+  const failure = describeStartFailure(error);
+  assert.equal(failure.kind, 'workspace_busy');
+  assert.ok(failure.kind === 'workspace_busy' && failure.holderPid === 4242);
+  assert.match(failure.message, /another Conclave server \(pid 4242, for Visual Studio Code 1\.100\.3\) already serves this folder/);
 });
 
 test('other start failures keep the server\'s words; stderr log lines are not repeated as errors', () => {
@@ -139,6 +156,7 @@ test('approval buttons are short, the detail says what they do; Modify starts fr
 
   const tasks = new TasksModel();
   assert.equal(modifyDefault(approval, tasks), 'Try a stronger model.', 'unknown subtask: the advice');
+  assert.equal(modifyDefault({ ...approval, subtaskDescription: 'Write cli.py (from the server)' }, tasks), 'Write cli.py (from the server)');
   tasks.updateTask({
     taskId: 't', title: 'T', status: 'escalated', progress: 50, createdAt: AT, updatedAt: AT, recovery: null,
     subtasks: [

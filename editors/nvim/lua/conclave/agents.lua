@@ -89,6 +89,7 @@ function M.refresh(client, done)
       end
       M.agents[client.id] = by_id
       render_all()
+      require('conclave.tasks').render_all() -- assignees by name
     end
     if done then
       done(err, result)
@@ -130,6 +131,7 @@ function M.open(client)
   local name = ui.project_name('conclave://agents', client)
   local bufnr, created = ui.scratch(name, client.root_dir, 'conclave-agents')
   buffers[bufnr] = client.id
+  vim.b[bufnr].conclave_nowrap = true
   if created then
     vim.keymap.set('n', 'R', function()
       M.refresh(client)
@@ -161,6 +163,16 @@ function M.name(client_id, agent_id)
   local agents = M.agents[client_id]
   local agent = agents and agents[agent_id]
   return agent and agent.name or nil
+end
+
+--- `text` with every agent id the client knows replaced by the agent's name.
+function M.humanize(client_id, text)
+  for agent_id, agent in pairs(M.agents[client_id] or {}) do
+    if agent.name and text:find(agent_id, 1, true) then
+      text = text:gsub(vim.pesc(agent_id), (agent.name:gsub('%%', '%%%%')))
+    end
+  end
+  return text
 end
 
 --- A whiteboard id as a person reads it: `agent:<uuid>` becomes `agent:<name>`.

@@ -151,10 +151,13 @@ function M.resolve(client_id, approval, decision, extra, done)
   end)
 end
 
---- What "Modify the subtask" starts from: the subtask's current description (from the task
---- the approval is about), so it is edited rather than retyped; the advice sentence only
---- when the subtask is unknown.
+--- What "Modify the subtask" starts from: the subtask's current description (the
+--- approval's `subtaskDescription`, else the subtask in the task the approval is about), so
+--- it is edited rather than retyped; the advice sentence only when the subtask is unknown.
 function M.modify_default(approval)
+  if type(approval.subtaskDescription) == 'string' and approval.subtaskDescription ~= '' then
+    return approval.subtaskDescription
+  end
   local entry = require('conclave.tasks').tasks[approval.taskId]
   if entry and type(approval.subtaskId) == 'string' then
     for _, subtask in ipairs(entry.task.subtasks or {}) do
@@ -166,9 +169,13 @@ function M.modify_default(approval)
   return type(approval.proposedSolution) == 'string' and approval.proposedSolution or ''
 end
 
+--- The approval being asked right now and how to take its preview down.
+local current
+
 local function ask_now(item)
   local approval, client_id = item.approval, item.client_id
   local close = M.preview(approval)
+  current = { approvalId = approval.approvalId, close = close }
   -- The stock vim.ui.select blocks in inputlist() before the screen is drawn again: draw
   -- the preview (detail float or diff tab) now, or the choice is made blind.
   vim.cmd('redraw')
@@ -185,6 +192,7 @@ local function ask_now(item)
     end
     answered = true
     close()
+    current = nil
     queued[approval.approvalId] = nil
     if not choice then
       vim.notify(
@@ -233,6 +241,20 @@ function M.ask(client_id, approval)
   queued[approval.approvalId] = true
   table.insert(queue, { approval = approval, client_id = client_id })
   process()
+end
+
+--- `conclave/approvalResolved`: answered (here or in another editor) or withdrawn by the
+--- server (which says why with window/showMessage). It is no longer pending: not asked
+--- again, and a preview still shown for it is taken down.
+function M.on_resolved(_, params)
+  if type(params) ~= 'table' or type(params.approvalId) ~= 'string' then
+    return
+  end
+  M.pending[params.approvalId] = nil
+  if current and current.approvalId == params.approvalId then
+    current.close()
+  end
+  require('conclave.status').refresh()
 end
 
 --- Handler of the request `conclave/requestApproval`: returns null at once.

@@ -21,11 +21,62 @@ local refused = {}
 function M.describe_refusal(err)
   local message = type(err) == 'table' and tostring(err.message or '') or tostring(err)
   if type(err) == 'table' and err.code == 1007 then
-    local pid = message:match('pid (%d+)')
+    local holder = vim.tbl_get(type(err.data) == 'table' and err.data or {}, 'holder') or {}
+    local pid = tonumber(holder.pid) or tonumber(message:match('pid (%d+)'))
+    local editor = vim.tbl_get(holder, 'client', 'name') or message:match(', for ([^()]-) %(editor pid')
+      or message:match(', for ([^()]-)%)')
+    local who = {}
+    if pid then
+      table.insert(who, 'pid ' .. pid)
+    end
+    if type(editor) == 'string' and editor ~= '' then
+      table.insert(who, 'for ' .. editor)
+    end
     return ('Conclave: another Conclave server%s already serves this folder (another Neovim or an editor window). '
-      .. 'Close it there, then run the command again.'):format(pid and (' (pid ' .. pid .. ')') or '')
+      .. 'Close it there, then run the command again.'):format(#who > 0 and (' (' .. table.concat(who, ', ') .. ')') or '')
   end
   return 'Conclave: the server did not start: ' .. message
+end
+
+--- The live server holding `root`, from `.conclave/serve.lock` (one line of JSON, or a
+--- bare pid from older servers), or nil.
+---@param root string
+---@return table|nil holder `{ pid, client? = { name, version? } }`
+function M.lock_holder(root)
+  local fd = io.open(vim.fs.joinpath(root, '.conclave', 'serve.lock'), 'r')
+  if not fd then
+    return nil
+  end
+  local text = vim.trim(fd:read('*a') or '')
+  fd:close()
+  local ok, holder = pcall(vim.json.decode, text)
+  if not ok or type(holder) ~= 'table' then
+    holder = { pid = tonumber(text) }
+  end
+  local pid = tonumber(holder.pid)
+  if not pid or vim.uv.kill(pid, 0) ~= 0 then
+    return nil -- no holder, or it is gone
+  end
+  holder.pid = pid
+  return holder
+end
+
+--- The refusal a server that exited before answering `initialize` met: a folder another
+--- live server holds (its answer may be lost with the pipe when it exits at once).
+local function busy_refusal(root)
+  local holder = M.lock_holder(root)
+  if not holder then
+    return nil
+  end
+  local editor = type(holder.client) == 'table' and holder.client.name
+  return {
+    code = 1007,
+    message = ('another `conclave serve` (pid %d%s) is already serving %s'):format(
+      holder.pid,
+      editor and (', for ' .. editor) or '',
+      root
+    ),
+  }
 end
 
 --- `cmd` for vim.lsp.start: the server over stdio, with `initialize` errors taken out of
@@ -35,10 +86,14 @@ end
 local function server_cmd(root)
   local cmd = config.cmd()
   return function(dispatchers)
+    local answered = false
     -- A refused start is reported by on_exit below, once: Neovim's own "quit with exit
     -- code 1" warning would be a second message about the same thing.
     local wrapped = setmetatable({
       on_exit = function(code, signal)
+        if not answered and code ~= 0 and not refused[root] then
+          refused[root] = busy_refusal(root)
+        end
         return dispatchers.on_exit(refused[root] and 0 or code, signal)
       end,
     }, { __index = dispatchers })
@@ -49,6 +104,7 @@ local function server_cmd(root)
         return request(method, params, callback, notify_reply_callback)
       end
       return request(method, params, function(err, result)
+        answered = true
         if err then
           refused[root] = err
           rpc.notify('exit')

@@ -136,6 +136,9 @@ function M.all()
         whiteboard.on_changed(ctx.client_id, params)
       end
     end),
+    ['conclave/approvalResolved'] = main_loop(function(_, params, ctx)
+      approvals.on_resolved(ctx.client_id, params)
+    end),
     -- Must answer at once: null means "dismissed for now", the approval stays pending
     -- and is asked through vim.ui.select on the next tick.
     ['conclave/requestApproval'] = function(_, params, ctx)

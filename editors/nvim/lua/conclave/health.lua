@@ -128,6 +128,44 @@ local function check_model(clients)
   })
 end
 
+--- Whether `root/.conclave` is ignored by git: true, false, or nil (not a git work tree).
+function M.conclave_dir_ignored(root)
+  if vim.fn.executable('git') ~= 1 then
+    return nil
+  end
+  local inside = vim.system({ 'git', '-C', root, 'rev-parse', '--is-inside-work-tree' }, { text = true }):wait(5000)
+  if inside.code ~= 0 then
+    return nil
+  end
+  local ignored = vim.system({ 'git', '-C', root, 'check-ignore', '-q', '.conclave/' }):wait(5000)
+  return ignored.code == 0
+end
+
+--- The server keeps its state in `.conclave/` at the project root (the task store, the
+--- lock, session reports): say so, and whether git would pick it up.
+local function check_state_dir(clients)
+  local roots = {}
+  for _, client in ipairs(clients) do
+    table.insert(roots, client.root_dir)
+  end
+  if #roots == 0 then
+    table.insert(roots, require('conclave.client').current_root(0))
+  end
+  for _, root in ipairs(roots) do
+    local dir = vim.fs.joinpath(root, '.conclave')
+    local exists = vim.uv.fs_stat(dir) ~= nil
+    local ignored = M.conclave_dir_ignored(root)
+    local what = ('%s %s'):format(dir, exists and 'holds the server\'s state' or 'will hold the server\'s state once it runs')
+    if ignored == false then
+      health.warn(what .. ', and git does not ignore it', {
+        ("Add a line `.conclave/` to %s"):format(vim.fs.joinpath(root, '.gitignore')),
+      })
+    else
+      health.info(what .. ' (task store, lock, error reports)' .. (ignored and '; git ignores it' or ''))
+    end
+  end
+end
+
 function M.check()
   health.start('conclave: server binary')
   check_binary()
@@ -135,6 +173,8 @@ function M.check()
   local clients = check_clients()
   health.start('conclave: model')
   check_model(clients)
+  health.start('conclave: state directory')
+  check_state_dir(clients)
 end
 
 return M

@@ -158,17 +158,22 @@ local function task_lines(client_id)
       )
     )
     map[#lines] = t.taskId
+    local agents = require('conclave.agents')
     for _, s in ipairs(t.subtasks or {}) do
       local extra = ''
+      if type(s.assignee) == 'string' and s.assignee ~= '' then
+        extra = ' ' .. (agents.name(client_id, s.assignee) or M.short_id(s.assignee))
+      end
       if (s.attempts or 0) > 1 then
-        extra = (' (attempt %d)'):format(s.attempts)
+        extra = extra .. (' (attempt %d)'):format(s.attempts)
       end
       table.insert(lines, ('    %s %s  [%s]%s'):format(ICON[s.status] or '·', s.description or s.subtaskId, s.status, extra))
       map[#lines] = t.taskId
     end
     local r = t.recovery
     if r and M.ACTIVE[t.status] then
-      table.insert(lines, ('    ↻ %s %d/%d: %s'):format(r.action, r.attempt or 0, r.maxAttempts or 0, r.message or ''))
+      local message = agents.humanize(client_id, r.message or '')
+      table.insert(lines, ('    ↻ %s %d/%d: %s'):format(r.action, r.attempt or 0, r.maxAttempts or 0, message))
       map[#lines] = t.taskId
     end
   end
@@ -206,6 +211,7 @@ function M.open(client)
   local name = ui.project_name('conclave://tasks', client)
   local bufnr, created = ui.scratch(name, client.root_dir, 'conclave-tasks')
   buffers[bufnr] = client.id
+  vim.b[bufnr].conclave_nowrap = true
   if created then
     local commands = require('conclave.commands')
     local function map(lhs, fn, desc)
@@ -244,6 +250,9 @@ function M.open(client)
   M.render(bufnr)
   ui.show(bufnr)
   M.refresh(client)
+  if require('conclave.agents').agents[client.id] == nil then
+    require('conclave.agents').refresh(client) -- assignees by name
+  end
   return bufnr
 end
 

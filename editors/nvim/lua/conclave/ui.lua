@@ -83,17 +83,29 @@ function M.show(bufnr, how)
   end
   local tab = vim.api.nvim_get_current_tabpage()
   local win = plugin_win[tab]
-  if win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_tabpage(win) == tab then
+  -- Reused while it still shows one of ours: once the person put a file there, it is theirs.
+  if
+    win
+    and vim.api.nvim_win_is_valid(win)
+    and vim.api.nvim_win_get_tabpage(win) == tab
+    and vim.startswith(vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(win)), 'conclave://')
+  then
     vim.api.nvim_win_set_buf(win, bufnr)
     vim.api.nvim_set_current_win(win)
+    M.set_wrap(win, bufnr)
     return win
   end
   vim.cmd(how or 'botright split')
   win = vim.api.nvim_get_current_win()
   vim.api.nvim_win_set_buf(win, bufnr)
-  vim.wo[win].wrap = false
+  M.set_wrap(win, bufnr)
   plugin_win[tab] = win
   return win
+end
+
+--- Lists (`b:conclave_nowrap`) do not wrap; text (logs, reports, whiteboards) does.
+function M.set_wrap(win, bufnr)
+  vim.wo[win].wrap = vim.b[bufnr].conclave_nowrap ~= true
 end
 
 --- A buffer holding text (logs, reports).

@@ -65,11 +65,12 @@ export function presentApproval(approval: ApprovalRequest): ApprovalPresentation
 }
 
 /**
- * What "Modify…" starts from: the subtask's current description (from the task the
- * approval is about), so the user edits it rather than retyping it; the advice sentence
- * only when the subtask is unknown.
+ * What "Modify…" starts from: the subtask's current description (the approval's
+ * `subtaskDescription`, else the subtask in the task the approval is about), so the user
+ * edits it rather than retyping it; the advice sentence only when the subtask is unknown.
  */
 export function modifyDefault(approval: ApprovalRequest, tasks: TasksModel): string {
+  if (approval.subtaskDescription) return approval.subtaskDescription;
   const subtask = approval.subtaskId
     ? tasks.task(approval.taskId)?.subtasks.find((s) => s.subtaskId === approval.subtaskId)
     : undefined;

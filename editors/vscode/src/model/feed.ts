@@ -18,6 +18,9 @@ export class ConclaveModels {
   readonly whiteboards = new WhiteboardStore();
   readonly approvals: ApprovalsModel;
   private readonly recoveries = new Emitter<lsp.RecoveryEvent>();
+  private readonly resolved = new Emitter<lsp.ApprovalResolvedParams>();
+  /** Every conclave/approvalResolved, after the approval left the Tasks tree. */
+  readonly onApprovalResolved = this.resolved.event;
   /** Every conclave/recoveryStatus, after the status model took it. */
   readonly onRecovery = this.recoveries.event;
 
@@ -46,6 +49,11 @@ export class ConclaveModels {
         if (!this.agents.applyStatus(params)) this.refreshAgents().catch((error) => onError('listAgents', error));
       }),
       source.onNotification(lsp.whiteboardChanged, (board) => this.whiteboards.apply(board)),
+      // Answered here, in another editor or withdrawn: no longer pending anywhere.
+      source.onNotification(lsp.approvalResolved, (params) => {
+        this.tasks.removeApproval(params.approvalId);
+        this.resolved.fire(params);
+      }),
     ];
   }
 
@@ -71,5 +79,6 @@ export class ConclaveModels {
     this.whiteboards.dispose();
     this.approvals.dispose();
     this.recoveries.dispose();
+    this.resolved.dispose();
   }
 }

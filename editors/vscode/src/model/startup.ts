@@ -41,6 +41,17 @@ function holderPidOf(error: unknown, message: string): number | undefined {
   return undefined;
 }
 
+/** The editor the holder serves, from `data.holder.client` ("Visual Studio Code 1.100.3"). */
+function holderEditorOf(error: unknown): string | undefined {
+  const holder = ((error as { data?: { holder?: unknown } } | null)?.data?.holder ?? undefined) as
+    | { client?: { name?: unknown; version?: unknown } }
+    | undefined;
+  const name = holder?.client?.name;
+  if (typeof name !== 'string' || name === '') return undefined;
+  const version = holder?.client?.version;
+  return typeof version === 'string' && version ? `${name} ${version}` : name;
+}
+
 /** A stderr log line without its timestamp and level. */
 function logText(line: string): string {
   // eslint-disable-next-line no-control-regex
@@ -50,15 +61,25 @@ function logText(line: string): string {
 /**
  * One message for a failed start (`initialize` refused, or the process would not run).
  * `stderr` holds the server's last stderr lines: a server refused with 1007 exits at once,
- * and the client may see the connection close before it reads the error answer.
+ * and the client may see the connection close before it reads the error answer; the live
+ * holder of `.conclave/serve.lock` (`lockHolder`) is the last resort.
  */
-export function describeStartFailure(error: unknown, stderr: readonly string[] = []): StartFailure {
+export function describeStartFailure(
+  error: unknown,
+  stderr: readonly string[] = [],
+  lockHolder?: { pid: number; client?: { name?: string; version?: string } },
+): StartFailure {
   let raw = errorMessage(error).trim();
   let code = (error as { code?: unknown } | null)?.code;
   const busyLine = stderr.map(logText).find((line) => /already serving/.test(line));
   if (code !== ErrorCodes.InvalidState && busyLine) {
     code = ErrorCodes.InvalidState;
     raw = busyLine;
+  } else if (code !== ErrorCodes.InvalidState && lockHolder && /connection got disposed|got closed/i.test(raw)) {
+    // Neither the answer nor stderr made it, but the lock file names a live holder.
+    code = ErrorCodes.InvalidState;
+    error = { code, message: raw, data: { holder: lockHolder } };
+    raw = `another \`conclave serve\` (pid ${lockHolder.pid}) holds .conclave/serve.lock`;
   } else if (code !== ErrorCodes.InvalidState && /connection got disposed|got closed/i.test(raw)) {
     // The connection's own words say nothing: the server's last error line says why.
     const errors = stderr.filter((line) => / ERROR /.test(line) || stderrLevel(line) === 'error').map(logText);
@@ -67,7 +88,9 @@ export function describeStartFailure(error: unknown, stderr: readonly string[] =
   if (code === ErrorCodes.InvalidState) {
     const holderPid = holderPidOf(error, raw);
     const holder = holderPid ? `pid ${holderPid}` : undefined;
-    const who = holder ? `another Conclave server (${holder})` : 'another Conclave server';
+    const editor = holderEditorOf(error);
+    const said = [holder, editor ? `for ${editor}` : undefined].filter(Boolean).join(', ');
+    const who = said ? `another Conclave server (${said})` : 'another Conclave server';
     return {
       kind: 'workspace_busy',
       said: raw,
