@@ -1090,6 +1090,53 @@ mod tests {
     }
 
     #[test]
+    fn subtasks_that_ask_for_changes_are_told_from_questions() {
+        for asks in [
+            "Write hello.py that prints hello world",
+            "Implement add() in solution.py",
+            "Fix the failing test in tests/test_a.py",
+            "Add a --verbose flag to cli.py",
+            "README.md: update the usage section",
+        ] {
+            assert!(asks_for_changes(asks), "{asks}");
+        }
+        for question in [
+            "Explain what main.py does",
+            "List the Python files and summarise them",
+            "Run the tests and report the result",
+            "Read notes.txt",
+        ] {
+            assert!(!asks_for_changes(question), "{question}");
+        }
+    }
+
+    #[test]
+    fn read_only_commands_are_no_change() {
+        for command in ["ls -la", "cat a.py | grep def", "pwd && ls", "/bin/ls src"] {
+            assert!(read_only_command(command), "{command}");
+        }
+        for command in [
+            "echo hi > a.txt",
+            "python3 -m pytest",
+            "ls; rm a.txt",
+            "find . -name '*.pyc' -delete",
+            "sed -i s/a/b/ f",
+        ] {
+            assert!(!read_only_command(command), "{command}");
+        }
+    }
+
+    #[test]
+    fn long_text_keeps_its_head_and_tail() {
+        let text = format!("HEAD{}TAIL", "x".repeat(10_000));
+        let cut = cap_text(&text, 1_000);
+        assert!(cut.starts_with("HEAD") && cut.ends_with("TAIL"), "{cut}");
+        assert!(cut.chars().count() < 1_100);
+        assert!(cut.contains("characters cut to fit the context window"));
+        assert_eq!(cap_text("short", 1_000), "short");
+    }
+
+    #[test]
     fn recovery_rate_is_recovered_over_errored_episodes() {
         let none = MetricsSnapshot::default();
         assert_eq!(none.recovery_rate(), None);
