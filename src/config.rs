@@ -468,16 +468,24 @@ impl Config {
         Config::from_layers(file_layer.as_ref(), overrides)
     }
 
-    /// Defaults overridden by each present layer in turn.
+    /// Defaults overridden by each present layer in turn. Each layer is checked as it is
+    /// laid on, so a bad value is blamed on the layer that brought it: a typo in
+    /// `conclave.toml` is reported as such even when the editor sends options too.
     pub fn from_layers(
         file_layer: Option<&serde_json::Value>,
         overrides: Option<&serde_json::Value>,
     ) -> Result<Config, ConfigError> {
         let mut merged = serde_json::to_value(Config::default()).expect("config serialises");
-        let mut origin = "the built-in defaults";
+        let check = |merged: &serde_json::Value, origin: &str| {
+            serde_json::from_value::<Config>(merged.clone()).map_err(|e| ConfigError::Invalid {
+                origin: origin.to_string(),
+                message: e.to_string(),
+            })
+        };
+        let mut config = Config::default();
         if let Some(layer) = file_layer {
             merge(&mut merged, layer);
-            origin = "conclave.toml";
+            config = check(&merged, "conclave.toml")?;
         }
         if let Some(layer) = overrides {
             let sets_nothing = match layer {
@@ -492,12 +500,9 @@ impl Config {
                 });
             }
             merge(&mut merged, layer);
-            origin = "initializationOptions";
+            config = check(&merged, "initializationOptions")?;
         }
-        serde_json::from_value(merged).map_err(|e| ConfigError::Invalid {
-            origin: origin.to_string(),
-            message: e.to_string(),
-        })
+        Ok(config)
     }
 }
 
@@ -598,6 +603,26 @@ mod tests {
     fn a_bad_value_names_its_origin() {
         let err = Config::from_layers(None, Some(&json!({ "writes": "paper" }))).unwrap_err();
         assert!(err.to_string().contains("initializationOptions"), "{err}");
+    }
+
+    #[test]
+    fn a_typo_in_the_file_is_blamed_on_the_file_even_with_editor_options() {
+        let file = json!({ "writes": "dsk" });
+        for init in [json!({}), json!({ "heartbeatMs": 1000 }), json!(null)] {
+            let err = Config::from_layers(Some(&file), Some(&init)).unwrap_err();
+            let message = err.to_string();
+            assert!(
+                message.starts_with("conclave.toml is not valid"),
+                "{message}"
+            );
+            assert!(message.contains("dsk"), "{message}");
+        }
+        let err =
+            Config::from_layers(Some(&json!({})), Some(&json!({ "writes": "paper" }))).unwrap_err();
+        assert!(
+            err.to_string().starts_with("initializationOptions"),
+            "{err}"
+        );
     }
 
     #[test]

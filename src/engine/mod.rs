@@ -426,6 +426,12 @@ impl Engine {
         Ok(self.record(id)?.detail())
     }
 
+    /// The mid agent coordinating a task, once one was chosen (the ACP front-end shows
+    /// that agent's whiteboard).
+    pub fn coordinator(&self, id: TaskId) -> Option<AgentId> {
+        self.services.tasks.get(id).and_then(|t| t.coordinator)
+    }
+
     pub fn agents(&self) -> Vec<AgentInfo> {
         self.services.runtime.agents()
     }
@@ -628,12 +634,19 @@ fn spawn_hung_agent_watch(services: Arc<Services>) {
     });
 }
 
+/// The first non-empty line, without Markdown heading or list marks (`# Add a flag`
+/// is titled `Add a flag`).
 fn title_from(description: &str) -> String {
     let line = description
         .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
+        .map(|l| {
+            l.trim()
+                .trim_start_matches('#')
+                .trim_start_matches(['-', '*', '>'])
+                .trim()
+        })
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     match line.char_indices().nth(72) {
         Some((end, _)) => format!("{}…", &line[..end]),
         None => line.to_string(),

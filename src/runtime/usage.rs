@@ -344,6 +344,7 @@ impl MeteredModel {
             proposed_solution: None,
             diff: None,
             command: None,
+            subtask_description: None,
             options: vec![
                 ApprovalOption::new(
                     ApprovalChoice::Approve,
