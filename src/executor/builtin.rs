@@ -670,7 +670,12 @@ impl BuiltinExecutor {
                 };
                 if change {
                     state.changed = true;
-                    state.failed_change = None;
+                    // A write that left the file as it was does not make the change a
+                    // failed edit wanted (seen on the real model: a failed file_edit,
+                    // then the same content written back, then "done").
+                    if output.progress || !WRITE_TOOLS.contains(&tool_name.as_str()) {
+                        state.failed_change = None;
+                    }
                 }
                 (
                     self.on_success(&tool_name, args_hash, output, state, out),
