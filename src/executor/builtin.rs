@@ -928,7 +928,14 @@ impl BuiltinExecutor {
                 if let Some(unfinished) = state.unfinished(asks_for_changes) {
                     if !nudged {
                         nudged = true;
-                        out.note("▸ no change made yet: telling the model to use its tools");
+                        out.note(match &unfinished {
+                            Unfinished::NothingChanged => {
+                                "▸ no change made yet: telling the model to use its tools"
+                            }
+                            Unfinished::ChangeFailed { .. } => {
+                                "▸ the last file change failed: telling the model it is not done"
+                            }
+                        });
                         request.messages.push(ChatMessage::user(unfinished.nudge()));
                         continue;
                     }
