@@ -288,3 +288,30 @@ fn a_plan_the_model_cannot_make_fails_the_task_with_exit_1_and_a_report() {
     let report = std::fs::read_to_string(&reports[0]).unwrap();
     assert!(report.contains("**Phase**: plan"), "{report}");
 }
+
+#[test]
+fn the_token_limit_is_asked_and_auto_continues_and_the_summary_shows_tokens() {
+    let mut steps = vec![plan(json!([{ "description": "Write a.txt" }]))];
+    steps.extend(writes("Write a.txt", "a.txt", "a\n"));
+    let ws = workspace(json!(steps));
+    // A limit the planning call alone passes, so both of the bottom agent's calls ask.
+    let config = format!("{CONFIG}\n[limits]\nmaxTokensPerTask = 50\n");
+    std::fs::write(ws.path().join("conclave.toml"), config).unwrap();
+    let output = conclave(ws.path(), &["Write a.txt", "--approve", "auto"]);
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("a.txt")).unwrap(),
+        "a\n"
+    );
+    assert_eq!(
+        err.matches("approval answered: approve (--approve auto) — Token limit reached")
+            .count(),
+        2,
+        "{err}"
+    );
+    assert!(
+        err.contains("  Tokens: ") && err.contains(" · 3 calls · cost: no price set"),
+        "{err}"
+    );
+}

@@ -939,3 +939,31 @@ async fn a_context_overflow_that_persists_fails_the_execution() {
     );
     assert_eq!(model.requests().len(), 3, "two compacted retries");
 }
+
+#[tokio::test(start_paused = true)]
+async fn writing_the_file_back_unchanged_does_not_make_a_failed_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.py"), "def f():\n    pass\n").unwrap();
+    let model = ScriptedModel::new(vec![
+        call(
+            "file_edit",
+            json!({ "path": "s.py", "old_text": "", "new_text": "\"\"\"Doc.\"\"\"" }),
+        ),
+        call(
+            "file_write",
+            json!({ "path": "s.py", "content": "def f():\n    pass\n" }),
+        ),
+        finish("The docstring is added."),
+        finish("Done."),
+    ]);
+    let executor = executor(dir.path(), model.clone(), settings());
+    let (result, _) = execute(&executor, &spec("Add a docstring to f in s.py")).await;
+    let outcome = result.unwrap();
+    assert!(!outcome.success, "{outcome:?}");
+    assert!(
+        outcome.summary.contains("last file_edit call failed"),
+        "{}",
+        outcome.summary
+    );
+    assert_eq!(model.requests().len(), 4, "told once, then it ends");
+}

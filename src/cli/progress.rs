@@ -128,7 +128,7 @@ pub fn task_status(status: TaskStatus) -> &'static str {
     match status {
         TaskStatus::Queued => "queued",
         TaskStatus::Planning => "planning",
-        TaskStatus::AwaitingApproval => "awaiting plan approval",
+        TaskStatus::AwaitingApproval => "awaiting approval",
         TaskStatus::Running => "running",
         TaskStatus::Recovering => "recovering",
         TaskStatus::Escalated => "escalated",

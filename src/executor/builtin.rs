@@ -670,7 +670,12 @@ impl BuiltinExecutor {
                 };
                 if change {
                     state.changed = true;
-                    state.failed_change = None;
+                    // A write that left the file as it was does not make the change a
+                    // failed edit wanted (seen on the real model: a failed file_edit,
+                    // then the same content written back, then "done").
+                    if output.progress || !WRITE_TOOLS.contains(&tool_name.as_str()) {
+                        state.failed_change = None;
+                    }
                 }
                 (
                     self.on_success(&tool_name, args_hash, output, state, out),
@@ -923,7 +928,14 @@ impl BuiltinExecutor {
                 if let Some(unfinished) = state.unfinished(asks_for_changes) {
                     if !nudged {
                         nudged = true;
-                        out.note("▸ no change made yet: telling the model to use its tools");
+                        out.note(match &unfinished {
+                            Unfinished::NothingChanged => {
+                                "▸ no change made yet: telling the model to use its tools"
+                            }
+                            Unfinished::ChangeFailed { .. } => {
+                                "▸ the last file change failed: telling the model it is not done"
+                            }
+                        });
                         request.messages.push(ChatMessage::user(unfinished.nudge()));
                         continue;
                     }
@@ -1087,6 +1099,53 @@ mod tests {
             state.synthesize(),
             "Completed 2 of intended objectives:\n- file_write: created a\n- bash: ran `x`\n\nEncountered 2 errors during execution."
         );
+    }
+
+    #[test]
+    fn subtasks_that_ask_for_changes_are_told_from_questions() {
+        for asks in [
+            "Write hello.py that prints hello world",
+            "Implement add() in solution.py",
+            "Fix the failing test in tests/test_a.py",
+            "Add a --verbose flag to cli.py",
+            "README.md: update the usage section",
+        ] {
+            assert!(asks_for_changes(asks), "{asks}");
+        }
+        for question in [
+            "Explain what main.py does",
+            "List the Python files and summarise them",
+            "Run the tests and report the result",
+            "Read notes.txt",
+        ] {
+            assert!(!asks_for_changes(question), "{question}");
+        }
+    }
+
+    #[test]
+    fn read_only_commands_are_no_change() {
+        for command in ["ls -la", "cat a.py | grep def", "pwd && ls", "/bin/ls src"] {
+            assert!(read_only_command(command), "{command}");
+        }
+        for command in [
+            "echo hi > a.txt",
+            "python3 -m pytest",
+            "ls; rm a.txt",
+            "find . -name '*.pyc' -delete",
+            "sed -i s/a/b/ f",
+        ] {
+            assert!(!read_only_command(command), "{command}");
+        }
+    }
+
+    #[test]
+    fn long_text_keeps_its_head_and_tail() {
+        let text = format!("HEAD{}TAIL", "x".repeat(10_000));
+        let cut = cap_text(&text, 1_000);
+        assert!(cut.starts_with("HEAD") && cut.ends_with("TAIL"), "{cut}");
+        assert!(cut.chars().count() < 1_100);
+        assert!(cut.contains("characters cut to fit the context window"));
+        assert_eq!(cap_text("short", 1_000), "short");
     }
 
     #[test]

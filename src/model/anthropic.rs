@@ -450,8 +450,11 @@ impl MessageState {
 
     fn apply_usage(&mut self, usage: &Value) {
         let field = |name| usage.get(name).and_then(Value::as_u64);
+        // `input_tokens` leaves out what prompt caching wrote or read; all of it was input.
         if let Some(input) = field("input_tokens") {
-            self.usage.input_tokens = input;
+            self.usage.input_tokens = input
+                + field("cache_creation_input_tokens").unwrap_or(0)
+                + field("cache_read_input_tokens").unwrap_or(0);
         }
         // message_delta carries the cumulative output count.
         if let Some(output) = field("output_tokens") {
@@ -622,6 +625,19 @@ mod tests {
                 name: "file_write".into(),
                 arguments: json!({"path": "a.rs", "content": "x"}),
             }]
+        );
+    }
+
+    #[test]
+    fn cached_input_counts_as_input() {
+        let body = br#"{"content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"cache_creation_input_tokens":200,"cache_read_input_tokens":1000,"output_tokens":4}}"#;
+        let answer = provider("http://x").parse_body(body).unwrap();
+        assert_eq!(
+            answer.usage,
+            Usage {
+                input_tokens: 1210,
+                output_tokens: 4
+            }
         );
     }
 

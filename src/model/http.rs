@@ -211,7 +211,12 @@ const SPEND_CODES: &[&str] = &[
     "billing_not_active",
 ];
 const SPEND_PHRASES: &[&str] = &["credit balance is too low", "exceeded your current quota"];
-const CONTEXT_CODES: &[&str] = &["context_length_exceeded", "request_too_large"];
+const CONTEXT_CODES: &[&str] = &[
+    "context_length_exceeded",
+    "request_too_large",
+    // llama.cpp's server.
+    "exceed_context_size_error",
+];
 const CONTEXT_PHRASES: &[&str] = &[
     "prompt is too long",
     "maximum context length",
@@ -280,7 +285,9 @@ pub fn status_for_stream_error(info: &ErrorInfo) -> u16 {
         Some("authentication_error" | "invalid_api_key") => 401,
         Some("permission_error") => 403,
         Some("billing_error") => 402,
-        Some("invalid_request_error" | "context_length_exceeded") => 400,
+        Some("invalid_request_error" | "context_length_exceeded" | "exceed_context_size_error") => {
+            400
+        }
         Some("request_too_large") => 413,
         Some("overloaded_error") => 529,
         // Anything else reported mid-stream is the server's trouble.
@@ -525,6 +532,14 @@ mod tests {
         ));
         assert!(matches!(
             classify_body(400, "the request exceeds the available context size"),
+            ModelError::ContextOverflow { .. }
+        ));
+        // llama.cpp's server, as measured (a 9,030-token prompt against an 8,192 window).
+        let llama = r#"{"error":{"code":400,"message":"request (9030 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9030,"n_ctx":8192}}"#;
+        let info = ErrorInfo::from_body(llama);
+        assert!(info.has(CONTEXT_CODES));
+        assert!(matches!(
+            classify_body(400, llama),
             ModelError::ContextOverflow { .. }
         ));
         assert!(matches!(
