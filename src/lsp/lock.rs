@@ -127,7 +127,7 @@ impl Holder {
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     #[error(
-        "another `conclave serve` ({}) is already serving {}. Close that editor window, or stop that server (`kill {}`), then start Conclave here again",
+        "another Conclave server ({}) is already serving {}. Close that editor window, or stop that server (`kill {}`), then start Conclave here again",
         .holder.as_ref().map(Holder::describe).unwrap_or_else(|| "pid unknown".into()),
         .workspace.display(),
         .holder.as_ref().map(|h| h.pid.to_string()).unwrap_or_else(|| "<pid>".into())
@@ -188,7 +188,7 @@ impl WorkspaceLock {
                 return Err(held());
             };
             tracing::warn!(
-                "taking the workspace over from the conclave serve ({}): {why}",
+                "taking the workspace over from the Conclave server ({}): {why}",
                 old.describe()
             );
             if !take_over(&file, old.pid).map_err(io)? {
