@@ -46,8 +46,14 @@ fn the_demo_recovers_by_retry_takeover_and_escalation_and_writes_its_files() {
     let one = first_agent("[1/4] running on ");
     let two = first_agent("[2/4] running on ");
     assert!(one.is_some() && two.is_some() && one != two, "{err}");
-    assert!(err.contains("recovery [1/4] retry: "), "{err}");
-    assert!(err.contains("recovery [2/4] peer takeover: "), "{err}");
+    // Provider trouble (a 503, timeouts) is waited out; work trouble climbs the ladder.
+    assert!(
+        err.contains("recovery [1/4] provider wait: waiting for demo, next try in"),
+        "{err}"
+    );
+    assert!(err.contains("recovery [2/4] provider wait: "), "{err}");
+    assert!(err.contains("recovery [3/4] retry: "), "{err}");
+    assert!(err.contains("recovery [3/4] peer takeover: "), "{err}");
     assert!(
         err.contains("recovery [3/4] escalation to the supervisor: escalated to supervisor mid-1: proposed modify"),
         "{err}"

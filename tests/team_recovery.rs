@@ -221,7 +221,7 @@ async fn a_401_goes_to_the_top_layer_and_the_user_at_once() {
     assert!(
         report
             .markdown
-            .contains("**Error Type**: unauthorized (critical)"),
+            .contains("**Error Type**: auth (critical, fatal)"),
         "{}",
         report.markdown
     );
@@ -257,7 +257,7 @@ async fn a_subtask_that_outlives_its_timeout_is_stopped_and_retried() {
     );
     assert!(steps[0].2.contains("timeout"), "{}", steps[0].2);
     let detail = team.engine.task(&task.to_string()).unwrap();
-    assert_eq!(detail.errors[0].kind, "timeout");
+    assert_eq!(detail.errors[0].failure.kind, "timeout");
     assert_eq!(detail.summary.status, TaskStatus::Completed);
     team.engine.shutdown().await;
 }

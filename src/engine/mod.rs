@@ -532,9 +532,12 @@ fn resilient(
             severity,
             1,
             1,
-            format!("{}: {:?}", event.name, event.transition),
+            event.to_string(),
         );
+        // Provider-wide: it belongs to no single task (the wire keeps `taskId: ""`).
         step.task_id = String::new();
+        step.scope = crate::recovery::event::EventScope::Provider;
+        step.provider = Some(event.name.clone());
         let step = Arc::new(step);
         if let Some(store) = &store {
             store.record(crate::store::Record::Recovery(step.clone()));
@@ -567,33 +570,56 @@ fn files_of_subtasks(tasks: Tasks) -> crate::tools::WriteObserver {
     })
 }
 
-/// Replaces every agent the heartbeats report hung.
+/// Replaces every agent the heartbeats report hung. Level-triggered: the scheduler
+/// reports a hung agent every round until it is handled, and after a lagging receive
+/// the pool itself is read, so a hung agent is never left behind.
 fn spawn_hung_agent_watch(services: Arc<Services>) {
     let mut events = services.runtime.events.subscribe();
     let weak = Arc::downgrade(&services);
     drop(services);
     tokio::spawn(async move {
         loop {
-            match events.recv().await {
+            let hung: Vec<(AgentId, u32)> = match events.recv().await {
                 Ok(RuntimeEvent::AgentHung {
                     agent_id, missed, ..
-                }) => {
+                }) => vec![(agent_id, missed)],
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                     let Some(services) = weak.upgrade() else {
                         return;
                     };
-                    let reason = format!("missed {missed} heartbeats in a row");
-                    if let Err(e) =
-                        crate::team::replace::replace_agent(&services, agent_id, &reason).await
-                    {
-                        tracing::warn!(agent = %agent_id, "hung agent not replaced: {e}");
-                    }
+                    let mut hung = Vec::new();
+                    services.runtime.pool.for_each(|a| {
+                        let missed = a.missed_heartbeats();
+                        if missed >= crate::runtime::HUNG_AFTER_MISSED {
+                            hung.push((a.id(), missed));
+                        }
+                    });
+                    hung
                 }
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                Ok(_) => {
                     if weak.strong_count() == 0 {
                         return;
                     }
+                    continue;
                 }
                 Err(_) => return,
+            };
+            let Some(services) = weak.upgrade() else {
+                return;
+            };
+            for (agent_id, missed) in hung {
+                // Already replaced (a report from before the swap): nothing left to do.
+                if services.replaced.contains_key(&agent_id)
+                    || services.runtime.pool.get(agent_id).is_none()
+                {
+                    continue;
+                }
+                let reason = format!("missed {missed} heartbeats in a row");
+                if let Err(e) =
+                    crate::team::replace::replace_agent(&services, agent_id, &reason).await
+                {
+                    tracing::warn!(agent = %agent_id, "hung agent not replaced: {e}");
+                }
             }
         }
     });

@@ -15,8 +15,8 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use super::{Services, SubtaskAssignment, SubtaskReport};
-use crate::executor::{ExecutionOutcome, ExecutorError, SubtaskSpec};
-use crate::recovery::{Classify, Severity};
+use crate::executor::{ExecutionOutcome, SubtaskSpec};
+use crate::recovery::{Failure, FailureKind};
 use crate::runtime::{AgentBehavior, AgentContext, AgentError, AgentStatus, Message, MessageKind};
 
 pub const RESPONSIBILITIES: &str = "- Implement the subtask you are given, completely, using the tools.\n\
@@ -143,13 +143,10 @@ async fn run_subtask(
         assignment.subtask_id, assignment.attempt, assignment.description
     ));
     let Some(executor) = services.executor.clone() else {
-        return failed(
-            "llm_not_configured",
-            Severity::Critical,
-            false,
-            "no model is configured".into(),
-            None,
-        );
+        return failed(Failure::new(
+            FailureKind::InvalidConfig,
+            "no model is configured",
+        ));
     };
     let cancel = services.task_cancel(assignment.task_id).child_token();
     services
@@ -161,7 +158,13 @@ async fn run_subtask(
         system_prompt: ctx.system_prompt(RESPONSIBILITIES),
         context: assignment.context.clone(),
     };
-    let limit = Duration::from_millis(services.config.recovery.subtask_timeout_ms.max(1));
+    let limit = Duration::from_millis(
+        assignment
+            .time_limit_ms
+            .unwrap_or(services.config.recovery.subtask_timeout_ms)
+            .min(services.config.recovery.subtask_timeout_ms)
+            .max(1),
+    );
     let started = Instant::now();
     let mut live = LiveOutput::new(ctx.clone());
     let result = {
@@ -179,27 +182,20 @@ async fn run_subtask(
     let report = match result {
         Ok(Ok(outcome)) if outcome.success => completed(outcome),
         Ok(Ok(outcome)) => SubtaskReport::Failed {
-            kind: "incomplete".into(),
-            severity: Severity::Medium,
-            transient: false,
-            message: outcome.summary.clone(),
-            retry_after_ms: None,
+            failure: Failure::new(FailureKind::Incomplete, outcome.summary.clone()),
             files: paths(&outcome),
             partial_results: outcome.partial_results,
         },
-        Ok(Err(error)) => from_error(&error),
+        Ok(Err(error)) => failed(Failure::of(&error)),
         Err(_) => {
             cancel.cancel();
-            failed(
-                "timeout",
-                Severity::High,
-                true,
+            failed(Failure::new(
+                FailureKind::Timeout,
                 format!(
                     "the subtask did not finish within {} ms (recovery.subtaskTimeoutMs)",
                     limit.as_millis()
                 ),
-                None,
-            )
+            ))
         }
     };
     let succeeded = matches!(report, SubtaskReport::Completed { .. });
@@ -209,8 +205,12 @@ async fn run_subtask(
         SubtaskReport::Completed { summary, .. } => {
             format!("- done: {}", super::first_line(summary))
         }
-        SubtaskReport::Failed { kind, message, .. } => {
-            format!("- failed ({kind}): {}", super::first_line(message))
+        SubtaskReport::Failed { failure, .. } => {
+            format!(
+                "- failed ({}): {}",
+                failure.kind,
+                super::first_line(&failure.message)
+            )
         }
     };
     let _ = ctx.append_own_board(&line);
@@ -233,33 +233,13 @@ fn completed(outcome: ExecutionOutcome) -> SubtaskReport {
     }
 }
 
-fn failed(
-    kind: &str,
-    severity: Severity,
-    transient: bool,
-    message: String,
-    retry_after: Option<Duration>,
-) -> SubtaskReport {
+/// A report of `failure` (classified by the error's type, never by its words).
+fn failed(failure: Failure) -> SubtaskReport {
     SubtaskReport::Failed {
-        kind: kind.into(),
-        severity,
-        transient,
-        message,
-        retry_after_ms: retry_after.map(|d| d.as_millis() as u64),
+        failure,
         files: Vec::new(),
         partial_results: Vec::new(),
     }
-}
-
-/// Classifies by the error's type (Classify), never by its words.
-fn from_error(error: &ExecutorError) -> SubtaskReport {
-    failed(
-        error.kind(),
-        error.severity(),
-        error.is_transient(),
-        error.to_string(),
-        error.retry_after(),
-    )
 }
 
 /// Streams executor output onto the agent's whiteboard a line at a time, so the editor
