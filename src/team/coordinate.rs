@@ -15,6 +15,9 @@ use super::{Services, first_line};
 use crate::config::PlanQuorum;
 use crate::model::structured::{Plan, ask_json};
 use crate::model::{ChatMessage, ModelError, ModelRequest};
+use crate::recovery::ladder::{
+    History, LadderPolicy, Outcome, Step, decide, human_duration, provider_trouble,
+};
 use crate::recovery::{Failure, FailureKind, Scope};
 use crate::runtime::{
     AgentContext, AgentStatus, DecisionStatus, Layer, Message, MessageKind, Proposal, Quorum,
@@ -81,7 +84,7 @@ pub async fn run(ctx: AgentContext, services: Arc<Services>, task_id: TaskId) {
 async fn drive(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Result<(), Stop> {
     let task = s.tasks.get(task_id).ok_or(Stop::Cancelled)?;
     if task.subtasks.is_empty() {
-        plan_and_approve(ctx, s, &task).await?;
+        plan_waiting_out_the_provider(ctx, s, &task).await?;
     }
     s.tasks.update(task_id, |t| t.status = TaskStatus::Running);
     run_subtasks(ctx, s, task_id).await;
@@ -96,6 +99,60 @@ async fn drive(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Result
             .map_err(Stop::Failed)?;
     }
     Ok(())
+}
+
+/// Planning, with provider trouble waited out as the ladder says (the same waits, the
+/// same patience as a subtask's), so a rate limit or an outage while planning does not
+/// fail the task.
+async fn plan_waiting_out_the_provider(
+    ctx: &AgentContext,
+    s: &Arc<Services>,
+    task: &TaskRecord,
+) -> Result<(), Stop> {
+    let policy = LadderPolicy::from_config(&s.config.recovery, task.options.max_retries);
+    let mut history = History::default();
+    loop {
+        let failure = match plan_and_approve(ctx, s, task).await {
+            Err(Stop::Failed(failure)) if provider_trouble(&failure).is_some() => failure,
+            other => return other,
+        };
+        match decide(
+            &policy,
+            &mut history,
+            Outcome::Failed(failure.clone()),
+            rand::random(),
+        ) {
+            Step::WaitForProvider {
+                provider,
+                delay,
+                waited,
+                patience,
+            } => {
+                let mut event = super::recovery_event(
+                    task.id,
+                    None,
+                    ctx.id(),
+                    crate::recovery::RecoveryAction::WaitForProvider,
+                    crate::recovery::Severity::Medium,
+                    0,
+                    0,
+                    format!(
+                        "waiting for {provider} to plan, next try in {} (waited {} of {})",
+                        human_duration(delay),
+                        human_duration(waited),
+                        human_duration(patience)
+                    ),
+                );
+                event.delay_ms = Some(delay.as_millis() as u64);
+                event.provider = Some(provider);
+                s.recovery(event);
+                tokio::time::sleep(delay).await;
+                s.tasks.update(task.id, |t| t.subtasks.clear());
+            }
+            Step::GiveUp(outage) => return Err(Stop::Failed(outage)),
+            _ => return Err(Stop::Failed(failure)),
+        }
+    }
 }
 
 fn failure_of(error: &ModelError) -> Failure {
