@@ -389,13 +389,18 @@ async fn bad_requests_get_typed_errors() {
 
 async fn run_with_a_broken_dependency(
     continue_on_error: bool,
+    error: &str,
 ) -> (Vec<SubtaskStatus>, Vec<String>, bool) {
     let [w1, w2] = writes("Write the docs", "docs.md", "docs\n");
     let plan = json!({ "match": "Plan this task", "text": json!({ "subtasks": [
         { "description": "Generate the schema" },
         { "description": "Write the docs", "dependsOn": [0] }
     ] }).to_string() });
-    let team = start(json!([plan, { "match": "Generate the schema", "error": "forbidden", "repeat": true }, w1, w2]), config()).await;
+    let team = start(
+        json!([plan, { "match": "Generate the schema", "error": error, "repeat": true }, w1, w2]),
+        config(),
+    )
+    .await;
     let mut events = team.engine.subscribe();
     let task = team
         .engine
@@ -423,11 +428,12 @@ async fn run_with_a_broken_dependency(
     }
     let detail = team.engine.task(&task.to_string()).unwrap();
     let statuses = detail.summary.subtasks.iter().map(|s| s.status).collect();
-    let kinds = detail
+    let mut kinds: Vec<String> = detail
         .errors
         .iter()
         .map(|e| e.failure.kind.to_string())
         .collect();
+    kinds.dedup();
     let wrote = team.workspace.path().join("docs.md").exists();
     team.engine.shutdown().await;
     (statuses, kinds, wrote)
@@ -435,16 +441,24 @@ async fn run_with_a_broken_dependency(
 
 #[tokio::test(start_paused = true)]
 async fn a_failed_dependency_skips_its_dependents_unless_continue_on_error() {
-    let (statuses, kinds, wrote) = run_with_a_broken_dependency(false).await;
+    let (statuses, kinds, wrote) = run_with_a_broken_dependency(false, "context_overflow").await;
     assert_eq!(statuses, [SubtaskStatus::Failed, SubtaskStatus::Failed]);
-    assert_eq!(kinds, ["permission", "skipped"]);
+    assert_eq!(kinds, ["context_overflow", "skipped"]);
     assert!(!wrote);
 
-    let (statuses, kinds, wrote) = run_with_a_broken_dependency(true).await;
+    let (statuses, kinds, wrote) = run_with_a_broken_dependency(true, "context_overflow").await;
     assert_eq!(statuses, [SubtaskStatus::Failed, SubtaskStatus::Completed]);
-    assert_eq!(kinds, ["permission"]);
+    assert_eq!(kinds, ["context_overflow"]);
     assert!(
         wrote,
         "with continueOnError the dependent subtask ran anyway"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fatal_failure_stops_the_task_even_with_continue_on_error() {
+    let (statuses, kinds, wrote) = run_with_a_broken_dependency(true, "forbidden").await;
+    assert_eq!(statuses, [SubtaskStatus::Failed, SubtaskStatus::Failed]);
+    assert_eq!(kinds, ["permission", "skipped"]);
+    assert!(!wrote, "nothing starts after a fatal failure");
 }
