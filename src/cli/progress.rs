@@ -164,6 +164,7 @@ pub fn action_label(action: RecoveryAction) -> &'static str {
         RecoveryAction::GaveUp => "gave up",
         RecoveryAction::WaitForProvider => "provider wait",
         RecoveryAction::AgentHung => "agent hung",
+        RecoveryAction::CallRetry => "call retry",
     }
 }
 

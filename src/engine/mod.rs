@@ -544,8 +544,44 @@ fn resilient(
         }
         events.publish(RuntimeEvent::Recovery(step));
     });
+    // Call-level retries are recovery steps like any other: shown and stored, and
+    // attributed to the subtask whose attempt made the call.
+    let retry_events = runtime.events.clone();
+    let retry_store = runtime.store.clone();
+    let retry_listener: crate::recovery::backoff::RetryListener = Arc::new(move |retry| {
+        let Ok((task, subtask, agent)) = crate::team::WORK.try_with(|w| *w) else {
+            return;
+        };
+        let mut step = recovery_event(
+            task,
+            Some(subtask),
+            agent,
+            RecoveryAction::CallRetry,
+            retry.severity,
+            retry.attempt,
+            retry.max_attempts,
+            format!(
+                "{} ({}): {}; call retry {}/{} in {}",
+                retry.source,
+                retry.error_kind,
+                crate::recovery::failure::summarize(&retry.message, 100),
+                retry.attempt,
+                retry.max_attempts,
+                crate::recovery::ladder::human_duration(retry.delay)
+            ),
+        );
+        step.delay_ms = Some(retry.delay.as_millis() as u64);
+        step.provider = Some(retry.source.clone());
+        let step = Arc::new(step);
+        if let Some(store) = &retry_store {
+            store.record(crate::store::Record::Recovery(step.clone()));
+        }
+        retry_events.publish(RuntimeEvent::Recovery(step));
+    });
     Arc::new(
-        ResilientModel::new(provider, &config.recovery).with_breaker_listener(breaker_listener),
+        ResilientModel::new(provider, &config.recovery)
+            .with_breaker_listener(breaker_listener)
+            .with_retry_listener(retry_listener),
     )
 }
 

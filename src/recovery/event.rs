@@ -23,6 +23,8 @@ pub enum RecoveryAction {
     WaitForProvider,
     /// An agent stopped answering heartbeats (reported until it is handled).
     AgentHung,
+    /// A call-level retry of one model call (inside an attempt, before the ladder).
+    CallRetry,
 }
 
 impl RecoveryAction {
@@ -39,6 +41,7 @@ impl RecoveryAction {
             RecoveryAction::GaveUp => "gave_up",
             RecoveryAction::WaitForProvider => "wait_for_provider",
             RecoveryAction::AgentHung => "agent_hung",
+            RecoveryAction::CallRetry => "call_retry",
         }
     }
 }

@@ -169,7 +169,13 @@ async fn run_subtask(
     let mut live = LiveOutput::new(ctx.clone());
     let result = {
         let mut sink = |text: &str| live.push(text);
-        tokio::time::timeout(limit, executor.execute(&spec, cancel.clone(), &mut sink)).await
+        let work = (assignment.task_id, assignment.subtask_id, ctx.id());
+        super::WORK
+            .scope(
+                work,
+                tokio::time::timeout(limit, executor.execute(&spec, cancel.clone(), &mut sink)),
+            )
+            .await
     };
     live.flush();
     if services

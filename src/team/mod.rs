@@ -135,6 +135,12 @@ impl Services {
     }
 }
 
+tokio::task_local! {
+    /// The subtask attempt the current tokio task works on (set by bottom agents around
+    /// the executor), so call-level retries deep in a model call are attributed to it.
+    pub static WORK: (TaskId, SubtaskId, AgentId);
+}
+
 /// Builds a recovery event with the common fields filled in.
 #[allow(clippy::too_many_arguments)]
 pub fn recovery_event(

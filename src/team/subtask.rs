@@ -551,6 +551,24 @@ async fn run_subtask(
                     );
                     continue;
                 }
+                if spent >= limit {
+                    // The subtask's time is used up: no retry can follow.
+                    let timeout = Failure::new(
+                        FailureKind::Timeout,
+                        format!(
+                            "the subtask's attempts used up its {} (recovery.subtaskTimeoutMs); last error: {}",
+                            human_duration(limit),
+                            first_line(&failure.message)
+                        ),
+                    );
+                    let timeout = match history.first_failure() {
+                        Some(first) => timeout.caused_by(first),
+                        None if failure.kind != FailureKind::Timeout => timeout.caused_by(&failure),
+                        None => timeout,
+                    };
+                    give_up(s, task_id, subtask_id, assignee, timeout);
+                    return;
+                }
                 next = decide(
                     &policy,
                     &mut history,
