@@ -128,7 +128,7 @@ impl Default for RetryBudgetConfig {
     fn default() -> Self {
         RetryBudgetConfig {
             capacity: 10.0,
-            per_success: 0.5,
+            per_success: 1.0,
         }
     }
 }

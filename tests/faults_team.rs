@@ -2,209 +2,21 @@
 //! the resilient model with its breaker and retry budget) against a model that fails on
 //! a seeded plan, so a 60-second outage or a ten-minute patience take milliseconds.
 
+mod faults_support;
 mod team_support;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use faults_support::model::{FaultModel, Plan, http, unauthorized};
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use conclave::config::Config;
 use conclave::engine::{Engine, EngineSetup, SubmitTask};
-use conclave::model::{
-    ChatMessage, DeltaSink, ModelError, ModelProvider, ModelRequest, ModelResponse, StopReason,
-    ToolCall, Usage,
-};
 use conclave::recovery::{FailureKind, RecoveryAction};
 use conclave::runtime::{AgentStatus, RuntimeEvent, TaskOptions, TaskStatus};
 use conclave::store::Store;
-use serde_json::json;
 use tokio::time::Instant;
-
-/// How the model misbehaves.
-#[derive(Clone, Debug, Default)]
-struct Plan {
-    seed: u64,
-    /// Share of calls that fail transiently (a 500, 503, 429 or an unreadable answer).
-    rate: f64,
-    /// Every call in this window (after the first call) fails with a 503.
-    outage: Option<(Duration, Duration)>,
-    /// Every call after the first (the plan) fails with this.
-    dead_after_plan: Option<fn() -> ModelError>,
-    /// Every call after the first never answers.
-    hang_after_plan: bool,
-}
-
-/// An obedient model with seeded faults (the in-process twin of `faults_support`).
-struct FaultModel {
-    plan: Plan,
-    rng: Mutex<u64>,
-    started: Mutex<Option<Instant>>,
-    calls: AtomicU64,
-    faults: AtomicU64,
-    /// Calls answered: the logical calls the team needed.
-    answers: AtomicU64,
-}
-
-impl FaultModel {
-    fn new(plan: Plan) -> Arc<FaultModel> {
-        Arc::new(FaultModel {
-            rng: Mutex::new(plan.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
-            plan,
-            started: Mutex::new(None),
-            calls: AtomicU64::new(0),
-            faults: AtomicU64::new(0),
-            answers: AtomicU64::new(0),
-        })
-    }
-
-    fn unit(&self) -> f64 {
-        let mut x = self.rng.lock().unwrap();
-        *x ^= *x >> 12;
-        *x ^= *x << 25;
-        *x ^= *x >> 27;
-        (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn fault(&self, call: u64) -> Option<ModelError> {
-        let provider = "faulty".to_string();
-        let now = Instant::now();
-        let started = *self.started.lock().unwrap().get_or_insert(now);
-        if call > 1
-            && let Some(dead) = self.plan.dead_after_plan
-        {
-            return Some(dead());
-        }
-        if let Some((from, length)) = self.plan.outage
-            && call > 1
-            && now >= started + from
-            && now < started + from + length
-        {
-            return Some(http(503));
-        }
-        if self.unit() < self.plan.rate {
-            let which = self.unit();
-            return Some(if which < 0.25 {
-                http(500)
-            } else if which < 0.5 {
-                http(503)
-            } else if which < 0.75 {
-                ModelError::RateLimited {
-                    provider,
-                    retry_after: Some(Duration::from_secs(1)),
-                }
-            } else {
-                ModelError::Malformed {
-                    provider,
-                    message: "expected value at line 1 column 1".into(),
-                }
-            });
-        }
-        None
-    }
-}
-
-fn http(status: u16) -> ModelError {
-    ModelError::Http {
-        provider: "faulty".into(),
-        status,
-        excerpt: "upstream trouble".into(),
-    }
-}
-
-fn unauthorized() -> ModelError {
-    ModelError::Unauthorized {
-        provider: "faulty".into(),
-    }
-}
-
-fn answer(text: &str, tool_calls: Vec<ToolCall>) -> ModelResponse {
-    ModelResponse {
-        text: text.into(),
-        stop_reason: if tool_calls.is_empty() {
-            StopReason::EndTurn
-        } else {
-            StopReason::ToolUse
-        },
-        tool_calls,
-        usage: Usage::default(),
-    }
-}
-
-#[async_trait]
-impl ModelProvider for FaultModel {
-    fn name(&self) -> &str {
-        "faulty"
-    }
-
-    async fn complete(
-        &self,
-        request: &ModelRequest,
-        _on_delta: DeltaSink<'_>,
-    ) -> Result<ModelResponse, ModelError> {
-        let call = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        if call > 1 && self.plan.hang_after_plan {
-            std::future::pending::<()>().await;
-        }
-        if let Some(error) = self.fault(call) {
-            self.faults.fetch_add(1, Ordering::SeqCst);
-            return Err(error);
-        }
-        self.answers.fetch_add(1, Ordering::SeqCst);
-        let first = request
-            .messages
-            .iter()
-            .find_map(|m| match m {
-                ChatMessage::User { content } => Some(content.as_str()),
-                _ => None,
-            })
-            .unwrap_or("");
-        if first.starts_with("Plan this task for") {
-            let files = first
-                .split("Write the files:")
-                .nth(1)
-                .and_then(|rest| rest.lines().next())
-                .unwrap_or("");
-            let subtasks: Vec<_> = files
-                .split(',')
-                .filter_map(|pair| pair.trim().split_once('='))
-                .map(
-                    |(p, c)| json!({ "description": format!("Write {p} containing exactly: {c}") }),
-                )
-                .collect();
-            return Ok(answer(
-                &json!({ "subtasks": subtasks }).to_string(),
-                Vec::new(),
-            ));
-        }
-        if first.contains("Propose what to do") {
-            return Ok(answer(
-                r#"{"action": "reassign", "reason": "try another"}"#,
-                Vec::new(),
-            ));
-        }
-        if let Some(rest) = first.lines().next().and_then(|l| l.strip_prefix("Write "))
-            && let Some((path, content)) = rest.split_once(" containing exactly: ")
-        {
-            if request
-                .messages
-                .iter()
-                .any(|m| matches!(m, ChatMessage::Tool { .. }))
-            {
-                return Ok(answer(&format!("{path} is written."), Vec::new()));
-            }
-            return Ok(answer(
-                "",
-                vec![ToolCall {
-                    id: "call_1".into(),
-                    name: "file_write".into(),
-                    arguments: json!({ "path": path, "content": content }),
-                }],
-            ));
-        }
-        Ok(answer("Done.", Vec::new()))
-    }
-}
 
 fn config() -> Config {
     let mut config = team_support::config();

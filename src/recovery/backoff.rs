@@ -117,9 +117,9 @@ pub fn random_jitter() -> Jitter {
 /// bucket. A retry costs one token; a successful call earns `per_success` back, up to
 /// `capacity`. At a steady fault rate `p` with `n` attempts a call, retries cost about
 /// `p + p² + …` tokens per call and successes earn `per_success × (1 − pⁿ)`, so the
-/// default (capacity 10, 0.5 a success) never runs dry below ~30% faults, while a dead
-/// provider gets at most `capacity` retries from the whole team in all: the bound on
-/// amplification.
+/// default (capacity 10, 1 a success) never runs dry below ~50% faults, while the team
+/// never retries more than it succeeds plus `capacity`, and a dead provider gets at
+/// most `capacity` retries from the whole team in all: the bound on amplification.
 #[derive(Debug)]
 pub struct RetryBudget {
     capacity: f64,

@@ -14,6 +14,8 @@
 
 #![allow(dead_code)]
 
+pub mod model;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
