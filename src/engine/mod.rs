@@ -368,6 +368,14 @@ impl Engine {
             for st in t.subtasks.iter_mut().filter(|st| !st.status.is_finished()) {
                 st.status = SubtaskStatus::Cancelled;
             }
+            // Why the task ended, for the report (cancellation by the user is fatal).
+            t.errors.push(crate::runtime::TaskError::now(
+                crate::recovery::Failure::new(
+                    crate::recovery::FailureKind::Cancelled,
+                    "the task was cancelled by the user",
+                )
+                .with_scope(crate::recovery::Scope::Task { task_id: t.id }),
+            ));
         });
         self.services.task_cancel(task.id).cancel();
         self.services.approvals.withdraw_task(task.id);
