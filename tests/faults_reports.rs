@@ -21,14 +21,11 @@ async fn finish_and_report(team: &Team, task: TaskId) -> String {
         {
             break;
         }
-        match events.recv().await {
-            Ok(RuntimeEvent::ApprovalRequested(r)) => {
-                let _ = team.engine.resolve_approval(
-                    &r.approval_id.to_string(),
-                    ApprovalAnswer::new(ApprovalChoice::Abort),
-                );
-            }
-            Ok(_) | Err(_) => {}
+        if let Ok(RuntimeEvent::ApprovalRequested(r)) = events.recv().await {
+            let _ = team.engine.resolve_approval(
+                &r.approval_id.to_string(),
+                ApprovalAnswer::new(ApprovalChoice::Abort),
+            );
         }
     }
     let report = team
