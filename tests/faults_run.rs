@@ -3,6 +3,8 @@
 //! exit code, every file, the server's call counts, stderr and ERROR_REPORT.md.
 
 mod faults_support;
+#[allow(dead_code)]
+mod lsp_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -180,4 +182,65 @@ async fn a_401_is_not_retried_and_reaches_the_person_as_critical() {
     let report = std::fs::read_to_string(&reports[0]).unwrap();
     assert!(report.contains("auth (critical, fatal)"), "{report}");
     assert!(report.contains("Check the API key"), "{report}");
+}
+
+/// `conclave serve` against the same server: three tasks at 30% random transient faults
+/// all complete, an outage window is waited out, and the editor sees the waits as
+/// `wait_for_provider` recovery steps naming the provider; no agent ends failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_completes_every_task_through_faults_and_an_outage() {
+    let server = FaultServer::start(FaultPlan {
+        outage: Some((Duration::from_millis(1), Duration::from_secs(2))),
+        ..FaultPlan::random(0.3, 31)
+    })
+    .await;
+    let ws = workspace(&server, "");
+    let mut lsp = lsp_support::Server::spawn(ws.path()).await;
+    lsp.initialize(lsp_support::bare_capabilities(), serde_json::json!({}))
+        .await;
+    let groups = [
+        [("s1.txt", "one"), ("s2.txt", "two")],
+        [("s3.txt", "three"), ("s4.txt", "four")],
+        [("s5.txt", "five"), ("s6.txt", "six")],
+    ];
+    let mut ids = Vec::new();
+    for files in &groups {
+        ids.push(lsp.submit(&task_for(files)).await);
+    }
+    let wait = lsp
+        .notification("conclave/recoveryStatus", |p| {
+            p["action"] == "wait_for_provider"
+        })
+        .await;
+    assert_eq!(wait["provider"], server.provider_name().as_str(), "{wait}");
+    assert!(
+        wait["message"].as_str().unwrap().starts_with(&format!(
+            "waiting for {}, next try in",
+            server.provider_name()
+        )),
+        "{wait}"
+    );
+    for id in &ids {
+        lsp.task_status(id, "completed").await;
+    }
+    for files in &groups {
+        for (path, content) in files {
+            assert_eq!(
+                std::fs::read_to_string(ws.path().join(path))
+                    .ok()
+                    .as_deref(),
+                Some(*content)
+            );
+        }
+    }
+    let agents = lsp.call("conclave/listAgents", serde_json::json!({})).await;
+    assert!(
+        agents["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["status"] != "failed"),
+        "{agents}"
+    );
+    assert!(lsp.shutdown_and_exit().await.success());
 }

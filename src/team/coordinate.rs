@@ -137,7 +137,7 @@ async fn plan_waiting_out_the_provider(
                     0,
                     0,
                     format!(
-                        "waiting for {provider} to plan, next try in {} (waited {} of {})",
+                        "waiting for {provider}, next try in {} (planning; waited {} of {})",
                         human_duration(delay),
                         human_duration(waited),
                         human_duration(patience)
