@@ -3,7 +3,6 @@
 //! exit code, every file, the server's call counts, stderr and ERROR_REPORT.md.
 
 mod faults_support;
-#[allow(dead_code)]
 mod lsp_support;
 
 use std::path::{Path, PathBuf};
