@@ -52,7 +52,7 @@ async fn a_subtask_an_agent_keeps_failing_moves_to_an_idle_peer() {
             plan(&["Create a.txt"]),
             // Work trouble (not the provider's): high severity, 1 attempt + 1 retry, all
             // failing for the first agent.
-            { "match": "Create a.txt", "error": "context_overflow", "times": 2 },
+            { "match": "Create a.txt", "error": { "kind": "http", "status": 400 }, "times": 2 },
             w1, w2
         ]),
         config(),
@@ -100,7 +100,7 @@ async fn with_no_idle_peer_a_persistent_failure_goes_to_the_supervisor_who_modif
     let team = start(
         json!([
             plan(&["Create b.txt from the template"]),
-            { "match": "Create b.txt from the template", "error": "context_overflow", "times": 2 },
+            { "match": "Create b.txt from the template", "error": { "kind": "http", "status": 400 }, "times": 2 },
             { "match": "keeps failing", "text": "{\"action\": \"modify\", \"reason\": \"there is no template\", \"modifiedDescription\": \"Create b.txt with plain text\"}" },
             w1, w2
         ]),

@@ -318,6 +318,13 @@ pub fn render(header: &ReportHeader, tasks: &[TaskRecord], steps: &[RecoveryEven
             .unwrap_or_else(|| "n/a".into())
     );
 
+    // Tokens and cost per task (src/runtime/usage.rs).
+    let _ = writeln!(out, "## Token Usage\n");
+    for task in tasks {
+        let _ = writeln!(out, "- **{}**: {}", task.title, task.usage.total.describe());
+    }
+    let _ = writeln!(out);
+
     let _ = writeln!(out, "## Recommendations\n");
     let mut n = 0;
     let mut recommend = |text: &str| {
@@ -379,7 +386,7 @@ fn advice_for(kind: FailureKind) -> Option<&'static str> {
             "A decision was not made in time: answer approvals sooner, or raise `governance.decisionTtlMs`."
         }
         FailureKind::NoProgress => {
-            "An agent stopped making progress: make the subtask smaller or more concrete."
+            "The model stopped without making the changes the subtask asked for: make the task more explicit, or use a stronger model."
         }
         FailureKind::BadRequest | FailureKind::Server => {
             "The provider answered with an HTTP error; see the messages above."

@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use super::agent::AgentId;
 use super::events::{EventBus, RuntimeEvent};
+use super::usage::TaskUsage;
 use crate::recovery::{Failure, RecoveryEvent, Scope};
 use crate::store::{Record, Store};
 
@@ -202,6 +203,9 @@ pub struct TaskRecord {
     pub coordinator: Option<AgentId>,
     /// The plan decision the top layer signed.
     pub plan_decision: Option<Uuid>,
+    /// Tokens and cost so far (checkpoints from before usage was counted have none).
+    #[serde(default)]
+    pub usage: TaskUsage,
 }
 
 impl TaskRecord {
@@ -229,6 +233,7 @@ impl TaskRecord {
             errors: Vec::new(),
             coordinator: None,
             plan_decision: None,
+            usage: TaskUsage::default(),
         }
     }
 
@@ -288,6 +293,7 @@ impl TaskRecord {
             result: self.result.clone(),
             partial_results: self.partial_results.clone(),
             errors: self.errors.clone(),
+            usage: self.usage.clone(),
         }
     }
 }
@@ -330,6 +336,9 @@ pub struct TaskDetail {
     pub result: Option<String>,
     pub partial_results: Vec<String>,
     pub errors: Vec<TaskError>,
+    /// Tokens and cost, in all and by subtask and agent (an addition to PROTOCOL.md).
+    #[serde(default)]
+    pub usage: TaskUsage,
 }
 
 /// The live tasks, cheap to clone.

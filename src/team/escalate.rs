@@ -5,18 +5,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
 use serde::Deserialize;
 use serde_json::json;
-use uuid::Uuid;
 
 use super::Services;
 use crate::model::structured::{StructuredOutput, ask_json};
 use crate::model::{ChatMessage, ModelRequest};
-use crate::recovery::{Failure, Severity};
+use crate::recovery::Failure;
 use crate::runtime::{
-    AgentContext, AgentId, AgentStatus, ApprovalAnswer, ApprovalKind, ApprovalOption,
-    ApprovalRequest, Layer, Message, MessageKind, SubtaskId, TaskRecord,
+    AgentContext, AgentId, AgentStatus, ApprovalAnswer, ApprovalRequest, Layer, Message,
+    MessageKind, SubtaskId, TaskRecord,
 };
 
 /// PeerTakeoverCoordinator: asks idle peers of the failing agent, one at a time, to take
@@ -165,36 +163,32 @@ pub(super) async fn ask_person(
     description: &str,
     failure: &Failure,
 ) -> Option<ApprovalAnswer> {
-    let request = ApprovalRequest {
-        approval_id: Uuid::new_v4(),
-        kind: ApprovalKind::Escalation,
+    let position = task
+        .subtasks
+        .iter()
+        .position(|st| st.id == subtask_id)
+        .map(|index| (index + 1, task.subtasks.len()));
+    // The person sees what went wrong first, not only its latest consequence.
+    let (root_kind, root_message) = failure.root();
+    let error = if root_kind != failure.kind || root_message != failure.message {
+        format!(
+            "{}\n\nfirst error ({root_kind}): {root_message}",
+            failure.message
+        )
+    } else {
+        failure.message.clone()
+    };
+    let request = ApprovalRequest::escalation(crate::runtime::Escalation {
         task_id: task.id,
-        subtask_id: Some(subtask_id),
+        task_title: &task.title,
+        subtask_id,
+        position,
+        description,
         agent_id: assignee.to_string(),
         severity: failure.severity,
-        title: format!("A subtask of \"{}\" keeps failing", task.title),
-        detail: format!(
-            "**Subtask**: {description}\n\n**Error** ({}, {}):\n\n```\n{}\n```\n\nThe team retried{}. Choose how to go on.",
-            failure.kind,
-            failure.severity,
-            failure.message,
-            if failure.severity == Severity::Critical {
-                ""
-            } else {
-                ", tried a peer and its supervisor"
-            }
-        ),
-        proposed_solution: Some(match failure.severity {
-            Severity::Critical => {
-                "Fix the cause (credentials, quota, permissions), then retry.".into()
-            }
-            _ => "Modify the subtask to something the agents can do, or reassign it.".into(),
-        }),
-        diff: None,
-        command: None,
-        options: ApprovalOption::escalation(),
-        created_at: Utc::now(),
-    };
+        error_kind: failure.kind.as_str(),
+        error: &error,
+    });
     s.tasks.update(task.id, super::subtask::refresh_status);
     s.approvals.ask(request).await
 }

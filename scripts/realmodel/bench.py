@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Real-model benchmark: Conclave (`conclave run`) against one pi-coding-agent (print mode)
+on the same local model, on small coding tasks each checked by a script the agents never
+see, with and without injected faults. Not run in CI: one pass takes an hour or more.
+
+    scripts/realmodel/setup.sh && scripts/realmodel/serve.sh 1.5b 18080 &
+    cargo build --release && npm ci --prefix tests/pi
+    scripts/realmodel/bench.py [--systems conclave,pi] [--faults 0,0.3] [--tasks 01,02] \
+        [--out results.jsonl] [--timeout 900]
+
+Every model call goes through a small proxy in this script: it counts tokens (from the
+server's `usage`, or llama.cpp's `timings` when streaming) and, with --faults P, answers
+a share P of chat calls with a 503 instead of forwarding them. Per run it records: solved
+(the hidden check passed), claimed (Conclave's exit 0 = "completed"; pi exits 0 whenever
+it ends normally), wall time, model calls, faults injected and tokens. A "false
+completion" is a run claimed complete whose hidden check fails.
+"""
+
+import argparse
+import http.server
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+MODEL = "qwen2.5-coder-1.5b-instruct"
+
+
+class Proxy:
+    """Forwards /v1/* to the model server; counts tokens; injects faults."""
+
+    def __init__(self, upstream, fault_rate, seed=7):
+        self.upstream = upstream.rstrip("/")
+        self.fault_rate = fault_rate
+        self.random = random.Random(seed)
+        self.lock = threading.Lock()
+        self.reset()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                self.forward(None)
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                self.forward(self.rfile.read(length))
+
+            def forward(self, body):
+                chat = body is not None and self.path.endswith("/chat/completions")
+                if chat:
+                    with proxy.lock:
+                        proxy.calls += 1
+                        fault = proxy.random.random() < proxy.fault_rate
+                        if fault:
+                            proxy.faults += 1
+                    if fault:
+                        data = json.dumps({"error": {"message": "injected fault", "type": "server_error"}}).encode()
+                        self.send_response(503)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.write(data)
+                        return
+                request = urllib.request.Request(
+                    proxy.upstream + self.path,
+                    data=body,
+                    method="POST" if body is not None else "GET",
+                    headers={"Content-Type": "application/json"},
+                )
+                try:
+                    with urllib.request.urlopen(request, timeout=900) as response:
+                        status, headers, data = response.status, response.headers, response.read()
+                except urllib.error.HTTPError as e:
+                    status, headers, data = e.code, e.headers, e.read()
+                except Exception as e:  # the server went away: a 502 the agent can see
+                    status, headers, data = 502, {}, json.dumps({"error": {"message": str(e)}}).encode()
+                if chat:
+                    proxy.count(data)
+                self.send_response(status)
+                self.send_header("Content-Type", headers.get("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def reset(self):
+        with self.lock:
+            self.calls = self.faults = self.prompt_tokens = self.completion_tokens = 0
+
+    def count(self, data):
+        text = data.decode("utf-8", "replace")
+        usage = None
+        timings = None
+        for line in text.splitlines() if text.lstrip().startswith("data:") else [text]:
+            line = line[len("data:"):].strip() if line.startswith("data:") else line
+            if not line.startswith("{"):
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            usage = event.get("usage") or usage
+            timings = event.get("timings") or timings
+        with self.lock:
+            if usage:
+                self.prompt_tokens += usage.get("prompt_tokens", 0)
+                self.completion_tokens += usage.get("completion_tokens", 0)
+            elif timings:
+                self.prompt_tokens += timings.get("prompt_n", 0) + timings.get("cache_n", 0)
+                self.completion_tokens += timings.get("predicted_n", 0)
+
+
+def conclave_config(port, timeout_s):
+    return f"""[llm]
+provider = "openai"
+model = "{MODEL}"
+baseUrl = "http://127.0.0.1:{port}/v1"
+
+[team]
+top = 1
+mid = 1
+bottomPerMid = 1
+
+[recovery]
+# One call on a 1.5B model on 2 cores can take a minute (prompt processing).
+stepTimeoutMs = 240000
+subtaskTimeoutMs = {timeout_s * 1000}
+"""
+
+
+def run_conclave(binary, workspace, task, port, timeout_s):
+    (workspace / "conclave.toml").write_text(conclave_config(port, timeout_s))
+    return subprocess.run(
+        [str(binary), "run", "--approve", "auto", "--workspace", str(workspace), task],
+        cwd=workspace, capture_output=True, text=True, timeout=timeout_s,
+    )
+
+
+def run_pi(binary, workspace, task, port, timeout_s, agent_dir):
+    agent_dir.mkdir(parents=True, exist_ok=True)
+    (agent_dir / "models.json").write_text(json.dumps({"providers": {"conclave": {
+        "baseUrl": f"http://127.0.0.1:{port}/v1",
+        "api": "openai-completions",
+        "apiKey": "CONCLAVE_PI_API_KEY",
+        "compat": {"supportsStore": False, "supportsDeveloperRole": False,
+                   "supportsReasoningEffort": False, "maxTokensField": "max_tokens"},
+        "models": [{"id": MODEL, "name": MODEL, "reasoning": False, "input": ["text"]}],
+    }}}))
+    # Three call retries, as the issue measured pi with.
+    (agent_dir / "settings.json").write_text(json.dumps({"retry": {
+        "enabled": True, "maxRetries": 3, "baseDelayMs": 250,
+        "provider": {"maxRetries": 0, "timeoutMs": 240000, "maxRetryDelayMs": 8000},
+    }}))
+    env = dict(os.environ, PI_CODING_AGENT_DIR=str(agent_dir), PI_OFFLINE="1",
+               PI_TELEMETRY="0", CONCLAVE_PI_API_KEY="local")
+    return subprocess.run(
+        [str(binary), "-p", "--no-session", "--provider", "conclave", "--model", MODEL,
+         "--tools", "read,bash,edit,write", task],
+        cwd=workspace, env=env, capture_output=True, text=True, timeout=timeout_s,
+    )
+
+
+def hidden_check(task_dir, workspace):
+    try:
+        r = subprocess.run([sys.executable, str(task_dir / "check.py")], cwd=workspace,
+                           capture_output=True, text=True, timeout=120)
+        return r.returncode == 0, (r.stderr or r.stdout)[-400:]
+    except subprocess.TimeoutExpired:
+        return False, "check timed out"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--systems", default="conclave,pi")
+    parser.add_argument("--faults", default="0", help="comma-separated fault rates, e.g. 0,0.3")
+    parser.add_argument("--tasks", default="", help="comma-separated task prefixes (default: all)")
+    parser.add_argument("--upstream", default="http://127.0.0.1:18080")
+    parser.add_argument("--conclave", default=str(ROOT / "target/release/conclave"))
+    parser.add_argument("--pi", default=str(ROOT / "tests/pi/node_modules/.bin/pi"))
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per run")
+    parser.add_argument("--out", default=str(HERE / "results.jsonl"))
+    parser.add_argument("--keep", action="store_true", help="keep the workspaces")
+    args = parser.parse_args()
+
+    tasks = sorted(p for p in (HERE / "tasks").iterdir() if (p / "task.txt").is_file())
+    if args.tasks:
+        wanted = args.tasks.split(",")
+        tasks = [t for t in tasks if any(t.name.startswith(w) for w in wanted)]
+    systems = args.systems.split(",")
+    rates = [float(r) for r in args.faults.split(",")]
+    out = open(args.out, "a")
+    rows = []
+    for rate in rates:
+        proxy = Proxy(args.upstream, rate)
+        for task_dir in tasks:
+            for system in systems:
+                task = (task_dir / "task.txt").read_text().strip()
+                scratch = Path(tempfile.mkdtemp(prefix=f"bench-{system}-{task_dir.name}-"))
+                workspace = scratch / "ws"
+                if (task_dir / "files").is_dir():
+                    shutil.copytree(task_dir / "files", workspace)
+                else:
+                    workspace.mkdir()
+                proxy.reset()
+                started = time.monotonic()
+                try:
+                    if system == "conclave":
+                        r = run_conclave(args.conclave, workspace, task, proxy.port, args.timeout)
+                    else:
+                        r = run_pi(args.pi, workspace, task, proxy.port, args.timeout, scratch / "agent")
+                    code, tail = r.returncode, (r.stderr or "")[-1500:]
+                except subprocess.TimeoutExpired:
+                    code, tail = None, "timed out"
+                seconds = time.monotonic() - started
+                solved, why = hidden_check(task_dir, workspace)
+                row = {
+                    "system": system, "faultRate": rate, "task": task_dir.name,
+                    "solved": solved, "claimed": code == 0, "exit": code,
+                    "seconds": round(seconds, 1), "calls": proxy.calls, "faults": proxy.faults,
+                    "promptTokens": proxy.prompt_tokens, "completionTokens": proxy.completion_tokens,
+                    "check": "" if solved else why, "tail": "" if solved else tail,
+                    "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                }
+                rows.append(row)
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+                print(f"{rate:>4} {system:9} {task_dir.name:26} solved={solved!s:5} claimed={code == 0!s:5} "
+                      f"{seconds:6.0f}s calls={proxy.calls} faults={proxy.faults} "
+                      f"tokens={proxy.prompt_tokens}+{proxy.completion_tokens}", flush=True)
+                if not args.keep:
+                    shutil.rmtree(scratch, ignore_errors=True)
+        proxy.server.shutdown()
+    print()
+    print(summary(rows))
+
+
+def summary(rows):
+    lines = ["| system | faults | solved | false completions | time (total, mean) | model calls | tokens (prompt + completion) |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    keys = sorted({(r["system"], r["faultRate"]) for r in rows}, key=lambda k: (k[1], k[0]))
+    for system, rate in keys:
+        rs = [r for r in rows if r["system"] == system and r["faultRate"] == rate]
+        solved = sum(r["solved"] for r in rs)
+        false = sum(r["claimed"] and not r["solved"] for r in rs)
+        total = sum(r["seconds"] for r in rs)
+        lines.append(
+            f"| {system} | {int(rate * 100)}% | {solved} of {len(rs)} | {false} | "
+            f"{total / 60:.0f} min, {total / len(rs):.0f} s | {sum(r['calls'] for r in rs)} | "
+            f"{sum(r['promptTokens'] for r in rs)} + {sum(r['completionTokens'] for r in rs)} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--summary":
+        rows = [json.loads(l) for f in sys.argv[2:] for l in open(f) if l.strip()]
+        print(summary(rows))
+    else:
+        main()

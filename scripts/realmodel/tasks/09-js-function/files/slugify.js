@@ -1,0 +1,5 @@
+// Turns a title into a URL slug.
+function slugify(text) {
+}
+
+module.exports = { slugify };
