@@ -583,10 +583,9 @@ fn resilient(
             retry.attempt,
             retry.max_attempts,
             format!(
-                "{} ({}): {}; call retry {}/{} in {}",
-                retry.source,
+                "{}: {}; call retry {}/{} in {}",
                 retry.error_kind,
-                crate::recovery::failure::summarize(&retry.message, 100),
+                crate::recovery::failure::summarize(&retry.message, 160),
                 retry.attempt,
                 retry.max_attempts,
                 crate::recovery::ladder::human_duration(retry.delay)

@@ -170,6 +170,12 @@ impl ToolError {
     }
 }
 
+impl From<crate::recovery::backoff::Cancelled> for ToolError {
+    fn from(_: crate::recovery::backoff::Cancelled) -> ToolError {
+        ToolError::Cancelled
+    }
+}
+
 impl From<WriteError> for ToolError {
     fn from(error: WriteError) -> ToolError {
         match error {
