@@ -40,6 +40,10 @@ pub enum ModelError {
         provider: String,
         retry_in: Duration,
     },
+    /// A scripted model ran out of answers: a fault of the script, not of a provider,
+    /// and nothing a retry or a wait can fix.
+    #[error("{provider} sent a response Conclave cannot read: {message}")]
+    ScriptExhausted { provider: String, message: String },
     #[error("the model's answer was not the JSON asked for: {message}")]
     InvalidStructuredOutput { message: String },
     #[error("no model is configured: {message}")]
@@ -61,9 +65,9 @@ impl Classify for ModelError {
             ModelError::RateLimited { .. }
             | ModelError::Connection { .. }
             | ModelError::CircuitOpen { .. } => Severity::Medium,
-            ModelError::Malformed { .. } | ModelError::InvalidStructuredOutput { .. } => {
-                Severity::Medium
-            }
+            ModelError::Malformed { .. }
+            | ModelError::ScriptExhausted { .. }
+            | ModelError::InvalidStructuredOutput { .. } => Severity::Medium,
             ModelError::Cancelled => Severity::Low,
         }
     }
@@ -90,9 +94,9 @@ impl Classify for ModelError {
             ModelError::RateLimited { .. } => FailureKind::RateLimited,
             ModelError::Timeout { .. } => FailureKind::Timeout,
             ModelError::Connection { .. } => FailureKind::Connection,
-            ModelError::Malformed { .. } | ModelError::InvalidStructuredOutput { .. } => {
-                FailureKind::InvalidResponse
-            }
+            ModelError::Malformed { .. }
+            | ModelError::ScriptExhausted { .. }
+            | ModelError::InvalidStructuredOutput { .. } => FailureKind::InvalidResponse,
             ModelError::Unauthorized { .. } => FailureKind::Auth,
             ModelError::Forbidden { .. } => FailureKind::Permission,
             ModelError::ContextOverflow { .. } => FailureKind::ContextOverflow,
@@ -110,6 +114,7 @@ impl Classify for ModelError {
             ModelError::Timeout { .. } => "timeout",
             ModelError::Connection { .. } => "connection",
             ModelError::Malformed { .. } => "malformed_response",
+            ModelError::ScriptExhausted { .. } => "script_exhausted",
             ModelError::Unauthorized { .. } => "unauthorized",
             ModelError::Forbidden { .. } => "forbidden",
             ModelError::ContextOverflow { .. } => "context_overflow",
@@ -136,6 +141,7 @@ impl Classify for ModelError {
             | ModelError::Timeout { provider, .. }
             | ModelError::Connection { provider, .. }
             | ModelError::Malformed { provider, .. }
+            | ModelError::ScriptExhausted { provider, .. }
             | ModelError::Unauthorized { provider }
             | ModelError::Forbidden { provider, .. }
             | ModelError::ContextOverflow { provider, .. }
