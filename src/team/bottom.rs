@@ -169,11 +169,16 @@ async fn run_subtask(
     let mut live = LiveOutput::new(ctx.clone());
     let result = {
         let mut sink = |text: &str| live.push(text);
-        let work = (assignment.task_id, assignment.subtask_id, ctx.id());
+        // Time spent waiting for a person (approvals) does not count. Call-level retries
+        // deep in the model call are attributed to this attempt (WORK).
+        let work = executor.execute(&spec, cancel.clone(), &mut sink);
+        let owner = (assignment.task_id, assignment.subtask_id, ctx.id());
         super::WORK
             .scope(
-                work,
-                tokio::time::timeout(limit, executor.execute(&spec, cancel.clone(), &mut sink)),
+                owner,
+                services
+                    .approvals
+                    .timeout_besides_person(assignment.subtask_id, limit, work),
             )
             .await
     };

@@ -452,6 +452,7 @@ async fn run_subtask(
             .unwrap_or(1);
         after_wait = false;
         let started = Instant::now();
+        let with_person = s.approvals.time_with_person(subtask_id);
         let report = attempt(
             ctx,
             s,
@@ -463,7 +464,12 @@ async fn run_subtask(
             limit - spent,
         )
         .await;
-        spent += started.elapsed();
+        // Waiting for a person (approvals during the attempt) is not the subtask's time.
+        let person = s
+            .approvals
+            .time_with_person(subtask_id)
+            .saturating_sub(with_person);
+        spent += started.elapsed().saturating_sub(person);
         let report = match report {
             Attempt::Replaced(new) => {
                 assignee = new;
@@ -757,7 +763,21 @@ async fn attempt(
     // agent that stopped answering altogether.
     let patience = time_left + Duration::from_secs(10);
     let mut replacements = s.replacements.subscribe();
-    let request = ctx.bus.request(message, patience);
+    // Time the subtask spends waiting for a person does not count (the bus's own limit
+    // is only a backstop).
+    let (request_id, to) = (message.id, message.to);
+    let request = s.approvals.timeout_besides_person(
+        subtask_id,
+        patience,
+        ctx.bus.request(message, patience * 1000),
+    );
+    let request = async move {
+        request.await.unwrap_or(Err(BusError::ReplyTimeout {
+            request: request_id,
+            to,
+            after: patience,
+        }))
+    };
     tokio::pin!(request);
     let lost = |failure: Failure| SubtaskReport::Failed {
         failure,
