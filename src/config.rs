@@ -161,6 +161,32 @@ pub struct RecoveryConfig {
     pub severity: SeverityLadder,
     pub max_delay_ms: u64,
     pub breaker: BreakerConfig,
+    /// How long, in all, a subtask waits for a provider in trouble (rate limits, an
+    /// open breaker, an outage) before it ends as a provider outage.
+    pub provider_patience_ms: u64,
+    /// Call-level retries all agents share (a token bucket): a retry costs one token,
+    /// a success earns `retryBudget.perSuccess`. Bounds how many calls a failing
+    /// provider gets from the whole team.
+    pub retry_budget: RetryBudgetConfig,
+}
+
+/// The shared retry budget (see [`RecoveryConfig::retry_budget`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RetryBudgetConfig {
+    /// Tokens at the start and at most.
+    pub capacity: f64,
+    /// Tokens a successful call earns back.
+    pub per_success: f64,
+}
+
+impl Default for RetryBudgetConfig {
+    fn default() -> Self {
+        RetryBudgetConfig {
+            capacity: 10.0,
+            per_success: 1.0,
+        }
+    }
 }
 
 impl Default for RecoveryConfig {
@@ -173,6 +199,8 @@ impl Default for RecoveryConfig {
             severity: SeverityLadder::default(),
             max_delay_ms: 60_000,
             breaker: BreakerConfig::default(),
+            provider_patience_ms: 600_000,
+            retry_budget: RetryBudgetConfig::default(),
         }
     }
 }

@@ -49,8 +49,14 @@ fn the_demo_recovers_by_retry_takeover_and_escalation_and_writes_its_files() {
     let one = first_agent("[1/4] running on ");
     let two = first_agent("[2/4] running on ");
     assert!(one.is_some() && two.is_some() && one != two, "{err}");
-    assert!(err.contains("recovery [1/4] retry: "), "{err}");
-    assert!(err.contains("recovery [2/4] peer takeover: "), "{err}");
+    // Provider trouble (a 503, timeouts) is waited out; work trouble climbs the ladder.
+    assert!(
+        err.contains("recovery [1/4] provider wait: waiting for demo, next try in"),
+        "{err}"
+    );
+    assert!(err.contains("recovery [2/4] provider wait: "), "{err}");
+    assert!(err.contains("recovery [3/4] retry: "), "{err}");
+    assert!(err.contains("recovery [3/4] peer takeover: "), "{err}");
     assert!(
         err.contains("recovery [3/4] escalation to the supervisor: escalated to supervisor mid-1: proposed modify"),
         "{err}"
@@ -173,9 +179,11 @@ async fn the_editor_try_out_runs_its_suggested_tasks_and_answers_anything_else_p
             .iter()
             .all(|a| a["kind"] == "fileChange" && a["diff"]["before"] == "")
     );
+    // The try-out's injected provider failure is waited out (issue 13), visibly.
     let retry = server
         .notification("conclave/recoveryStatus", |p| {
-            p["taskId"] == first.as_str() && p["action"] == "retry"
+            p["taskId"] == first.as_str()
+                && (p["action"] == "retry" || p["action"] == "wait_for_provider")
         })
         .await;
     assert!(retry["message"].as_str().is_some(), "{retry}");

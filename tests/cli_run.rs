@@ -157,7 +157,7 @@ fn a_subtask_that_keeps_failing_with_approve_deny_exits_1_with_an_error_report()
     // Its dependant did not run.
     assert!(!ws.path().join("after.txt").exists());
     assert!(
-        err.contains("Subtasks: 0 completed, 2 failed (of 2)"),
+        err.contains("Subtasks: 0 completed, 1 failed, 1 skipped (of 2)"),
         "{err}"
     );
 
@@ -175,14 +175,12 @@ fn a_subtask_that_keeps_failing_with_approve_deny_exits_1_with_an_error_report()
         "{report}"
     );
     assert!(
-        report.contains("**Error Type**: http_status (high)"),
+        report.contains("**Error Type**: bad_request (high)"),
         "{report}"
     );
     assert!(report.contains("the spec is unreadable"), "{report}");
-    assert!(
-        report.contains("**Error Type**: dependency_failed"),
-        "{report}"
-    );
+    assert!(report.contains("| Skipped | 1 |"), "{report}");
+    assert!(report.contains("## Skipped\n\n- Write"), "{report}");
     assert!(report.contains("## Recovery"), "{report}");
     assert!(report.contains("| Peer Takeovers | 1 |"), "{report}");
     assert!(report.contains("| Escalations | 1 |"), "{report}");
@@ -279,10 +277,7 @@ fn a_plan_the_model_cannot_make_fails_the_task_with_exit_1_and_a_report() {
     let output = conclave(ws.path(), &["Write the files", "--approve", "deny"]);
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("task: invalid_structured_output (medium)"),
-        "{err}"
-    );
+    assert!(err.contains("task: invalid_response (medium)"), "{err}");
     let reports = error_reports(ws.path());
     assert_eq!(reports.len(), 1, "{err}");
     let report = std::fs::read_to_string(&reports[0]).unwrap();

@@ -52,7 +52,8 @@ async fn the_history_of_a_task_is_readable_and_compactable() {
         "decision",
         "\"Plan for: Keep a log\" approved (2 signature(s), 0 veto(es))",
         "task_assign → mid-",
-        "retry [medium]",
+        // The 503 is provider trouble: waited out (issue 13), not retried as a failure.
+        "wait_for_provider [medium]",
         "recovered",
         "wrote log.txt",
         "idle → working",
@@ -65,7 +66,7 @@ async fn the_history_of_a_task_is_readable_and_compactable() {
     assert!(
         entries
             .iter()
-            .any(|e| e["kind"] == "recovery" && e["detail"]["action"] == "retry")
+            .any(|e| e["kind"] == "recovery" && e["detail"]["action"] == "wait_for_provider")
     );
     let times: Vec<&str> = entries.iter().map(|e| e["at"].as_str().unwrap()).collect();
     let mut sorted = times.clone();
@@ -105,7 +106,7 @@ async fn the_history_of_a_task_is_readable_and_compactable() {
         "the messages were folded away:\n{out}"
     );
     assert!(
-        out.contains("\"retry\":1"),
+        out.contains("\"wait_for_provider\":1"),
         "the summary keeps the recovery counts:\n{out}"
     );
     // Compacting again finds nothing new.

@@ -139,7 +139,11 @@ fn settings() -> BuiltinSettings {
     }
 }
 
-fn executor(root: &Path, model: Arc<ScriptedModel>, settings: BuiltinSettings) -> BuiltinExecutor {
+fn executor(
+    root: &Path,
+    model: Arc<dyn ModelProvider>,
+    settings: BuiltinSettings,
+) -> BuiltinExecutor {
     let sandbox = Sandbox::new(root).unwrap();
     let writer = Arc::new(DiskWriter::new(sandbox.clone()));
     let tools = ToolRegistry::new(
@@ -458,13 +462,27 @@ async fn a_model_error_ends_the_execution() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_model_call_past_the_step_timeout_is_a_step_timeout() {
+async fn a_model_call_past_the_step_timeout_is_a_timeout_of_the_model_call() {
+    // The step timeout has one owner, the resilient model, where a timed-out call is
+    // retried (here: one attempt, so the timeout comes back as the call's error).
     let dir = tempfile::tempdir().unwrap();
     let model = ScriptedModel::new(vec![Turn::Hang]);
-    let executor = executor(dir.path(), model.clone(), settings());
+    let recovery = conclave::config::RecoveryConfig {
+        step_timeout_ms: 30_000,
+        call: conclave::config::CallRetryConfig {
+            max_attempts: 1,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let resilient = Arc::new(conclave::model::ResilientModel::new(
+        model.clone(),
+        &recovery,
+    ));
+    let executor = executor(dir.path(), resilient, settings());
     let (result, _) = execute(&executor, &spec("Anything")).await;
     assert!(
-        matches!(result, Err(ExecutorError::StepTimeout(t)) if t == Duration::from_secs(30)),
+        matches!(result, Err(ExecutorError::Model(ModelError::Timeout { timeout, .. })) if timeout == Duration::from_secs(30)),
         "{result:?}"
     );
 }

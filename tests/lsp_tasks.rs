@@ -56,13 +56,25 @@ async fn a_task_runs_to_completion_with_notifications_progress_and_every_query()
         "answered at once, with the id only"
     );
 
-    // The retry of b.txt is a recovery step, with its severity and attempt counts.
-    let retry = server
-        .notification("conclave/recoveryStatus", |p| p["action"] == "retry")
+    // The 503 of b.txt is provider trouble: the subtask waits for the provider, a
+    // recovery step with its scope, provider, wait and severity.
+    let wait = server
+        .notification("conclave/recoveryStatus", |p| {
+            p["action"] == "wait_for_provider"
+        })
         .await;
-    assert_eq!(retry["taskId"], id);
-    assert!(retry["maxAttempts"].as_u64().unwrap() >= 1, "{retry}");
-    assert!(retry["severity"].is_string() && retry["at"].is_string());
+    assert_eq!(wait["taskId"], id);
+    assert_eq!(wait["scope"], "subtask");
+    assert_eq!(wait["provider"], "scripted");
+    assert!(wait["delayMs"].is_u64(), "{wait}");
+    assert!(
+        wait["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("waiting for scripted, next try in"),
+        "{wait}"
+    );
+    assert!(wait["severity"].is_string() && wait["at"].is_string());
 
     let done = server.task_status(&id, "completed").await;
     assert_eq!(done["progress"], 100);
@@ -141,7 +153,10 @@ async fn a_task_runs_to_completion_with_notifications_progress_and_every_query()
         .call("conclave/taskLog", json!({ "taskId": id }))
         .await;
     let text = log["text"].as_str().unwrap();
-    assert!(text.contains("a.txt") && text.contains("retry"), "{text}");
+    assert!(
+        text.contains("a.txt") && text.contains("wait_for_provider"),
+        "{text}"
+    );
     assert_eq!(
         log["entries"].as_array().unwrap().len(),
         text.lines().count()

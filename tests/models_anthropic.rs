@@ -356,14 +356,15 @@ async fn prompt_too_long_and_billing_are_typed() {
 }
 
 #[tokio::test]
-async fn a_malformed_stream_is_an_error() {
+/// A malformed stream is retried like any fault of the moment (3 attempts), then an error.
+async fn a_malformed_stream_is_retried_then_an_error() {
     let server = MockServer::start().await;
     messages()
         .respond_with(ResponseTemplate::new(200).set_body_raw(
             "event: message_start\ndata: {not json\n\n",
             "text/event-stream",
         ))
-        .expect(1)
+        .expect(3)
         .mount(&server)
         .await;
     let (model, _) = resilient(provider(&server, true), &fast_recovery());

@@ -354,13 +354,15 @@ async fn quota_and_context_errors_are_typed() {
 }
 
 #[tokio::test]
-async fn a_malformed_body_is_not_retried() {
+/// A garbage body is a fault of the moment, like a 500: retried (3 attempts), then
+/// returned as it is.
+async fn a_malformed_body_is_retried_then_returned() {
     let server = MockServer::start().await;
     completions()
         .respond_with(
             ResponseTemplate::new(200).set_body_raw("<html>proxy error</html>", "application/json"),
         )
-        .expect(1)
+        .expect(3)
         .mount(&server)
         .await;
     let (model, _) = resilient(provider(&server, false), &fast_recovery());

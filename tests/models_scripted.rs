@@ -187,7 +187,7 @@ async fn an_exhausted_script_names_the_request() {
         .await
         .0
         .unwrap_err();
-    assert!(matches!(err, ModelError::Malformed { .. }), "{err:?}");
+    assert!(matches!(err, ModelError::ScriptExhausted { .. }), "{err:?}");
     assert!(!err.is_transient());
     let text = err.to_string();
     assert!(

@@ -17,6 +17,9 @@ const ALLOWED: &[(AgentStatus, AgentStatus)] = &[
     (Initializing, Failed),
     (Idle, Working),
     (Idle, WaitingApproval),
+    // Between attempts: waiting for the provider, or out of retries (issue 13).
+    (Idle, Blocked),
+    (Idle, Failed),
     (Idle, ShuttingDown),
     (Working, Idle),
     (Working, Blocked),
@@ -26,6 +29,7 @@ const ALLOWED: &[(AgentStatus, AgentStatus)] = &[
     (WaitingApproval, Idle),
     (WaitingApproval, Blocked),
     (Blocked, Working),
+    (Blocked, Idle),
     (Blocked, Failed),
     (Failed, Working),
     (Failed, Terminated),

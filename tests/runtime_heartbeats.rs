@@ -60,6 +60,19 @@ async fn an_agent_that_stops_acking_is_reported_hung_after_two_missed_beats() {
     // The same round already sent beat 5, which the healthy agent may have taken by now.
     assert_eq!(healthy.metrics().heartbeats_missed, 0);
     assert!(healthy.metrics().heartbeats_responded >= 4);
+
+    // Level-triggered: while it stays hung it is reported again every round, so a
+    // watcher that missed one report gets the next, and its state can be read any time.
+    let again = next_event(&mut events, |e| matches!(e, RuntimeEvent::AgentHung { .. })).await;
+    let RuntimeEvent::AgentHung {
+        agent_id, missed, ..
+    } = again
+    else {
+        unreachable!()
+    };
+    assert_eq!((agent_id, missed), (stuck.id(), 3));
+    assert_eq!(stuck.missed_heartbeats(), 3);
+    assert_eq!(healthy.missed_heartbeats(), 0);
 }
 
 #[tokio::test(start_paused = true)]

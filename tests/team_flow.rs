@@ -109,7 +109,7 @@ async fn a_task_is_planned_signed_and_its_files_written() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_temporary_failure_is_recovered_by_retry() {
+async fn a_temporary_provider_failure_is_waited_out_without_spending_an_attempt() {
     let [w1, w2] = writes("Create notes.md", "notes.md", "# Notes\n");
     let team = start(
         json!([
@@ -124,7 +124,8 @@ async fn a_temporary_failure_is_recovered_by_retry() {
     let task = team.submit("Take notes");
     let summary = team.engine.wait_for(task).await.unwrap();
     assert_eq!(summary.status, TaskStatus::Completed);
-    assert_eq!(summary.subtasks[0].attempts, 2);
+    // Provider trouble is waiting, not failing: no attempt is spent on it.
+    assert_eq!(summary.subtasks[0].attempts, 1);
     assert_eq!(team.read("notes.md"), "# Notes\n");
 
     let mut actions = Vec::new();
@@ -137,16 +138,16 @@ async fn a_temporary_failure_is_recovered_by_retry() {
         actions,
         [
             (
-                RecoveryAction::Retry,
+                RecoveryAction::WaitForProvider,
                 conclave::recovery::Severity::Medium,
-                1,
-                2
+                0,
+                0
             ),
             (
                 RecoveryAction::Recovered,
                 conclave::recovery::Severity::Low,
-                2,
-                2
+                1,
+                1
             ),
         ]
     );

@@ -50,8 +50,9 @@ async fn a_subtask_an_agent_keeps_failing_moves_to_an_idle_peer() {
     let team = start(
         json!([
             plan(&["Create a.txt"]),
-            // Medium severity: 1 attempt + 2 retries, all failing for the first agent.
-            { "match": "Create a.txt", "error": { "kind": "http", "status": 500 }, "times": 3 },
+            // Work trouble (not the provider's): high severity, 1 attempt + 1 retry, all
+            // failing for the first agent.
+            { "match": "Create a.txt", "error": { "kind": "http", "status": 400 }, "times": 2 },
             w1, w2
         ]),
         config(),
@@ -64,14 +65,13 @@ async fn a_subtask_an_agent_keeps_failing_moves_to_an_idle_peer() {
         actions(&steps),
         [
             RecoveryAction::Retry,
-            RecoveryAction::Retry,
             RecoveryAction::PeerTakeover,
             RecoveryAction::Recovered
         ]
     );
     let detail = team.engine.task(&task.to_string()).unwrap();
     assert_eq!(detail.summary.status, TaskStatus::Completed);
-    assert_eq!(detail.summary.subtasks[0].attempts, 4);
+    assert_eq!(detail.summary.subtasks[0].attempts, 3);
     let first_failer = team
         .store
         .messages(Some(task.to_string()))
@@ -100,7 +100,7 @@ async fn with_no_idle_peer_a_persistent_failure_goes_to_the_supervisor_who_modif
     let team = start(
         json!([
             plan(&["Create b.txt from the template"]),
-            { "match": "Create b.txt from the template", "error": { "kind": "http", "status": 500 }, "times": 3 },
+            { "match": "Create b.txt from the template", "error": { "kind": "http", "status": 400 }, "times": 2 },
             { "match": "keeps failing", "text": "{\"action\": \"modify\", \"reason\": \"there is no template\", \"modifiedDescription\": \"Create b.txt with plain text\"}" },
             w1, w2
         ]),
@@ -114,12 +114,11 @@ async fn with_no_idle_peer_a_persistent_failure_goes_to_the_supervisor_who_modif
         actions(&steps),
         [
             RecoveryAction::Retry,
-            RecoveryAction::Retry,
             RecoveryAction::EscalateToSupervisor,
             RecoveryAction::Recovered
         ]
     );
-    assert!(steps[2].2.contains("proposed modify"), "{}", steps[2].2);
+    assert!(steps[1].2.contains("proposed modify"), "{}", steps[1].2);
     let detail = team.engine.task(&task.to_string()).unwrap();
     assert_eq!(
         detail.summary.subtasks[0].description, "Create b.txt with plain text",
@@ -221,7 +220,7 @@ async fn a_401_goes_to_the_top_layer_and_the_user_at_once() {
     assert!(
         report
             .markdown
-            .contains("**Error Type**: unauthorized (critical)"),
+            .contains("**Error Type**: auth (critical, fatal)"),
         "{}",
         report.markdown
     );
@@ -230,7 +229,9 @@ async fn a_401_goes_to_the_top_layer_and_the_user_at_once() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_subtask_that_outlives_its_timeout_is_stopped_and_retried() {
+async fn a_subtask_that_outlives_its_timeout_is_stopped_and_fails_with_a_timeout() {
+    // recovery.subtaskTimeoutMs bounds all attempts together: an attempt that uses it
+    // up is stopped, and no retry follows.
     let mut config = config();
     config.recovery.subtask_timeout_ms = 2_000;
     let [w1, w2] = writes("Create slow.txt", "slow.txt", "done\n");
@@ -245,11 +246,10 @@ async fn a_subtask_that_outlives_its_timeout_is_stopped_and_retried() {
     .await;
     let mut events = team.engine.subscribe();
     let task = team.submit("Be slow once");
+    let started = tokio::time::Instant::now();
     let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
-    assert_eq!(
-        actions(&steps),
-        [RecoveryAction::Retry, RecoveryAction::Recovered]
-    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(actions(&steps), [RecoveryAction::GaveUp]);
     assert_eq!(
         steps[0].1,
         Severity::High,
@@ -257,8 +257,27 @@ async fn a_subtask_that_outlives_its_timeout_is_stopped_and_retried() {
     );
     assert!(steps[0].2.contains("timeout"), "{}", steps[0].2);
     let detail = team.engine.task(&task.to_string()).unwrap();
-    assert_eq!(detail.errors[0].kind, "timeout");
-    assert_eq!(detail.summary.status, TaskStatus::Completed);
+    assert_eq!(detail.errors[0].failure.kind, "timeout");
+    assert!(
+        detail.errors[0]
+            .failure
+            .message
+            .contains("recovery.subtaskTimeoutMs"),
+        "{:?}",
+        detail.errors
+    );
+    assert_eq!(detail.summary.status, TaskStatus::Failed);
+    assert_eq!(detail.summary.subtasks[0].attempts, 1);
+    let report = team
+        .engine
+        .error_report(Some(&task.to_string()))
+        .await
+        .unwrap();
+    assert!(
+        report.markdown.contains("**Error Type**: timeout (high)"),
+        "{}",
+        report.markdown
+    );
     team.engine.shutdown().await;
 }
 

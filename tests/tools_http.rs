@@ -201,3 +201,51 @@ async fn a_refused_connection_is_a_transient_transport_error() {
     );
     assert!(err.is_transient());
 }
+
+#[tokio::test]
+async fn transient_failures_of_idempotent_requests_are_retried_and_posts_are_not() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/flaky"))
+        .respond_with(ResponseTemplate::new(503).set_body_string("busy"))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/flaky"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("fine"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/once"))
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let tools = registry(dir.path(), HttpSettings::default());
+    let ok = run(
+        &tools,
+        json!({ "method": "GET", "url": format!("{}/flaky", server.uri()) }),
+    )
+    .await
+    .unwrap();
+    assert!(ok.content.contains("fine"), "{}", ok.content);
+    let err = run(
+        &tools,
+        json!({ "method": "POST", "url": format!("{}/once", server.uri()), "body": "x" }),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(err, ToolError::HttpStatus { status: 503, .. }),
+        "{err:?}"
+    );
+    let posts = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .count();
+    assert_eq!(posts, 1, "a POST is never repeated behind the model's back");
+}

@@ -267,6 +267,9 @@ pub fn recovery_line(step: &RecoveryEvent, name_of: &dyn Fn(AgentId) -> String) 
         RecoveryAction::GaveUp => "✗ gave up".to_string(),
         RecoveryAction::CircuitOpen => "⚠ the model provider is failing; calls pause".to_string(),
         RecoveryAction::CircuitClosed => "✓ the model provider answers again".to_string(),
+        RecoveryAction::WaitForProvider => "⏸ waiting for the model provider".to_string(),
+        RecoveryAction::CallRetry => "↻ call retried".to_string(),
+        RecoveryAction::AgentHung => format!("⚠ {} stopped answering", agent()),
     };
     if step.message.trim().is_empty() {
         head
@@ -346,7 +349,7 @@ pub fn final_message(detail: &TaskDetail, error_report: Option<&Path>) -> String
         for error in &detail.errors {
             text.push_str(&format!(
                 "\n- {} ({}): {}",
-                error.kind, error.severity, error.message
+                error.failure.kind, error.failure.severity, error.failure.message
             ));
         }
         if !detail.partial_results.is_empty() {
@@ -525,6 +528,8 @@ mod tests {
             max_attempts: 3,
             delay_ms,
             message: "503 from the provider".into(),
+            scope: Default::default(),
+            provider: None,
             files: None,
             at: Utc::now(),
         }

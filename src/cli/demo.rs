@@ -8,12 +8,12 @@
 //!
 //! The scenario: a mid agent plans four subtasks, the top layer signs the plan (rules
 //! review), and bottom agents write four files, while the script injects failures:
-//! 1. `convert.py` — one HTTP 503, recovered by a retry;
-//! 2. `cli.py` — the first agent's calls time out until its retries are used up; an idle
-//!    peer takes the subtask over and finishes it;
-//! 3. `test_convert.py` — the subtask overflows the model's context for every agent; it
-//!    is escalated to the supervisor, whose model-proposed solution (`modify`) narrows it,
-//!    and the narrowed subtask succeeds;
+//! 1. `convert.py` — one HTTP 503: provider trouble, so the subtask waits for the
+//!    provider (visibly, costing no attempt) and goes on;
+//! 2. `cli.py` — two calls time out: the subtask waits for the provider again;
+//! 3. `test_convert.py` — the subtask overflows the model's context for every agent: it
+//!    is retried, handed to an idle peer, then escalated to the supervisor, whose
+//!    model-proposed solution (`modify`) narrows it, and the narrowed subtask succeeds;
 //! 4. `README.md` — no trouble.
 //!
 //! The demo checks it went as scripted (every subtask completed, each recovery path
@@ -147,6 +147,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         problems.push("not every subtask completed".to_string());
     }
     for (action, what) in [
+        (RecoveryAction::WaitForProvider, "a wait for the provider"),
         (RecoveryAction::Retry, "a retry"),
         (RecoveryAction::PeerTakeover, "a peer takeover"),
         (RecoveryAction::EscalateToSupervisor, "an escalation"),

@@ -162,6 +162,9 @@ pub fn action_label(action: RecoveryAction) -> &'static str {
         RecoveryAction::CircuitClosed => "circuit breaker closed",
         RecoveryAction::Recovered => "recovered",
         RecoveryAction::GaveUp => "gave up",
+        RecoveryAction::WaitForProvider => "provider wait",
+        RecoveryAction::AgentHung => "agent hung",
+        RecoveryAction::CallRetry => "call retry",
     }
 }
 
@@ -175,15 +178,9 @@ fn approval_kind(kind: ApprovalKind) -> &'static str {
 }
 
 /// The first line of `text`, at most `max` characters (with an ellipsis when cut).
+/// The first line of `text` in at most about `max` characters, cut between words.
 pub fn clip(text: &str, max: usize) -> String {
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let line = line.trim();
-    if line.chars().count() <= max {
-        return line.to_string();
-    }
-    let mut cut: String = line.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
+    conclave::recovery::failure::summarize(text, max.saturating_sub(1))
 }
 
 impl TaskView {

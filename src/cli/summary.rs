@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use conclave::recovery::RecoveryAction;
+use conclave::recovery::{FailureKind, RecoveryAction};
 use conclave::runtime::{DecisionStatus, SubtaskStatus};
 
 use super::progress::{Style, action_label, clip, plural, subtask_status, task_status};
@@ -19,11 +19,25 @@ pub fn render(finished: &mut Finished, style: Style) -> String {
         .iter()
         .filter(|s| s.status == SubtaskStatus::Completed)
         .count();
+    // A subtask that never ran because a dependency failed is skipped, not failed.
+    let skipped_ids: Vec<_> = finished
+        .detail
+        .errors
+        .iter()
+        .filter(|e| e.failure.kind == FailureKind::Skipped)
+        .filter_map(|e| e.subtask_id())
+        .collect();
+    let skipped = summary
+        .subtasks
+        .iter()
+        .filter(|s| s.status == SubtaskStatus::Failed && skipped_ids.contains(&s.subtask_id))
+        .count();
     let failed = summary
         .subtasks
         .iter()
         .filter(|s| s.status == SubtaskStatus::Failed)
-        .count();
+        .count()
+        - skipped;
     let status = match summary.status {
         conclave::runtime::TaskStatus::Completed => style.green("completed"),
         other => style.red(task_status(other)),
@@ -32,8 +46,12 @@ pub fn render(finished: &mut Finished, style: Style) -> String {
     let _ = writeln!(out, "  Task: \"{}\" — {status}", clip(&summary.title, 90));
     let _ = writeln!(
         out,
-        "  Subtasks: {completed} completed, {failed} failed{} (of {total})",
-        match total - completed - failed {
+        "  Subtasks: {completed} completed, {failed} failed{}{} (of {total})",
+        match skipped {
+            0 => String::new(),
+            n => format!(", {n} skipped"),
+        },
+        match total - completed - failed - skipped {
             0 => String::new(),
             other => format!(", {other} not finished"),
         }
@@ -47,10 +65,32 @@ pub fn render(finished: &mut Finished, style: Style) -> String {
             .errors
             .iter()
             .rev()
-            .find(|e| e.subtask_id == Some(s.subtask_id));
+            .find(|e| e.subtask_id() == Some(s.subtask_id));
+        let first = finished
+            .detail
+            .errors
+            .iter()
+            .find(|e| e.subtask_id() == Some(s.subtask_id));
         let why = match error {
+            Some(e) if e.failure.kind == FailureKind::Skipped => {
+                format!("skipped: {}", clip(&e.failure.message, 100))
+            }
             Some(e) if s.status == SubtaskStatus::Failed => {
-                format!("{} ({}): {}", e.kind, e.severity, clip(&e.message, 100))
+                let mut why = format!(
+                    "{} ({}): {}",
+                    e.failure.kind,
+                    e.failure.severity,
+                    clip(&e.failure.message, 100)
+                );
+                // The first error is the cause; the last is often only its consequence.
+                let (kind, message) = match first {
+                    Some(first) if !std::ptr::eq(first, e) => first.failure.root(),
+                    _ => e.failure.root(),
+                };
+                if kind != e.failure.kind || message != e.failure.message {
+                    why.push_str(&format!("; first error {kind}: {}", clip(message, 80)));
+                }
+                why
             }
             _ => subtask_status(s.status).to_string(),
         };
@@ -66,15 +106,15 @@ pub fn render(finished: &mut Finished, style: Style) -> String {
         .detail
         .errors
         .iter()
-        .filter(|e| e.subtask_id.is_none())
+        .filter(|e| e.subtask_id().is_none())
     {
         let _ = writeln!(
             out,
             "    {} task: {} ({}): {}",
             style.red("✗"),
-            e.kind,
-            e.severity,
-            clip(&e.message, 120)
+            e.failure.kind,
+            e.failure.severity,
+            clip(&e.failure.message, 120)
         );
     }
     let files = &finished.detail.files_written;

@@ -554,17 +554,55 @@ fn resilient(
             severity,
             1,
             1,
-            format!("{}: {:?}", event.name, event.transition),
+            event.to_string(),
         );
+        // Provider-wide: it belongs to no single task (the wire keeps `taskId: ""`).
         step.task_id = String::new();
+        step.scope = crate::recovery::event::EventScope::Provider;
+        step.provider = Some(event.name.clone());
         let step = Arc::new(step);
         if let Some(store) = &store {
             store.record(crate::store::Record::Recovery(step.clone()));
         }
         events.publish(RuntimeEvent::Recovery(step));
     });
+    // Call-level retries are recovery steps like any other: shown and stored, and
+    // attributed to the subtask whose attempt made the call.
+    let retry_events = runtime.events.clone();
+    let retry_store = runtime.store.clone();
+    let retry_listener: crate::recovery::backoff::RetryListener = Arc::new(move |retry| {
+        let Ok((task, subtask, agent)) = crate::team::WORK.try_with(|w| *w) else {
+            return;
+        };
+        let mut step = recovery_event(
+            task,
+            Some(subtask),
+            agent,
+            RecoveryAction::CallRetry,
+            retry.severity,
+            retry.attempt,
+            retry.max_attempts,
+            format!(
+                "{}: {}; call retry {}/{} in {}",
+                retry.error_kind,
+                crate::recovery::failure::summarize(&retry.message, 160),
+                retry.attempt,
+                retry.max_attempts,
+                crate::recovery::ladder::human_duration(retry.delay)
+            ),
+        );
+        step.delay_ms = Some(retry.delay.as_millis() as u64);
+        step.provider = Some(retry.source.clone());
+        let step = Arc::new(step);
+        if let Some(store) = &retry_store {
+            store.record(crate::store::Record::Recovery(step.clone()));
+        }
+        retry_events.publish(RuntimeEvent::Recovery(step));
+    });
     Arc::new(
-        ResilientModel::new(provider, &config.recovery).with_breaker_listener(breaker_listener),
+        ResilientModel::new(provider, &config.recovery)
+            .with_breaker_listener(breaker_listener)
+            .with_retry_listener(retry_listener),
     )
 }
 
@@ -576,6 +614,14 @@ fn cancel_task(services: &Services, task: TaskId) {
         for st in t.subtasks.iter_mut().filter(|st| !st.status.is_finished()) {
             st.status = SubtaskStatus::Cancelled;
         }
+        // Why the task ended, for the report (cancellation by the user is fatal).
+        t.errors.push(crate::runtime::TaskError::now(
+            crate::recovery::Failure::new(
+                crate::recovery::FailureKind::Cancelled,
+                "the task was cancelled by the user",
+            )
+            .with_scope(crate::recovery::Scope::Task { task_id: t.id }),
+        ));
     });
     services.task_cancel(task).cancel();
     services.approvals.withdraw_task(task);
@@ -602,33 +648,56 @@ fn files_of_subtasks(tasks: Tasks) -> crate::tools::WriteObserver {
     })
 }
 
-/// Replaces every agent the heartbeats report hung.
+/// Replaces every agent the heartbeats report hung. Level-triggered: the scheduler
+/// reports a hung agent every round until it is handled, and after a lagging receive
+/// the pool itself is read, so a hung agent is never left behind.
 fn spawn_hung_agent_watch(services: Arc<Services>) {
     let mut events = services.runtime.events.subscribe();
     let weak = Arc::downgrade(&services);
     drop(services);
     tokio::spawn(async move {
         loop {
-            match events.recv().await {
+            let hung: Vec<(AgentId, u32)> = match events.recv().await {
                 Ok(RuntimeEvent::AgentHung {
                     agent_id, missed, ..
-                }) => {
+                }) => vec![(agent_id, missed)],
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                     let Some(services) = weak.upgrade() else {
                         return;
                     };
-                    let reason = format!("missed {missed} heartbeats in a row");
-                    if let Err(e) =
-                        crate::team::replace::replace_agent(&services, agent_id, &reason).await
-                    {
-                        tracing::warn!(agent = %agent_id, "hung agent not replaced: {e}");
-                    }
+                    let mut hung = Vec::new();
+                    services.runtime.pool.for_each(|a| {
+                        let missed = a.missed_heartbeats();
+                        if missed >= crate::runtime::HUNG_AFTER_MISSED {
+                            hung.push((a.id(), missed));
+                        }
+                    });
+                    hung
                 }
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                Ok(_) => {
                     if weak.strong_count() == 0 {
                         return;
                     }
+                    continue;
                 }
                 Err(_) => return,
+            };
+            let Some(services) = weak.upgrade() else {
+                return;
+            };
+            for (agent_id, missed) in hung {
+                // Already replaced (a report from before the swap): nothing left to do.
+                if services.replaced.contains_key(&agent_id)
+                    || services.runtime.pool.get(agent_id).is_none()
+                {
+                    continue;
+                }
+                let reason = format!("missed {missed} heartbeats in a row");
+                if let Err(e) =
+                    crate::team::replace::replace_agent(&services, agent_id, &reason).await
+                {
+                    tracing::warn!(agent = %agent_id, "hung agent not replaced: {e}");
+                }
             }
         }
     });

@@ -424,7 +424,8 @@ impl BuiltinExecutor {
         }
     }
 
-    /// One model call under the step timeout and the cancellation token, streaming text.
+    /// One model call under the cancellation token, streaming text. The step timeout is
+    /// the model's own (`ResilientModel`), where a timed-out call is retried.
     async fn call_model(
         &self,
         request: &ModelRequest,
@@ -432,7 +433,6 @@ impl BuiltinExecutor {
         out: &mut Output<'_, '_>,
     ) -> Result<ModelResponse, ExecutorError> {
         ExecutorMetrics::bump(&self.metrics.model_calls);
-        let step = self.settings.step_timeout;
         let mut streamed = false;
         let response = {
             let mut on_delta = |delta: &str| {
@@ -444,21 +444,13 @@ impl BuiltinExecutor {
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Err(ExecutorError::Cancelled),
-                answer = tokio::time::timeout(step, self.model.complete(request, &mut on_delta)) => answer,
+                answer = self.model.complete(request, &mut on_delta) => answer,
             }
         };
         let response = match response {
-            Err(_) => {
-                tracing::warn!(
-                    provider = self.model.name(),
-                    timeout_ms = step.as_millis() as u64,
-                    "model call timed out"
-                );
-                return Err(ExecutorError::StepTimeout(step));
-            }
-            Ok(Err(ModelError::Cancelled)) => return Err(ExecutorError::Cancelled),
-            Ok(Err(error)) => return Err(ExecutorError::Model(error)),
-            Ok(Ok(response)) => response,
+            Err(ModelError::Cancelled) => return Err(ExecutorError::Cancelled),
+            Err(error) => return Err(ExecutorError::Model(error)),
+            Ok(response) => response,
         };
         // Providers that do not stream still get their text shown.
         if !streamed && !response.text.is_empty() {

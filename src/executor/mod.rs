@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::ModelError;
-use crate::recovery::{Classify, Severity};
+use crate::recovery::{Classify, FailureKind, Severity};
 
 /// One subtask as an executor receives it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -98,9 +98,26 @@ impl Classify for ExecutorError {
         }
     }
 
+    fn failure_kind(&self) -> FailureKind {
+        match self {
+            ExecutorError::Model(e) => e.failure_kind(),
+            ExecutorError::StepTimeout(_) => FailureKind::Timeout,
+            ExecutorError::Cancelled => FailureKind::Cancelled,
+            ExecutorError::Process(_) => FailureKind::Internal,
+            ExecutorError::NoProgress(_) => FailureKind::NoProgress,
+        }
+    }
+
     fn retry_after(&self) -> Option<std::time::Duration> {
         match self {
             ExecutorError::Model(e) => e.retry_after(),
+            _ => None,
+        }
+    }
+
+    fn provider(&self) -> Option<&str> {
+        match self {
+            ExecutorError::Model(e) => e.provider(),
             _ => None,
         }
     }

@@ -292,6 +292,8 @@ mod tests {
             max_attempts: 3,
             delay_ms: None,
             message: message.into(),
+            scope: Default::default(),
+            provider: None,
             files: None,
             at: Utc::now(),
         };

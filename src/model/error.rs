@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::recovery::{Classify, Severity};
+use crate::recovery::{Classify, FailureKind, Severity};
 
 /// A failed model call. Messages never contain API keys.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -35,11 +35,15 @@ pub enum ModelError {
     ContextOverflow { provider: String, message: String },
     #[error("{provider} refused the call because a spend or quota limit was reached: {message}")]
     SpendLimit { provider: String, message: String },
-    #[error("{provider} is failing; its circuit breaker is open for another {} ms", retry_in.as_millis())]
+    #[error("{provider} is paused after repeated failures (circuit breaker); next try in {}", crate::recovery::ladder::human_duration(*retry_in))]
     CircuitOpen {
         provider: String,
         retry_in: Duration,
     },
+    /// A scripted model ran out of answers: a fault of the script, not of a provider,
+    /// and nothing a retry or a wait can fix.
+    #[error("{provider} sent a response Conclave cannot read: {message}")]
+    ScriptExhausted { provider: String, message: String },
     #[error("the model's answer was not the JSON asked for: {message}")]
     InvalidStructuredOutput { message: String },
     #[error("no model is configured: {message}")]
@@ -61,20 +65,45 @@ impl Classify for ModelError {
             ModelError::RateLimited { .. }
             | ModelError::Connection { .. }
             | ModelError::CircuitOpen { .. } => Severity::Medium,
-            ModelError::Malformed { .. } | ModelError::InvalidStructuredOutput { .. } => {
-                Severity::Medium
-            }
+            ModelError::Malformed { .. }
+            | ModelError::ScriptExhausted { .. }
+            | ModelError::InvalidStructuredOutput { .. } => Severity::Medium,
             ModelError::Cancelled => Severity::Low,
         }
     }
 
     fn is_transient(&self) -> bool {
         match self {
+            // A garbage body from a provider that usually answers well is a fault of
+            // the moment, like a 500: the same call again normally succeeds.
             ModelError::RateLimited { .. }
             | ModelError::Timeout { .. }
-            | ModelError::Connection { .. } => true,
+            | ModelError::Connection { .. }
+            | ModelError::Malformed { .. } => true,
             ModelError::Http { status, .. } => *status >= 500 || *status == 408,
             _ => false,
+        }
+    }
+
+    fn failure_kind(&self) -> FailureKind {
+        match self {
+            ModelError::Http { status, .. } if *status >= 500 || *status == 408 => {
+                FailureKind::Server
+            }
+            ModelError::Http { .. } => FailureKind::BadRequest,
+            ModelError::RateLimited { .. } => FailureKind::RateLimited,
+            ModelError::Timeout { .. } => FailureKind::Timeout,
+            ModelError::Connection { .. } => FailureKind::Connection,
+            ModelError::Malformed { .. }
+            | ModelError::ScriptExhausted { .. }
+            | ModelError::InvalidStructuredOutput { .. } => FailureKind::InvalidResponse,
+            ModelError::Unauthorized { .. } => FailureKind::Auth,
+            ModelError::Forbidden { .. } => FailureKind::Permission,
+            ModelError::ContextOverflow { .. } => FailureKind::ContextOverflow,
+            ModelError::SpendLimit { .. } => FailureKind::QuotaExceeded,
+            ModelError::CircuitOpen { .. } => FailureKind::CircuitOpen,
+            ModelError::NotConfigured { .. } => FailureKind::InvalidConfig,
+            ModelError::Cancelled => FailureKind::Cancelled,
         }
     }
 
@@ -85,6 +114,7 @@ impl Classify for ModelError {
             ModelError::Timeout { .. } => "timeout",
             ModelError::Connection { .. } => "connection",
             ModelError::Malformed { .. } => "malformed_response",
+            ModelError::ScriptExhausted { .. } => "script_exhausted",
             ModelError::Unauthorized { .. } => "unauthorized",
             ModelError::Forbidden { .. } => "forbidden",
             ModelError::ContextOverflow { .. } => "context_overflow",
@@ -99,7 +129,27 @@ impl Classify for ModelError {
     fn retry_after(&self) -> Option<Duration> {
         match self {
             ModelError::RateLimited { retry_after, .. } => *retry_after,
+            ModelError::CircuitOpen { retry_in, .. } => Some(*retry_in),
             _ => None,
+        }
+    }
+
+    fn provider(&self) -> Option<&str> {
+        match self {
+            ModelError::Http { provider, .. }
+            | ModelError::RateLimited { provider, .. }
+            | ModelError::Timeout { provider, .. }
+            | ModelError::Connection { provider, .. }
+            | ModelError::Malformed { provider, .. }
+            | ModelError::ScriptExhausted { provider, .. }
+            | ModelError::Unauthorized { provider }
+            | ModelError::Forbidden { provider, .. }
+            | ModelError::ContextOverflow { provider, .. }
+            | ModelError::SpendLimit { provider, .. }
+            | ModelError::CircuitOpen { provider, .. } => Some(provider),
+            ModelError::InvalidStructuredOutput { .. }
+            | ModelError::NotConfigured { .. }
+            | ModelError::Cancelled => None,
         }
     }
 }

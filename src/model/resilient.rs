@@ -1,10 +1,15 @@
 //! [`ResilientModel`]: any provider behind a step timeout, a circuit breaker and
 //! call-level retry, itself a [`ModelProvider`].
 //!
-//! One attempt = breaker admission, then the inner call under the step timeout, raced
-//! against cancellation. Transient failures are retried with full-jitter backoff
-//! (honouring `Retry-After`), and every scheduled retry is reported to the retry
-//! listener. Non-transient errors, an open breaker and cancellation return at once.
+//! One logical call = breaker admission once, then attempts: the inner call under the
+//! step timeout (this is the step timeout's one owner, so a timed-out call is retried
+//! here), raced against cancellation. Transient failures are retried with the one
+//! backoff formula (full jitter, honouring `Retry-After`) while the shared
+//! [`RetryBudget`] has tokens, and every scheduled retry is reported to the retry
+//! listener. The breaker judges the logical call, after its retries: random transient
+//! faults that a retry gets past never open it, a provider that fails every call opens
+//! it within its window. No call is made while the breaker is open except its
+//! half-open probes; a retry that finds the breaker opened meanwhile stops there.
 //! Text deltas of a failed attempt have already reached the sink; the retry event
 //! tells the consumer that a new answer starts.
 
@@ -17,8 +22,10 @@ use tokio_util::sync::CancellationToken;
 use super::{DeltaSink, ModelError, ModelProvider, ModelRequest, ModelResponse};
 use crate::config::{BreakerConfig, RecoveryConfig};
 use crate::recovery::Classify;
-use crate::recovery::backoff::{self, Cancelled, Jitter, Retrier, RetryListener, RetryPolicy};
-use crate::recovery::breaker::{BreakerListener, CallOutcome, CircuitBreaker};
+use crate::recovery::backoff::{
+    self, Cancelled, Jitter, Retrier, RetryBudget, RetryListener, RetryPolicy,
+};
+use crate::recovery::breaker::{BreakerListener, BreakerState, CallOutcome, CircuitBreaker};
 
 impl From<Cancelled> for ModelError {
     fn from(_: Cancelled) -> Self {
@@ -50,6 +57,7 @@ pub struct ResilientModel {
     cancel: CancellationToken,
     retry_listener: Option<RetryListener>,
     jitter: Jitter,
+    budget: Arc<RetryBudget>,
 }
 
 impl std::fmt::Debug for ResilientModel {
@@ -72,13 +80,24 @@ impl ResilientModel {
             inner,
             breaker,
             breaker_config: recovery.breaker.clone(),
-            policy: RetryPolicy::from_config(&recovery.call, recovery.max_delay_ms),
+            policy: RetryPolicy::from_config(&recovery.call),
             step_timeout: (recovery.step_timeout_ms > 0)
                 .then(|| Duration::from_millis(recovery.step_timeout_ms)),
             cancel: CancellationToken::new(),
             retry_listener: None,
             jitter: backoff::random_jitter(),
+            budget: Arc::new(RetryBudget::from_config(&recovery.retry_budget)),
         }
+    }
+
+    /// Shares a retry budget with other wrappers (clones share theirs already).
+    pub fn with_retry_budget(mut self, budget: Arc<RetryBudget>) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    pub fn retry_budget(&self) -> &Arc<RetryBudget> {
+        &self.budget
     }
 
     /// Replaces the breaker with a fresh one reporting to `listener`. Call it before
@@ -171,6 +190,18 @@ impl ModelProvider for ResilientModel {
         on_delta: DeltaSink<'_>,
     ) -> Result<ModelResponse, ModelError> {
         let name = self.inner.name();
+        let open = |retry_in: Duration| ModelError::CircuitOpen {
+            provider: name.to_string(),
+            retry_in,
+        };
+        if self.cancel.is_cancelled() {
+            return Err(ModelError::Cancelled);
+        }
+        // One admission per logical call: the breaker judges the call after its retries.
+        let permit = self
+            .breaker
+            .try_acquire()
+            .map_err(|rejected| open(rejected.retry_in))?;
         let mut retrier = Retrier::new(
             &self.policy,
             name,
@@ -178,26 +209,42 @@ impl ModelProvider for ResilientModel {
             self.retry_listener.as_ref(),
         );
         loop {
-            if self.cancel.is_cancelled() {
-                return Err(ModelError::Cancelled);
-            }
-            let permit =
-                self.breaker
-                    .try_acquire()
-                    .map_err(|rejected| ModelError::CircuitOpen {
-                        provider: name.to_string(),
-                        retry_in: rejected.retry_in,
-                    })?;
             let result = self.attempt(request, &mut *on_delta).await;
-            permit.record(breaker_outcome(&result));
             let error = match result {
-                Ok(answer) => return Ok(answer),
+                Ok(answer) => {
+                    permit.record(CallOutcome::Success);
+                    self.budget.earn();
+                    return Ok(answer);
+                }
                 Err(error) => error,
             };
+            let verdict = breaker_outcome::<()>(&Err(error.clone()));
+            if !error.is_transient() || !retrier.has_attempts_left() {
+                permit.record(verdict);
+                return Err(error);
+            }
+            if !self.budget.try_spend() {
+                tracing::info!(
+                    provider = name,
+                    "the shared retry budget is spent; not retrying"
+                );
+                permit.record(verdict);
+                return Err(error);
+            }
             let Some(delay) = retrier.on_failure(&error) else {
+                permit.record(verdict);
                 return Err(error);
             };
-            backoff::wait(delay, &self.cancel).await?;
+            if let Err(cancelled) = backoff::wait(delay, &self.cancel).await {
+                permit.record(CallOutcome::Ignored);
+                return Err(cancelled.into());
+            }
+            // Other calls may have opened the breaker while this one waited: no more
+            // calls to a provider judged down.
+            if let BreakerState::Open { retry_in } = self.breaker.state() {
+                permit.record(verdict);
+                return Err(open(retry_in));
+            }
         }
     }
 }

@@ -335,7 +335,7 @@ impl ModelProvider for ScriptedProvider {
     ) -> Result<ModelResponse, ModelError> {
         let Some((index, uses_before)) = self.take_step(request) else {
             let latest = latest_input(request);
-            return Err(ModelError::Malformed {
+            return Err(ModelError::ScriptExhausted {
                 provider: self.script.name.clone(),
                 message: format!(
                     "{} has no step left for this request (latest message: \"{}\")",

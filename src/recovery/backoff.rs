@@ -2,10 +2,11 @@
 //!
 //! The delay before retry `n` (0-based) is full jitter,
 //! `random(0, min(maxDelay, base * 2^n))`. A server's `Retry-After` is a floor: the
-//! wait is at least that long. It is capped by `recovery.maxDelayMs` (60 s by default):
-//! when a server asks for a longer wait than that, the call is not retried here at all
-//! and the error (which still carries its `retry_after`) goes up to the subtask-level
-//! ladder, instead of blocking an agent or retrying before the server is ready.
+//! wait is at least that long. It is capped by `recovery.call.maxDelayMs` (8 s by
+//! default): when a server asks for a longer wait than that, the call is not retried
+//! here at all and the error (which still carries its `retry_after`) goes up to the
+//! subtask-level ladder, where the subtask waits for the provider visibly, instead of
+//! blocking an agent silently or retrying before the server is ready.
 //!
 //! The arithmetic is pure ([`RetryPolicy::delay`], [`full_jitter`]); randomness comes in
 //! as a number in `[0, 1)` from an injectable [`Jitter`]. Every scheduled retry is
@@ -33,32 +34,64 @@ pub struct RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// From `recovery.call` and `recovery.maxDelayMs`.
-    pub fn from_config(call: &CallRetryConfig, recovery_max_delay_ms: u64) -> Self {
+    /// From `recovery.call`. A `Retry-After` longer than `call.maxDelayMs` is waited
+    /// out by the ladder, visibly, not here.
+    pub fn from_config(call: &CallRetryConfig) -> Self {
         RetryPolicy {
             max_attempts: call.max_attempts.max(1),
             base_delay: Duration::from_millis(call.base_delay_ms),
             max_delay: Duration::from_millis(call.max_delay_ms),
-            max_retry_after: Duration::from_millis(recovery_max_delay_ms),
+            max_retry_after: Duration::from_millis(call.max_delay_ms),
         }
+    }
+
+    /// Whether an attempt after `failures` failed ones is still allowed.
+    pub fn allows_retry_after(&self, failures: u32) -> bool {
+        failures < self.max_attempts
     }
 
     /// `min(max_delay, base * 2^retry)`, saturating.
     pub fn ceiling(&self, retry: u32) -> Duration {
-        let factor = 1u32.checked_shl(retry).unwrap_or(u32::MAX);
-        self.base_delay.saturating_mul(factor).min(self.max_delay)
+        ceiling(self.base_delay, self.max_delay, retry)
     }
 
     /// The wait before retry number `retry` (0 for the first retry), given the server's
     /// `Retry-After` and a uniform random `unit` in `[0, 1)`; `None` when the server
     /// asks for longer than [`RetryPolicy::max_retry_after`].
     pub fn delay(&self, retry: u32, retry_after: Option<Duration>, unit: f64) -> Option<Duration> {
-        let jittered = full_jitter(self.ceiling(retry), unit);
         match retry_after {
             Some(floor) if floor > self.max_retry_after => None,
-            Some(floor) => Some(jittered.max(floor)),
-            None => Some(jittered),
+            _ => Some(backoff_delay(
+                self.base_delay,
+                self.max_delay,
+                retry,
+                retry_after,
+                unit,
+            )),
         }
+    }
+}
+
+/// `min(max, base * 2^n)`, saturating.
+pub fn ceiling(base: Duration, max: Duration, n: u32) -> Duration {
+    let factor = 1u32.checked_shl(n).unwrap_or(u32::MAX);
+    base.saturating_mul(factor).min(max)
+}
+
+/// The one backoff formula of Conclave, for call-level retries, subtask retries and
+/// waits for a provider alike: full jitter, `random(0, min(max, base * 2^n))`, and never
+/// shorter than the server's `Retry-After`.
+pub fn backoff_delay(
+    base: Duration,
+    max: Duration,
+    n: u32,
+    retry_after: Option<Duration>,
+    unit: f64,
+) -> Duration {
+    let jittered = full_jitter(ceiling(base, max, n), unit);
+    match retry_after {
+        Some(floor) => jittered.max(floor),
+        None => jittered,
     }
 }
 
@@ -78,6 +111,56 @@ pub type Jitter = Arc<dyn Fn() -> f64 + Send + Sync>;
 /// The thread-local RNG.
 pub fn random_jitter() -> Jitter {
     Arc::new(rand::random::<f64>)
+}
+
+/// Call-level retries shared by every caller of one provider (or tool): a token
+/// bucket. A retry costs one token; a successful call earns `per_success` back, up to
+/// `capacity`. At a steady fault rate `p` with `n` attempts a call, retries cost about
+/// `p + p² + …` tokens per call and successes earn `per_success × (1 − pⁿ)`, so the
+/// default (capacity 10, 1 a success) never runs dry below ~50% faults, while the team
+/// never retries more than it succeeds plus `capacity`, and a dead provider gets at
+/// most `capacity` retries from the whole team in all: the bound on amplification.
+#[derive(Debug)]
+pub struct RetryBudget {
+    capacity: f64,
+    per_success: f64,
+    tokens: std::sync::Mutex<f64>,
+}
+
+impl RetryBudget {
+    pub fn new(capacity: f64, per_success: f64) -> RetryBudget {
+        let capacity = capacity.max(0.0);
+        RetryBudget {
+            capacity,
+            per_success: per_success.max(0.0),
+            tokens: std::sync::Mutex::new(capacity),
+        }
+    }
+
+    pub fn from_config(config: &crate::config::RetryBudgetConfig) -> RetryBudget {
+        RetryBudget::new(config.capacity, config.per_success)
+    }
+
+    /// Takes a token for one retry; `false` when the budget is spent.
+    pub fn try_spend(&self) -> bool {
+        let mut tokens = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A call succeeded.
+    pub fn earn(&self) {
+        let mut tokens = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        *tokens = (*tokens + self.per_success).min(self.capacity);
+    }
+
+    pub fn tokens(&self) -> f64 {
+        *self.tokens.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// One scheduled retry, reported before the wait begins.
@@ -119,6 +202,11 @@ pub struct Retrier<'a> {
 }
 
 impl<'a> Retrier<'a> {
+    /// Whether another failure could still be retried (attempts are left).
+    pub fn has_attempts_left(&self) -> bool {
+        self.policy.allows_retry_after(self.failures + 1)
+    }
+
     pub fn new(
         policy: &'a RetryPolicy,
         source: &'a str,
@@ -229,14 +317,13 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     fn policy() -> RetryPolicy {
-        RetryPolicy::from_config(
-            &CallRetryConfig {
-                max_attempts: 4,
-                base_delay_ms: 100,
-                max_delay_ms: 1000,
-            },
-            5000,
-        )
+        let mut policy = RetryPolicy::from_config(&CallRetryConfig {
+            max_attempts: 4,
+            base_delay_ms: 100,
+            max_delay_ms: 1000,
+        });
+        policy.max_retry_after = Duration::from_millis(5000);
+        policy
     }
 
     #[derive(Debug, Clone, PartialEq)]
@@ -262,6 +349,9 @@ mod tests {
         fn kind(&self) -> &'static str {
             "test"
         }
+        fn failure_kind(&self) -> crate::recovery::FailureKind {
+            crate::recovery::FailureKind::Server
+        }
         fn retry_after(&self) -> Option<Duration> {
             match self {
                 TestError::Transient(after) => *after,
@@ -274,6 +364,21 @@ mod tests {
         fn from(_: Cancelled) -> Self {
             TestError::Cancelled
         }
+    }
+
+    #[test]
+    fn the_retry_budget_runs_dry_without_successes_and_refills_with_them() {
+        let budget = RetryBudget::new(3.0, 0.5);
+        assert!(budget.try_spend() && budget.try_spend() && budget.try_spend());
+        assert!(!budget.try_spend());
+        budget.earn();
+        assert!(!budget.try_spend());
+        budget.earn();
+        assert!(budget.try_spend());
+        for _ in 0..100 {
+            budget.earn();
+        }
+        assert_eq!(budget.tokens(), 3.0);
     }
 
     #[test]

@@ -60,6 +60,31 @@ pub enum BreakerTransition {
     Closed,
 }
 
+impl std::fmt::Display for BreakerEvent {
+    /// What a person reads: "provider openai paused for 30 s after 6 failures in its
+    /// last 10 calls".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = &self.name;
+        match &self.transition {
+            BreakerTransition::Opened {
+                failures,
+                calls,
+                open_for,
+            } => write!(
+                f,
+                "provider {name} paused for {} after {failures} failure{} in its last {calls} call{}",
+                super::ladder::human_duration(*open_for),
+                if *failures == 1 { "" } else { "s" },
+                if *calls == 1 { "" } else { "s" },
+            ),
+            BreakerTransition::HalfOpen => {
+                write!(f, "provider {name}: trying again with a few probe calls")
+            }
+            BreakerTransition::Closed => write!(f, "provider {name} answers again; calls resume"),
+        }
+    }
+}
+
 /// Receives every state change. Called outside the breaker's lock.
 pub type BreakerListener = Arc<dyn Fn(&BreakerEvent) + Send + Sync>;
 

@@ -18,6 +18,13 @@ pub enum RecoveryAction {
     CircuitClosed,
     Recovered,
     GaveUp,
+    /// The subtask waits for its provider (rate limit, open breaker, outage); no
+    /// attempt is spent.
+    WaitForProvider,
+    /// An agent stopped answering heartbeats (reported until it is handled).
+    AgentHung,
+    /// A call-level retry of one model call (inside an attempt, before the ladder).
+    CallRetry,
 }
 
 impl RecoveryAction {
@@ -32,8 +39,23 @@ impl RecoveryAction {
             RecoveryAction::CircuitClosed => "circuit_closed",
             RecoveryAction::Recovered => "recovered",
             RecoveryAction::GaveUp => "gave_up",
+            RecoveryAction::WaitForProvider => "wait_for_provider",
+            RecoveryAction::AgentHung => "agent_hung",
+            RecoveryAction::CallRetry => "call_retry",
         }
     }
+}
+
+/// What a recovery step is about.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventScope {
+    Task,
+    #[default]
+    Subtask,
+    /// A model provider or an executor: `provider` names it; `taskId` is `""`.
+    Provider,
+    Tool,
 }
 
 /// One recovery step.
@@ -52,6 +74,12 @@ pub struct RecoveryEvent {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delay_ms: Option<u64>,
     pub message: String,
+    /// What the step is about; a provider-wide step has no task.
+    #[serde(default)]
+    pub scope: EventScope,
+    /// The provider the step is about (waits, breakers, outages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub files: Option<Vec<String>>,
     pub at: DateTime<Utc>,

@@ -3,15 +3,17 @@
 //! This module is the one place that decides what a failure means. Errors from models,
 //! tools and agents implement [`Classify`]; call-level retry ([`backoff`]) and the
 //! circuit breakers ([`breaker`]) read that classification, and so does the subtask-level
-//! severity ladder.
+//! severity ladder. Every failure, whatever its source, becomes one [`Failure`].
 
 pub mod backoff;
 pub mod breaker;
 pub mod event;
+pub mod failure;
 pub mod ladder;
 pub mod report;
 
 pub use event::{RecoveryAction, RecoveryEvent};
+pub use failure::{Failure, FailureKind, RootCause, Scope};
 
 use serde::{Deserialize, Serialize};
 
@@ -49,8 +51,14 @@ pub trait Classify {
     fn severity(&self) -> Severity;
     /// Whether trying the same thing again may succeed (rate limits, 5xx, timeouts, resets).
     fn is_transient(&self) -> bool;
-    /// A short stable name for reports and error categories, e.g. `rate_limited`.
+    /// A short stable name from the source, finer than the kind, e.g. `http_status`.
     fn kind(&self) -> &'static str;
+    /// What kind of failure this is; decides whether it is fatal.
+    fn failure_kind(&self) -> FailureKind;
+    /// The provider the failure is about, when it is about one.
+    fn provider(&self) -> Option<&str> {
+        None
+    }
     /// A server-requested wait before the next attempt (HTTP Retry-After), if any.
     fn retry_after(&self) -> Option<std::time::Duration> {
         None

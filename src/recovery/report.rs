@@ -7,8 +7,9 @@ use std::fmt::Write;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use super::{RecoveryAction, RecoveryEvent};
-use crate::runtime::{SubtaskStatus, TaskRecord, TaskStatus};
+use super::failure::summarize;
+use super::{FailureKind, RecoveryAction, RecoveryEvent, Scope};
+use crate::runtime::{Subtask, SubtaskStatus, TaskError, TaskRecord, TaskStatus};
 
 /// How the session ran, for the header.
 #[derive(Clone, Debug)]
@@ -41,7 +42,9 @@ impl RecoveryFigures {
         let mut recovered = 0;
         for task in tasks {
             for subtask in &task.subtasks {
-                let had_error = task.errors.iter().any(|e| e.subtask_id == Some(subtask.id));
+                let had_error = task.errors.iter().any(|e| {
+                    e.subtask_id() == Some(subtask.id) && e.failure.kind != FailureKind::Skipped
+                });
                 if had_error {
                     errored += 1;
                     if subtask.status == SubtaskStatus::Completed {
@@ -69,6 +72,76 @@ impl RecoveryFigures {
     }
 }
 
+/// One unit the report lists as failed: a subtask, or the task itself when it failed
+/// as a whole (planning, a vetoed plan, an expired decision, verify, a timeout, a
+/// cancellation, a provider outage).
+struct FailedUnit<'a> {
+    task: &'a TaskRecord,
+    subtask: Option<&'a Subtask>,
+    phase: &'static str,
+    /// The failure that ended the unit, and the first one it met (its root cause).
+    last: Option<&'a TaskError>,
+    first: Option<&'a TaskError>,
+}
+
+/// Whether a subtask never ran because work it depends on did not complete.
+pub fn is_skipped(task: &TaskRecord, subtask: &Subtask) -> bool {
+    subtask.status == SubtaskStatus::Failed
+        && subtask.attempts == 0
+        && task
+            .errors
+            .iter()
+            .any(|e| e.subtask_id() == Some(subtask.id) && e.failure.kind == FailureKind::Skipped)
+}
+
+fn failed_units(task: &TaskRecord) -> Vec<FailedUnit<'_>> {
+    let mut units = Vec::new();
+    for subtask in &task.subtasks {
+        if subtask.status != SubtaskStatus::Failed || is_skipped(task, subtask) {
+            continue;
+        }
+        let errors: Vec<&TaskError> = task
+            .errors
+            .iter()
+            .filter(|e| e.subtask_id() == Some(subtask.id))
+            .collect();
+        units.push(FailedUnit {
+            task,
+            subtask: Some(subtask),
+            phase: "execute",
+            last: errors.last().copied(),
+            first: errors.first().copied(),
+        });
+    }
+    let task_errors: Vec<&TaskError> = task
+        .errors
+        .iter()
+        .filter(|e| e.subtask_id().is_none())
+        .collect();
+    let ended_as_a_whole = matches!(task.status, TaskStatus::Failed | TaskStatus::Cancelled)
+        && (!task_errors.is_empty() || task.subtasks.is_empty());
+    if ended_as_a_whole {
+        let last = task_errors.last().copied();
+        let phase = match last.map(|e| e.failure.kind) {
+            _ if task.subtasks.is_empty() => "plan",
+            Some(FailureKind::CheckFailed) => "verify",
+            Some(FailureKind::PlanVetoed | FailureKind::DecisionExpired) => "plan",
+            Some(FailureKind::Cancelled) => "cancelled",
+            Some(FailureKind::Timeout) => "timeout",
+            Some(FailureKind::ProviderOutage) => "waiting for the provider",
+            _ => "task",
+        };
+        units.push(FailedUnit {
+            task,
+            subtask: None,
+            phase,
+            last,
+            first: task_errors.first().copied(),
+        });
+    }
+    units
+}
+
 /// Renders the report for `tasks`, whose recovery steps are `steps`.
 pub fn render(header: &ReportHeader, tasks: &[TaskRecord], steps: &[RecoveryEvent]) -> String {
     let mut out = String::new();
@@ -77,17 +150,32 @@ pub fn render(header: &ReportHeader, tasks: &[TaskRecord], steps: &[RecoveryEven
         .iter()
         .filter(|s| s.status == SubtaskStatus::Completed)
         .count();
-    let failed_subtasks = subtasks
+    let skipped: usize = tasks
         .iter()
-        .filter(|s| s.status == SubtaskStatus::Failed)
-        .count();
-    // A task that failed before it had subtasks (planning) counts as one failed unit.
-    let failed_unplanned = tasks
+        .map(|t| t.subtasks.iter().filter(|s| is_skipped(t, s)).count())
+        .sum();
+    let units: Vec<FailedUnit> = tasks.iter().flat_map(failed_units).collect();
+    let failed_subtasks = units.iter().filter(|u| u.subtask.is_some()).count();
+    // A task that failed as a whole without a failed subtask to show for it (planning,
+    // verify, a veto, an expired decision, a timeout) counts as one failed unit.
+    let failed_wholes = tasks
         .iter()
-        .filter(|t| t.subtasks.is_empty() && t.status == TaskStatus::Failed)
+        .filter(|t| {
+            matches!(t.status, TaskStatus::Failed | TaskStatus::Cancelled)
+                && units
+                    .iter()
+                    .any(|u| u.subtask.is_none() && std::ptr::eq(u.task, *t))
+                && !units
+                    .iter()
+                    .any(|u| u.subtask.is_some() && std::ptr::eq(u.task, *t))
+        })
         .count();
-    let total = subtasks.len() + failed_unplanned;
-    let failed = failed_subtasks + failed_unplanned;
+    let total = subtasks.len()
+        + tasks
+            .iter()
+            .filter(|t| t.subtasks.is_empty() && t.status == TaskStatus::Failed)
+            .count();
+    let failed = failed_subtasks + failed_wholes;
     let rate = if total == 0 {
         100.0
     } else {
@@ -108,6 +196,9 @@ pub fn render(header: &ReportHeader, tasks: &[TaskRecord], steps: &[RecoveryEven
     let _ = writeln!(out, "| Total Tasks | {total} |");
     let _ = writeln!(out, "| Completed | {completed} |");
     let _ = writeln!(out, "| Failed | {failed} |");
+    if skipped > 0 {
+        let _ = writeln!(out, "| Skipped | {skipped} |");
+    }
     let _ = writeln!(out, "| Success Rate | {rate:.0}% |\n");
     let _ = writeln!(
         out,
@@ -116,71 +207,87 @@ pub fn render(header: &ReportHeader, tasks: &[TaskRecord], steps: &[RecoveryEven
     );
 
     let _ = writeln!(out, "## Failed Tasks\n");
-    let mut any_failed = false;
-    let mut categories: BTreeMap<String, usize> = BTreeMap::new();
+    let mut categories: BTreeMap<FailureKind, usize> = BTreeMap::new();
     for task in tasks {
         for error in &task.errors {
-            *categories.entry(error.kind.clone()).or_default() += 1;
-        }
-        let failed_units: Vec<(Option<&crate::runtime::Subtask>, &str)> =
-            if task.subtasks.is_empty() {
-                if task.status == TaskStatus::Failed {
-                    vec![(None, "plan")]
-                } else {
-                    vec![]
-                }
-            } else {
-                task.subtasks
-                    .iter()
-                    .filter(|s| s.status == SubtaskStatus::Failed)
-                    .map(|s| (Some(s), "execute"))
-                    .collect()
-            };
-        for (subtask, phase) in failed_units {
-            any_failed = true;
-            let last_error = task
-                .errors
-                .iter()
-                .rev()
-                .find(|e| e.subtask_id == subtask.map(|s| s.id));
-            let (unit_id, unit_title) = match subtask {
-                Some(s) => (s.id.to_string(), s.description.as_str()),
-                None => (task.id.to_string(), task.title.as_str()),
-            };
-            let _ = writeln!(out, "### {unit_id}: {}\n", first_line(unit_title));
-            let _ = writeln!(out, "**Task**: {} ({})", task.title, task.id);
-            if let Some(s) = subtask {
-                let _ = writeln!(out, "**Subtask**: {} (attempts: {})", s.id, s.attempts);
-            }
-            let _ = writeln!(out, "**Phase**: {phase}");
-            match last_error {
-                Some(e) => {
-                    let _ = writeln!(out, "**Error Type**: {} ({})", e.kind, e.severity);
-                    let _ = writeln!(
-                        out,
-                        "**Timestamp**: {}\n",
-                        e.at.to_rfc3339_opts(SecondsFormat::Secs, true)
-                    );
-                    let _ = writeln!(out, "**Error Message**:\n\n```\n{}\n```\n", e.message);
-                }
-                None => {
-                    let _ = writeln!(out, "**Error Type**: unknown\n");
-                }
-            }
-            if let Some(s) = subtask
-                && !s.partial_results.is_empty()
-            {
-                let _ = writeln!(out, "**Partial Results**:\n");
-                for partial in &s.partial_results {
-                    let _ = writeln!(out, "- {}", first_line(partial));
-                }
-                let _ = writeln!(out);
-            }
-            let _ = writeln!(out, "---\n");
+            *categories.entry(error.failure.kind).or_default() += 1;
         }
     }
-    if !any_failed {
+    for unit in &units {
+        let task = unit.task;
+        let (unit_id, unit_title) = match unit.subtask {
+            Some(s) => (s.id.to_string(), s.description.as_str()),
+            None => (task.id.to_string(), task.title.as_str()),
+        };
+        let _ = writeln!(out, "### {unit_id}: {}\n", summarize(unit_title, 100));
+        let _ = writeln!(out, "**Task**: {} ({})", task.title, task.id);
+        if let Some(s) = unit.subtask {
+            let _ = writeln!(out, "**Subtask**: {} (attempts: {})", s.id, s.attempts);
+        }
+        let _ = writeln!(out, "**Phase**: {}", unit.phase);
+        match unit.last {
+            Some(e) => {
+                let f = &e.failure;
+                let _ = writeln!(
+                    out,
+                    "**Error Type**: {} ({}{})",
+                    f.kind,
+                    f.severity,
+                    if f.fatal { ", fatal" } else { "" }
+                );
+                if let Scope::Provider { provider } = &f.scope {
+                    let _ = writeln!(out, "**Provider**: {provider}");
+                }
+                let _ = writeln!(
+                    out,
+                    "**Timestamp**: {}\n",
+                    e.at.to_rfc3339_opts(SecondsFormat::Secs, true)
+                );
+                let _ = writeln!(out, "**Error Message**:\n\n```\n{}\n```\n", f.message);
+                // The first error behind the last one: what actually went wrong.
+                let root = match (&f.root_cause, unit.first) {
+                    (Some(root), _) => Some((root.kind, root.message.as_str())),
+                    (None, Some(first)) if !std::ptr::eq(first, e) => Some(first.failure.root()),
+                    _ => None,
+                };
+                if let Some((kind, message)) = root
+                    && (kind != f.kind || message != f.message)
+                {
+                    let _ = writeln!(out, "**Root Cause**: {kind}\n\n```\n{message}\n```\n");
+                }
+            }
+            None => {
+                let _ = writeln!(out, "**Error Type**: unknown\n");
+            }
+        }
+        if let Some(s) = unit.subtask
+            && !s.partial_results.is_empty()
+        {
+            let _ = writeln!(out, "**Partial Results**:\n");
+            for partial in &s.partial_results {
+                let _ = writeln!(out, "- {}", summarize(partial, 160));
+            }
+            let _ = writeln!(out);
+        }
+        let _ = writeln!(out, "---\n");
+    }
+    if units.is_empty() {
         let _ = writeln!(out, "None.\n");
+    }
+    if skipped > 0 {
+        let _ = writeln!(out, "## Skipped\n");
+        for task in tasks {
+            for s in task.subtasks.iter().filter(|s| is_skipped(task, s)) {
+                let why = task
+                    .errors
+                    .iter()
+                    .find(|e| e.subtask_id() == Some(s.id))
+                    .map(|e| e.failure.message.as_str())
+                    .unwrap_or("a dependency did not complete");
+                let _ = writeln!(out, "- {}: {}", summarize(&s.description, 100), why);
+            }
+        }
+        let _ = writeln!(out);
     }
 
     let _ = writeln!(out, "## Error Categories\n");
@@ -225,14 +332,14 @@ pub fn render(header: &ReportHeader, tasks: &[TaskRecord], steps: &[RecoveryEven
         let _ = writeln!(out, "{n}. {text}");
     };
     for kind in categories.keys() {
-        if let Some(advice) = advice_for(kind) {
+        if let Some(advice) = advice_for(*kind) {
             recommend(advice);
         }
     }
-    if failed > 0 {
+    if failed > 0 || skipped > 0 {
         recommend("Review the failed tasks above; partial results show what was already done.");
         recommend(
-            "Re-run only what failed with `conclave/retryTask` (Conclave: Retry Task in the editor).",
+            "Re-run only what failed: retry the task from the editor (`conclave/retryTask`) or run `conclave run` again.",
         );
     } else {
         recommend("Nothing failed for good; the errors above were recovered.");
@@ -240,46 +347,50 @@ pub fn render(header: &ReportHeader, tasks: &[TaskRecord], steps: &[RecoveryEven
     out
 }
 
-fn advice_for(kind: &str) -> Option<&'static str> {
+fn advice_for(kind: FailureKind) -> Option<&'static str> {
     Some(match kind {
-        "unauthorized" | "forbidden" => {
-            "Check the API key: the variable named by `llm.apiKeyEnv` (or ANTHROPIC_API_KEY / OPENAI_API_KEY) must hold a valid key."
+        FailureKind::Auth | FailureKind::Permission => {
+            "Check the API key and permissions: the variable named by `llm.apiKeyEnv` (or ANTHROPIC_API_KEY / OPENAI_API_KEY) must hold a valid key."
         }
-        "spend_limit" => {
+        FailureKind::QuotaExceeded => {
             "The provider refused for billing or quota reasons: raise the limit or switch `llm.provider`."
         }
-        "rate_limited" => {
-            "The provider rate-limited the team: lower `team.bottomPerMid` or raise `recovery.call.maxDelayMs`."
+        FailureKind::RateLimited => {
+            "The provider rate-limited the team: lower `team.bottomPerMid`, or raise `recovery.providerPatienceMs` to wait longer."
         }
-        "timeout" => {
+        FailureKind::Timeout => {
             "Calls or commands timed out: raise `recovery.stepTimeoutMs` or `recovery.subtaskTimeoutMs`, or use a faster model."
         }
-        "connection" => {
+        FailureKind::Connection => {
             "The model server could not be reached: check `llm.baseUrl` and that the server is running."
         }
-        "circuit_open" => {
-            "A provider kept failing and its circuit breaker opened: check the provider's status, then retry."
+        FailureKind::CircuitOpen | FailureKind::ProviderOutage => {
+            "A provider kept failing and the team paused its calls: check the provider's status, then retry the task."
         }
-        "no_progress" => {
-            "The model stopped without making the changes the subtask asked for: make the task more explicit, or use a stronger model."
-        }
-        "context_overflow" => {
+        FailureKind::ContextOverflow => {
             "A conversation outgrew the model's context: split the task into smaller ones."
         }
-        "malformed_response" | "invalid_structured_output" => {
+        FailureKind::InvalidResponse => {
             "The model's answers could not be read: try a stronger model or a lower temperature."
         }
-        "llm_not_configured" => {
-            "No model is configured: set `llm.provider` (and its key) in conclave.toml or the editor settings."
+        FailureKind::InvalidConfig => {
+            "The configuration cannot work (for example no model): set `llm.provider` (and its key) in conclave.toml or the editor settings."
         }
-        "path_outside_workspace" => {
-            "A tool tried to leave the workspace; the change was refused. Check the task's paths."
+        FailureKind::CheckFailed => {
+            "The verify command still fails: run it yourself to see why, fix or adjust `verify.command`, then retry."
         }
-        "http_status" => "The provider answered with an HTTP error; see the messages above.",
+        FailureKind::PlanVetoed => {
+            "The top layer vetoed the plan: describe the task more precisely, or split it."
+        }
+        FailureKind::DecisionExpired => {
+            "A decision was not made in time: answer approvals sooner, or raise `governance.decisionTtlMs`."
+        }
+        FailureKind::NoProgress => {
+            "The model stopped without making the changes the subtask asked for: make the task more explicit, or use a stronger model."
+        }
+        FailureKind::BadRequest | FailureKind::Server => {
+            "The provider answered with an HTTP error; see the messages above."
+        }
         _ => return None,
     })
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or("").trim()
 }

@@ -174,10 +174,13 @@ impl AgentStatus {
         use AgentStatus::*;
         match self {
             Initializing => &[Idle, Failed],
-            Idle => &[Working, WaitingApproval, ShuttingDown],
+            // Between attempts a subtask's agent is idle; it waits for its provider
+            // (blocked), for a person (waiting_approval) or has run out of retries
+            // (failed, until it is replaced).
+            Idle => &[Working, WaitingApproval, Blocked, Failed, ShuttingDown],
             Working => &[Idle, Blocked, Failed, WaitingApproval],
             WaitingApproval => &[Working, Idle, Blocked],
-            Blocked => &[Working, Failed],
+            Blocked => &[Working, Idle, Failed],
             Failed => &[Working, Terminated],
             ShuttingDown => &[Terminated],
             Terminated => &[],
@@ -210,7 +213,7 @@ impl AgentStatus {
             Initializing => &[Failed, Terminated],
             Idle => &[ShuttingDown, Terminated],
             Working | WaitingApproval => &[Idle, ShuttingDown, Terminated],
-            Blocked => &[Failed, Terminated],
+            Blocked => &[Idle, ShuttingDown, Terminated],
             Failed => &[Terminated],
             ShuttingDown => &[Terminated],
             Terminated => &[],

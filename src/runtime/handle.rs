@@ -218,6 +218,11 @@ impl AgentHandle {
         }
     }
 
+    /// Heartbeats missed in a row right now (0 once the agent answers again).
+    pub fn missed_heartbeats(&self) -> u32 {
+        self.missed_in_row.load(Ordering::Acquire)
+    }
+
     pub fn last_acked_beat(&self) -> u64 {
         self.last_acked_beat.load(Ordering::Acquire)
     }

@@ -1,7 +1,10 @@
 //! Heartbeats: a liveness check, not the work loop. Every `heartbeatMs` the scheduler
 //! settles the previous beat for each agent (acknowledged or missed), then sends the
 //! next one at urgent priority. An agent that misses two beats in a row is reported
-//! hung on the event stream, where recovery picks it up.
+//! hung on the event stream, where recovery picks it up, and reported again every round
+//! for as long as it stays hung (level-triggered: a watcher that missed one report gets
+//! the next, and the agent's state can be read at any time,
+//! [`super::AgentHandle::missed_heartbeats`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -27,7 +30,7 @@ pub struct RoundReport {
     pub sent: usize,
     /// Agents that did not acknowledge the previous beat.
     pub missed: Vec<AgentId>,
-    /// Agents that have just reached [`HUNG_AFTER_MISSED`] misses in a row.
+    /// Agents at [`HUNG_AFTER_MISSED`] misses in a row or more.
     pub hung: Vec<AgentId>,
 }
 
@@ -67,9 +70,11 @@ impl HeartbeatScheduler {
             if missed > 0 {
                 report.missed.push(agent.id());
             }
-            if missed == HUNG_AFTER_MISSED {
+            if missed >= HUNG_AFTER_MISSED {
                 report.hung.push(agent.id());
-                tracing::warn!(agent = %agent.id(), "missed {missed} heartbeats in a row: hung");
+                if missed == HUNG_AFTER_MISSED {
+                    tracing::warn!(agent = %agent.id(), "missed {missed} heartbeats in a row: hung");
+                }
                 self.events.publish(RuntimeEvent::AgentHung {
                     agent_id: agent.id(),
                     missed,

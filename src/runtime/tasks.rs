@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::agent::AgentId;
 use super::events::{EventBus, RuntimeEvent};
 use super::usage::TaskUsage;
-use crate::recovery::{RecoveryEvent, Severity};
+use crate::recovery::{Failure, RecoveryEvent, Scope};
 use crate::store::{Record, Store};
 
 /// Declares a UUID-backed id that travels as an opaque string.
@@ -121,14 +121,32 @@ pub struct TaskContext {
     pub selection: Option<serde_json::Value>,
 }
 
+/// One failure a task met, as the recovery module classified it. On the wire it is the
+/// [`Failure`] (kind, severity, transient, fatal, message, scope with its ids) plus `at`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskError {
-    pub subtask_id: Option<SubtaskId>,
-    pub kind: String,
-    pub severity: Severity,
-    pub message: String,
+    #[serde(flatten)]
+    pub failure: Failure,
     pub at: DateTime<Utc>,
+}
+
+impl TaskError {
+    /// `failure`, now.
+    pub fn now(failure: Failure) -> TaskError {
+        TaskError {
+            failure,
+            at: Utc::now(),
+        }
+    }
+
+    /// The subtask the failure is about, if it is about one.
+    pub fn subtask_id(&self) -> Option<SubtaskId> {
+        match self.failure.scope {
+            Scope::Subtask { subtask_id, .. } => Some(subtask_id),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -15,8 +15,8 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use super::{Services, SubtaskAssignment, SubtaskReport};
-use crate::executor::{ExecutionOutcome, ExecutorError, SubtaskSpec};
-use crate::recovery::{Classify, Severity};
+use crate::executor::{ExecutionOutcome, SubtaskSpec};
+use crate::recovery::{Failure, FailureKind};
 use crate::runtime::{AgentBehavior, AgentContext, AgentError, AgentStatus, Message, MessageKind};
 
 pub const RESPONSIBILITIES: &str = "- Implement the subtask you are given, completely, using the tools.\n\
@@ -143,13 +143,10 @@ async fn run_subtask(
         assignment.subtask_id, assignment.attempt, assignment.description
     ));
     let Some(executor) = services.executor.clone() else {
-        return failed(
-            "llm_not_configured",
-            Severity::Critical,
-            false,
-            "no model is configured".into(),
-            None,
-        );
+        return failed(Failure::new(
+            FailureKind::InvalidConfig,
+            "no model is configured",
+        ));
     };
     let cancel = services.task_cancel(assignment.task_id).child_token();
     services
@@ -161,16 +158,28 @@ async fn run_subtask(
         system_prompt: ctx.system_prompt(RESPONSIBILITIES),
         context: assignment.context.clone(),
     };
-    let limit = Duration::from_millis(services.config.recovery.subtask_timeout_ms.max(1));
+    let limit = Duration::from_millis(
+        assignment
+            .time_limit_ms
+            .unwrap_or(services.config.recovery.subtask_timeout_ms)
+            .min(services.config.recovery.subtask_timeout_ms)
+            .max(1),
+    );
     let started = Instant::now();
     let mut live = LiveOutput::new(ctx.clone());
     let result = {
         let mut sink = |text: &str| live.push(text);
-        // Time spent waiting for a person (approvals) does not count.
+        // Time spent waiting for a person (approvals) does not count. Call-level retries
+        // deep in the model call are attributed to this attempt (WORK).
         let work = executor.execute(&spec, cancel.clone(), &mut sink);
-        services
-            .approvals
-            .timeout_besides_person(assignment.subtask_id, limit, work)
+        let owner = (assignment.task_id, assignment.subtask_id, ctx.id());
+        super::WORK
+            .scope(
+                owner,
+                services
+                    .approvals
+                    .timeout_besides_person(assignment.subtask_id, limit, work),
+            )
             .await
     };
     live.flush();
@@ -184,27 +193,20 @@ async fn run_subtask(
     let report = match result {
         Ok(Ok(outcome)) if outcome.success => completed(outcome),
         Ok(Ok(outcome)) => SubtaskReport::Failed {
-            kind: "incomplete".into(),
-            severity: Severity::Medium,
-            transient: false,
-            message: outcome.summary.clone(),
-            retry_after_ms: None,
+            failure: Failure::new(FailureKind::Incomplete, outcome.summary.clone()),
             files: paths(&outcome),
             partial_results: outcome.partial_results,
         },
-        Ok(Err(error)) => from_error(&error),
+        Ok(Err(error)) => failed(Failure::of(&error)),
         Err(_) => {
             cancel.cancel();
-            failed(
-                "timeout",
-                Severity::High,
-                true,
+            failed(Failure::new(
+                FailureKind::Timeout,
                 format!(
                     "the subtask did not finish within {} ms (recovery.subtaskTimeoutMs)",
                     limit.as_millis()
                 ),
-                None,
-            )
+            ))
         }
     };
     let succeeded = matches!(report, SubtaskReport::Completed { .. });
@@ -214,8 +216,12 @@ async fn run_subtask(
         SubtaskReport::Completed { summary, .. } => {
             format!("- done: {}", super::first_line(summary))
         }
-        SubtaskReport::Failed { kind, message, .. } => {
-            format!("- failed ({kind}): {}", super::first_line(message))
+        SubtaskReport::Failed { failure, .. } => {
+            format!(
+                "- failed ({}): {}",
+                failure.kind,
+                super::first_line(&failure.message)
+            )
         }
     };
     let _ = ctx.append_own_board(&line);
@@ -238,33 +244,13 @@ fn completed(outcome: ExecutionOutcome) -> SubtaskReport {
     }
 }
 
-fn failed(
-    kind: &str,
-    severity: Severity,
-    transient: bool,
-    message: String,
-    retry_after: Option<Duration>,
-) -> SubtaskReport {
+/// A report of `failure` (classified by the error's type, never by its words).
+fn failed(failure: Failure) -> SubtaskReport {
     SubtaskReport::Failed {
-        kind: kind.into(),
-        severity,
-        transient,
-        message,
-        retry_after_ms: retry_after.map(|d| d.as_millis() as u64),
+        failure,
         files: Vec::new(),
         partial_results: Vec::new(),
     }
-}
-
-/// Classifies by the error's type (Classify), never by its words.
-fn from_error(error: &ExecutorError) -> SubtaskReport {
-    failed(
-        error.kind(),
-        error.severity(),
-        error.is_transient(),
-        error.to_string(),
-        error.retry_after(),
-    )
 }
 
 /// Streams executor output onto the agent's whiteboard a line at a time, so the editor

@@ -10,8 +10,10 @@
 
 pub mod bottom;
 pub mod coordinate;
+mod escalate;
 pub mod mid;
 pub mod replace;
+mod subtask;
 pub mod top;
 pub mod verify;
 
@@ -30,7 +32,7 @@ use uuid::Uuid;
 use crate::config::Config;
 use crate::executor::Executor;
 use crate::model::ModelProvider;
-use crate::recovery::{RecoveryAction, RecoveryEvent, Severity};
+use crate::recovery::{Failure, RecoveryAction, RecoveryEvent, Severity};
 use crate::runtime::{
     AgentBehavior, AgentConfig, AgentId, ApprovalAnswer, ApprovalChoice, ApprovalKind,
     ApprovalOption, ApprovalRequest, Approvals, Layer, Runtime, RuntimeEvent, SubtaskId, TaskId,
@@ -133,6 +135,12 @@ impl Services {
     }
 }
 
+tokio::task_local! {
+    /// The subtask attempt the current tokio task works on (set by bottom agents around
+    /// the executor), so call-level retries deep in a model call are attributed to it.
+    pub static WORK: (TaskId, SubtaskId, AgentId);
+}
+
 /// Builds a recovery event with the common fields filled in.
 #[allow(clippy::too_many_arguments)]
 pub fn recovery_event(
@@ -155,6 +163,12 @@ pub fn recovery_event(
         max_attempts,
         delay_ms: None,
         message: message.into(),
+        scope: if subtask.is_some() {
+            crate::recovery::event::EventScope::Subtask
+        } else {
+            crate::recovery::event::EventScope::Task
+        },
+        provider: None,
         files: None,
         at: Utc::now(),
     }
@@ -170,6 +184,10 @@ pub struct SubtaskAssignment {
     pub attempt: u32,
     /// What the task is about and what earlier subtasks produced.
     pub context: String,
+    /// What is left of the subtask's time (`recovery.subtaskTimeoutMs` bounds all its
+    /// attempts together); absent, the whole of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit_ms: Option<u64>,
 }
 
 /// A bottom agent's answer to a [`SubtaskAssignment`].
@@ -182,11 +200,7 @@ pub enum SubtaskReport {
         partial_results: Vec<String>,
     },
     Failed {
-        kind: String,
-        severity: Severity,
-        transient: bool,
-        message: String,
-        retry_after_ms: Option<u64>,
+        failure: Failure,
         files: Vec<String>,
         partial_results: Vec<String>,
     },
@@ -365,10 +379,7 @@ pub async fn write_error_report(
     Ok((markdown, path))
 }
 
-pub(crate) fn first_line(text: &str) -> &str {
-    let line = text.lines().next().unwrap_or("").trim();
-    match line.char_indices().nth(80) {
-        Some((end, _)) => &line[..end],
-        None => line,
-    }
+/// The first line of `text`, shortened between words for a one-line message.
+pub(crate) fn first_line(text: &str) -> String {
+    crate::recovery::failure::summarize(text, 100)
 }

@@ -14,7 +14,7 @@ use super::{Services, first_line, recovery_event};
 use crate::config::CommandPolicy;
 use crate::model::structured::{Fix, ask_json};
 use crate::model::{ChatMessage, ModelRequest};
-use crate::recovery::ladder::Failure;
+use crate::recovery::{Failure, FailureKind};
 use crate::recovery::{RecoveryAction, Severity};
 use crate::runtime::{
     AgentContext, ApprovalChoice, ApprovalKind, ApprovalOption, ApprovalRequest, FileDiff, TaskId,
@@ -56,13 +56,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         }
         let fix = ask_for_fix(ctx, s, task_id, &command, &last_output)
             .await
-            .map_err(|message| Failure {
-                kind: "verify_failed".into(),
-                severity: Severity::Medium,
-                transient: false,
-                message,
-                retry_after: None,
-            })?;
+            .map_err(|message| Failure::new(FailureKind::CheckFailed, message))?;
         s.recovery(recovery_event(
             task_id,
             None,
@@ -81,16 +75,13 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         if fix.confidence < s.config.verify.min_confidence
             && !approved_by_person(s, task_id, ctx, &fix).await
         {
-            return Err(Failure {
-                kind: "verify_failed".into(),
-                severity: Severity::Medium,
-                transient: false,
-                message: format!(
+            return Err(Failure::new(
+                FailureKind::CheckFailed,
+                format!(
                     "`{command}` fails and the proposed fix (confidence {}) was not approved",
                     fix.confidence
                 ),
-                retry_after: None,
-            });
+            ));
         }
         for file in &fix.files {
             match s
@@ -110,16 +101,13 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
             }
         }
     }
-    Err(Failure {
-        kind: "verify_failed".into(),
-        severity: Severity::Medium,
-        transient: false,
-        message: format!(
+    Err(Failure::new(
+        FailureKind::CheckFailed,
+        format!(
             "`{command}` still fails after {rounds} fix round(s):\n{}",
             tail(&last_output, 40)
         ),
-        retry_after: None,
-    })
+    ))
 }
 
 /// Runs the test command in the workspace; (passed, output).

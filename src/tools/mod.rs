@@ -30,7 +30,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::ToolSpec;
-use crate::recovery::{Classify, Severity};
+use crate::recovery::{Classify, FailureKind, Severity};
 
 pub use args::Args;
 pub use bash::{
@@ -170,6 +170,12 @@ impl ToolError {
     }
 }
 
+impl From<crate::recovery::backoff::Cancelled> for ToolError {
+    fn from(_: crate::recovery::backoff::Cancelled) -> ToolError {
+        ToolError::Cancelled
+    }
+}
+
 impl From<WriteError> for ToolError {
     fn from(error: WriteError) -> ToolError {
         match error {
@@ -254,6 +260,27 @@ impl Classify for ToolError {
             ToolError::HttpTransport { .. } => "http_transport",
             ToolError::HttpStatus { .. } => "http_status",
             ToolError::Cancelled => "cancelled",
+        }
+    }
+
+    fn failure_kind(&self) -> FailureKind {
+        match self {
+            ToolError::OutsideWorkspace(_)
+            | ToolError::CommandDenied { .. }
+            | ToolError::WriteRejected { .. } => FailureKind::Permission,
+            ToolError::Io { kind, .. } if *kind == io::ErrorKind::PermissionDenied => {
+                FailureKind::Permission
+            }
+            ToolError::HttpStatus { status, .. } if *status == 401 => FailureKind::Auth,
+            ToolError::HttpStatus { status, .. } if *status == 403 => FailureKind::Permission,
+            ToolError::HttpStatus { status, .. } if *status == 429 => FailureKind::RateLimited,
+            ToolError::HttpStatus { status, .. } if *status >= 500 || *status == 408 => {
+                FailureKind::Server
+            }
+            ToolError::HttpTransport { .. } => FailureKind::Connection,
+            ToolError::Timeout { .. } => FailureKind::Timeout,
+            ToolError::Cancelled => FailureKind::Cancelled,
+            _ => FailureKind::Tool,
         }
     }
 }

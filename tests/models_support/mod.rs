@@ -15,7 +15,8 @@ pub fn fast_recovery() -> RecoveryConfig {
         call: CallRetryConfig {
             max_attempts: 3,
             base_delay_ms: 1,
-            max_delay_ms: 4,
+            // Retry-After up to 100 ms is waited out here; longer ones go to the ladder.
+            max_delay_ms: 100,
         },
         max_delay_ms: 1_000,
         ..RecoveryConfig::default()

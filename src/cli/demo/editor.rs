@@ -5,7 +5,7 @@
 //!
 //! 1. "Write a word counter in Python: wordcount.py and its tests" — a plan of two
 //!    subtasks signed by the top layer; the first call hits a scripted HTTP 503, visibly
-//!    recovered by a retry; each file is a file-change approval with its diff
+//!    waited out (the subtask waits for the provider); each file is a file-change approval with its diff
 //!    (`approvals.fileChanges = "ask"`), written once approved.
 //! 2. "Add a --top option to wordcount.py" — one subtask, one approval whose diff
 //!    changes an existing file.
@@ -13,7 +13,7 @@
 //!    can do and how to configure a model: never a script running dry.
 //!
 //! Every step of the script can be used again, so the tasks can be submitted again and
-//! again (the retry happens the first time only).
+//! again (the scripted failure happens the first time only).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -52,7 +52,7 @@ fileChanges = "ask"       # every file change comes to you as a diff to approve
 commands = "deny"
 
 [recovery.call]
-maxAttempts = 1           # no quiet call-level retries: the scripted failure shows as a retry
+maxAttempts = 1           # no quiet call-level retries: the scripted failure shows as a wait for the provider
 
 [recovery.severity.medium]
 baseDelayMs = 1500
@@ -73,7 +73,7 @@ fn guide(dir: &Path) -> String {
          (VS Code: `code {dir}`; Neovim: `nvim {dir}`, then `:Conclave submit`).\n\
          2. Submit these tasks, in this order, as written:\n   \
          - `{}`\n   - `{}`\n\
-         3. Watch the plan being signed, a retry after a scripted failure, and each file \
+         3. Watch the plan being signed, a wait for the provider after a scripted failure, and each file \
          change coming to you as a diff: approve it and the file is written.\n\n\
          Anything else you submit gets a short scripted answer saying what this try-out can \
          do. To have your own tasks done, configure a model in `conclave.toml` (`[llm]`, \

@@ -1,0 +1,198 @@
+//! The rungs of the ladder above retrying, as the team carries them out: a peer takes
+//! the subtask over, the supervisor proposes a solution, a person decides. Which rung
+//! comes next is decided by the pure ladder (`recovery::ladder`), never here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::Services;
+use crate::model::structured::{StructuredOutput, ask_json};
+use crate::model::{ChatMessage, ModelRequest};
+use crate::recovery::Failure;
+use crate::runtime::{
+    AgentContext, AgentId, AgentStatus, ApprovalAnswer, ApprovalRequest, Layer, Message,
+    MessageKind, SubtaskId, TaskRecord,
+};
+
+/// PeerTakeoverCoordinator: asks idle peers of the failing agent, one at a time, to take
+/// the subtask over. The first to accept gets it.
+pub(super) async fn peer_takeover(
+    ctx: &AgentContext,
+    s: &Arc<Services>,
+    task: &TaskRecord,
+    subtask_id: SubtaskId,
+    failing: AgentId,
+    exclude: &[AgentId],
+    failure: &Failure,
+) -> Option<AgentId> {
+    let patience = Duration::from_millis(s.config.recovery.step_timeout_ms.clamp(100, 10_000));
+    let peers: Vec<AgentId> = s
+        .runtime
+        .pool
+        .by_layer(Layer::Bottom)
+        .into_iter()
+        .filter(|a| {
+            a.id() != failing && !exclude.contains(&a.id()) && a.status() == AgentStatus::Idle
+        })
+        .map(|a| a.id())
+        .take(3)
+        .collect();
+    if peers.is_empty() {
+        tracing::info!(task = %task.id, "no idle peer for a takeover");
+    }
+    for peer in peers {
+        let request = Message::to_agent(
+            failing,
+            peer,
+            MessageKind::PeerHelpRequest,
+            json!({ "taskId": task.id, "subtaskId": subtask_id, "reason": failure.message }),
+        )
+        .with_task(task.id.to_string());
+        match ctx.bus.request(request, patience).await {
+            Ok(reply) if reply.payload["accepted"] == true => return Some(peer),
+            Ok(_) => continue,
+            Err(e) => tracing::info!(peer = %peer, "peer did not answer the help request: {e}"),
+        }
+    }
+    None
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum ProposedAction {
+    ReplaceAgent,
+    Reassign,
+    Modify,
+    Pause,
+}
+
+impl ProposedAction {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            ProposedAction::ReplaceAgent => "replace_agent",
+            ProposedAction::Reassign => "reassign",
+            ProposedAction::Modify => "modify",
+            ProposedAction::Pause => "pause",
+        }
+    }
+}
+
+/// What a supervisor proposes for an escalated subtask.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct SolutionProposal {
+    pub(super) action: ProposedAction,
+    pub(super) reason: String,
+    #[serde(default)]
+    pub(super) modified_description: Option<String>,
+}
+
+impl StructuredOutput for SolutionProposal {
+    const INSTRUCTIONS: &'static str = "Answer with one JSON object and nothing else: \
+        {\"action\": \"replace_agent\" | \"reassign\" | \"modify\" | \"pause\", \"reason\": string, \
+        \"modifiedDescription\": string (required for modify: the subtask rewritten so it can succeed)}";
+
+    fn validate(&self) -> Result<(), String> {
+        if self.action == ProposedAction::Modify
+            && self
+                .modified_description
+                .as_deref()
+                .is_none_or(|d| d.trim().is_empty())
+        {
+            return Err("modify needs a modifiedDescription".into());
+        }
+        Ok(())
+    }
+}
+
+/// SupervisorEscalationHandler's proposal: asks the model; without one (or when it
+/// fails), a rule: replace an agent whose score has dropped, else reassign.
+pub(super) async fn propose_solution(
+    ctx: &AgentContext,
+    s: &Arc<Services>,
+    description: &str,
+    failing: AgentId,
+    failure: &Failure,
+) -> SolutionProposal {
+    let metrics = s.runtime.pool.get(failing).map(|a| a.metrics());
+    if let Some(model) = &s.model {
+        let request = ModelRequest {
+            system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
+            messages: vec![ChatMessage::user(format!(
+                "A bottom agent ({}) keeps failing a subtask after retries and a peer takeover.\n\nSubtask: {description}\n\nError ({}, {}): {}\n\nAgent metrics: {}\n\nPropose what to do.",
+                agent_name(s, failing),
+                failure.kind,
+                failure.severity,
+                failure.message,
+                serde_json::to_string(&metrics).unwrap_or_default()
+            ))],
+            tools: Vec::new(),
+            max_tokens: 512,
+            temperature: s.config.llm.temperature,
+        };
+        match ask_json::<SolutionProposal>(model.as_ref(), &request).await {
+            Ok(proposal) => return proposal,
+            Err(e) => tracing::info!("no model-proposed solution ({e}); proposing by rule"),
+        }
+    }
+    let score = metrics.map(|m| m.performance_score).unwrap_or(100.0);
+    if score < 50.0 {
+        SolutionProposal {
+            action: ProposedAction::ReplaceAgent,
+            reason: format!("performance score {score:.0} is below 50"),
+            modified_description: None,
+        }
+    } else {
+        SolutionProposal {
+            action: ProposedAction::Pause,
+            reason: "the failure persists across agents; a person should decide".into(),
+            modified_description: None,
+        }
+    }
+}
+
+/// Asks the person at the editor or terminal what to do (approval kind escalation).
+pub(super) async fn ask_person(
+    s: &Arc<Services>,
+    task: &TaskRecord,
+    subtask_id: SubtaskId,
+    assignee: AgentId,
+    description: &str,
+    failure: &Failure,
+) -> Option<ApprovalAnswer> {
+    let position = task
+        .subtasks
+        .iter()
+        .position(|st| st.id == subtask_id)
+        .map(|index| (index + 1, task.subtasks.len()));
+    // The person sees what went wrong first, not only its latest consequence.
+    let (root_kind, root_message) = failure.root();
+    let error = if root_kind != failure.kind || root_message != failure.message {
+        format!(
+            "{}\n\nfirst error ({root_kind}): {root_message}",
+            failure.message
+        )
+    } else {
+        failure.message.clone()
+    };
+    let request = ApprovalRequest::escalation(crate::runtime::Escalation {
+        task_id: task.id,
+        task_title: &task.title,
+        subtask_id,
+        position,
+        description,
+        agent_id: assignee.to_string(),
+        severity: failure.severity,
+        error_kind: failure.kind.as_str(),
+        error: &error,
+    });
+    s.tasks.update(task.id, super::subtask::refresh_status);
+    s.approvals.ask(request).await
+}
+
+fn agent_name(s: &Services, agent: AgentId) -> String {
+    super::subtask::agent_name(s, agent)
+}

@@ -1,0 +1,1031 @@
+//! Running a task's subtasks on bottom agents, each carried up the recovery ladder.
+//!
+//! What to do after a failure is decided by the pure ladder
+//! ([`crate::recovery::ladder::decide`]); this module only carries the steps out (send
+//! the attempt, wait, ask a peer, the supervisor or a person, give up), feeds back what
+//! came of them, and keeps the subtask's and the agents' states true while it does:
+//! an agent waiting for its provider is `blocked`, one waiting for a person is
+//! `waiting_approval`, one that ran out of retries is `failed` until it is replaced.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::escalate::{ProposedAction, ask_person, peer_takeover, propose_solution};
+use super::{Services, SubtaskAssignment, SubtaskReport, first_line, recovery_event};
+use crate::recovery::ladder::{
+    History, LadderPolicy, Outcome, PersonAnswer, Step, decide, human_duration,
+};
+use crate::recovery::{Failure, FailureKind, RecoveryAction, Scope, Severity};
+use crate::runtime::{
+    AgentContext, AgentId, AgentStatus, ApprovalAnswer, ApprovalChoice, BusError, Layer, Message,
+    MessageKind, Recipient, Subtask, SubtaskId, SubtaskStatus, TaskError, TaskId, TaskRecord,
+    TaskStatus,
+};
+
+/// Runs every pending subtask as soon as its dependencies completed, all that are ready
+/// at once. A subtask whose dependency did not complete is skipped, or run anyway with
+/// `continueOnError`; after a fatal failure nothing new starts, whatever the option.
+pub(super) async fn run_subtasks(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) {
+    let mut started: HashSet<SubtaskId> = HashSet::new();
+    let mut running = FuturesUnordered::new();
+    loop {
+        let Some(task) = s.tasks.get(task_id) else {
+            return;
+        };
+        let continue_on_error = task
+            .options
+            .continue_on_error
+            .unwrap_or(s.config.recovery.continue_on_error);
+        let fatal = task.errors.iter().find(|e| {
+            e.failure.fatal
+                && e.failure.kind != FailureKind::Cancelled
+                && e.subtask_id().is_some_and(|id| {
+                    task.subtask(id)
+                        .is_some_and(|st| st.status == SubtaskStatus::Failed)
+                })
+        });
+        for (index, subtask) in task.subtasks.iter().enumerate() {
+            if subtask.status != SubtaskStatus::Pending || started.contains(&subtask.id) {
+                continue;
+            }
+            if let Some(fatal) = fatal {
+                skip(
+                    s,
+                    task_id,
+                    subtask.id,
+                    format!(
+                        "skipped: the task stopped at a fatal error ({}): {}",
+                        fatal.failure.kind,
+                        first_line(&fatal.failure.message)
+                    ),
+                );
+                continue;
+            }
+            let deps: Vec<&Subtask> = subtask
+                .depends_on
+                .iter()
+                .filter_map(|&d| task.subtasks.get(d))
+                .collect();
+            if deps.iter().any(|d| !d.status.is_finished()) {
+                continue;
+            }
+            let broken: Vec<usize> = subtask
+                .depends_on
+                .iter()
+                .copied()
+                .filter(|&d| {
+                    task.subtasks
+                        .get(d)
+                        .is_some_and(|d| d.status != SubtaskStatus::Completed)
+                })
+                .collect();
+            if !broken.is_empty() && !continue_on_error {
+                let message = format!(
+                    "skipped: subtask {} did not complete",
+                    broken
+                        .iter()
+                        .map(|d| (d + 1).to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                skip(s, task_id, subtask.id, message);
+                continue;
+            }
+            if !broken.is_empty() {
+                tracing::warn!(task = %task_id, subtask = index + 1, "running despite a failed dependency (continueOnError)");
+            }
+            started.insert(subtask.id);
+            let (ctx, s, id) = (ctx.clone(), s.clone(), subtask.id);
+            running.push(async move { run_subtask(&ctx, &s, task_id, id).await });
+        }
+        if running.next().await.is_none() {
+            // Nothing running: either all are done, or the rest were just skipped (loop once more).
+            let pending = s.tasks.get(task_id).is_some_and(|t| {
+                t.subtasks
+                    .iter()
+                    .any(|st| st.status == SubtaskStatus::Pending && !started.contains(&st.id))
+            });
+            if !pending {
+                return;
+            }
+        }
+    }
+}
+
+/// Marks a subtask that never ran as skipped (status failed, error kind `skipped`).
+fn skip(s: &Services, task_id: TaskId, subtask_id: SubtaskId, message: String) {
+    s.tasks.update(task_id, |t| {
+        if let Some(st) = t.subtask_mut(subtask_id) {
+            st.status = SubtaskStatus::Failed;
+        }
+        t.errors.push(TaskError::now(
+            Failure::new(FailureKind::Skipped, message).with_scope(Scope::Subtask {
+                task_id,
+                subtask_id,
+            }),
+        ));
+    });
+}
+
+/// What one attempt came to.
+enum Attempt {
+    Done(SubtaskReport),
+    /// The assignee was replaced while working; carry on with the new agent.
+    Replaced(AgentId),
+}
+
+/// One subtask, all the way up the ladder.
+async fn run_subtask(
+    ctx: &AgentContext,
+    s: &Arc<Services>,
+    task_id: TaskId,
+    subtask_id: SubtaskId,
+) {
+    let Some(task) = s.tasks.get(task_id) else {
+        return;
+    };
+    let Some(subtask) = task.subtask(subtask_id).cloned() else {
+        return;
+    };
+    let policy = LadderPolicy::from_config(&s.config.recovery, task.options.max_retries);
+    let mut history = History::default();
+    let mut description = subtask.description.clone();
+    let mut assignee = match subtask
+        .assignee
+        .filter(|a| s.runtime.pool.get(*a).is_some())
+    {
+        Some(agent) => agent,
+        None => match pick_bottom(ctx, s, &[]) {
+            Some(agent) => agent,
+            None => {
+                fail_subtask(
+                    s,
+                    task_id,
+                    subtask_id,
+                    Failure::new(
+                        FailureKind::AgentUnavailable,
+                        "no bottom agent is available",
+                    ),
+                );
+                return;
+            }
+        },
+    };
+    let mut tried: Vec<AgentId> = Vec::new();
+    // `recovery.subtaskTimeoutMs` bounds all attempts together; waits between them
+    // (backoff, the provider, a person) are not work and do not count.
+    let limit = Duration::from_millis(s.config.recovery.subtask_timeout_ms.max(1));
+    let mut spent = Duration::ZERO;
+
+    // An escalation that was waiting for a person when the last run stopped: its answer
+    // decides how this subtask goes on.
+    let mut next = Step::Attempt;
+    // A dispatch after waiting for the provider is the same attempt, not a new one.
+    let mut after_wait = false;
+    if let Some(answered) = s.approvals.take_restored(subtask_id) {
+        set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Escalated);
+        history.restored_person_escalation();
+        let answer = answered.await.ok();
+        let outcome = apply_answer(
+            ctx,
+            s,
+            task_id,
+            subtask_id,
+            &mut assignee,
+            &mut description,
+            &tried,
+            answer,
+        );
+        next = match outcome {
+            Outcome::PersonAnswered(Some(PersonAnswer::GoOn)) => Step::Attempt,
+            _ => Step::GiveUp(Failure::new(
+                FailureKind::Cancelled,
+                "the person aborted the subtask",
+            )),
+        };
+    }
+    loop {
+        let files = subtask_files(s, task_id, subtask_id);
+        match next {
+            Step::Attempt => {}
+            Step::Retry {
+                attempt,
+                max,
+                delay,
+            } => {
+                let failure = history.last_failure().cloned();
+                let (kind, severity, message) = failure
+                    .as_ref()
+                    .map(|f| (f.kind, f.severity, first_line(&f.message)))
+                    .unwrap_or((FailureKind::Other, Severity::Medium, String::new()));
+                let mut event = recovery_event(
+                    task_id,
+                    Some(subtask_id),
+                    assignee,
+                    RecoveryAction::Retry,
+                    severity,
+                    attempt,
+                    max,
+                    format!(
+                        "{} failed ({kind}): {message}; retry {attempt}/{max} in {}",
+                        agent_name(s, assignee),
+                        human_duration(delay)
+                    ),
+                );
+                event.delay_ms = Some(delay.as_millis() as u64);
+                event.files = Some(files);
+                s.recovery(event);
+                set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Recovering);
+                tokio::time::sleep(delay).await;
+            }
+            Step::WaitForProvider {
+                provider,
+                delay,
+                waited,
+                patience,
+            } => {
+                let mut event = recovery_event(
+                    task_id,
+                    Some(subtask_id),
+                    assignee,
+                    RecoveryAction::WaitForProvider,
+                    Severity::Medium,
+                    0,
+                    0,
+                    format!(
+                        "waiting for {provider}, next try in {} (waited {} of {})",
+                        human_duration(delay),
+                        human_duration(waited),
+                        human_duration(patience)
+                    ),
+                );
+                event.delay_ms = Some(delay.as_millis() as u64);
+                event.provider = Some(provider.clone());
+                event.files = Some(files);
+                s.recovery(event);
+                set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Recovering);
+                set_agent(
+                    s,
+                    assignee,
+                    AgentStatus::Blocked,
+                    &format!("waiting for {provider}"),
+                );
+                tokio::time::sleep(delay).await;
+                set_agent(
+                    s,
+                    assignee,
+                    AgentStatus::Idle,
+                    &format!("{provider} may answer again"),
+                );
+                after_wait = true;
+            }
+            Step::AskPeer => {
+                tried.push(assignee);
+                let failure = history.last_failure().cloned().unwrap_or_else(|| {
+                    Failure::new(FailureKind::Other, "the subtask kept failing")
+                });
+                // The agent ran out of retries: failed until it is replaced (unless it is
+                // busy with other work, which it goes on with).
+                if s.runtime
+                    .pool
+                    .get(s.current_agent(assignee))
+                    .is_some_and(|a| a.status() == AgentStatus::Idle)
+                {
+                    set_agent(s, assignee, AgentStatus::Failed, "ran out of retries");
+                }
+                let outcome = match peer_takeover(
+                    ctx, s, &task, subtask_id, assignee, &tried, &failure,
+                )
+                .await
+                {
+                    Some(peer) => {
+                        let mut event = recovery_event(
+                            task_id,
+                            Some(subtask_id),
+                            peer,
+                            RecoveryAction::PeerTakeover,
+                            failure.severity,
+                            1,
+                            1,
+                            format!(
+                                "{} handed the subtask to idle peer {}",
+                                agent_name(s, assignee),
+                                agent_name(s, peer)
+                            ),
+                        );
+                        event.files = Some(files);
+                        s.recovery(event);
+                        replace_in_background(s, assignee, "ran out of retries on a subtask");
+                        assignee = peer;
+                        Outcome::HandedOver
+                    }
+                    None => {
+                        let _ = ctx.append_own_board(&format!(
+                            "- no idle peer could take over from {}; escalating",
+                            agent_name(s, assignee)
+                        ));
+                        Outcome::NoPeer
+                    }
+                };
+                next = decide(&policy, &mut history, outcome, rand::random());
+                continue;
+            }
+            Step::EscalateToSupervisor => {
+                let failure = history.last_failure().cloned().unwrap_or_else(|| {
+                    Failure::new(FailureKind::Other, "the subtask kept failing")
+                });
+                let outcome = supervise(
+                    ctx,
+                    s,
+                    &task,
+                    subtask_id,
+                    &mut assignee,
+                    &mut description,
+                    &tried,
+                    &failure,
+                    files,
+                )
+                .await;
+                next = decide(&policy, &mut history, outcome, rand::random());
+                continue;
+            }
+            Step::EscalateToTop | Step::AskPerson => {
+                let failure = history.last_failure().cloned().unwrap_or_else(|| {
+                    Failure::new(FailureKind::Other, "the subtask kept failing")
+                });
+                if matches!(next, Step::EscalateToTop) {
+                    let notice = Message::new(
+                        ctx.id(),
+                        Recipient::Layer(Layer::Top),
+                        MessageKind::IssueEscalation,
+                        json!({ "taskId": task_id, "subtaskId": subtask_id, "kind": failure.kind, "severity": failure.severity, "fatal": failure.fatal, "message": failure.message }),
+                    )
+                    .with_task(task_id.to_string());
+                    let _ = ctx.bus.send(notice);
+                    let mut event = recovery_event(
+                        task_id,
+                        Some(subtask_id),
+                        assignee,
+                        RecoveryAction::EscalateToTop,
+                        failure.severity,
+                        history.person_escalations(),
+                        crate::recovery::ladder::MAX_PERSON_ESCALATIONS,
+                        format!(
+                            "{} {} escalated to the top layer and the user: {}",
+                            if failure.fatal { "fatal" } else { "critical" },
+                            failure.kind,
+                            first_line(&failure.message)
+                        ),
+                    );
+                    event.files = Some(files);
+                    s.recovery(event);
+                }
+                set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Escalated);
+                set_agent(
+                    s,
+                    assignee,
+                    AgentStatus::WaitingApproval,
+                    "waiting for a person's decision",
+                );
+                let answer =
+                    ask_person(s, &task, subtask_id, assignee, &description, &failure).await;
+                set_agent(s, assignee, AgentStatus::Idle, "the person answered");
+                let outcome = apply_answer(
+                    ctx,
+                    s,
+                    task_id,
+                    subtask_id,
+                    &mut assignee,
+                    &mut description,
+                    &tried,
+                    answer,
+                );
+                next = decide(&policy, &mut history, outcome, rand::random());
+                continue;
+            }
+            Step::GiveUp(failure) => {
+                give_up(s, task_id, subtask_id, assignee, failure);
+                return;
+            }
+            Step::Stop => return,
+        }
+
+        if spent >= limit {
+            let timeout = Failure::new(
+                FailureKind::Timeout,
+                format!(
+                    "the subtask's attempts used up its {} (recovery.subtaskTimeoutMs)",
+                    human_duration(limit)
+                ),
+            );
+            let timeout = match history.first_failure() {
+                Some(first) => timeout.caused_by(first),
+                None => timeout,
+            };
+            give_up(s, task_id, subtask_id, assignee, timeout);
+            return;
+        }
+        let attempts = s
+            .tasks
+            .update(task_id, |t| {
+                let st = t.subtask_mut(subtask_id)?;
+                if !after_wait || st.attempts == 0 {
+                    st.attempts += 1;
+                }
+                st.assignee = Some(assignee);
+                st.status = if history.errored() {
+                    SubtaskStatus::Recovering
+                } else {
+                    SubtaskStatus::Running
+                };
+                let attempts = st.attempts;
+                refresh_status(t);
+                Some(attempts)
+            })
+            .flatten()
+            .unwrap_or(1);
+        after_wait = false;
+        let started = Instant::now();
+        let with_person = s.approvals.time_with_person(subtask_id);
+        let report = attempt(
+            ctx,
+            s,
+            &task,
+            subtask_id,
+            assignee,
+            &description,
+            attempts,
+            limit - spent,
+        )
+        .await;
+        // Waiting for a person (approvals during the attempt) is not the subtask's time.
+        let person = s
+            .approvals
+            .time_with_person(subtask_id)
+            .saturating_sub(with_person);
+        spent += started.elapsed().saturating_sub(person);
+        let report = match report {
+            Attempt::Replaced(new) => {
+                assignee = new;
+                next = Step::Attempt;
+                continue;
+            }
+            Attempt::Done(report) => report,
+        };
+        match report {
+            SubtaskReport::Completed {
+                summary,
+                files,
+                partial_results,
+            } => {
+                s.tasks.update(task_id, |t| {
+                    if let Some(st) = t.subtask_mut(subtask_id) {
+                        st.status = SubtaskStatus::Completed;
+                        st.result = Some(summary);
+                        add_new(&mut st.partial_results, partial_results);
+                        add_new(&mut st.files, files.clone());
+                    }
+                    add_new(&mut t.files_written, files);
+                    refresh_status(t);
+                });
+                if history.errored() {
+                    s.recovery(recovery_event(
+                        task_id,
+                        Some(subtask_id),
+                        assignee,
+                        RecoveryAction::Recovered,
+                        Severity::Low,
+                        attempts,
+                        attempts,
+                        format!("subtask recovered on attempt {attempts}"),
+                    ));
+                }
+                return;
+            }
+            SubtaskReport::Failed {
+                failure,
+                files,
+                partial_results,
+            } => {
+                // The subtask's scope, keeping the provider or tool the failure names.
+                let failure = match failure.scope {
+                    Scope::Provider { .. } | Scope::Tool { .. } => failure,
+                    _ => failure.with_scope(Scope::Subtask {
+                        task_id,
+                        subtask_id,
+                    }),
+                };
+                // A refusal of the open breaker is no new error of the subtask: the wait
+                // it causes is reported as such.
+                let record = failure.kind != FailureKind::CircuitOpen;
+                let task_error = TaskError::now(match failure.scope {
+                    Scope::Subtask { .. } => failure.clone(),
+                    _ => failure.clone().with_scope(Scope::Subtask {
+                        task_id,
+                        subtask_id,
+                    }),
+                });
+                s.tasks.update(task_id, |t| {
+                    if let Some(st) = t.subtask_mut(subtask_id) {
+                        // What earlier attempts achieved stays: a later attempt that
+                        // finds the work already done reports nothing new.
+                        add_new(&mut st.partial_results, partial_results);
+                        add_new(&mut st.files, files);
+                    }
+                    if record {
+                        t.errors.push(task_error);
+                    }
+                });
+                if failure.kind == FailureKind::Cancelled && !s.task_cancel(task_id).is_cancelled()
+                {
+                    // An attempt stopped by something else than the task's cancellation
+                    // (its agent was replaced mid-attempt): try again.
+                    next = decide(
+                        &policy,
+                        &mut history,
+                        Outcome::Failed(Failure::new(
+                            FailureKind::AgentUnavailable,
+                            failure.message.clone(),
+                        )),
+                        rand::random(),
+                    );
+                    continue;
+                }
+                if spent >= limit {
+                    // The subtask's time is used up: no retry can follow.
+                    let timeout = Failure::new(
+                        FailureKind::Timeout,
+                        format!(
+                            "the subtask's attempts used up its {} (recovery.subtaskTimeoutMs); last error: {}",
+                            human_duration(limit),
+                            first_line(&failure.message)
+                        ),
+                    );
+                    let timeout = match history.first_failure() {
+                        Some(first) => timeout.caused_by(first),
+                        None if failure.kind != FailureKind::Timeout => timeout.caused_by(&failure),
+                        None => timeout,
+                    };
+                    give_up(s, task_id, subtask_id, assignee, timeout);
+                    return;
+                }
+                next = decide(
+                    &policy,
+                    &mut history,
+                    Outcome::Failed(failure),
+                    rand::random(),
+                );
+            }
+        }
+    }
+}
+
+/// The supervisor's rung: propose a solution and carry it out.
+#[allow(clippy::too_many_arguments)]
+async fn supervise(
+    ctx: &AgentContext,
+    s: &Arc<Services>,
+    task: &TaskRecord,
+    subtask_id: SubtaskId,
+    assignee: &mut AgentId,
+    description: &mut String,
+    tried: &[AgentId],
+    failure: &Failure,
+    files: Vec<String>,
+) -> Outcome {
+    let task_id = task.id;
+    let proposal = propose_solution(ctx, s, description, *assignee, failure).await;
+    let escalation = Message::to_agent(
+        *assignee,
+        ctx.id(),
+        MessageKind::IssueEscalation,
+        json!({
+            "taskId": task_id, "subtaskId": subtask_id, "kind": failure.kind,
+            "severity": failure.severity, "message": failure.message,
+            "metrics": s.runtime.pool.get(*assignee).map(|a| a.metrics()),
+            "proposedSolution": proposal,
+        }),
+    )
+    .with_task(task_id.to_string());
+    if let Err(e) = ctx.bus.send(escalation) {
+        tracing::warn!("escalation message not delivered: {e}");
+    }
+    let mut event = recovery_event(
+        task_id,
+        Some(subtask_id),
+        *assignee,
+        RecoveryAction::EscalateToSupervisor,
+        failure.severity,
+        1,
+        1,
+        format!(
+            "escalated to supervisor {}: proposed {} ({})",
+            ctx.handle.name(),
+            proposal.action.as_str(),
+            proposal.reason
+        ),
+    );
+    event.files = Some(files);
+    s.recovery(event);
+    set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Escalated);
+    match proposal.action {
+        ProposedAction::ReplaceAgent => {
+            match super::replace::replace_agent(s, *assignee, &failure.message).await {
+                Ok(new) => {
+                    *assignee = new;
+                    return Outcome::HandedOver;
+                }
+                Err(e) => tracing::warn!("replacement failed: {e}"),
+            }
+        }
+        ProposedAction::Reassign => {
+            if let Some(other) = pick_bottom(ctx, s, tried) {
+                *assignee = other;
+                return Outcome::HandedOver;
+            }
+        }
+        ProposedAction::Modify => {
+            if let Some(modified) = proposal
+                .modified_description
+                .clone()
+                .filter(|m| !m.trim().is_empty())
+            {
+                *description = modified;
+                record_description(s, task_id, subtask_id, description);
+                return Outcome::HandedOver;
+            }
+        }
+        ProposedAction::Pause => {}
+    }
+    Outcome::SupervisorCouldNotHelp
+}
+
+/// Carries out a person's answer (reassign, modify) and says what it means to the ladder.
+#[allow(clippy::too_many_arguments)]
+fn apply_answer(
+    ctx: &AgentContext,
+    s: &Arc<Services>,
+    task_id: TaskId,
+    subtask_id: SubtaskId,
+    assignee: &mut AgentId,
+    description: &mut String,
+    tried: &[AgentId],
+    answer: Option<ApprovalAnswer>,
+) -> Outcome {
+    let Some(answer) = answer else {
+        return Outcome::PersonAnswered(None);
+    };
+    match answer.decision {
+        ApprovalChoice::Retry => {}
+        ApprovalChoice::Reassign => {
+            let mut exclude = tried.to_vec();
+            exclude.push(*assignee);
+            if let Some(other) = pick_bottom(ctx, s, &exclude) {
+                *assignee = other;
+            }
+        }
+        ApprovalChoice::Modify => {
+            if let Some(modified) = answer.modified_description.filter(|m| !m.trim().is_empty()) {
+                *description = modified;
+                record_description(s, task_id, subtask_id, description);
+            }
+        }
+        _ => return Outcome::PersonAnswered(Some(PersonAnswer::Abort)),
+    }
+    Outcome::PersonAnswered(Some(PersonAnswer::GoOn))
+}
+
+/// Moves an agent to `status` when the state table allows it from where it is.
+fn set_agent(s: &Services, agent: AgentId, status: AgentStatus, reason: &str) {
+    let agent = s.current_agent(agent);
+    if let Some(handle) = s.runtime.pool.get(agent) {
+        let now = handle.status();
+        if now != status && now.can_transition_to(status) {
+            let _ = handle.transition(status, reason.to_string());
+        }
+    }
+}
+
+/// Replaces a failed agent without holding up the subtask, which a peer now runs.
+fn replace_in_background(s: &Arc<Services>, agent: AgentId, reason: &'static str) {
+    let s = s.clone();
+    tokio::spawn(async move {
+        let busy = s.attempts.iter().any(|a| a.value().0 == agent);
+        let failed = s
+            .runtime
+            .pool
+            .get(agent)
+            .is_some_and(|a| a.status() == AgentStatus::Failed);
+        if failed
+            && !busy
+            && let Err(e) = super::replace::replace_agent(&s, agent, reason).await
+        {
+            tracing::warn!(agent = %agent, "failed agent not replaced: {e}");
+        }
+    });
+}
+
+/// Sends the subtask to `assignee` and waits for its report, following a replacement.
+#[allow(clippy::too_many_arguments)]
+async fn attempt(
+    ctx: &AgentContext,
+    s: &Arc<Services>,
+    task: &TaskRecord,
+    subtask_id: SubtaskId,
+    assignee: AgentId,
+    description: &str,
+    attempt: u32,
+    time_left: Duration,
+) -> Attempt {
+    let assignee = s.current_agent(assignee);
+    let assignment = SubtaskAssignment {
+        task_id: task.id,
+        subtask_id,
+        description: description.to_string(),
+        attempt,
+        context: context_for(s, task.id),
+        time_limit_ms: Some(time_left.as_millis().max(1) as u64),
+    };
+    let message = Message::to_agent(
+        ctx.id(),
+        assignee,
+        MessageKind::TaskAssign,
+        json!(assignment),
+    )
+    .with_task(task.id.to_string());
+    // The bottom agent enforces the time limit itself; this margin only catches an
+    // agent that stopped answering altogether.
+    let patience = time_left + Duration::from_secs(10);
+    let mut replacements = s.replacements.subscribe();
+    // Time the subtask spends waiting for a person does not count (the bus's own limit
+    // is only a backstop).
+    let (request_id, to) = (message.id, message.to);
+    let request = s.approvals.timeout_besides_person(
+        subtask_id,
+        patience,
+        ctx.bus.request(message, patience * 1000),
+    );
+    let request = async move {
+        request.await.unwrap_or(Err(BusError::ReplyTimeout {
+            request: request_id,
+            to,
+            after: patience,
+        }))
+    };
+    tokio::pin!(request);
+    let lost = |failure: Failure| SubtaskReport::Failed {
+        failure,
+        files: Vec::new(),
+        partial_results: Vec::new(),
+    };
+    loop {
+        tokio::select! {
+            reply = &mut request => {
+                return Attempt::Done(match reply {
+                    Ok(reply) => serde_json::from_value(reply.payload.clone()).unwrap_or_else(|e| lost(
+                        Failure::new(FailureKind::Internal, format!("unreadable report from {}: {e}", agent_name(s, assignee))).with_severity(Severity::Medium),
+                    )),
+                    Err(BusError::ReplyTimeout { after, .. }) => lost(Failure::new(
+                        FailureKind::Timeout,
+                        format!("{} did not report within {}", agent_name(s, assignee), human_duration(after)),
+                    )),
+                    Err(e) => lost(Failure::new(FailureKind::AgentUnavailable, e.to_string()).with_severity(Severity::Medium)),
+                });
+            }
+            changed = replacements.changed() => {
+                let now = s.current_agent(assignee);
+                if now != assignee {
+                    return Attempt::Replaced(now);
+                }
+                if changed.is_err() {
+                    // The services are going away; the request's own timeout still ends this.
+                    (&mut request).await.ok();
+                }
+            }
+        }
+    }
+}
+
+fn subtask_files(s: &Services, task_id: TaskId, subtask_id: SubtaskId) -> Vec<String> {
+    s.tasks
+        .get(task_id)
+        .and_then(|t| t.subtask(subtask_id).map(|st| st.files.clone()))
+        .unwrap_or_default()
+}
+
+/// The task and what earlier subtasks produced, for the bottom agent's prompt.
+fn context_for(s: &Services, task_id: TaskId) -> String {
+    let Some(task) = s.tasks.get(task_id) else {
+        return String::new();
+    };
+    let mut context = format!(
+        "This subtask is part of the task \"{}\":\n{}\n",
+        task.title, task.description
+    );
+    let done: Vec<String> = task
+        .subtasks
+        .iter()
+        .filter(|st| st.status == SubtaskStatus::Completed)
+        .map(|st| {
+            format!(
+                "- {}: {}",
+                first_line(&st.description),
+                first_line(st.result.as_deref().unwrap_or("done"))
+            )
+        })
+        .collect();
+    if !done.is_empty() {
+        context.push_str("\nAlready done by the team:\n");
+        context.push_str(&done.join("\n"));
+    }
+    context
+}
+
+/// An idle bottom agent, this mid's own first, never one of `exclude`; else the least
+/// busy of its subordinates.
+pub(super) fn pick_bottom(
+    ctx: &AgentContext,
+    s: &Services,
+    exclude: &[AgentId],
+) -> Option<AgentId> {
+    let mine: Vec<AgentId> = ctx.handle.config().subordinates;
+    // Subtasks handed out but not finished, per agent: an agent given one a moment ago
+    // still reads as idle until its mailbox loop picks the assignment up.
+    let mut assigned: std::collections::HashMap<AgentId, usize> = Default::default();
+    s.tasks.visit(|task| {
+        for st in &task.subtasks {
+            if let Some(agent) = st.assignee
+                && !st.status.is_finished()
+                && st.status != SubtaskStatus::Pending
+            {
+                *assigned.entry(agent).or_default() += 1;
+            }
+        }
+    });
+    let mut candidates: Vec<_> = s
+        .runtime
+        .pool
+        .by_layer(Layer::Bottom)
+        .into_iter()
+        .filter(|a| !exclude.contains(&a.id()))
+        .filter(|a| {
+            !matches!(
+                a.status(),
+                AgentStatus::Terminated | AgentStatus::ShuttingDown | AgentStatus::Failed
+            )
+        })
+        .collect();
+    // Statuses change under our feet: each key is read once (a key read again mid-sort
+    // could disagree with itself, and the sort would panic).
+    candidates.sort_by_cached_key(|a| {
+        let load = assigned.get(&a.id()).copied().unwrap_or(0);
+        (
+            a.status() != AgentStatus::Idle || load > 0,
+            load,
+            !mine.contains(&a.id()),
+            a.current_task().is_some(),
+            a.name(),
+        )
+    });
+    candidates.first().map(|a| a.id())
+}
+
+/// Ends a subtask as failed with `failure` (its root cause inside), and says so.
+fn give_up(
+    s: &Services,
+    task_id: TaskId,
+    subtask_id: SubtaskId,
+    assignee: AgentId,
+    failure: Failure,
+) {
+    let (root_kind, root_message) = failure.root();
+    let because = if root_kind != failure.kind {
+        format!("; first error {root_kind}: {}", first_line(root_message))
+    } else {
+        String::new()
+    };
+    let mut event = recovery_event(
+        task_id,
+        Some(subtask_id),
+        assignee,
+        RecoveryAction::GaveUp,
+        failure.severity,
+        1,
+        1,
+        format!(
+            "gave up on the subtask ({}): {}{because}",
+            failure.kind,
+            first_line(&failure.message)
+        ),
+    );
+    if let Scope::Provider { provider } = &failure.scope {
+        event.provider = Some(provider.clone());
+    }
+    s.recovery(event);
+    // Recorded against the subtask; a provider outage names its provider in the message
+    // (and the step above carries it as `provider`).
+    let mut as_error = failure;
+    as_error.scope = Scope::Subtask {
+        task_id,
+        subtask_id,
+    };
+    s.tasks.update(task_id, |t| {
+        // The last error of a failed subtask is the one it ended with: recorded when
+        // it is a new kind of failure (a provider outage, the subtask's time used up).
+        let last_kind = t
+            .errors
+            .iter()
+            .rev()
+            .find(|e| e.subtask_id() == Some(subtask_id))
+            .map(|e| e.failure.kind);
+        if last_kind != Some(as_error.kind) {
+            t.errors.push(TaskError::now(as_error));
+        }
+        if let Some(st) = t.subtask_mut(subtask_id) {
+            st.status = SubtaskStatus::Failed;
+        }
+        refresh_status(t);
+    });
+}
+
+fn fail_subtask(s: &Services, task_id: TaskId, subtask_id: SubtaskId, failure: Failure) {
+    s.tasks.update(task_id, |t| {
+        t.errors
+            .push(TaskError::now(failure.with_scope(Scope::Subtask {
+                task_id,
+                subtask_id,
+            })));
+        if let Some(st) = t.subtask_mut(subtask_id) {
+            st.status = SubtaskStatus::Failed;
+        }
+        refresh_status(t);
+    });
+}
+
+fn set_subtask_status(s: &Services, task_id: TaskId, subtask_id: SubtaskId, status: SubtaskStatus) {
+    s.tasks.update(task_id, |t| {
+        if let Some(st) = t.subtask_mut(subtask_id) {
+            st.status = status;
+        }
+        refresh_status(t);
+    });
+}
+
+/// The task's status while it runs follows its most troubled subtask.
+pub(super) fn refresh_status(task: &mut TaskRecord) {
+    if task.status.is_finished()
+        || matches!(
+            task.status,
+            TaskStatus::Planning | TaskStatus::AwaitingApproval | TaskStatus::Queued
+        )
+    {
+        return;
+    }
+    task.status = if task
+        .subtasks
+        .iter()
+        .any(|st| st.status == SubtaskStatus::Escalated)
+    {
+        TaskStatus::Escalated
+    } else if task
+        .subtasks
+        .iter()
+        .any(|st| st.status == SubtaskStatus::Recovering)
+    {
+        TaskStatus::Recovering
+    } else {
+        TaskStatus::Running
+    };
+}
+
+/// A subtask rewritten by its supervisor or a person shows its new description
+/// everywhere (editor, reports), since that is what the agents now work on.
+fn record_description(s: &Services, task_id: TaskId, subtask_id: SubtaskId, description: &str) {
+    s.tasks.update(task_id, |t| {
+        if let Some(st) = t.subtask_mut(subtask_id) {
+            st.description = description.to_string();
+        }
+    });
+}
+
+/// Appends the items of `new` that `list` does not hold yet, keeping order.
+fn add_new(list: &mut Vec<String>, new: Vec<String>) {
+    for item in new {
+        if !list.contains(&item) {
+            list.push(item);
+        }
+    }
+}
+pub(super) fn agent_name(s: &Services, agent: AgentId) -> String {
+    s.runtime
+        .pool
+        .get(agent)
+        .map(|a| a.name())
+        .unwrap_or_else(|| agent.to_string())
+}
