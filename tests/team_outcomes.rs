@@ -155,7 +155,7 @@ async fn a_low_confidence_fix_is_asked_for_and_not_applied_when_rejected() {
         "a rejected fix is not written"
     );
     let detail = team.engine.task(&task.to_string()).unwrap();
-    assert_eq!(detail.errors.last().unwrap().kind, "verify_failed");
+    assert_eq!(detail.errors.last().unwrap().kind, "check_failed");
     team.engine.shutdown().await;
 }
 

@@ -173,7 +173,8 @@ def run_pi(binary, workspace, task, port, timeout_s, agent_dir):
                PI_TELEMETRY="0", CONCLAVE_PI_API_KEY="local")
     return subprocess.run(
         [str(binary), "-p", "--no-session", "--provider", "conclave", "--model", MODEL,
-         "--tools", "read,bash,edit,write", task],
+         "--tools", "read,bash,edit,write", "--no-extensions", "--no-skills",
+         "--no-prompt-templates", "--no-themes", task],
         cwd=workspace, env=env, capture_output=True, text=True, timeout=timeout_s,
     )
 

@@ -168,6 +168,39 @@ async fn run_subtask(
         let mut sink = |text: &str| live.push(text);
         tokio::time::timeout(limit, executor.execute(&spec, cancel.clone(), &mut sink)).await
     };
+    // Done means checked (team/check.rs): the work is checked, the executor gets one
+    // turn to fix what fails, and a check that still fails is a failed report.
+    let mut check_failure = None;
+    let result = match result {
+        Ok(Ok(outcome)) if outcome.success => {
+            let mut sink = |text: &str| live.push(text);
+            let remaining = limit
+                .saturating_sub(started.elapsed())
+                .max(Duration::from_secs(1));
+            let checked = super::check::after_subtask(
+                services,
+                assignment.task_id,
+                assignment.subtask_id,
+                executor.as_ref(),
+                &spec,
+                outcome,
+                cancel.clone(),
+                &mut sink,
+            );
+            match tokio::time::timeout(remaining, checked).await {
+                Ok(Ok(outcome)) => Ok(Ok(outcome)),
+                Ok(Err((outcome, failure))) => {
+                    check_failure = Some(failure);
+                    Ok(Ok(ExecutionOutcome {
+                        success: false,
+                        ..outcome
+                    }))
+                }
+                Err(elapsed) => Err(elapsed),
+            }
+        }
+        other => other,
+    };
     live.flush();
     if services
         .attempts
@@ -178,6 +211,18 @@ async fn run_subtask(
     }
     let report = match result {
         Ok(Ok(outcome)) if outcome.success => completed(outcome),
+        Ok(Ok(outcome)) if check_failure.is_some() => SubtaskReport::Failed {
+            kind: "check_failed".into(),
+            severity: Severity::Medium,
+            transient: false,
+            message: format!(
+                "the code does not pass its checks:\n{}",
+                check_failure.unwrap_or_default()
+            ),
+            retry_after_ms: None,
+            files: paths(&outcome),
+            partial_results: outcome.partial_results,
+        },
         Ok(Ok(outcome)) => SubtaskReport::Failed {
             kind: "incomplete".into(),
             severity: Severity::Medium,

@@ -20,23 +20,21 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::{Services, SubtaskAssignment, SubtaskReport, first_line, recovery_event};
-use crate::config::PlanQuorum;
-use crate::model::structured::{Plan, StructuredOutput, ask_json};
+use crate::model::structured::{StructuredOutput, ask_json};
 use crate::model::{ChatMessage, ModelError, ModelRequest};
 use crate::recovery::ladder::{Failure, Ladder, LadderStep};
 use crate::recovery::{Classify, RecoveryAction, Severity};
 use crate::runtime::{
     AgentContext, AgentId, AgentStatus, ApprovalAnswer, ApprovalChoice, ApprovalKind,
-    ApprovalOption, ApprovalRequest, BusError, DecisionStatus, Layer, Message, MessageKind,
-    Proposal, Quorum, Recipient, Signer, Subtask, SubtaskId, SubtaskStatus, TaskError, TaskId,
-    TaskRecord, TaskStatus, voters,
+    ApprovalOption, ApprovalRequest, BusError, Layer, Message, MessageKind, Recipient, Subtask,
+    SubtaskId, SubtaskStatus, TaskError, TaskId, TaskRecord, TaskStatus,
 };
 
 /// Person-level escalations of one subtask before the team gives up on it.
 const MAX_PERSON_ESCALATIONS: u32 = 3;
 
 /// Why coordination stopped early.
-enum Stop {
+pub(super) enum Stop {
     Cancelled,
     Failed(Failure),
 }
@@ -70,7 +68,7 @@ pub async fn run(ctx: AgentContext, services: Arc<Services>, task_id: TaskId) {
 async fn drive(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Result<(), Stop> {
     let task = s.tasks.get(task_id).ok_or(Stop::Cancelled)?;
     if task.subtasks.is_empty() {
-        plan_and_approve(ctx, s, &task).await?;
+        super::plan::plan_and_approve(ctx, s, &task).await?;
     }
     s.tasks.update(task_id, |t| t.status = TaskStatus::Running);
     run_subtasks(ctx, s, task_id).await;
@@ -79,7 +77,7 @@ async fn drive(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Result
             .iter()
             .all(|st| st.status == SubtaskStatus::Completed)
     });
-    if all_done && s.config.verify.command.is_some() {
+    if all_done {
         super::verify::run(ctx, s, task_id)
             .await
             .map_err(Stop::Failed)?;
@@ -87,7 +85,7 @@ async fn drive(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Result
     Ok(())
 }
 
-fn failure_of(error: &ModelError) -> Failure {
+pub(super) fn failure_of(error: &ModelError) -> Failure {
     Failure {
         kind: error.kind().to_string(),
         severity: error.severity(),
@@ -95,174 +93,6 @@ fn failure_of(error: &ModelError) -> Failure {
         message: error.to_string(),
         retry_after: error.retry_after(),
     }
-}
-
-/// Plans with the model and has the top layer sign the plan; a vetoed plan is made
-/// again once with the vetoes' reasons.
-async fn plan_and_approve(
-    ctx: &AgentContext,
-    s: &Arc<Services>,
-    task: &TaskRecord,
-) -> Result<(), Stop> {
-    let model = s.model.clone().ok_or_else(|| {
-        Stop::Failed(Failure {
-            kind: "llm_not_configured".into(),
-            severity: Severity::Critical,
-            transient: false,
-            message: crate::model::factory::HOW_TO_CONFIGURE.into(),
-            retry_after: None,
-        })
-    })?;
-    let bottoms: Vec<String> = ctx
-        .handle
-        .config()
-        .subordinates
-        .iter()
-        .filter_map(|id| s.runtime.pool.get(*id))
-        .map(|a| a.name())
-        .collect();
-    let mut feedback = String::new();
-    for round in 1..=2 {
-        s.tasks.update(task.id, |t| t.status = TaskStatus::Planning);
-        let mut prompt = format!(
-            "Plan this task for {} bottom agent(s): {}.\n\nTask: {}\n\n{}",
-            bottoms.len(),
-            bottoms.join(", "),
-            task.title,
-            task.description
-        );
-        if !task.context.files.is_empty() {
-            prompt.push_str(&format!(
-                "\n\nFiles in context: {}",
-                task.context.files.join(", ")
-            ));
-        }
-        prompt.push_str(&feedback);
-        let request = ModelRequest {
-            system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
-            messages: vec![ChatMessage::user(prompt)],
-            tools: Vec::new(),
-            max_tokens: 2048,
-            temperature: s.config.llm.temperature,
-        };
-        let plan = ask_json::<Plan>(model.as_ref(), &request)
-            .await
-            .map_err(|e| Stop::Failed(failure_of(&e)))?;
-        let subtasks: Vec<Subtask> = plan
-            .subtasks
-            .iter()
-            .map(|p| Subtask::new(p.description.clone(), p.depends_on.clone()))
-            .collect();
-        let listing: String = subtasks
-            .iter()
-            .enumerate()
-            .map(|(i, st)| format!("{}. {}\n", i + 1, first_line(&st.description)))
-            .collect();
-        let _ = ctx.append_own_board(&format!(
-            "\n## Plan for \"{}\" (round {round})\n{listing}",
-            task.title
-        ));
-        let _ = ctx.append_layer_board(&format!(
-            "- {} planned \"{}\": {} subtasks",
-            ctx.handle.name(),
-            task.title,
-            subtasks.len()
-        ));
-        let content = json!({
-            "taskId": task.id,
-            "title": task.title,
-            "subtasks": subtasks.iter().map(|st| json!({ "description": st.description, "dependsOn": st.depends_on })).collect::<Vec<_>>(),
-        });
-        s.tasks.update(task.id, |t| {
-            t.subtasks = subtasks;
-            t.status = TaskStatus::AwaitingApproval;
-        });
-        let signers: Vec<Signer> = voters(&s.runtime.pool)
-            .iter()
-            .map(|v| Signer {
-                agent: v.agent,
-                weight: v.weight,
-            })
-            .collect();
-        if signers.is_empty() {
-            return Ok(());
-        }
-        let decision = ctx
-            .governance
-            .propose(Proposal {
-                proposer: ctx.id(),
-                title: format!("Plan for: {}", task.title),
-                content,
-                signers,
-                quorum: match s.config.governance.quorum {
-                    PlanQuorum::All => Quorum::All,
-                    PlanQuorum::WeightedMajority => Quorum::WeightedMajority,
-                },
-                ttl: Some(Duration::from_millis(s.config.governance.decision_ttl_ms)),
-            })
-            .map_err(|e| {
-                Stop::Failed(Failure {
-                    kind: "governance".into(),
-                    severity: Severity::High,
-                    transient: false,
-                    message: e.to_string(),
-                    retry_after: None,
-                })
-            })?;
-        s.tasks
-            .update(task.id, |t| t.plan_decision = Some(decision.id));
-        let status = ctx
-            .governance
-            .outcome(decision.id)
-            .await
-            .unwrap_or(DecisionStatus::Expired);
-        match status {
-            DecisionStatus::Approved => {
-                let _ = ctx.append_global(&format!(
-                    "- plan for \"{}\" approved by the top layer",
-                    task.title
-                ));
-                return Ok(());
-            }
-            DecisionStatus::Vetoed => {
-                let reasons: Vec<String> = ctx
-                    .governance
-                    .get(decision.id)
-                    .map(|d| d.vetoes.iter().map(|v| v.reason.clone()).collect())
-                    .unwrap_or_default();
-                let _ = ctx.append_own_board(&format!("- plan vetoed: {}", reasons.join("; ")));
-                if round == 2 {
-                    return Err(Stop::Failed(Failure {
-                        kind: "plan_vetoed".into(),
-                        severity: Severity::High,
-                        transient: false,
-                        message: format!(
-                            "the top layer vetoed the plan twice: {}",
-                            reasons.join("; ")
-                        ),
-                        retry_after: None,
-                    }));
-                }
-                feedback = format!(
-                    "\n\nThe previous plan was vetoed: {}. Make a plan that addresses this.",
-                    reasons.join("; ")
-                );
-                s.tasks.update(task.id, |t| t.subtasks.clear());
-            }
-            DecisionStatus::Expired | DecisionStatus::Pending => {
-                return Err(Stop::Failed(Failure {
-                    kind: "plan_expired".into(),
-                    severity: Severity::High,
-                    transient: false,
-                    message:
-                        "the top layer did not sign the plan in time (governance.decisionTtlMs)"
-                            .into(),
-                    retry_after: None,
-                }));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Runs every pending subtask as soon as its dependencies completed, all that are ready
@@ -810,10 +640,15 @@ fn context_for(s: &Services, task_id: TaskId) -> String {
     let Some(task) = s.tasks.get(task_id) else {
         return String::new();
     };
-    let mut context = format!(
-        "This subtask is part of the task \"{}\":\n{}\n",
-        task.title, task.description
-    );
+    // Every bottom agent sees the whole task verbatim, unless its subtask is the task.
+    let whole = super::plan::task_text(&task);
+    let mut context = if task.subtasks.len() == 1 && task.subtasks[0].description.contains(whole) {
+        String::new()
+    } else {
+        format!(
+            "This subtask is one part of the task below; do only your part.\nThe whole task:\n{whole}\n"
+        )
+    };
     let done: Vec<String> = task
         .subtasks
         .iter()

@@ -9,8 +9,10 @@
 //! ([`replace`]) → the mid runs the verify command and fix loop ([`verify`]) → done.
 
 pub mod bottom;
+pub mod check;
 pub mod coordinate;
 pub mod mid;
+pub mod plan;
 pub mod replace;
 pub mod top;
 pub mod verify;
