@@ -33,6 +33,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         subtask: None,
     };
     let mut last_output = String::new();
+    let mut last_failed = String::new();
     for round in 0..=rounds {
         // Every file the task touched, also those of attempts that failed.
         let files = s
@@ -70,7 +71,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
                     Severity::Medium,
                     round,
                     rounds,
-                    format!("the checks pass after {round} fix round(s)"),
+                    format!("{last_failed} passes after {round} fix round(s)"),
                 ));
             }
             return Ok(());
@@ -81,6 +82,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
             .collect::<Vec<_>>()
             .join(", ");
         last_output = checks.failure_text().unwrap_or_default();
+        last_failed.clone_from(&what);
         if round == rounds {
             break;
         }
