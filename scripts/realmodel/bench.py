@@ -200,6 +200,9 @@ def main():
     parser.add_argument("--out", default=str(HERE / "results.jsonl"))
     parser.add_argument("--keep", action="store_true", help="keep the workspaces")
     args = parser.parse_args()
+    # The runs start in their workspaces: binaries are named from here.
+    args.conclave = str(Path(args.conclave).resolve())
+    args.pi = str(Path(args.pi).resolve())
 
     tasks = sorted(p for p in (HERE / "tasks").iterdir() if (p / "task.txt").is_file())
     if args.tasks:

@@ -158,7 +158,7 @@ fn is_the_task_itself(plan: &Value) -> bool {
         .map(Vec::as_slice)
         .unwrap_or(&[]);
     match (subtasks, plan["task"].as_str()) {
-        ([only], Some(task)) => only["description"]
+        ([only], Some(task)) if !task.trim().is_empty() => only["description"]
             .as_str()
             .is_some_and(|d| d.contains(task.trim())),
         _ => false,
