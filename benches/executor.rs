@@ -100,6 +100,7 @@ fn main() {
             step_timeout: Duration::from_secs(30),
             max_tokens: 1024,
             temperature: None,
+            context_window: 8192,
         },
     );
     let spec = SubtaskSpec {

@@ -25,6 +25,9 @@ pub struct Config {
     pub governance: GovernanceConfig,
     pub store: StoreConfig,
     pub editor: EditorConfig,
+    pub limits: LimitsConfig,
+    /// Prices per model name (`[pricing."model"]`), turning token usage into cost.
+    pub pricing: std::collections::BTreeMap<String, ModelPrice>,
 }
 
 impl Default for Config {
@@ -41,6 +44,8 @@ impl Default for Config {
             governance: GovernanceConfig::default(),
             store: StoreConfig::default(),
             editor: EditorConfig::default(),
+            limits: LimitsConfig::default(),
+            pricing: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -67,6 +72,57 @@ pub struct LlmConfig {
     pub script: Option<String>,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
+    /// The model's context window in tokens; prompts are trimmed to fit it. Unset means
+    /// [`LlmConfig::context_window`]'s default for the provider.
+    pub context_window: Option<u32>,
+}
+
+/// The context window assumed for a local OpenAI-compatible server (llama.cpp's and
+/// Ollama's usual 8k).
+pub const LOCAL_CONTEXT_WINDOW: u32 = 8192;
+/// The context window assumed for the hosted APIs.
+pub const HOSTED_CONTEXT_WINDOW: u32 = 128_000;
+
+impl LlmConfig {
+    /// `llm.contextWindow`, or 8192 for a local server (a `baseUrl` other than the hosted
+    /// APIs') and 128000 for the hosted APIs.
+    pub fn context_window(&self) -> u32 {
+        if let Some(window) = self.context_window.filter(|w| *w > 0) {
+            return window;
+        }
+        let hosted = ["https://api.openai.com", "https://api.anthropic.com"];
+        match &self.base_url {
+            Some(url) if !hosted.iter().any(|h| url.trim().starts_with(h)) => LOCAL_CONTEXT_WINDOW,
+            _ => HOSTED_CONTEXT_WINDOW,
+        }
+    }
+
+    /// The model name usage is priced under: `llm.model`, else the provider's default.
+    pub fn model_name(&self) -> String {
+        match (&self.model, self.provider) {
+            (Some(model), _) => model.clone(),
+            (None, Some(LlmProvider::Anthropic)) => "claude-sonnet-4-5".to_string(),
+            (None, Some(LlmProvider::Scripted)) => "scripted".to_string(),
+            (None, _) => "gpt-4o-mini".to_string(),
+        }
+    }
+}
+
+/// Budgets of one task.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LimitsConfig {
+    /// Input plus output tokens one task may use before it pauses and the person is
+    /// asked whether to go on (with the limit raised by as much again) or cancel.
+    pub max_tokens_per_task: Option<u64>,
+}
+
+/// What a model costs, in US dollars per million tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ModelPrice {
+    pub input: f64,
+    pub output: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -415,16 +471,24 @@ impl Config {
         Config::from_layers(file_layer.as_ref(), overrides)
     }
 
-    /// Defaults overridden by each present layer in turn.
+    /// Defaults overridden by each present layer in turn. Each layer is checked as it is
+    /// laid on, so a bad value is blamed on the layer that brought it: a typo in
+    /// `conclave.toml` is reported as such even when the editor sends options too.
     pub fn from_layers(
         file_layer: Option<&serde_json::Value>,
         overrides: Option<&serde_json::Value>,
     ) -> Result<Config, ConfigError> {
         let mut merged = serde_json::to_value(Config::default()).expect("config serialises");
-        let mut origin = "the built-in defaults";
+        let check = |merged: &serde_json::Value, origin: &str| {
+            serde_json::from_value::<Config>(merged.clone()).map_err(|e| ConfigError::Invalid {
+                origin: origin.to_string(),
+                message: e.to_string(),
+            })
+        };
+        let mut config = Config::default();
         if let Some(layer) = file_layer {
             merge(&mut merged, layer);
-            origin = "conclave.toml";
+            config = check(&merged, "conclave.toml")?;
         }
         if let Some(layer) = overrides {
             let sets_nothing = match layer {
@@ -439,12 +503,9 @@ impl Config {
                 });
             }
             merge(&mut merged, layer);
-            origin = "initializationOptions";
+            config = check(&merged, "initializationOptions")?;
         }
-        serde_json::from_value(merged).map_err(|e| ConfigError::Invalid {
-            origin: origin.to_string(),
-            message: e.to_string(),
-        })
+        Ok(config)
     }
 }
 
@@ -522,9 +583,49 @@ mod tests {
     }
 
     #[test]
+    fn limits_pricing_and_context_window_are_read() {
+        let file = json!({
+            "llm": { "model": "qwen", "baseUrl": "http://127.0.0.1:18080/v1" },
+            "limits": { "maxTokensPerTask": 50000 },
+            "pricing": { "qwen": { "input": 0.5, "output": 1.5 } }
+        });
+        let config = Config::from_layers(Some(&file), None).unwrap();
+        assert_eq!(config.limits.max_tokens_per_task, Some(50_000));
+        assert_eq!(config.pricing["qwen"].output, 1.5);
+        assert_eq!(config.llm.context_window(), LOCAL_CONTEXT_WINDOW);
+        let hosted =
+            Config::from_layers(Some(&json!({ "llm": { "provider": "openai" } })), None).unwrap();
+        assert_eq!(hosted.llm.context_window(), HOSTED_CONTEXT_WINDOW);
+        let set =
+            Config::from_layers(Some(&json!({ "llm": { "contextWindow": 4096 } })), None).unwrap();
+        assert_eq!(set.llm.context_window(), 4096);
+        assert_eq!(Config::default().limits.max_tokens_per_task, None);
+    }
+
+    #[test]
     fn a_bad_value_names_its_origin() {
         let err = Config::from_layers(None, Some(&json!({ "writes": "paper" }))).unwrap_err();
         assert!(err.to_string().contains("initializationOptions"), "{err}");
+    }
+
+    #[test]
+    fn a_typo_in_the_file_is_blamed_on_the_file_even_with_editor_options() {
+        let file = json!({ "writes": "dsk" });
+        for init in [json!({}), json!({ "heartbeatMs": 1000 }), json!(null)] {
+            let err = Config::from_layers(Some(&file), Some(&init)).unwrap_err();
+            let message = err.to_string();
+            assert!(
+                message.starts_with("conclave.toml is not valid"),
+                "{message}"
+            );
+            assert!(message.contains("dsk"), "{message}");
+        }
+        let err =
+            Config::from_layers(Some(&json!({})), Some(&json!({ "writes": "paper" }))).unwrap_err();
+        assert!(
+            err.to_string().starts_with("initializationOptions"),
+            "{err}"
+        );
     }
 
     #[test]

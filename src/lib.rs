@@ -4,6 +4,7 @@
 //! configuration → runtime (agents, bus, whiteboards, governance, pool, heartbeats)
 //! → work (models, tools, executor) → recovery → store.
 
+pub mod acp;
 pub mod config;
 pub mod engine;
 pub mod executor;

@@ -43,6 +43,9 @@ enum Command {
     /// a plan signed by the top layer, files written, and failures recovered by a retry,
     /// a peer takeover and an escalation.
     Demo(cli::demo::DemoArgs),
+    /// The Agent Client Protocol agent an editor starts (`conclave acp`): Zed, JetBrains,
+    /// CodeCompanion.nvim, agent-shell. Newline-delimited JSON-RPC over stdin/stdout.
+    Acp(cli::acp::AcpArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,7 +53,11 @@ fn main() -> ExitCode {
     // Commands that draw progress on stderr keep the log to warnings unless RUST_LOG says.
     let level = match args.command {
         Command::Run(_) | Command::Demo(_) => "warn",
-        Command::Team(_) | Command::Log(_) | Command::Gc(_) | Command::Serve(_) => "info",
+        Command::Team(_)
+        | Command::Log(_)
+        | Command::Gc(_)
+        | Command::Serve(_)
+        | Command::Acp(_) => "info",
     };
     let (client_logs, lines) = match args.command {
         Command::Serve(_) => {
@@ -73,7 +80,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let serving = matches!(args.command, Command::Serve(_));
+    let serving = matches!(args.command, Command::Serve(_) | Command::Acp(_));
     let result = runtime.block_on(async {
         match args.command {
             Command::Serve(serve) => cli::serve::run(serve, lines).await,
@@ -82,6 +89,7 @@ fn main() -> ExitCode {
             Command::Gc(gc) => cli::gc::run(gc).await,
             Command::Run(run) => cli::run::run(run).await,
             Command::Demo(demo) => cli::demo::run(demo).await,
+            Command::Acp(acp) => cli::acp::run(acp).await,
         }
     });
     if serving {

@@ -231,6 +231,9 @@ async fn an_escalation_is_asked_with_request_approval_and_the_answer_is_applied(
         .map(|o| o["id"].as_str().unwrap())
         .collect();
     assert_eq!(options, ["retry", "reassign", "modify", "abort"]);
+    // It names the subtask, and carries what "Modify the subtask" starts from.
+    assert_eq!(approval["title"], "[1/1] Create c.txt keeps failing");
+    assert_eq!(approval["subtaskDescription"], "Create c.txt");
 
     // While it waits: the task is escalated, the file it wrote carries a warning.
     server.task_status(&task, "escalated").await;
@@ -242,7 +245,11 @@ async fn an_escalation_is_asked_with_request_approval_and_the_answer_is_applied(
     assert_eq!(warning["diagnostics"][0]["source"], "conclave");
 
     server.respond(id, json!({ "decision": "abort" })).await;
-    server.task_status(&task, "failed").await;
+    let failed = server.task_status(&task, "failed").await;
+    assert_eq!(
+        failed["progress"], 0,
+        "nothing completed, so not 99 %: {failed}"
+    );
     let error = server
         .notification("textDocument/publishDiagnostics", |p| {
             p["uri"] == ws.uri("c.txt") && p["diagnostics"][0]["severity"] == 1
@@ -561,11 +568,37 @@ async fn a_restarted_server_asks_the_pending_approval_again() {
     again.initialize(full_capabilities(), json!({})).await;
     let (id, asked) = again.server_request("conclave/requestApproval").await;
     assert_eq!(asked["approvalId"], approval["approvalId"]);
+    assert!(
+        asked["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Asked before Conclave restarted"),
+        "{asked}"
+    );
     again.respond(id, json!({ "decision": "abort" })).await;
     again
         .notification("conclave/taskUpdated", |p| p["task"]["status"] == "failed")
         .await;
     assert!(again.shutdown_and_exit().await.success());
+}
+
+#[tokio::test]
+async fn a_task_described_under_a_markdown_heading_is_titled_by_the_heading_text() {
+    let ws = Workspace::scripted(
+        script(vec![
+            plan(&["Create h.txt"]),
+            json!(writes("Create h.txt", "h.txt", "h\n")),
+        ]),
+        "writes = \"disk\"",
+    );
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(bare_capabilities(), json!({})).await;
+    let task = server
+        .submit("\n## Add h.txt\n\nCreate h.txt with one line.")
+        .await;
+    let done = server.task_status(&task, "completed").await;
+    assert_eq!(done["title"], "Add h.txt");
+    assert!(server.shutdown_and_exit().await.success());
 }
 
 #[tokio::test]

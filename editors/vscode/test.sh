@@ -13,7 +13,7 @@ npx --no-install esbuild src/extension.ts --bundle --outfile=dist/extension.js -
 
 echo "== node tests"
 rm -rf out
-npx --no-install esbuild test/*.ts src/lsp_ext.ts src/binary.ts src/model/*.ts --outdir=out --outbase=. \
+npx --no-install esbuild test/*.ts src/lsp_ext.ts src/binary.ts src/takeover.ts src/model/*.ts --outdir=out --outbase=. \
   --format=cjs --platform=node --target=node20 --log-level=warning
 node --test --test-reporter=spec out/test/*.test.js
 

@@ -308,6 +308,7 @@ mod tests {
             proposed_solution: None,
             diff: None,
             command: None,
+            subtask_description: None,
             options,
             created_at: Utc::now(),
         }

@@ -18,6 +18,12 @@
 //!
 //! The demo checks it went as scripted (every subtask completed, each recovery path
 //! taken, every scripted answer used) and exits 0 only then.
+//!
+//! `conclave demo --editor [DIR]` runs nothing itself: it prepares a workspace for
+//! trying Conclave in an editor with no API key (`editor.rs`), whose scripted model
+//! answers the tasks an editor submits.
+
+mod editor;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -80,10 +86,17 @@ pub struct DemoArgs {
     /// Skip the pauses that make the demo watchable (for tests and CI).
     #[arg(long)]
     fast: bool,
+    /// Prepare DIR for trying Conclave in your editor without an API key (a scripted
+    /// model that answers the tasks you submit there), instead of running the demo.
+    #[arg(long)]
+    editor: bool,
 }
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
-    let dir = match prepare(args.dir.as_deref()) {
+    if args.editor {
+        return editor::run(args.dir.as_deref(), args.fast);
+    }
+    let dir = match prepare(args.dir.as_deref(), &OUTPUTS) {
         Ok(dir) => dir,
         Err(e) => {
             eprintln!("conclave: {e:#}");
@@ -179,11 +192,16 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
 
 /// The script as written into the demo directory; `fast` drops the pauses.
 fn script_text(fast: bool) -> anyhow::Result<String> {
+    without_pauses(SCRIPT, fast)
+}
+
+/// `script` as written into a directory; `fast` drops the pauses.
+fn without_pauses(script: &str, fast: bool) -> anyhow::Result<String> {
     if !fast {
-        return Ok(SCRIPT.to_string());
+        return Ok(script.to_string());
     }
     let mut script: serde_json::Value =
-        serde_json::from_str(SCRIPT).context("the built-in demo script is not JSON")?;
+        serde_json::from_str(script).context("the built-in script is not JSON")?;
     if let Some(steps) = script["steps"].as_array_mut() {
         for step in steps {
             if let Some(step) = step.as_object_mut() {
@@ -195,8 +213,8 @@ fn script_text(fast: bool) -> anyhow::Result<String> {
 }
 
 /// The directory to run in: created when missing, refused when it holds anything but
-/// a previous demo (whose files are removed so the demo writes them afresh).
-fn prepare(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
+/// a previous demo (whose `outputs` are removed so the demo writes them afresh).
+fn prepare(dir: Option<&Path>, outputs: &[&str]) -> anyhow::Result<PathBuf> {
     let dir = match dir {
         None => tempfile::Builder::new()
             .prefix("conclave-demo-")
@@ -223,7 +241,7 @@ fn prepare(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
                 dir.display()
             );
         }
-        for file in OUTPUTS {
+        for file in outputs {
             let path = dir.join(file);
             if path.is_file() {
                 std::fs::remove_file(&path)
@@ -265,14 +283,14 @@ mod tests {
     fn a_foreign_directory_is_refused_and_a_previous_demo_reused() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
-        let err = prepare(Some(dir.path())).unwrap_err();
+        let err = prepare(Some(dir.path()), &OUTPUTS).unwrap_err();
         assert!(err.to_string().contains("not empty"), "{err}");
         assert!(dir.path().join("notes.txt").is_file());
 
         let demo = tempfile::tempdir().unwrap();
-        prepare(Some(demo.path())).unwrap();
+        prepare(Some(demo.path()), &OUTPUTS).unwrap();
         std::fs::write(demo.path().join("convert.py"), "old").unwrap();
-        prepare(Some(demo.path())).unwrap();
+        prepare(Some(demo.path()), &OUTPUTS).unwrap();
         assert!(!demo.path().join("convert.py").exists());
     }
 }

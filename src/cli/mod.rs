@@ -1,5 +1,6 @@
 //! The command line front-end: one module per subcommand.
 
+pub mod acp;
 pub mod approve;
 pub mod demo;
 pub mod gc;

@@ -109,6 +109,22 @@ pub fn render(finished: &mut Finished, style: Style) -> String {
             let _ = writeln!(out, "    {mark} {} `{}` {how}", c.kind, clip(&c.name, 70));
         }
     }
+    let usage = finished.detail.usage.clone();
+    let _ = writeln!(out, "  Tokens: {}", usage.total.describe());
+    if usage.by_agent.len() > 1 {
+        let by_agent: Vec<String> = usage
+            .by_agent
+            .iter()
+            .map(|(agent, used)| {
+                let name = match agent.parse() {
+                    Ok(id) => finished.names.of(id),
+                    Err(_) => agent.clone(),
+                };
+                format!("{name} {}", used.total_tokens())
+            })
+            .collect();
+        let _ = writeln!(out, "    by agent: {}", by_agent.join(" · "));
+    }
     let f = finished.figures;
     let _ = writeln!(
         out,

@@ -25,6 +25,7 @@ use crate::executor::pi::PiExecutor;
 use crate::model::resilient::ResilientModel;
 use crate::model::{ModelError, ModelProvider};
 use crate::recovery::{RecoveryAction, Severity};
+use crate::runtime::usage::MeteredModel;
 use crate::runtime::{
     Accessor, AgentId, AgentInfo, ApprovalAnswer, ApprovalRequest, Approvals, EventStream, Layer,
     Message, MessageKind, Runtime, RuntimeEvent, Snapshot, SubtaskStatus, TaskContext, TaskDetail,
@@ -119,6 +120,20 @@ impl Engine {
             Err(e) => return Err(EngineError::LlmNotConfigured(e.to_string())),
         };
 
+        // Every call's tokens and cost are counted, and `limits.maxTokensPerTask` pauses
+        // a task at its limit (src/runtime/usage.rs).
+        let metered = model.map(|model| {
+            Arc::new(MeteredModel::new(
+                model,
+                &config,
+                tasks.clone(),
+                approvals.clone(),
+            ))
+        });
+        let model = metered
+            .clone()
+            .map(|metered| metered as Arc<dyn ModelProvider>);
+
         let writer = Arc::new(SwappableWriter::new(Arc::new(DiskWriter::new(
             sandbox.clone(),
         ))));
@@ -171,6 +186,14 @@ impl Engine {
             replacements: tokio::sync::watch::channel(0).0,
             mode,
         });
+        if let Some(metered) = &metered {
+            let services = Arc::downgrade(&services);
+            metered.set_canceller(Arc::new(move |task| {
+                if let Some(services) = services.upgrade() {
+                    cancel_task(&services, task);
+                }
+            }));
+        }
         if let Some(store) = &store
             && config.store.compact_after_days > 0
         {
@@ -363,14 +386,7 @@ impl Engine {
                 value: json!({ "taskId": id, "status": task.status }),
             });
         }
-        self.services.tasks.update(task.id, |t| {
-            t.status = TaskStatus::Cancelled;
-            for st in t.subtasks.iter_mut().filter(|st| !st.status.is_finished()) {
-                st.status = SubtaskStatus::Cancelled;
-            }
-        });
-        self.services.task_cancel(task.id).cancel();
-        self.services.approvals.withdraw_task(task.id);
+        cancel_task(&self.services, task.id);
         Ok(true)
     }
 
@@ -408,6 +424,12 @@ impl Engine {
 
     pub fn task(&self, id: &str) -> Result<TaskDetail, EngineError> {
         Ok(self.record(id)?.detail())
+    }
+
+    /// The mid agent coordinating a task, once one was chosen (the ACP front-end shows
+    /// that agent's whiteboard).
+    pub fn coordinator(&self, id: TaskId) -> Option<AgentId> {
+        self.services.tasks.get(id).and_then(|t| t.coordinator)
     }
 
     pub fn agents(&self) -> Vec<AgentInfo> {
@@ -546,6 +568,19 @@ fn resilient(
     )
 }
 
+/// Cancels an unfinished task: its status and unfinished subtasks, its running work, its
+/// pending approvals.
+fn cancel_task(services: &Services, task: TaskId) {
+    services.tasks.update(task, |t| {
+        t.status = TaskStatus::Cancelled;
+        for st in t.subtasks.iter_mut().filter(|st| !st.status.is_finished()) {
+            st.status = SubtaskStatus::Cancelled;
+        }
+    });
+    services.task_cancel(task).cancel();
+    services.approvals.withdraw_task(task);
+}
+
 /// Adds each file a tool wrote to its subtask at once, so the editors can mark the
 /// files being generated while the subtask still runs.
 fn files_of_subtasks(tasks: Tasks) -> crate::tools::WriteObserver {
@@ -599,12 +634,19 @@ fn spawn_hung_agent_watch(services: Arc<Services>) {
     });
 }
 
+/// The first non-empty line, without Markdown heading or list marks (`# Add a flag`
+/// is titled `Add a flag`).
 fn title_from(description: &str) -> String {
     let line = description
         .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
+        .map(|l| {
+            l.trim()
+                .trim_start_matches('#')
+                .trim_start_matches(['-', '*', '>'])
+                .trim()
+        })
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     match line.char_indices().nth(72) {
         Some((end, _)) => format!("{}…", &line[..end]),
         None => line.to_string(),

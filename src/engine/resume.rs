@@ -21,6 +21,19 @@ use crate::store::{Record, Store, StoreError};
 /// How many finished tasks come back (listed, never run again).
 const FINISHED_KEPT: usize = 200;
 
+/// The note added to an escalation asked again after a restart: whatever waiting time
+/// its error quoted (a paused provider, a Retry-After) has run out since.
+pub const ASKED_BEFORE_RESTART: &str = "_Asked before Conclave restarted; waiting times quoted in the error (a paused provider, a Retry-After) have run out since. Retry runs the subtask again now._";
+
+/// An escalation from the previous run, as it is asked again: its detail says it was
+/// asked before the restart (once, however many restarts).
+fn refreshed(mut request: ApprovalRequest) -> ApprovalRequest {
+    if !request.detail.contains(ASKED_BEFORE_RESTART) {
+        request.detail = format!("{}\n\n{ASKED_BEFORE_RESTART}", request.detail.trim_end());
+    }
+    request
+}
+
 /// What the store says was going on when the last run stopped.
 #[derive(Default)]
 pub struct Saved {
@@ -58,6 +71,7 @@ pub async fn load(store: &Store, team: &TeamConfig) -> Result<Saved, StoreError>
         .partition(|t| t.status.is_finished());
     finished.sort_by_key(|t| std::cmp::Reverse(t.updated_at));
     finished.truncate(FINISHED_KEPT);
+    let team_ids: Vec<_> = team_agents.iter().map(|a| a.id).collect();
     let tasks: Vec<TaskRecord> = unfinished
         .into_iter()
         .map(|mut task| {
@@ -72,6 +86,11 @@ pub async fn load(store: &Store, team: &TeamConfig) -> Result<Saved, StoreError>
             for subtask in task.subtasks.iter_mut() {
                 if !subtask.status.is_finished() {
                     subtask.status = SubtaskStatus::Pending;
+                    // An agent of the previous team is not working on it any more; the
+                    // subtask gets an assignee of this team when it runs again.
+                    if subtask.assignee.is_some_and(|a| !team_ids.contains(&a)) {
+                        subtask.assignee = None;
+                    }
                 }
             }
             task.status = TaskStatus::Queued;
@@ -85,7 +104,7 @@ pub async fn load(store: &Store, team: &TeamConfig) -> Result<Saved, StoreError>
             t.id == request.task_id && request.subtask_id.is_some_and(|s| t.subtask(s).is_some())
         });
         if belongs && request.kind == ApprovalKind::Escalation {
-            approvals.push(request);
+            approvals.push(refreshed(request));
         } else {
             // Command and fix approvals are asked again when their step runs again.
             store.record(Record::ApprovalResolved {
@@ -120,4 +139,34 @@ pub async fn load(store: &Store, team: &TeamConfig) -> Result<Saved, StoreError>
         finished,
         approvals,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recovery::Severity;
+    use crate::runtime::{Escalation, SubtaskId, TaskId};
+
+    #[test]
+    fn an_escalation_asked_again_says_its_timers_ran_out_once() {
+        let request = ApprovalRequest::escalation(Escalation {
+            task_id: TaskId::new(),
+            task_title: "t",
+            subtask_id: SubtaskId::new(),
+            position: Some((1, 2)),
+            description: "Write a.py",
+            agent_id: "a".into(),
+            severity: Severity::High,
+            error_kind: "circuit_open",
+            error: "provider scripted paused for 30 s after 6 failures",
+        });
+        let once = refreshed(request);
+        assert!(
+            once.detail.ends_with(ASKED_BEFORE_RESTART),
+            "{}",
+            once.detail
+        );
+        let twice = refreshed(once.clone());
+        assert_eq!(twice.detail, once.detail);
+    }
 }

@@ -3,9 +3,23 @@
 //! Each iteration is one model call (bounded by the step timeout) followed by the tool
 //! calls it asked for, run one after another through the [`ToolRegistry`] (each bounded
 //! by the step timeout too). The loop ends when the model answers without tool calls
-//! (success), when `max_iterations` model calls have been made (failure with partial
-//! results), on cancellation, or on a model error (retries of transient model errors
-//! happen in the provider wrapper, not here).
+//! (success, if the work was done: see below), when `max_iterations` model calls have
+//! been made (failure with partial results), on cancellation, or on a model error
+//! (retries of transient model errors happen in the provider wrapper, not here).
+//!
+//! What small models on plain local servers do is taken in stride:
+//! - Tool calls written as text (a ```` ```json ```` block, `<tool_call>` tags, a bare
+//!   object naming a tool; [`super::text_calls`]) are run like native ones; their
+//!   results go back as one user message, since such servers may not accept tool turns.
+//! - An answer without tool calls is not success by itself. When the subtask asks for
+//!   changes ([`asks_for_changes`]) and nothing was changed, or the last file change
+//!   failed, the model is told once to use its tools; if it stops again, the execution
+//!   ends with [`ExecutorError::NoProgress`] (nothing changed) or an unsuccessful outcome
+//!   (some changes, the last one failed), which climb the recovery ladder.
+//! - The conversation is kept within `llm.contextWindow` (estimated at four characters a
+//!   token): each tool result is capped, old tool output is cut down first, then the
+//!   oldest steps are left out. A context-overflow error from the provider compacts the
+//!   conversation further and retries, twice at most.
 //!
 //! Tool-level recovery follows TASK-008:
 //! - A failed call is an *approach* keyed by (tool, hash of the normalised arguments,
@@ -34,12 +48,13 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::{ExecutionOutcome, Executor, ExecutorError, OutputSink, SubtaskSpec};
+use super::{ExecutionOutcome, Executor, ExecutorError, OutputSink, SubtaskSpec, text_calls};
 use crate::config::Config;
 use crate::model::{
     ChatMessage, ModelError, ModelProvider, ModelRequest, ModelResponse, StopReason, ToolCall,
 };
 use crate::recovery::Classify;
+use crate::runtime::usage::{self, UsageScope, estimate_tokens, request_chars};
 use crate::tools::writer::Fnv1a;
 use crate::tools::{Args, CallContext, ToolError, ToolOutput, ToolRegistry};
 
@@ -57,6 +72,218 @@ You work in a code workspace through tools. Rules:
 /// How many characters of an error identify it for failure tracking (TASK-008).
 const ERROR_KEY_CHARS: usize = 100;
 
+/// Told once when the model stops without having changed anything a subtask asked for.
+pub const NUDGE_NO_CHANGES: &str = "You have not changed anything yet, so the subtask is not done. \
+Call the tools now (file_write to create or replace a file, file_edit to change one, bash to run \
+a command). Reply without a tool call only when the work is done.";
+
+/// The tools whose failure means a change the model asked for was not made.
+const WRITE_TOOLS: &[&str] = &["file_write", "file_edit"];
+
+/// How many times a context overflow reported by the provider is compacted and retried.
+const OVERFLOW_RETRIES: u32 = 2;
+
+/// The latest messages compaction never shortens: the current step and the one before.
+const KEEP_RECENT: usize = 4;
+
+/// Whether a subtask asks for changes (so finishing without any is no progress), rather
+/// than being a question or a read-only job ("explain", "list", "run the tests"). Judged
+/// by its verbs; when in doubt, a subtask asks for changes only if one of them is there.
+pub fn asks_for_changes(description: &str) -> bool {
+    const CHANGE_VERBS: &[&str] = &[
+        "write",
+        "create",
+        "implement",
+        "add",
+        "fix",
+        "edit",
+        "modify",
+        "update",
+        "change",
+        "refactor",
+        "rename",
+        "remove",
+        "delete",
+        "make",
+        "build",
+        "generate",
+        "replace",
+        "move",
+        "convert",
+        "append",
+        "insert",
+        "rewrite",
+        "install",
+        "patch",
+        "save",
+        "complete",
+        "define",
+        "extend",
+        "port",
+        "translate",
+        "initialize",
+        "initialise",
+        "scaffold",
+        "setup",
+        "configure",
+    ];
+    description
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .any(|word| CHANGE_VERBS.contains(&word.as_str()))
+}
+
+/// Whether a shell command only looks at things (every part of a pipeline or list is a
+/// read-only command and nothing is redirected into a file).
+fn read_only_command(command: &str) -> bool {
+    const READ_ONLY: &[&str] = &[
+        "ls", "cat", "head", "tail", "pwd", "find", "grep", "rg", "wc", "tree", "echo", "which",
+        "type", "file", "stat", "du", "df", "env", "printenv", "whoami", "date", "diff", "less",
+        "more", "sort", "uniq", "true", "cd",
+    ];
+    if command.contains('>') || command.contains("-delete") || command.contains("-exec") {
+        return false;
+    }
+    command
+        .split(['|', ';', '&', '\n'])
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .all(|part| {
+            let program = part.split_whitespace().next().unwrap_or_default();
+            let program = program.rsplit('/').next().unwrap_or(program);
+            READ_ONLY.contains(&program)
+        })
+}
+
+/// Cuts `text` to about `max` characters, keeping its head and tail.
+fn cap_text(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max || max < 64 {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(max * 2 / 3).collect();
+    let tail: String = text.chars().skip(count - max / 3).collect();
+    format!(
+        "{head}\n[… {} characters cut to fit the context window …]\n{tail}",
+        count - head.chars().count() - tail.chars().count()
+    )
+}
+
+/// Keeps a conversation within the model's context window.
+#[derive(Clone, Copy, Debug)]
+struct ContextBudget {
+    /// Tokens the prompt (system, tools, messages) may take.
+    prompt_tokens: usize,
+    /// The whole window, prompt and answer.
+    window: usize,
+}
+
+impl ContextBudget {
+    /// A quarter of the window (at most `max_tokens`) is kept for the answer.
+    fn new(window: u32, max_tokens: u32) -> ContextBudget {
+        let window = window.max(1024) as usize;
+        let reserve = (max_tokens as usize).min(window / 4);
+        ContextBudget {
+            prompt_tokens: window - reserve,
+            window,
+        }
+    }
+
+    /// The most characters one tool result may have: a quarter of the prompt budget.
+    fn result_chars(&self) -> usize {
+        self.prompt_tokens
+    }
+
+    /// Shrinks `request` until its estimate fits; returns whether anything was cut.
+    fn fit(&self, request: &mut ModelRequest) -> bool {
+        let fits =
+            |r: &ModelRequest| estimate_tokens(request_chars(r)) as usize <= self.prompt_tokens;
+        if fits(request) {
+            return false;
+        }
+        // 1. Old tool output, oldest first, down to a line.
+        let protected = request.messages.len().saturating_sub(KEEP_RECENT);
+        for index in 1..protected {
+            let content = match &mut request.messages[index] {
+                ChatMessage::Tool { content, .. } => content,
+                ChatMessage::User { content } if content.starts_with(TEXT_RESULTS_HEADER) => {
+                    content
+                }
+                _ => continue,
+            };
+            if content.len() > 200 {
+                let line = first_line(content, 150);
+                *content = format!("{line} [older output cut to fit the context window]");
+            }
+            if fits(request) {
+                return true;
+            }
+        }
+        // 2. The oldest whole steps (an assistant turn and the results that answer it),
+        //    never the latest step.
+        let mut dropped = false;
+        while !fits(request) {
+            let messages = &mut request.messages;
+            let later_assistant = messages
+                .iter()
+                .skip(2)
+                .any(|m| matches!(m, ChatMessage::Assistant { .. }));
+            if messages.len() <= 2 || !later_assistant {
+                break;
+            }
+            messages.remove(1);
+            while messages.len() > 1 && !matches!(messages[1], ChatMessage::Assistant { .. }) {
+                messages.remove(1);
+            }
+            dropped = true;
+        }
+        if dropped
+            && let Some(ChatMessage::User { content }) = request.messages.first_mut()
+            && !content.ends_with(STEPS_LEFT_OUT)
+        {
+            content.push_str(STEPS_LEFT_OUT);
+        }
+        // 3. Whatever is still too long: every tool result cut to half the usual cap.
+        if !fits(request) {
+            let cap = self.result_chars() / 2;
+            for message in request.messages.iter_mut() {
+                match message {
+                    ChatMessage::Tool { content, .. } => *content = cap_text(content, cap),
+                    ChatMessage::User { content } if content.starts_with(TEXT_RESULTS_HEADER) => {
+                        *content = cap_text(content, cap)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        true
+    }
+
+    /// A budget for retrying after the provider said the prompt was too long: 60% of
+    /// what the conversation is estimated at now.
+    fn after_overflow(&self, request: &ModelRequest) -> ContextBudget {
+        let now = estimate_tokens(request_chars(request)) as usize;
+        ContextBudget {
+            prompt_tokens: (now * 6 / 10).min(self.prompt_tokens).max(256),
+            window: self.window,
+        }
+    }
+
+    /// The answer's token limit: `max_tokens`, but never past the window's end.
+    fn answer_tokens(&self, request: &ModelRequest, max_tokens: u32) -> u32 {
+        let prompt = estimate_tokens(request_chars(request)) as usize;
+        let room = self.window.saturating_sub(prompt).max(256);
+        (max_tokens as usize).min(room) as u32
+    }
+}
+
+/// The header of the user message that carries the results of tool calls written as text.
+const TEXT_RESULTS_HEADER: &str = "Tool results:";
+
+/// Appended to the task message when old steps were left out of the conversation.
+const STEPS_LEFT_OUT: &str = "\n\n(Earlier steps were left out to fit the context window; read files again if you need them.)";
+
 /// The numbers the loop runs by.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BuiltinSettings {
@@ -68,6 +295,8 @@ pub struct BuiltinSettings {
     pub step_timeout: Duration,
     pub max_tokens: u32,
     pub temperature: Option<f32>,
+    /// `llm.contextWindow`: the conversation is trimmed to fit it.
+    pub context_window: u32,
 }
 
 impl Default for BuiltinSettings {
@@ -78,7 +307,7 @@ impl Default for BuiltinSettings {
 
 impl BuiltinSettings {
     /// `executor.maxIterations`, `executor.maxRetriesPerTool`, `recovery.stepTimeoutMs`,
-    /// `llm.maxTokens` (default 4096) and `llm.temperature`.
+    /// `llm.maxTokens` (default 4096), `llm.temperature` and `llm.contextWindow`.
     pub fn from_config(config: &Config) -> BuiltinSettings {
         BuiltinSettings {
             max_iterations: config.executor.max_iterations,
@@ -86,6 +315,7 @@ impl BuiltinSettings {
             step_timeout: Duration::from_millis(config.recovery.step_timeout_ms),
             max_tokens: config.llm.max_tokens.unwrap_or(4096),
             temperature: config.llm.temperature,
+            context_window: config.llm.context_window(),
         }
     }
 }
@@ -276,9 +506,43 @@ struct LoopState {
     files_written: Vec<PathBuf>,
     error_count: u32,
     recoveries: u32,
+    /// Whether any call changed something (a file written, even with the content it
+    /// already had; a command that is not read-only; a mutating request).
+    changed: bool,
+    /// The latest failed file change not followed by a successful one: (tool, error).
+    failed_change: Option<(String, String)>,
+}
+
+/// Why an answer without tool calls does not finish the subtask.
+enum Unfinished {
+    NothingChanged,
+    ChangeFailed { tool: String, error: String },
+}
+
+impl Unfinished {
+    fn nudge(&self) -> String {
+        match self {
+            Unfinished::NothingChanged => NUDGE_NO_CHANGES.to_string(),
+            Unfinished::ChangeFailed { tool, error } => format!(
+                "Your last {tool} call failed ({error}), so that change was not made and the subtask is not done. \
+                 Fix the call and try again, or make the change another way. Reply without a tool call only when the work is done."
+            ),
+        }
+    }
 }
 
 impl LoopState {
+    /// Whether an answer without tool calls may end the subtask.
+    fn unfinished(&self, asks_for_changes: bool) -> Option<Unfinished> {
+        if let Some((tool, error)) = &self.failed_change {
+            return Some(Unfinished::ChangeFailed {
+                tool: tool.clone(),
+                error: error.clone(),
+            });
+        }
+        (asks_for_changes && !self.changed).then_some(Unfinished::NothingChanged)
+    }
+
     /// TASK-008's summary of what was done when the whole could not be.
     fn synthesize(&self) -> String {
         if self.partial_results.is_empty() {
@@ -394,20 +658,37 @@ impl BuiltinExecutor {
         };
         let result = self.tools.dispatch(call, ctx).await;
         let (content, is_error) = match result {
-            Ok(output) => (
-                self.on_success(&tool_name, args_hash, output, state, out),
-                false,
-            ),
+            Ok(output) => {
+                let change = match tool_name.as_str() {
+                    name if WRITE_TOOLS.contains(&name) => true,
+                    "bash" => !call
+                        .arguments
+                        .get("command")
+                        .and_then(Value::as_str)
+                        .is_some_and(read_only_command),
+                    _ => output.progress,
+                };
+                if change {
+                    state.changed = true;
+                    state.failed_change = None;
+                }
+                (
+                    self.on_success(&tool_name, args_hash, output, state, out),
+                    false,
+                )
+            }
             Err(ToolError::Cancelled) => return Err(ExecutorError::Cancelled),
             Err(error) => (
                 self.on_failure(&tool_name, args_hash, &error, state, out),
                 true,
             ),
         };
+        let cap = ContextBudget::new(self.settings.context_window, self.settings.max_tokens)
+            .result_chars();
         Ok(ChatMessage::Tool {
             tool_call_id: call.id.clone(),
             name: call.name.clone(),
-            content,
+            content: cap_text(&content, cap),
             is_error,
         })
     }
@@ -461,6 +742,9 @@ impl BuiltinExecutor {
         out: &mut Output<'_, '_>,
     ) -> String {
         let message = error.to_string();
+        if WRITE_TOOLS.contains(&tool) {
+            state.failed_change = Some((tool.to_string(), first_line(&message, 200)));
+        }
         let error_key: String = message.chars().take(ERROR_KEY_CHARS).collect();
         let key = (tool.to_string(), args_hash, hash_str(&error_key));
         let retry_count = state.failed_approaches.get(&key).copied().unwrap_or(0);
@@ -511,10 +795,35 @@ impl Executor for BuiltinExecutor {
         on_output: OutputSink<'_>,
     ) -> Result<ExecutionOutcome, ExecutorError> {
         let span = tracing::info_span!("builtin_execute", subtask = %spec.subtask_id);
-        self.run_loop(spec, cancel, on_output)
+        // The model calls of this execution count towards its subtask (and so its task
+        // and agent) in the usage figures.
+        let scope = UsageScope {
+            subtask: spec.subtask_id.parse().ok(),
+            ..usage::current_scope().unwrap_or_default()
+        };
+        usage::scoped(scope, self.run_loop(spec, cancel, on_output))
             .instrument(span)
             .await
     }
+}
+
+/// The user message carrying the results of tool calls the model wrote as text.
+fn text_results_message(results: &[ChatMessage]) -> ChatMessage {
+    let mut text = String::from(TEXT_RESULTS_HEADER);
+    for result in results {
+        if let ChatMessage::Tool {
+            name,
+            content,
+            is_error,
+            ..
+        } = result
+        {
+            let status = if *is_error { "failed" } else { "ok" };
+            text.push_str(&format!("\n\n[{name}: {status}]\n{content}"));
+        }
+    }
+    text.push_str("\n\nContinue with the next tool call, or reply with a short summary when the subtask is done.");
+    ChatMessage::user(text)
 }
 
 impl BuiltinExecutor {
@@ -541,17 +850,67 @@ impl BuiltinExecutor {
             step_timeout: Some(self.settings.step_timeout),
             subtask_id: Some(spec.subtask_id.clone()),
         };
+        let budget = ContextBudget::new(self.settings.context_window, self.settings.max_tokens);
+        let asks_for_changes = asks_for_changes(&spec.description);
         let mut state = LoopState::default();
         let mut iterations = 0;
+        let mut nudged = false;
+        let mut overflows = 0;
+        let mut tighter: Option<ContextBudget> = None;
 
         while iterations < self.settings.max_iterations {
             if cancel.is_cancelled() {
                 return Err(ExecutorError::Cancelled);
             }
             iterations += 1;
-            let mut response = self.call_model(&request, &cancel, &mut out).await?;
+            if tighter.unwrap_or(budget).fit(&mut request) {
+                tracing::info!(
+                    messages = request.messages.len(),
+                    "conversation compacted to fit the context window"
+                );
+            }
+            request.max_tokens = budget.answer_tokens(&request, self.settings.max_tokens);
+            // A task paused at its token limit waits here for the person, outside the
+            // step timeout.
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(ExecutorError::Cancelled),
+                ready = self.model.ready() => match ready {
+                    Ok(()) => {}
+                    Err(ModelError::Cancelled) => return Err(ExecutorError::Cancelled),
+                    Err(error) => return Err(ExecutorError::Model(error)),
+                },
+            }
+            let mut response = match self.call_model(&request, &cancel, &mut out).await {
+                Err(ExecutorError::Model(ModelError::ContextOverflow { message, .. }))
+                    if overflows < OVERFLOW_RETRIES =>
+                {
+                    overflows += 1;
+                    tighter = Some(tighter.unwrap_or(budget).after_overflow(&request));
+                    out.note(&format!(
+                        "▸ the conversation was too long for the model ({}); compacting and retrying",
+                        first_line(&message, 100)
+                    ));
+                    continue;
+                }
+                other => other?,
+            };
+            // Calls written as text, when the answer has no native ones.
+            let textual = response.tool_calls.is_empty() && !request.tools.is_empty() && {
+                let found =
+                    text_calls::parse(&response.text, &|name| self.tools.find(name).is_some());
+                response.tool_calls = found;
+                !response.tool_calls.is_empty()
+            };
             normalise_calls(&mut response.tool_calls, iterations);
-            request.messages.push(response.to_message());
+            request.messages.push(if textual {
+                ChatMessage::Assistant {
+                    content: response.text.clone(),
+                    tool_calls: Vec::new(),
+                }
+            } else {
+                response.to_message()
+            });
 
             if response.tool_calls.is_empty() {
                 if response.stop_reason == StopReason::MaxTokens {
@@ -560,6 +919,15 @@ impl BuiltinExecutor {
                         "Your reply was cut off at the token limit. Continue, more briefly.",
                     ));
                     continue;
+                }
+                if let Some(unfinished) = state.unfinished(asks_for_changes) {
+                    if !nudged {
+                        nudged = true;
+                        out.note("▸ no change made yet: telling the model to use its tools");
+                        request.messages.push(ChatMessage::user(unfinished.nudge()));
+                        continue;
+                    }
+                    return self.stop_unfinished(unfinished, &response, state, iterations);
                 }
                 ExecutorMetrics::bump(&self.metrics.successes);
                 let summary = match response.text.trim() {
@@ -583,12 +951,17 @@ impl BuiltinExecutor {
                 });
             }
 
+            let mut results = Vec::with_capacity(response.tool_calls.len());
             for call in &response.tool_calls {
                 if cancel.is_cancelled() {
                     return Err(ExecutorError::Cancelled);
                 }
-                let message = self.run_tool(call, &ctx, &mut state, &mut out).await?;
-                request.messages.push(message);
+                results.push(self.run_tool(call, &ctx, &mut state, &mut out).await?);
+            }
+            if textual {
+                request.messages.push(text_results_message(&results));
+            } else {
+                request.messages.extend(results);
             }
         }
 
@@ -607,6 +980,51 @@ impl BuiltinExecutor {
             error_count: state.error_count,
             recoveries: state.recoveries,
         })
+    }
+
+    /// The end of an execution whose model stopped, after the nudge, without the work
+    /// done: no progress when nothing changed, else an unsuccessful outcome that keeps
+    /// the partial results.
+    fn stop_unfinished(
+        &self,
+        unfinished: Unfinished,
+        response: &ModelResponse,
+        state: LoopState,
+        iterations: u32,
+    ) -> Result<ExecutionOutcome, ExecutorError> {
+        let said = first_line(response.text.trim(), 160);
+        let said = if said.is_empty() {
+            "(no text)".to_string()
+        } else {
+            said
+        };
+        tracing::info!(
+            iterations,
+            changed = state.changed,
+            "subtask ended without progress"
+        );
+        match unfinished {
+            Unfinished::NothingChanged => Err(ExecutorError::NoProgress(format!(
+                "the subtask asked for changes and the model made none, also after it was told to use its tools; it said: {said}"
+            ))),
+            Unfinished::ChangeFailed { tool, error } if !state.changed => {
+                Err(ExecutorError::NoProgress(format!(
+                    "the model's {tool} call failed ({error}) and it stopped without making the change; it said: {said}"
+                )))
+            }
+            Unfinished::ChangeFailed { tool, error } => Ok(ExecutionOutcome {
+                success: false,
+                summary: format!(
+                    "The model stopped although its last {tool} call failed ({error}), so that change was not made.\n\n{}",
+                    state.synthesize()
+                ),
+                partial_results: state.partial_results,
+                files_written: state.files_written,
+                iterations,
+                error_count: state.error_count,
+                recoveries: state.recoveries,
+            }),
+        }
     }
 }
 

@@ -7,6 +7,7 @@
 
 pub mod builtin;
 pub mod pi;
+pub mod text_calls;
 
 use std::path::PathBuf;
 
@@ -60,6 +61,10 @@ pub enum ExecutorError {
     Cancelled,
     #[error("the executor process failed: {0}")]
     Process(String),
+    /// The subtask asked for changes and the model made none, also after it was told to
+    /// use its tools (or its last change failed and it stopped anyway).
+    #[error("no progress: {0}")]
+    NoProgress(String),
 }
 
 impl Classify for ExecutorError {
@@ -69,6 +74,7 @@ impl Classify for ExecutorError {
             ExecutorError::StepTimeout(_) => Severity::High,
             ExecutorError::Cancelled => Severity::Low,
             ExecutorError::Process(_) => Severity::High,
+            ExecutorError::NoProgress(_) => Severity::Medium,
         }
     }
 
@@ -76,7 +82,9 @@ impl Classify for ExecutorError {
         match self {
             ExecutorError::Model(e) => e.is_transient(),
             ExecutorError::StepTimeout(_) => true,
-            ExecutorError::Cancelled | ExecutorError::Process(_) => false,
+            ExecutorError::Cancelled | ExecutorError::Process(_) | ExecutorError::NoProgress(_) => {
+                false
+            }
         }
     }
 
@@ -86,6 +94,7 @@ impl Classify for ExecutorError {
             ExecutorError::StepTimeout(_) => "timeout",
             ExecutorError::Cancelled => "cancelled",
             ExecutorError::Process(_) => "executor_process",
+            ExecutorError::NoProgress(_) => "no_progress",
         }
     }
 

@@ -33,8 +33,8 @@ use uuid::Uuid;
 
 use super::outgoing::{self, Reply};
 use super::protocol::{
-    self, AgentStatusChanged, ClientFeatures, RecoveryStatus, RequestApproval, TaskUpdated, Uris,
-    WhiteboardChanged, task_updated,
+    self, AgentStatusChanged, ApprovalResolved, ClientFeatures, RecoveryStatus, RequestApproval,
+    TaskUpdated, Uris, WhiteboardChanged, progress_of, task_updated,
 };
 use super::views::{Coalescer, FileNotes, NoteSeverity};
 use crate::engine::Engine;
@@ -69,12 +69,15 @@ pub struct Bridge {
     begun: Mutex<HashSet<TaskId>>,
     /// Approvals being asked right now, so an answer given elsewhere ends the asking.
     asking: DashMap<Uuid, JoinHandle<()>>,
-    /// Approvals asked on this connection. One raised between `initialize` (which
-    /// subscribes to events) and `initialized` (which lists the pending ones) comes both
-    /// ways, and the editor must see it once.
-    asked: Mutex<HashSet<Uuid>>,
+    /// Approvals asked on this connection, with their titles. One raised between
+    /// `initialize` (which subscribes to events) and `initialized` (which lists the
+    /// pending ones) comes both ways, and the editor must see it once.
+    asked: Mutex<HashMap<Uuid, String>>,
     /// The connection is over: stop following.
     closed: CancellationToken,
+    /// The server is shutting down: approvals its stopping team withdraws come back
+    /// with the next server, so the editor is not told they were withdrawn.
+    stopping: CancellationToken,
 }
 
 impl Bridge {
@@ -83,6 +86,7 @@ impl Bridge {
         engine: Arc<Engine>,
         support: ClientSupport,
         closed: CancellationToken,
+        stopping: CancellationToken,
     ) -> Arc<Bridge> {
         let approval_timeout = Duration::from_millis(engine.config().editor.approval_timeout_ms);
         Arc::new(Bridge {
@@ -95,8 +99,9 @@ impl Bridge {
             progress: DashMap::new(),
             begun: Mutex::new(HashSet::new()),
             asking: DashMap::new(),
-            asked: Mutex::new(HashSet::new()),
+            asked: Mutex::new(HashMap::new()),
             closed,
+            stopping,
         })
     }
 
@@ -226,10 +231,13 @@ impl Bridge {
                         .await;
                 }
                 Ok(RuntimeEvent::ApprovalRequested(request)) => self.ask(request),
-                Ok(RuntimeEvent::ApprovalResolved { approval_id, .. }) => {
-                    if let Some((_, asking)) = self.asking.remove(&approval_id) {
-                        asking.abort();
-                    }
+                Ok(RuntimeEvent::ApprovalResolved {
+                    approval_id,
+                    task_id,
+                    decision,
+                    reason,
+                }) => {
+                    self.settled(approval_id, task_id, decision, reason).await;
                 }
                 Ok(_) => {}
                 Err(RecvError::Lagged(missed)) => {
@@ -294,7 +302,7 @@ impl Bridge {
             return;
         };
         let message = Some(status_line(summary));
-        let percentage = Some(u32::from(summary.progress));
+        let percentage = Some(u32::from(progress_of(summary)));
         let first = self.begun.lock().expect("begun").insert(id);
         if first {
             self.send_progress(
@@ -337,11 +345,56 @@ impl Bridge {
             .await;
     }
 
+    /// An approval was answered or withdrawn: the asking stops (the editor gets
+    /// `$/cancelRequest`), every editor is told with `conclave/approvalResolved`, and a
+    /// withdrawn approval this editor was shown is explained in a message.
+    async fn settled(
+        &self,
+        id: Uuid,
+        task: TaskId,
+        decision: Option<crate::runtime::ApprovalChoice>,
+        reason: Option<String>,
+    ) {
+        if let Some((_, asking)) = self.asking.remove(&id) {
+            asking.abort();
+        }
+        if decision.is_none() && self.stopping.is_cancelled() {
+            return;
+        }
+        let mut params = serde_json::json!({
+            "approvalId": id,
+            "taskId": task,
+            "decision": decision.map(|d| d.as_str()),
+        });
+        if let Some(reason) = &reason {
+            params["reason"] = Value::String(reason.clone());
+        }
+        self.client
+            .send_notification::<ApprovalResolved>(params)
+            .await;
+        let title = self.asked.lock().expect("asked").get(&id).cloned();
+        if decision.is_none()
+            && let Some(title) = title
+        {
+            let reason = reason.unwrap_or_else(|| "it no longer matters".into());
+            self.client
+                .show_message(
+                    MessageType::INFO,
+                    format!("Conclave withdrew the approval \u{201c}{title}\u{201d}: {reason}. Nothing needs your answer there any more."),
+                )
+                .await;
+        }
+    }
+
     /// Asks the editor one approval, from a task of its own, once per connection.
     fn ask(self: &Arc<Self>, request: Arc<ApprovalRequest>) {
         let id = request.approval_id;
-        if !self.asked.lock().expect("asked").insert(id) {
-            return;
+        {
+            let mut asked = self.asked.lock().expect("asked");
+            if asked.contains_key(&id) {
+                return;
+            }
+            asked.insert(id, request.title.clone());
         }
         let bridge = self.clone();
         let asking = tokio::spawn(async move {

@@ -11,9 +11,11 @@
 //! - `protocol.rs` — the wire types; `lock.rs` — one server per workspace;
 //!   `log.rs` — logs to `window/logMessage`.
 //!
-//! Lifecycle: `exit` after `shutdown` ends with 0, `exit` without it with 1; closed stdin
-//! ends cleanly with 0; a second server on a workspace answers `initialize` with an
-//! error and ends with 1. Every ending shuts the team down and commits the store.
+//! Lifecycle: `exit` after `shutdown` ends with 0, `exit` without it with 1; closed stdin,
+//! the editor's process (`processId`) gone, or SIGTERM end cleanly with 0; a second
+//! server on a workspace served by a live one answers `initialize` with error 1007 and
+//! ends with 1 (an orphaned holder is taken over). Every ending shuts the team down and
+//! commits the store.
 
 mod bridge;
 mod edits;
@@ -27,7 +29,7 @@ mod views;
 
 pub use bridge::WHITEBOARD_INTERVAL;
 pub use edits::whole_file_edit;
-pub use lock::{LockError, WorkspaceLock};
+pub use lock::{Holder, LockError, WorkspaceLock};
 pub use log::{ClientLogLayer, LogLine, LogLines, client_log_layer};
 
 use std::path::PathBuf;
@@ -64,15 +66,33 @@ pub struct Lifecycle {
     refused: AtomicBool,
     /// Cancelled to end the input as if stdin had closed.
     stop_input: CancellationToken,
+    /// Cancelled when `shutdown` arrives: the team stops, and what that withdraws is
+    /// not news for the editor (it comes back with the next server).
+    stopping: CancellationToken,
     /// Cancelled once the connection is over: nothing more is sent to the editor.
     closed: CancellationToken,
     engine: OnceLock<Arc<Engine>>,
 }
 
-/// Serves one client over stdin/stdout until `exit` or the end of stdin; returns the
-/// process exit code.
+/// Serves one client over stdin/stdout until `exit`, the end of stdin, the end of the
+/// editor's process (`processId`) or SIGTERM; returns the process exit code.
 pub async fn serve(options: ServeOptions) -> i32 {
-    serve_on(tokio::io::stdin(), tokio::io::stdout(), options).await
+    let lifecycle = Arc::new(Lifecycle::default());
+    // SIGTERM (a new server taking over from this orphaned one, or a user's `kill`)
+    // ends the connection like a closed stdin: the team stops and the store is committed.
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            let stop = lifecycle.stop_input.clone();
+            tokio::spawn(async move {
+                if terminate.recv().await.is_some() {
+                    tracing::warn!("SIGTERM: the server stops");
+                    stop.cancel();
+                }
+            });
+        }
+        Err(e) => tracing::warn!("SIGTERM cannot be handled ({e}); it will end the server at once"),
+    }
+    serve_with(tokio::io::stdin(), tokio::io::stdout(), options, lifecycle).await
 }
 
 /// [`serve`] over any pair of streams.
@@ -81,7 +101,19 @@ where
     I: AsyncRead + Unpin,
     O: tokio::io::AsyncWrite,
 {
-    let lifecycle = Arc::new(Lifecycle::default());
+    serve_with(input, output, options, Arc::new(Lifecycle::default())).await
+}
+
+async fn serve_with<I, O>(
+    input: I,
+    output: O,
+    options: ServeOptions,
+    lifecycle: Arc<Lifecycle>,
+) -> i32
+where
+    I: AsyncRead + Unpin,
+    O: tokio::io::AsyncWrite,
+{
     let (service, socket) = LspService::build(|client| {
         Backend::new(client, lifecycle.clone(), options.workspace, options.logs)
     })

@@ -123,6 +123,26 @@ notification!(TaskUpdated, "conclave/taskUpdated");
 notification!(AgentStatusChanged, "conclave/agentStatus");
 notification!(WhiteboardChanged, "conclave/whiteboardChanged");
 notification!(RecoveryStatus, "conclave/recoveryStatus");
+// An addition (docs/protocol.md): an approval was answered or withdrawn.
+notification!(ApprovalResolved, "conclave/approvalResolved");
+
+/// The percentage shown for a task. A task that failed or was cancelled is not "99 %"
+/// done: it shows the share of its subtasks that completed.
+pub fn progress_of(summary: &TaskSummary) -> u8 {
+    use crate::runtime::{SubtaskStatus, TaskStatus};
+    if !matches!(summary.status, TaskStatus::Failed | TaskStatus::Cancelled) {
+        return summary.progress;
+    }
+    if summary.subtasks.is_empty() {
+        return 0;
+    }
+    let completed = summary
+        .subtasks
+        .iter()
+        .filter(|s| s.status == SubtaskStatus::Completed)
+        .count();
+    ((completed * 100) / summary.subtasks.len()).min(99) as u8
+}
 
 // ---- engine shapes on the wire ------------------------------------------------------
 
@@ -178,6 +198,7 @@ impl Uris {
     pub fn summary(&self, summary: &TaskSummary) -> Value {
         let mut value = serde_json::to_value(summary).unwrap_or(Value::Null);
         self.summary_in_place(&mut value);
+        value["progress"] = json!(progress_of(summary));
         value
     }
 
@@ -197,6 +218,7 @@ impl Uris {
     pub fn detail(&self, detail: &TaskDetail) -> Value {
         let mut value = serde_json::to_value(detail).unwrap_or(Value::Null);
         self.summary_in_place(&mut value);
+        value["progress"] = json!(progress_of(&detail.summary));
         if let Some(files) = value.get_mut("filesWritten") {
             self.uri_list(files);
         }

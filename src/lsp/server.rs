@@ -4,7 +4,7 @@
 //! from the bridge's tasks.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Value, json};
@@ -18,7 +18,7 @@ use tower_lsp_server::{Client, LanguageServer};
 use super::Lifecycle;
 use super::bridge::{Bridge, ClientSupport};
 use super::edits::ApplyEditWriter;
-use super::lock::WorkspaceLock;
+use super::lock::{ClientName, Holder, LockError, WorkspaceLock, process_alive};
 use super::log::LogLines;
 use super::protocol::{
     self, ClientFeatures, NoParams, OptionalTaskIdParams, PROTOCOL_VERSION, ResolveApprovalParams,
@@ -39,6 +39,9 @@ pub struct Backend {
     /// Subscribed in `initialize`, followed from `initialized` on.
     events: Mutex<Option<EventStream>>,
     logs: Mutex<Option<LogLines>>,
+    /// `initialize` created `.conclave/` in the workspace: say so once, after
+    /// `initialized`.
+    announce_state_dir: AtomicBool,
 }
 
 struct Session {
@@ -86,6 +89,7 @@ impl Backend {
             session: OnceLock::new(),
             events: Mutex::new(None),
             logs: Mutex::new(logs),
+            announce_state_dir: AtomicBool::new(false),
         }
     }
 
@@ -125,17 +129,47 @@ impl Backend {
         let workspace = self
             .workspace_for(params)
             .map_err(|e| invalid_params(e.to_string()))?;
-        let lock = WorkspaceLock::acquire(&workspace).map_err(|e| {
+        let fresh = !workspace.join(".conclave").exists();
+        let me = Holder::this_process(
+            params.client_info.as_ref().map(|c| ClientName {
+                name: c.name.clone(),
+                version: c.version.clone(),
+            }),
+            params.process_id,
+        );
+        let locking = workspace.clone();
+        // Taking over from an orphaned server waits for it to stop: off the runtime.
+        let locked = tokio::task::spawn_blocking(move || WorkspaceLock::acquire(&locking, &me))
+            .await
+            .map_err(|e| internal(format!("the workspace lock: {e}")))?;
+        let lock = locked.map_err(|e| {
             tracing::error!("{e}");
             // A second server on this workspace says so and ends (exit code 1).
             self.lifecycle.refused.store(true, Ordering::SeqCst);
             self.lifecycle.stop_input.cancel();
+            let holder = match &e {
+                LockError::Held { holder, .. } => holder.clone(),
+                LockError::Io { .. } => None,
+            };
             Error {
                 code: ErrorCode::ServerError(1007),
                 message: e.to_string().into(),
-                data: Some(json!({ "workspace": workspace })),
+                data: Some(json!({ "workspace": workspace, "holder": holder })),
             }
         })?;
+        if let Some(old) = &lock.took_over {
+            tracing::warn!(
+                "took {} over from an orphaned conclave serve ({})",
+                workspace.display(),
+                old.describe()
+            );
+        }
+        if fresh {
+            self.announce_state_dir.store(true, Ordering::SeqCst);
+        }
+        if let Some(editor) = params.process_id {
+            watch_editor(editor, self.lifecycle.clone());
+        }
         let config = Config::load(&workspace, params.initialization_options.as_ref())
             .map_err(|e| invalid_params(e.to_string()))?;
         let store = Store::open(&Store::default_path(&workspace))
@@ -174,6 +208,7 @@ impl Backend {
             engine.clone(),
             support,
             self.lifecycle.closed.clone(),
+            self.lifecycle.stopping.clone(),
         );
         let _ = self.lifecycle.engine.set(engine.clone());
         Ok(Session {
@@ -380,6 +415,11 @@ impl LanguageServer for Backend {
                 }
             });
         }
+        if self.announce_state_dir.swap(false, Ordering::SeqCst) {
+            self.client
+                .show_message(MessageType::INFO, STATE_DIR_NOTICE)
+                .await;
+        }
         // What a (re)connecting editor needs first: every task as it stands.
         for task in s.engine.tasks() {
             self.client
@@ -396,6 +436,7 @@ impl LanguageServer for Backend {
 
     async fn shutdown(&self) -> Result<()> {
         self.lifecycle.shutdown.store(true, Ordering::SeqCst);
+        self.lifecycle.stopping.cancel();
         if let Ok(s) = self.session() {
             // Stops the team (a write in flight is atomic: it lands whole or not at all)
             // and commits everything recorded so far.
@@ -403,6 +444,33 @@ impl LanguageServer for Backend {
         }
         Ok(())
     }
+}
+
+/// Said once, when `initialize` created `.conclave/` in the workspace.
+pub const STATE_DIR_NOTICE: &str = "Conclave created .conclave/ in this folder: its task history, \
+audit log and reports live there. To keep it out of version control, add this line to your \
+.gitignore: .conclave/";
+
+/// How often the editor's `processId` is checked.
+const EDITOR_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Ends the connection (as if stdin had closed) once the editor process that started the
+/// server is gone, as the LSP asks: a server outliving its editor would hold the
+/// workspace for nobody.
+fn watch_editor(editor: u32, lifecycle: Arc<Lifecycle>) {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = lifecycle.closed.cancelled() => return,
+                () = tokio::time::sleep(EDITOR_POLL) => {}
+            }
+            if !process_alive(editor) {
+                tracing::warn!("the editor (pid {editor}) is gone; the server stops");
+                lifecycle.stop_input.cancel();
+                return;
+            }
+        }
+    });
 }
 
 fn can_apply_edits(capabilities: &ClientCapabilities) -> bool {

@@ -109,15 +109,25 @@ pub enum NoteSeverity {
 #[derive(Default)]
 pub struct FileNotes {
     by_file: BTreeMap<String, BTreeMap<SubtaskId, FileNote>>,
+    /// The latest recovery message about each subtask: a task's summary carries only
+    /// its latest step, which may be about another subtask by the time this one fails.
+    reasons: HashMap<String, String>,
 }
 
 impl FileNotes {
     /// Takes a task's new summary in; returns the files whose notes changed (publish
     /// `notes(file)` for each; an empty list clears the file).
     pub fn update(&mut self, summary: &TaskSummary) -> Vec<String> {
+        if let Some(step) = &summary.recovery
+            && let Some(subtask) = &step.subtask_id
+            && !step.message.trim().is_empty()
+        {
+            self.reasons.insert(subtask.clone(), step.message.clone());
+        }
         let mut changed = HashSet::new();
         for subtask in &summary.subtasks {
-            let note = note_for(summary, subtask);
+            let reason = self.reasons.get(&subtask.subtask_id.to_string());
+            let note = note_for(subtask, reason.map(String::as_str));
             for file in &subtask.files {
                 let notes = self.by_file.entry(file.clone()).or_default();
                 let previous = match &note {
@@ -143,14 +153,9 @@ impl FileNotes {
     }
 }
 
-fn note_for(summary: &TaskSummary, subtask: &crate::runtime::SubtaskSummary) -> Option<FileNote> {
-    // The task's latest recovery step says why, when it is about this subtask.
-    let why = summary
-        .recovery
-        .as_ref()
-        .filter(|r| r.subtask_id.as_deref() == Some(subtask.subtask_id.to_string().as_str()))
-        .map(|r| format!(": {}", r.message))
-        .unwrap_or_default();
+/// The diagnostic for a subtask's files, saying why when the reason is known.
+fn note_for(subtask: &crate::runtime::SubtaskSummary, reason: Option<&str>) -> Option<FileNote> {
+    let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
     let name = &subtask.description;
     let (severity, message) = match subtask.status {
         SubtaskStatus::Recovering => (
@@ -166,7 +171,13 @@ fn note_for(summary: &TaskSummary, subtask: &crate::runtime::SubtaskSummary) -> 
         ),
         SubtaskStatus::Failed => (
             NoteSeverity::Error,
-            format!("The subtask “{name}” failed{why}"),
+            match reason {
+                Some(_) => format!("The subtask “{name}” failed{why}"),
+                None => format!(
+                    "The subtask “{name}” failed after {} attempt(s); the task's error report says why",
+                    subtask.attempts
+                ),
+            },
         ),
         _ => return None,
     };
@@ -265,5 +276,52 @@ mod tests {
         task.subtasks[0].status = SubtaskStatus::Completed;
         assert_eq!(notes.update(&task), ["a.rs"], "cleared");
         assert!(notes.notes("a.rs").is_empty());
+    }
+
+    #[test]
+    fn a_failed_file_says_why_even_after_a_later_step_about_another_subtask() {
+        let mut notes = FileNotes::default();
+        let mut task = summary(SubtaskStatus::Recovering, &["a.rs"]);
+        let step = |subtask: SubtaskId, message: &str| crate::recovery::RecoveryEvent {
+            task_id: task_id_string(),
+            subtask_id: Some(subtask.to_string()),
+            agent_id: String::new(),
+            action: crate::recovery::RecoveryAction::Retry,
+            severity: crate::recovery::Severity::Medium,
+            attempt: 1,
+            max_attempts: 3,
+            delay_ms: None,
+            message: message.into(),
+            files: None,
+            at: Utc::now(),
+        };
+        let ours = task.subtasks[0].subtask_id;
+        task.recovery = Some(step(ours, "python3 -m py_compile failed"));
+        notes.update(&task);
+        task.recovery = Some(step(SubtaskId::new(), "another one"));
+        task.subtasks[0].status = SubtaskStatus::Failed;
+        notes.update(&task);
+        let note = &notes.notes("a.rs")[0];
+        assert_eq!(note.severity, NoteSeverity::Error);
+        assert!(
+            note.message
+                .ends_with("failed: python3 -m py_compile failed"),
+            "{}",
+            note.message
+        );
+
+        let mut unknown = FileNotes::default();
+        unknown.update(&summary(SubtaskStatus::Failed, &["b.rs"]));
+        assert!(
+            unknown.notes("b.rs")[0]
+                .message
+                .contains("error report says why"),
+            "{}",
+            unknown.notes("b.rs")[0].message
+        );
+    }
+
+    fn task_id_string() -> String {
+        TaskId::new().to_string()
     }
 }

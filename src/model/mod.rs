@@ -105,10 +105,19 @@ pub enum StopReason {
     Other(String),
 }
 
+/// Tokens of one call as the provider reported them (both 0 when it reported none):
+/// OpenAI's `usage` (streamed as the last chunk with `stream_options.include_usage`),
+/// Anthropic's `message_start` / `message_delta` usage.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+}
+
+impl Usage {
+    pub fn is_reported(&self) -> bool {
+        self.input_tokens + self.output_tokens > 0
+    }
 }
 
 /// The assistant's answer to one call.
@@ -139,6 +148,13 @@ pub type DeltaSink<'a> = &'a mut (dyn FnMut(&str) + Send);
 pub trait ModelProvider: Send + Sync {
     /// A short name for logs, errors and breaker events, e.g. `openai` or `anthropic`.
     fn name(&self) -> &str;
+
+    /// Waits until a call may be made: a task paused at its token limit waits here for
+    /// the person. Callers that bound a call by a step timeout await this first, outside
+    /// the timeout, since waiting for a person is never bound by one.
+    async fn ready(&self) -> Result<(), ModelError> {
+        Ok(())
+    }
 
     /// Sends one request and returns the assistant's answer, streaming text deltas to `on_delta`.
     async fn complete(

@@ -133,7 +133,11 @@ fn first_object(text: &str) -> Result<Value, String> {
             continue;
         };
         let candidate = &text[start..start + end];
-        match serde_json::from_str::<Value>(candidate) {
+        // Small models put raw newlines in strings and leave trailing commas: repaired
+        // before the answer is given up on.
+        let parsed = serde_json::from_str::<Value>(candidate)
+            .or_else(|e| serde_json::from_str::<Value>(&repair_json(candidate)).map_err(|_| e));
+        match parsed {
             Ok(value @ Value::Object(_)) => return Ok(value),
             Ok(_) => {}
             Err(e) => last_error = Some(format!("invalid JSON: {e}")),
@@ -141,6 +145,55 @@ fn first_object(text: &str) -> Result<Value, String> {
         from = start + end;
     }
     Err(last_error.unwrap_or_else(|| "no JSON object found in the answer".to_string()))
+}
+
+/// `text` with raw newlines, tabs and other control characters inside JSON strings
+/// escaped, and commas right before a closing bracket dropped. Valid JSON comes back as
+/// it was (apart from such commas, which valid JSON has none of).
+pub fn repair_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut in_string = false;
+    let mut escaped = false;
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => {
+                    escaped = false;
+                    out.push(c);
+                }
+                (false, '\\') => {
+                    escaped = true;
+                    out.push(c);
+                }
+                (false, '"') => {
+                    in_string = false;
+                    out.push(c);
+                }
+                (false, '\n') => out.push_str("\\n"),
+                (false, '\r') => out.push_str("\\r"),
+                (false, '\t') => out.push_str("\\t"),
+                (false, c) if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                (false, c) => out.push(c),
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            ',' => {
+                // A comma followed only by whitespace and a closing bracket is dropped.
+                let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
+                if !matches!(next, Some('}' | ']')) {
+                    out.push(c);
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The length of the balanced `{...}` at the start of `text`, skipping braces in strings.
@@ -333,6 +386,16 @@ fn percentage<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn raw_newlines_and_trailing_commas_are_repaired() {
+        let answer = "```json\n{\"files\": [{\"path\": \"a.py\", \"content\": \"def f():\n\treturn 1\n\"},], \"confidence\": 80, \"explanation\": \"x\",}\n```";
+        let value = extract_json_object(answer).unwrap();
+        assert_eq!(value["files"][0]["content"], "def f():\n\treturn 1\n");
+        assert_eq!(value["confidence"], 80);
+        assert_eq!(repair_json("{\"a\": [1, 2,]}"), "{\"a\": [1, 2]}");
+        assert_eq!(repair_json("{\"a\": \"x,]\"}"), "{\"a\": \"x,]\"}");
+    }
 
     #[test]
     fn extracts_bare_fenced_and_surrounded_objects() {

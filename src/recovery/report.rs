@@ -211,6 +211,13 @@ pub fn render(header: &ReportHeader, tasks: &[TaskRecord], steps: &[RecoveryEven
             .unwrap_or_else(|| "n/a".into())
     );
 
+    // Tokens and cost per task (src/runtime/usage.rs).
+    let _ = writeln!(out, "## Token Usage\n");
+    for task in tasks {
+        let _ = writeln!(out, "- **{}**: {}", task.title, task.usage.total.describe());
+    }
+    let _ = writeln!(out);
+
     let _ = writeln!(out, "## Recommendations\n");
     let mut n = 0;
     let mut recommend = |text: &str| {
@@ -252,6 +259,9 @@ fn advice_for(kind: &str) -> Option<&'static str> {
         }
         "circuit_open" => {
             "A provider kept failing and its circuit breaker opened: check the provider's status, then retry."
+        }
+        "no_progress" => {
+            "The model stopped without making the changes the subtask asked for: make the task more explicit, or use a stronger model."
         }
         "context_overflow" => {
             "A conversation outgrew the model's context: split the task into smaller ones."

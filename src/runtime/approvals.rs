@@ -2,8 +2,11 @@
 //! cannot settle, low-confidence fixes, commands under the `ask` policy.
 //!
 //! An approval waits until someone answers it; nothing here decides by timeout. Pending
-//! approvals are listed for any front-end that (re)connects, and withdrawn when their
-//! task is cancelled.
+//! approvals are listed for any front-end that (re)connects. One that stops mattering
+//! is withdrawn, with the reason, so every front-end can take it down: its task ended or
+//! was cancelled ([`Approvals::withdraw_task`]), or whoever asked stopped waiting (the
+//! [`Approvals::ask`] future was dropped: the subtask was cancelled, given up or taken
+//! over).
 
 use std::sync::Arc;
 
@@ -111,8 +114,93 @@ pub struct ApprovalRequest {
     pub diff: Option<FileDiff>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// The subtask's current description, for an escalation: what "Modify the subtask"
+    /// starts from (an addition, docs/protocol.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subtask_description: Option<String>,
     pub options: Vec<ApprovalOption>,
     pub created_at: DateTime<Utc>,
+}
+
+/// What an escalation says about the subtask that keeps failing.
+#[derive(Clone, Debug)]
+pub struct Escalation<'a> {
+    pub task_id: TaskId,
+    pub task_title: &'a str,
+    pub subtask_id: SubtaskId,
+    /// 1-based place of the subtask in the plan, and the plan's length.
+    pub position: Option<(usize, usize)>,
+    /// The subtask's current description.
+    pub description: &'a str,
+    pub agent_id: String,
+    pub severity: Severity,
+    pub error_kind: &'a str,
+    pub error: &'a str,
+}
+
+/// How long the subtask's description may be in an escalation's title.
+const TITLE_DESCRIPTION_CHARS: usize = 60;
+
+impl ApprovalRequest {
+    /// The approval asked when a subtask keeps failing: its title names the subtask
+    /// (`[2/4] Write cli.py … keeps failing`), and it carries the subtask's current
+    /// description for "Modify the subtask" to start from.
+    pub fn escalation(facts: Escalation<'_>) -> ApprovalRequest {
+        let place = facts
+            .position
+            .map(|(index, count)| format!("[{index}/{count}]"))
+            .unwrap_or_default();
+        let label = if place.is_empty() {
+            "**Subtask**".to_string()
+        } else {
+            format!("**Subtask {place}**")
+        };
+        let line = facts
+            .description
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
+        let short = match line.char_indices().nth(TITLE_DESCRIPTION_CHARS) {
+            Some((end, _)) => format!("{}…", line[..end].trim_end()),
+            None => line.to_string(),
+        };
+        let critical = facts.severity == Severity::Critical;
+        ApprovalRequest {
+            approval_id: Uuid::new_v4(),
+            kind: ApprovalKind::Escalation,
+            task_id: facts.task_id,
+            subtask_id: Some(facts.subtask_id),
+            agent_id: facts.agent_id,
+            severity: facts.severity,
+            title: format!("{place} {short} keeps failing")
+                .trim_start()
+                .to_string(),
+            detail: format!(
+                "**Task**: {}\n\n{label}: {}\n\n**Error** ({}, {}):\n\n```\n{}\n```\n\nThe team retried{}. Choose how to go on; \"Modify the subtask\" starts from its current description.",
+                facts.task_title,
+                facts.description,
+                facts.error_kind,
+                facts.severity,
+                facts.error,
+                if critical {
+                    ""
+                } else {
+                    ", tried a peer and its supervisor"
+                }
+            ),
+            proposed_solution: Some(if critical {
+                "Fix the cause (credentials, quota, permissions), then retry.".into()
+            } else {
+                "Modify the subtask to something the agents can do, or reassign it.".into()
+            }),
+            diff: None,
+            command: None,
+            subtask_description: Some(facts.description.to_string()),
+            options: ApprovalOption::escalation(),
+            created_at: Utc::now(),
+        }
+    }
 }
 
 /// How a person answered.
@@ -171,10 +259,15 @@ impl Approvals {
     }
 
     /// Publishes `request` and waits for its answer. `None` means it was withdrawn
-    /// (its task was cancelled); callers treat that as abort.
+    /// (its task was cancelled); callers treat that as abort. Dropping the future before
+    /// an answer withdraws the approval: nobody would use a late answer.
     pub async fn ask(&self, request: ApprovalRequest) -> Option<ApprovalAnswer> {
         let (answer, answered) = oneshot::channel();
         let request = Arc::new(request);
+        let mut unanswered = WithdrawOnDrop {
+            approvals: self.clone(),
+            id: Some(request.approval_id),
+        };
         self.pending.insert(
             request.approval_id,
             Pending {
@@ -187,7 +280,9 @@ impl Approvals {
         }
         self.events
             .publish(RuntimeEvent::ApprovalRequested(request.clone()));
-        answered.await.ok()
+        let answer = answered.await.ok();
+        unanswered.id = None;
+        answer
     }
 
     /// Makes an approval that was pending when the process stopped pending again, with
@@ -235,7 +330,7 @@ impl Approvals {
             .pending
             .remove(&id)
             .ok_or(ApprovalError::NotFound(id))?;
-        self.settled(&pending.request, Some(&answer));
+        self.settled(&pending.request, Some(&answer), None);
         let _ = pending.answer.send(answer);
         Ok(())
     }
@@ -249,9 +344,31 @@ impl Approvals {
             .map(|p| *p.key())
             .collect();
         for id in ids {
-            if let Some((_, pending)) = self.pending.remove(&id) {
-                self.settled(&pending.request, None);
-            }
+            self.withdraw(id, TASK_ENDED);
+        }
+    }
+
+    /// Withdraws one pending approval, saying why; a no-op once it is settled.
+    pub fn withdraw(&self, id: Uuid, reason: &str) {
+        if let Some((_, pending)) = self.pending.remove(&id) {
+            tracing::info!(approval = %id, "approval withdrawn: {reason}");
+            self.settled(&pending.request, None, Some(reason));
+        }
+    }
+
+    /// Withdraws an approval whose asker stopped waiting, for the front-ends only: the
+    /// store keeps it pending, because the asker also stops when the process does, and
+    /// then the approval must come back with the next run (escalations are restored;
+    /// other kinds are asked again when their step runs again).
+    fn abandon(&self, id: Uuid) {
+        if let Some((_, pending)) = self.pending.remove(&id) {
+            tracing::info!(approval = %id, "approval withdrawn: {ASKER_GONE}");
+            self.events.publish(RuntimeEvent::ApprovalResolved {
+                approval_id: id,
+                task_id: pending.request.task_id,
+                decision: None,
+                reason: Some(ASKER_GONE.to_string()),
+            });
         }
     }
 
@@ -267,7 +384,12 @@ impl Approvals {
         self.pending.get(&id).map(|p| p.request.clone())
     }
 
-    fn settled(&self, request: &Arc<ApprovalRequest>, answer: Option<&ApprovalAnswer>) {
+    fn settled(
+        &self,
+        request: &Arc<ApprovalRequest>,
+        answer: Option<&ApprovalAnswer>,
+        reason: Option<&str>,
+    ) {
         if let Some(store) = &self.store {
             store.record(Record::ApprovalResolved {
                 approval_id: request.approval_id,
@@ -278,6 +400,108 @@ impl Approvals {
             approval_id: request.approval_id,
             task_id: request.task_id,
             decision: answer.map(|a| a.decision),
+            reason: reason.map(str::to_string),
         });
+    }
+}
+
+/// Why the approvals of a finished or cancelled task are withdrawn.
+pub const TASK_ENDED: &str = "its task has ended (it finished or was cancelled)";
+/// Why an approval is withdrawn when whoever asked stops waiting for the answer.
+pub const ASKER_GONE: &str = "the agent that asked stopped waiting for it (its subtask was cancelled, given up or taken over)";
+
+/// Withdraws an approval whose [`Approvals::ask`] future is dropped before the answer.
+struct WithdrawOnDrop {
+    approvals: Approvals,
+    id: Option<Uuid>,
+}
+
+impl Drop for WithdrawOnDrop {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.approvals.abandon(id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn escalation(position: Option<(usize, usize)>, description: &str) -> ApprovalRequest {
+        ApprovalRequest::escalation(Escalation {
+            task_id: TaskId::new(),
+            task_title: "Build a converter",
+            subtask_id: SubtaskId::new(),
+            position,
+            description,
+            agent_id: "a".into(),
+            severity: Severity::High,
+            error_kind: "timeout",
+            error: "the call timed out",
+        })
+    }
+
+    #[test]
+    fn an_escalation_names_its_subtask_and_carries_its_description() {
+        let request = escalation(Some((2, 4)), "Write cli.py: a command line");
+        assert_eq!(
+            request.title,
+            "[2/4] Write cli.py: a command line keeps failing"
+        );
+        assert!(
+            request.detail.contains("**Subtask [2/4]**: Write cli.py"),
+            "{}",
+            request.detail
+        );
+        assert!(
+            request.detail.contains("Build a converter"),
+            "{}",
+            request.detail
+        );
+        assert_eq!(
+            request.subtask_description.as_deref(),
+            Some("Write cli.py: a command line")
+        );
+        let long = escalation(None, &"x".repeat(200));
+        assert!(
+            long.title.starts_with(&format!("{}…", "x".repeat(60))),
+            "{}",
+            long.title
+        );
+        assert!(long.detail.contains("**Subtask**:"), "{}", long.detail);
+    }
+
+    #[tokio::test]
+    async fn an_approval_whose_asker_stops_waiting_is_withdrawn_with_the_reason() {
+        let events = EventBus::new(16);
+        let mut stream = events.subscribe();
+        let approvals = Approvals::new(events, None);
+        let request = escalation(Some((1, 1)), "Write a.py");
+        let id = request.approval_id;
+        let asking = tokio::spawn({
+            let approvals = approvals.clone();
+            async move { approvals.ask(request).await }
+        });
+        while approvals.get(id).is_none() {
+            tokio::task::yield_now().await;
+        }
+        asking.abort();
+        let _ = asking.await;
+        assert!(approvals.get(id).is_none(), "no longer pending");
+        loop {
+            if let RuntimeEvent::ApprovalResolved {
+                approval_id,
+                decision,
+                reason,
+                ..
+            } = stream.recv().await.unwrap()
+            {
+                assert_eq!(approval_id, id);
+                assert_eq!(decision, None);
+                assert_eq!(reason.as_deref(), Some(ASKER_GONE));
+                break;
+            }
+        }
     }
 }

@@ -40,6 +40,9 @@ pub enum RuntimeEvent {
         #[serde(rename = "taskId")]
         task_id: TaskId,
         decision: Option<ApprovalChoice>,
+        /// Why it was withdrawn (set only when `decision` is `None`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// An agent missed `missed` heartbeats in a row; recovery replaces it.
     AgentHung {

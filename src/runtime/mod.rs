@@ -19,6 +19,7 @@ mod pool;
 mod task;
 mod tasks;
 mod team;
+pub mod usage;
 mod whiteboard;
 
 use std::sync::{Arc, Mutex};
@@ -33,7 +34,7 @@ pub use agent::{
 };
 pub use approvals::{
     ApprovalAnswer, ApprovalChoice, ApprovalError, ApprovalKind, ApprovalOption, ApprovalRequest,
-    Approvals, FileDiff,
+    Approvals, Escalation, FileDiff,
 };
 pub use behaviors::CoreBehavior;
 pub use bus::{Bus, BusError};

@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use super::agent::AgentId;
 use super::events::{EventBus, RuntimeEvent};
+use super::usage::TaskUsage;
 use crate::recovery::{RecoveryEvent, Severity};
 use crate::store::{Record, Store};
 
@@ -187,6 +188,9 @@ pub struct TaskRecord {
     /// What was checked after the code was written, and how (`team/check.rs`).
     #[serde(default)]
     pub checks: Vec<CheckResult>,
+    /// Tokens and cost so far (checkpoints from before usage was counted have none).
+    #[serde(default)]
+    pub usage: TaskUsage,
 }
 
 impl TaskRecord {
@@ -215,6 +219,7 @@ impl TaskRecord {
             coordinator: None,
             plan_decision: None,
             checks: Vec::new(),
+            usage: TaskUsage::default(),
         }
     }
 
@@ -275,6 +280,7 @@ impl TaskRecord {
             partial_results: self.partial_results.clone(),
             errors: self.errors.clone(),
             checks: self.checks.clone(),
+            usage: self.usage.clone(),
         }
     }
 }
@@ -320,6 +326,9 @@ pub struct TaskDetail {
     /// (addition) What was checked, and how: syntax, stubs, tests.
     #[serde(default)]
     pub checks: Vec<CheckResult>,
+    /// Tokens and cost, in all and by subtask and agent (an addition to PROTOCOL.md).
+    #[serde(default)]
+    pub usage: TaskUsage,
 }
 
 /// One check of the code a task wrote (`team/check.rs` runs them).

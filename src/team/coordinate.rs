@@ -17,7 +17,6 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use serde::Deserialize;
 use serde_json::json;
-use uuid::Uuid;
 
 use super::{Services, SubtaskAssignment, SubtaskReport, first_line, recovery_event};
 use crate::model::structured::{StructuredOutput, ask_json};
@@ -25,9 +24,9 @@ use crate::model::{ChatMessage, ModelError, ModelRequest};
 use crate::recovery::ladder::{Failure, Ladder, LadderStep};
 use crate::recovery::{Classify, RecoveryAction, Severity};
 use crate::runtime::{
-    AgentContext, AgentId, AgentStatus, ApprovalAnswer, ApprovalChoice, ApprovalKind,
-    ApprovalOption, ApprovalRequest, BusError, Layer, Message, MessageKind, Recipient, Subtask,
-    SubtaskId, SubtaskStatus, TaskError, TaskId, TaskRecord, TaskStatus,
+    AgentContext, AgentId, AgentStatus, ApprovalAnswer, ApprovalChoice, ApprovalRequest, BusError,
+    Layer, Message, MessageKind, Recipient, Subtask, SubtaskId, SubtaskStatus, TaskError, TaskId,
+    TaskRecord, TaskStatus,
 };
 
 /// Person-level escalations of one subtask before the team gives up on it.
@@ -642,12 +641,12 @@ fn context_for(s: &Services, task_id: TaskId) -> String {
     };
     // Every bottom agent sees the whole task verbatim, unless its subtask is the task.
     let whole = super::plan::task_text(&task);
-    let mut context = if task.subtasks.len() == 1 && task.subtasks[0].description.contains(whole) {
-        String::new()
-    } else {
-        format!(
+    let mut context = match task.subtasks.as_slice() {
+        [only] if only.description.contains(whole) => String::new(),
+        [_] => format!("This subtask is the whole task below, as the person wrote it:\n{whole}\n"),
+        _ => format!(
             "This subtask is one part of the task below; do only your part.\nThe whole task:\n{whole}\n"
-        )
+        ),
     };
     let done: Vec<String> = task
         .subtasks
@@ -859,36 +858,22 @@ async fn ask_person(
     description: &str,
     failure: &Failure,
 ) -> Option<ApprovalAnswer> {
-    let request = ApprovalRequest {
-        approval_id: Uuid::new_v4(),
-        kind: ApprovalKind::Escalation,
+    let position = task
+        .subtasks
+        .iter()
+        .position(|st| st.id == subtask_id)
+        .map(|index| (index + 1, task.subtasks.len()));
+    let request = ApprovalRequest::escalation(crate::runtime::Escalation {
         task_id: task.id,
-        subtask_id: Some(subtask_id),
+        task_title: &task.title,
+        subtask_id,
+        position,
+        description,
         agent_id: assignee.to_string(),
         severity: failure.severity,
-        title: format!("A subtask of \"{}\" keeps failing", task.title),
-        detail: format!(
-            "**Subtask**: {description}\n\n**Error** ({}, {}):\n\n```\n{}\n```\n\nThe team retried{}. Choose how to go on.",
-            failure.kind,
-            failure.severity,
-            failure.message,
-            if failure.severity == Severity::Critical {
-                ""
-            } else {
-                ", tried a peer and its supervisor"
-            }
-        ),
-        proposed_solution: Some(match failure.severity {
-            Severity::Critical => {
-                "Fix the cause (credentials, quota, permissions), then retry.".into()
-            }
-            _ => "Modify the subtask to something the agents can do, or reassign it.".into(),
-        }),
-        diff: None,
-        command: None,
-        options: ApprovalOption::escalation(),
-        created_at: Utc::now(),
-    };
+        error_kind: &failure.kind,
+        error: &failure.message,
+    });
     s.tasks.update(task.id, refresh_status);
     s.approvals.ask(request).await
 }

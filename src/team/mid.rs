@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use super::Services;
+use crate::runtime::usage;
 use crate::runtime::{AgentBehavior, AgentContext, AgentError, Message, MessageKind, TaskId};
 
 pub const RESPONSIBILITIES: &str = "- Split the task you are given into a few concrete subtasks that bottom agents can each finish alone.\n\
@@ -51,9 +52,15 @@ impl AgentBehavior for MidBehavior {
                 match task {
                     Some(task) => {
                         let (ctx, services) = (ctx.clone(), self.services.clone());
-                        tokio::spawn(
-                            async move { super::coordinate::run(ctx, services, task).await },
-                        );
+                        // Usage hook: the coordinator's model calls count for this task.
+                        let scope = usage::UsageScope {
+                            task: Some(task),
+                            agent: Some(ctx.id()),
+                            subtask: None,
+                        };
+                        tokio::spawn(usage::scoped(scope, async move {
+                            super::coordinate::run(ctx, services, task).await
+                        }));
                     }
                     None => {
                         let _ = ctx.append_own_board(&format!(

@@ -283,6 +283,7 @@ impl ApprovalHook for CommandApprover {
             proposed_solution: None,
             diff: None,
             command: Some(request.command.clone()),
+            subtask_description: None,
             options: ApprovalOption::yes_no(),
             created_at: Utc::now(),
         };
@@ -322,6 +323,7 @@ impl ApprovalHook for CommandApprover {
                 after: request.after.clone(),
             }),
             command: None,
+            subtask_description: None,
             options: ApprovalOption::yes_no(),
             created_at: Utc::now(),
         };

@@ -201,16 +201,15 @@ pub(super) fn fit_plan(
         // Nothing usable: the whole task is the one subtask.
         0 => vec![Subtask::new(task_text(task).to_string(), Vec::new())],
         1 => {
-            // One subtask is the whole task: it carries the task verbatim. The planner's
-            // wording stays in front only when it says more than a rewording would.
-            let planned = subtasks[0].description.clone();
+            // One subtask is the whole task: a rewording of it becomes the task verbatim.
+            // A description that says something else (an answer instead of a change) is
+            // kept, and the agent still gets the task verbatim in its context.
             let whole = task_text(task);
-            subtasks[0].description =
-                if same_work(&planned, whole) || whole.contains(planned.trim()) {
-                    whole.to_string()
-                } else {
-                    format!("{planned}\n\nThe task, verbatim:\n{whole}")
-                };
+            if same_work(&subtasks[0].description, whole)
+                || whole.contains(subtasks[0].description.trim())
+            {
+                subtasks[0].description = whole.to_string();
+            }
             subtasks
         }
         _ => subtasks,
@@ -416,6 +415,7 @@ async fn person_decides(
                 .join("\n")
         ),
         proposed_solution: Some(listing.clone()),
+        subtask_description: None,
         diff: None,
         command: None,
         options: vec![

@@ -11,6 +11,7 @@ use super::Services;
 use crate::config::ReviewMode;
 use crate::model::structured::{Review, ask_json};
 use crate::model::{ChatMessage, ModelRequest};
+use crate::runtime::usage;
 use crate::runtime::{AgentBehavior, AgentContext, AgentError, Message, MessageKind};
 
 pub const RESPONSIBILITIES: &str = "- Review plans proposed by mid agents: approve sound ones, veto unsafe or incomplete ones with a reason.\n\
@@ -68,8 +69,19 @@ impl AgentBehavior for TopBehavior {
                     return Ok(());
                 };
                 let (ctx, services) = (ctx.clone(), self.services.clone());
+                // Usage hook: the review's model calls count for the plan's task.
+                let scope = usage::UsageScope {
+                    task: ctx
+                        .governance
+                        .get(decision_id)
+                        .and_then(|d| d.content["taskId"].as_str().and_then(|id| id.parse().ok())),
+                    agent: Some(ctx.id()),
+                    subtask: None,
+                };
                 // Reviews call the model: keep the mailbox loop free for heartbeats.
-                tokio::spawn(async move { review_and_vote(&ctx, &services, decision_id).await });
+                tokio::spawn(usage::scoped(scope, async move {
+                    review_and_vote(&ctx, &services, decision_id).await
+                }));
             }
             MessageKind::IssueEscalation => {
                 let text = format!(

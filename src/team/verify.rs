@@ -251,6 +251,7 @@ async fn approved_by_person(s: &Services, task_id: TaskId, ctx: &AgentContext, f
             after: first.content.clone(),
         }),
         command: None,
+        subtask_description: None,
         options: ApprovalOption::yes_no(),
         created_at: Utc::now(),
     };

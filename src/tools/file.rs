@@ -1,16 +1,17 @@
 //! `file_read`, `file_write` and `file_edit`: whole-file text operations inside the
 //! sandbox. Writes go through the [`WorkspaceWriter`], never straight to disk.
 
+use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::json;
 
 use super::bash::{ApprovalHook, ApprovalOutcome, FileChangeRequest};
 use super::sandbox::Sandbox;
-use super::writer::{WorkspaceWriter, WriteStatus};
+use super::writer::{Fnv1a, WorkspaceWriter, WriteStatus};
 use super::{Args, CallContext, Tool, ToolError, ToolOutput};
 use crate::model::ToolSpec;
 
@@ -168,18 +169,38 @@ impl Tool for FileRead {
 }
 
 /// Approval of file changes before they are written (`approvals.fileChanges = "ask"`).
+///
+/// The person is asked from the tools' `authorize` step, which the registry runs before
+/// the call and outside the step timeout (as for commands): waiting for a person is
+/// never bound by a model or tool time limit. The call then writes only the content that
+/// was approved: each grant is for one (subtask, path, content) and is used once.
 #[derive(Clone)]
 pub struct ChangeReview {
     sandbox: Sandbox,
     approver: Option<Arc<dyn ApprovalHook>>,
+    granted: Arc<Mutex<HashSet<Grant>>>,
+}
+
+/// One approved change: (subtask, workspace-relative path, hash of the new content).
+type Grant = (Option<String>, PathBuf, u64);
+
+fn content_hash(text: &str) -> u64 {
+    let mut hasher = Fnv1a::new();
+    hasher.write(text.as_bytes());
+    hasher.finish()
 }
 
 impl ChangeReview {
     pub fn new(sandbox: Sandbox, approver: Option<Arc<dyn ApprovalHook>>) -> ChangeReview {
-        ChangeReview { sandbox, approver }
+        ChangeReview {
+            sandbox,
+            approver,
+            granted: Arc::new(Mutex::new(HashSet::new())),
+        }
     }
 
     /// Asks for `path` to become `after`; a change to the same content needs no one.
+    /// An approval is remembered for the call that follows ([`ChangeReview::confirm`]).
     async fn approve(&self, path: &Path, after: &str, ctx: &CallContext) -> Result<(), ToolError> {
         let absolute = self.sandbox.resolve(path)?;
         let relative = self.sandbox.relative(&absolute);
@@ -203,11 +224,41 @@ impl ChangeReview {
             subtask_id: ctx.subtask_id.clone(),
         };
         match approver.approve_file_change(&request).await {
-            ApprovalOutcome::Approved => Ok(()),
+            ApprovalOutcome::Approved => {
+                self.granted.lock().expect("grants").insert((
+                    ctx.subtask_id.clone(),
+                    relative,
+                    content_hash(after),
+                ));
+                Ok(())
+            }
             ApprovalOutcome::Denied { reason } => {
                 Err(rejected(format!("the user declined the change: {reason}")))
             }
         }
+    }
+
+    /// Checks, in the call, that writing `after` to `path` was approved (or changes
+    /// nothing), using the grant up.
+    async fn confirm(&self, path: &Path, after: &str, ctx: &CallContext) -> Result<(), ToolError> {
+        let absolute = self.sandbox.resolve(path)?;
+        let relative = self.sandbox.relative(&absolute);
+        let grant = (
+            ctx.subtask_id.clone(),
+            relative.clone(),
+            content_hash(after),
+        );
+        if self.granted.lock().expect("grants").remove(&grant) {
+            return Ok(());
+        }
+        let before = tokio::fs::read_to_string(&absolute).await.ok();
+        if before.as_deref() == Some(after) {
+            return Ok(());
+        }
+        Err(ToolError::invalid(format!(
+            "{} changed while this change waited for approval; read it again and redo the change",
+            relative.display()
+        )))
     }
 }
 
@@ -244,11 +295,24 @@ impl Tool for FileWrite {
         }
     }
 
+    /// With `fileChanges = "ask"`, the person approves the change here, outside the
+    /// step timeout.
+    async fn authorize(&self, args: &Args, ctx: &CallContext) -> Result<(), ToolError> {
+        match &self.review {
+            Some(review) => {
+                review
+                    .approve(Path::new(args.str("path")?), args.str("content")?, ctx)
+                    .await
+            }
+            None => Ok(()),
+        }
+    }
+
     async fn call(&self, args: &Args, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
         let path = args.str("path")?;
         let content = args.str("content")?;
         if let Some(review) = &self.review {
-            review.approve(Path::new(path), content, ctx).await?;
+            review.confirm(Path::new(path), content, ctx).await?;
         }
         write_output(&*self.writer, Path::new(path), content, None).await
     }
@@ -327,7 +391,30 @@ impl Tool for FileEdit {
         }
     }
 
+    /// With `fileChanges = "ask"`, the person approves the edited file here, outside
+    /// the step timeout. An edit that cannot apply asks no one; the call reports why.
+    async fn authorize(&self, args: &Args, ctx: &CallContext) -> Result<(), ToolError> {
+        let Some(review) = &self.review else {
+            return Ok(());
+        };
+        match self.edited(args).await {
+            Ok((relative, edited, _)) => review.approve(&relative, &edited, ctx).await,
+            Err(_) => Ok(()),
+        }
+    }
+
     async fn call(&self, args: &Args, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
+        let (relative, edited, detail) = self.edited(args).await?;
+        if let Some(review) = &self.review {
+            review.confirm(&relative, &edited, ctx).await?;
+        }
+        write_output(&*self.writer, &relative, &edited, Some(detail)).await
+    }
+}
+
+impl FileEdit {
+    /// The file as the edit would leave it: (relative path, new content, what changed).
+    async fn edited(&self, args: &Args) -> Result<(PathBuf, String, String), ToolError> {
         let path = args.str("path")?;
         let old_text = args.str("old_text")?;
         let new_text = args.str("new_text")?;
@@ -367,9 +454,129 @@ impl Tool for FileEdit {
             old.lines().count().max(1),
             new.lines().count()
         );
-        if let Some(review) = &self.review {
-            review.approve(&relative, &edited, ctx).await?;
+        Ok((relative, edited, detail))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::FileChangePolicy;
+    use crate::model::ToolCall;
+    use crate::tools::bash::CommandApprovalRequest;
+    use crate::tools::{DiskWriter, ToolRegistry, ToolSettings};
+
+    /// A person who answers an hour later; `edit_meanwhile` changes the file first.
+    struct SlowPerson {
+        edit_meanwhile: Option<(PathBuf, &'static str)>,
+    }
+
+    #[async_trait]
+    impl ApprovalHook for SlowPerson {
+        async fn approve_command(&self, _: &CommandApprovalRequest) -> ApprovalOutcome {
+            ApprovalOutcome::Approved
         }
-        write_output(&*self.writer, &relative, &edited, Some(detail)).await
+
+        async fn approve_file_change(&self, _: &FileChangeRequest) -> ApprovalOutcome {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            if let Some((path, text)) = &self.edit_meanwhile {
+                std::fs::write(path, text).unwrap();
+            }
+            ApprovalOutcome::Approved
+        }
+    }
+
+    fn registry(dir: &Path, person: SlowPerson) -> ToolRegistry {
+        let sandbox = Sandbox::new(dir).unwrap();
+        let settings = ToolSettings {
+            file_changes: FileChangePolicy::Ask,
+            ..ToolSettings::default()
+        };
+        let writer = Arc::new(DiskWriter::new(sandbox.clone()));
+        ToolRegistry::new(sandbox, writer, settings, Some(Arc::new(person)))
+    }
+
+    fn call(name: &str, arguments: serde_json::Value) -> ToolCall {
+        ToolCall {
+            id: "c".into(),
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    fn ctx() -> CallContext {
+        CallContext {
+            step_timeout: Some(Duration::from_secs(1)),
+            subtask_id: Some("s1".into()),
+            ..CallContext::default()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn changes_approved_long_after_the_step_timeout_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = registry(
+            dir.path(),
+            SlowPerson {
+                edit_meanwhile: None,
+            },
+        );
+        let written = tools
+            .dispatch(
+                &call(
+                    "file_write",
+                    json!({ "path": "a.py", "content": "a = 1\n" }),
+                ),
+                &ctx(),
+            )
+            .await
+            .expect("approved an hour later, and written");
+        assert_eq!(written.files_written, vec![PathBuf::from("a.py")]);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.py")).unwrap(),
+            "a = 1\n"
+        );
+
+        tools
+            .dispatch(
+                &call(
+                    "file_edit",
+                    json!({ "path": "a.py", "old_text": "1", "new_text": "2" }),
+                ),
+                &ctx(),
+            )
+            .await
+            .expect("the edit too");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.py")).unwrap(),
+            "a = 2\n"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_edit_whose_file_changed_while_it_waited_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.py");
+        std::fs::write(&path, "a = 1\nb = 1\n").unwrap();
+        let tools = registry(
+            dir.path(),
+            SlowPerson {
+                edit_meanwhile: Some((path.clone(), "a = 1\nb = 9\n")),
+            },
+        );
+        let error = tools
+            .dispatch(
+                &call(
+                    "file_edit",
+                    json!({ "path": "a.py", "old_text": "a = 1", "new_text": "a = 2" }),
+                ),
+                &ctx(),
+            )
+            .await
+            .expect_err("the approved content is not what the edit would now write");
+        assert!(error.to_string().contains("changed while"), "{error}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a = 1\nb = 9\n");
     }
 }

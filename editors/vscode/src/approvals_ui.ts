@@ -4,7 +4,7 @@
 
 import * as vscode from 'vscode';
 import * as lsp from './lsp_ext';
-import { type ApprovalPresentation, approvalPickLabel, presentApproval } from './model/approvals';
+import { type ApprovalPresentation, approvalPickLabel, modifyDefault, presentApproval } from './model/approvals';
 import type { ConclaveModels } from './model/feed';
 
 export const DIFF_SCHEME = 'conclave-diff';
@@ -74,7 +74,7 @@ export class ApprovalsUi implements vscode.Disposable {
     const modifiedDescription = await vscode.window.showInputBox({
       title: `Conclave: modify “${approval.title}”`,
       prompt: 'The new description of the subtask',
-      value: approval.proposedSolution ?? '',
+      value: modifyDefault(approval, this.models.tasks),
       ignoreFocusOut: true,
     });
     if (modifiedDescription === undefined || modifiedDescription.trim() === '') return undefined;

@@ -3,8 +3,10 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import * as lsp from './lsp_ext';
-import { isFinished, type TaskTreeNode } from './model/tasks';
+import { isFinished, progressLabel, type TaskTreeNode } from './model/tasks';
+import { readableTime } from './model/time';
 import type { Session } from './session';
+import { taskLogUri } from './task_log';
 import { whiteboardUri } from './whiteboard';
 
 function errorText(error: unknown): string {
@@ -28,8 +30,8 @@ async function pickTask(
   const picked = await vscode.window.showQuickPick(
     candidates.map((task) => ({
       label: task.title,
-      description: `${task.status.replace(/_/g, ' ')} · ${Math.round(task.progress)}%`,
-      detail: task.createdAt,
+      description: `${task.status.replace(/_/g, ' ')}${progressLabel(task) ? ` · ${progressLabel(task)}` : ''}`,
+      detail: `submitted ${readableTime(task.createdAt)}`,
       taskId: task.taskId,
     })),
     { placeHolder },
@@ -130,7 +132,7 @@ export function registerCommands(session: Session): vscode.Disposable[] {
       const picked = await vscode.window.showQuickPick(
         whiteboards.map((board) => ({
           label: label(board.id),
-          description: `v${board.version} · ${board.updatedAt}`,
+          description: `v${board.version} · updated ${readableTime(board.updatedAt)}`,
           id: board.id,
         })),
         { title: 'Conclave: Open Whiteboard', placeHolder: 'Whiteboard' },
@@ -169,8 +171,9 @@ export function registerCommands(session: Session): vscode.Disposable[] {
       if (!client) return;
       const taskId = await pickTask(session, node, () => true, 'Task whose log to show');
       if (!taskId) return;
-      const { text } = await client.sendRequest(lsp.taskLog, { taskId });
-      await openText(text, 'log');
+      const title = session.tasks.task(taskId)?.title ?? taskId;
+      const document = await vscode.workspace.openTextDocument(taskLogUri(taskId, title));
+      await vscode.window.showTextDocument(document, { preview: true });
     }),
 
     register('conclave.restartServer', () => session.restart()),

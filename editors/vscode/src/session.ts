@@ -5,14 +5,17 @@ import * as vscode from 'vscode';
 import { type LanguageClient, State } from 'vscode-languageclient/node';
 import { ApprovalsUi, DIFF_SCHEME, DiffContentProvider } from './approvals_ui';
 import { checkBinary } from './binary';
-import { createClient } from './client';
+import { type ConclaveLanguageClient, createClient } from './client';
 import { GeneratingFilesDecorations } from './decorations';
 import * as lsp from './lsp_ext';
 import { ConclaveModels } from './model/feed';
 import { initializationOptions, type RawSettings } from './model/settings';
+import { describeStartFailure } from './model/startup';
 import type { TaskTreeNode } from './model/tasks';
 import { WHITEBOARD_SCHEME } from './model/whiteboards';
 import { StatusBar } from './status_bar';
+import { TASK_LOG_SCHEME, TaskLogContentProvider } from './task_log';
+import { stopHolder } from './takeover';
 import { AgentsTreeProvider, TasksTreeProvider } from './trees';
 import { WhiteboardContentProvider } from './whiteboard';
 
@@ -45,14 +48,21 @@ export class Session implements vscode.Disposable {
   private readonly whiteboardProvider: WhiteboardContentProvider;
   private readonly disposables: vscode.Disposable[] = [];
   private clientDisposables: { dispose(): void }[] = [];
-  private current: LanguageClient | undefined;
+  private current: ConclaveLanguageClient | undefined;
   private starting: Promise<void> | undefined;
+  /** The last missing-binary message shown, so a repeated start does not show it again. */
+  private shownBinaryMessage: string | undefined;
+  /** The error `initialize` failed with, for the current client. */
+  private initializeError: unknown;
+  /** The last lines the current server wrote to stderr (a failed start is explained there). */
+  private stderrTail: string[] = [];
 
   constructor() {
     const diffs = new DiffContentProvider();
     this.approvals = new ApprovalsUi(this.models, diffs, () => this.runningOrUndefined() !== undefined);
     this.statusBar = new StatusBar(this.models.status);
     this.whiteboardProvider = new WhiteboardContentProvider(this.models.whiteboards, () => this.runningOrUndefined());
+    const taskLogs = new TaskLogContentProvider(this.models.tasks, () => this.runningOrUndefined());
     const tasksProvider = new TasksTreeProvider(this.models.tasks);
     const agentsProvider = new AgentsTreeProvider(this.models.agents);
     this.tasksTree = vscode.window.createTreeView('conclave.tasks', { treeDataProvider: tasksProvider, showCollapseAll: true });
@@ -69,6 +79,8 @@ export class Session implements vscode.Disposable {
       vscode.window.createTreeView('conclave.agents', { treeDataProvider: agentsProvider }),
       vscode.workspace.registerTextDocumentContentProvider(WHITEBOARD_SCHEME, this.whiteboardProvider),
       vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, diffs),
+      taskLogs,
+      vscode.workspace.registerTextDocumentContentProvider(TASK_LOG_SCHEME, taskLogs),
       vscode.window.registerFileDecorationProvider(decorations),
       vscode.workspace.onDidGrantWorkspaceTrust(() => void this.restart()),
       vscode.workspace.onDidChangeConfiguration((event) => {
@@ -116,14 +128,17 @@ export class Session implements vscode.Disposable {
     const settings = readSettings();
     const binary = await checkBinary(settings.serverPath, root);
     if (!binary.ok) {
-      this.output.error(binary.message);
       this.statusBar.showStopped('Conclave: no server', binary.message);
+      if (this.shownBinaryMessage === binary.message) return;
+      this.shownBinaryMessage = binary.message;
+      this.output.error(binary.message);
       const choice = await vscode.window.showErrorMessage(binary.message, 'Open Settings');
       if (choice === 'Open Settings') {
         void vscode.commands.executeCommand('workbench.action.openSettings', 'conclave.serverPath');
       }
       return;
     }
+    this.shownBinaryMessage = undefined;
     this.output.info(`Conclave: starting ${binary.path} (conclave ${binary.version}) in ${root}`);
     const resolved = initializationOptions(settings.raw, vscode.workspace.isTrusted);
     if (resolved.notice) {
@@ -135,20 +150,75 @@ export class Session implements vscode.Disposable {
       root,
       () => initializationOptions(readSettings().raw, vscode.workspace.isTrusted).initializationOptions,
       this.output,
+      {
+        initializeFailed: (error) => (this.initializeError = error),
+        stoppedBySignal: (signal) => {
+          if (this.current !== client) return;
+          const message = `Conclave: the server was stopped (${signal}), perhaps by Take Over in another window; it is not restarted here.`;
+          this.output.warn(message);
+          this.statusBar.showStopped('Conclave: stopped', `${message}\nClick to restart it.`);
+          void vscode.window.showWarningMessage(message, 'Restart Server').then((choice) => {
+            if (choice === 'Restart Server' && this.current === client) void this.restart();
+          });
+        },
+        stderrLine: (line) => {
+          if (this.current !== client) return;
+          this.stderrTail.push(line);
+          if (this.stderrTail.length > 50) this.stderrTail.shift();
+        },
+      },
     );
+    this.initializeError = undefined;
+    this.stderrTail = [];
     this.current = client;
     this.wire(client);
     try {
       await client.start();
     } catch (error) {
-      const message = `Conclave: the server did not start: ${error instanceof Error ? error.message : String(error)}`;
-      this.output.error(message);
-      this.statusBar.showStopped('Conclave: stopped', message);
-      void vscode.window.showErrorMessage(message);
+      // The server may exit right after its error answer, before the client read it:
+      // stderr has the reason then. Give the pipe a moment to deliver its last lines.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      this.startFailed(client, this.initializeError ?? error);
       return;
     }
     await this.refresh();
     await this.whiteboardProvider.resubscribe(client);
+  }
+
+  /** One message for a start that failed, with an action; the client is not restarted. */
+  private startFailed(client: LanguageClient, error: unknown): void {
+    const failure = describeStartFailure(error, this.stderrTail);
+    this.output.error(failure.kind === 'workspace_busy' ? `${failure.message} The server said: ${failure.said}` : failure.message);
+    if (failure.kind === 'workspace_busy') {
+      this.statusBar.showStopped(
+        `Conclave: busy${failure.holder ? ` (${failure.holder})` : ''}`,
+        `${failure.message}\nClick to try again.`,
+      );
+    } else {
+      this.statusBar.showStopped('Conclave: stopped', `${failure.message}\nClick to restart.`);
+    }
+    void vscode.window.showErrorMessage(failure.message, ...failure.actions).then((choice) => {
+      if (this.current !== client) return; // restarted meanwhile
+      if (choice === 'Show Output') this.output.show(true);
+      else if (choice === 'Retry' || choice === 'Restart Server') void this.restart();
+      else if (choice === 'Take Over' && failure.kind === 'workspace_busy' && failure.holderPid) {
+        void this.takeOver(failure.holderPid);
+      }
+    });
+  }
+
+  /** Stops the server holding the workspace, then starts ours. */
+  private async takeOver(pid: number): Promise<void> {
+    this.output.info(`Conclave: taking the workspace over from pid ${pid}`);
+    const result = await stopHolder(pid);
+    if (!result.ok) {
+      this.output.error(`Conclave: ${result.message}`);
+      void vscode.window.showErrorMessage(`Conclave: ${result.message}.`, 'Show Output').then((choice) => {
+        if (choice === 'Show Output') this.output.show(true);
+      });
+      return;
+    }
+    await this.restart();
   }
 
   private wire(client: LanguageClient): void {
@@ -159,7 +229,7 @@ export class Session implements vscode.Disposable {
       }),
       client.onRequest(lsp.requestApproval, (approval) => this.approvals.onRequest(approval)),
       client.onDidChangeState(({ newState }) => {
-        if (newState === State.Stopped && this.current === client) {
+        if (newState === State.Stopped && this.current === client && this.initializeError === undefined) {
           this.statusBar.showStopped('Conclave: stopped', 'The Conclave server stopped. Click to restart it.');
         } else if (newState === State.Running) {
           this.statusBar.render();
@@ -189,6 +259,7 @@ export class Session implements vscode.Disposable {
         this.output.warn(`Conclave: stopping the server: ${String(error)}`);
       }
       await client.dispose().catch(() => undefined);
+      await client.reap();
     }
   }
 

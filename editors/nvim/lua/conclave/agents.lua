@@ -9,6 +9,13 @@ M.agents = {}
 
 local buffers = {} -- bufnr -> client_id
 local refetch_pending = {}
+--- bufnr -> line number -> agentId (in Lua: a b: variable would turn holes into vim.NIL)
+local line_agents = {}
+--- client id -> true while a metrics refresh is scheduled
+local metrics_pending = {}
+
+--- How long after an agent changes state its metrics are fetched again (one fetch per burst).
+M.metrics_delay_ms = 300
 
 local ICON = {
   initializing = '…',
@@ -62,7 +69,7 @@ local function render_all()
     if vim.api.nvim_buf_is_valid(bufnr) then
       local lines, map = lines_for(client_id)
       ui.set_lines(bufnr, lines)
-      vim.b[bufnr].conclave_agent_lines = map or {}
+      line_agents[bufnr] = map or {}
     else
       buffers[bufnr] = nil
     end
@@ -96,6 +103,18 @@ function M.on_status(client_id, params)
   if agent then
     agent.status = params.to
     render_all()
+    -- A state change is when tasks finish and scores move: fetch the metrics again while
+    -- the list is shown (conclave/agentStatus carries the state only).
+    if next(buffers) ~= nil and not metrics_pending[client_id] then
+      metrics_pending[client_id] = true
+      vim.defer_fn(function()
+        metrics_pending[client_id] = nil
+        local client = client_mod.get_by_id(client_id)
+        if client and next(buffers) ~= nil then
+          M.refresh(client)
+        end
+      end, M.metrics_delay_ms)
+    end
   elseif next(buffers) ~= nil and not refetch_pending[client_id] then
     -- a new agent: fetch the team again (once per burst)
     local client = client_mod.get_by_id(client_id)
@@ -116,15 +135,18 @@ function M.open(client)
       M.refresh(client)
     end, { buffer = bufnr, desc = 'Conclave: refresh agents', nowait = true })
     vim.keymap.set('n', '<CR>', function()
-      local id = (vim.b.conclave_agent_lines or {})[vim.api.nvim_win_get_cursor(0)[1]]
-      if id then
+      local id = (line_agents[bufnr] or {})[vim.api.nvim_win_get_cursor(0)[1]]
+      if type(id) == 'string' then
         require('conclave.whiteboard').open(client, 'agent:' .. id)
+      else
+        vim.notify('Conclave: no agent on this line', vim.log.levels.INFO)
       end
     end, { buffer = bufnr, desc = "Conclave: the agent's whiteboard", nowait = true })
     vim.api.nvim_create_autocmd('BufWipeout', {
       buffer = bufnr,
       callback = function()
         buffers[bufnr] = nil
+        line_agents[bufnr] = nil
       end,
     })
   end
@@ -132,6 +154,23 @@ function M.open(client)
   ui.show(bufnr)
   M.refresh(client)
   return bufnr
+end
+
+--- The name of an agent of a client, or nil.
+function M.name(client_id, agent_id)
+  local agents = M.agents[client_id]
+  local agent = agents and agents[agent_id]
+  return agent and agent.name or nil
+end
+
+--- A whiteboard id as a person reads it: `agent:<uuid>` becomes `agent:<name>`.
+function M.board_label(client_id, id)
+  local agent_id = type(id) == 'string' and id:match('^agent:(.+)$')
+  if agent_id then
+    local name = M.name(client_id, agent_id)
+    return 'agent:' .. (name or require('conclave.tasks').short_id(agent_id))
+  end
+  return id
 end
 
 return M

@@ -151,9 +151,27 @@ function M.resolve(client_id, approval, decision, extra, done)
   end)
 end
 
+--- What "Modify the subtask" starts from: the subtask's current description (from the task
+--- the approval is about), so it is edited rather than retyped; the advice sentence only
+--- when the subtask is unknown.
+function M.modify_default(approval)
+  local entry = require('conclave.tasks').tasks[approval.taskId]
+  if entry and type(approval.subtaskId) == 'string' then
+    for _, subtask in ipairs(entry.task.subtasks or {}) do
+      if subtask.subtaskId == approval.subtaskId and type(subtask.description) == 'string' then
+        return subtask.description
+      end
+    end
+  end
+  return type(approval.proposedSolution) == 'string' and approval.proposedSolution or ''
+end
+
 local function ask_now(item)
   local approval, client_id = item.approval, item.client_id
   local close = M.preview(approval)
+  -- The stock vim.ui.select blocks in inputlist() before the screen is drawn again: draw
+  -- the preview (detail float or diff tab) now, or the choice is made blind.
+  vim.cmd('redraw')
   local answered = false
   vim.ui.select(approval.options or {}, {
     prompt = ('Conclave %s (%s): %s'):format(approval.kind or 'approval', approval.severity or '?', approval.title or ''),
@@ -170,7 +188,7 @@ local function ask_now(item)
     queued[approval.approvalId] = nil
     if not choice then
       vim.notify(
-        ('Conclave: approval %q left pending; :Conclave approvals answers it'):format(approval.title or approval.approvalId),
+        ("Conclave: approval '%s' left pending; :Conclave approvals answers it"):format(approval.title or approval.approvalId),
         vim.log.levels.INFO
       )
       return finish()
@@ -178,7 +196,7 @@ local function ask_now(item)
     if choice.id == 'modify' then
       vim.ui.input({
         prompt = 'Modified task description: ',
-        default = approval.proposedSolution or '',
+        default = M.modify_default(approval),
       }, function(text)
         if not text or text == '' then
           vim.notify('Conclave: no description given; the approval stays pending', vim.log.levels.INFO)

@@ -11,6 +11,60 @@ local has_011 = vim.fn.has('nvim-0.11') == 1
 local ready = {}
 --- client id -> callbacks waiting for `initialize`
 local waiting = {}
+--- root -> the error `initialize` failed with (until the server has exited)
+local refused = {}
+
+--- One message for an `initialize` the server refused: a folder already served (1007)
+--- names the holder; anything else (a typo in conclave.toml) is the server's own words.
+---@param err table
+---@return string
+function M.describe_refusal(err)
+  local message = type(err) == 'table' and tostring(err.message or '') or tostring(err)
+  if type(err) == 'table' and err.code == 1007 then
+    local pid = message:match('pid (%d+)')
+    return ('Conclave: another Conclave server%s already serves this folder (another Neovim or an editor window). '
+      .. 'Close it there, then run the command again.'):format(pid and (' (pid ' .. pid .. ')') or '')
+  end
+  return 'Conclave: the server did not start: ' .. message
+end
+
+--- `cmd` for vim.lsp.start: the server over stdio, with `initialize` errors taken out of
+--- Neovim's hands. Neovim asserts on them, printing a stack trace from inside its client
+--- on every command; here the error is kept, the server told to exit, and `on_exit` says
+--- it once in plain words.
+local function server_cmd(root)
+  local cmd = config.cmd()
+  return function(dispatchers)
+    -- A refused start is reported by on_exit below, once: Neovim's own "quit with exit
+    -- code 1" warning would be a second message about the same thing.
+    local wrapped = setmetatable({
+      on_exit = function(code, signal)
+        return dispatchers.on_exit(refused[root] and 0 or code, signal)
+      end,
+    }, { __index = dispatchers })
+    local rpc = vim.lsp.rpc.start(cmd, wrapped, { cwd = root })
+    local request = rpc.request
+    rpc.request = function(method, params, callback, notify_reply_callback)
+      if method ~= 'initialize' then
+        return request(method, params, callback, notify_reply_callback)
+      end
+      return request(method, params, function(err, result)
+        if err then
+          refused[root] = err
+          rpc.notify('exit')
+          vim.defer_fn(function()
+            if not rpc.is_closing() then
+              rpc.terminate()
+            end
+          end, 2000)
+          return
+        end
+        return callback(err, result)
+      end, notify_reply_callback)
+    end
+    return rpc
+  end
+end
 
 --- Capabilities: Neovim's own plus what Conclave can show.
 function M.capabilities()
@@ -120,7 +174,7 @@ function M.lsp_config(root)
   local handlers = require('conclave.handlers').all()
   return {
     name = M.name,
-    cmd = config.cmd(),
+    cmd = server_cmd(root),
     cmd_cwd = root,
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
@@ -142,18 +196,31 @@ function M.lsp_config(root)
         fn(client)
       end
     end,
-    on_exit = function(code, _, client_id)
+    on_exit = function(code, signal, client_id)
       ready[client_id] = nil
+      local dropped = waiting[client_id]
       waiting[client_id] = nil
+      local refusal = refused[root]
+      refused[root] = nil
       vim.schedule(function()
         require('conclave.tasks').forget_client(client_id)
-        if code ~= 0 then
-          vim.notify(('Conclave: the server exited with code %d'):format(code), vim.log.levels.WARN)
+        if refusal then
+          vim.notify(M.describe_refusal(refusal), vim.log.levels.ERROR)
+        elseif code ~= 0 and signal ~= 15 then
+          vim.notify(
+            ('Conclave: the server exited with code %d%s; see :checkhealth conclave'):format(
+              code,
+              dropped and #dropped > 0 and ' before it was ready' or ''
+            ),
+            vim.log.levels.WARN
+          )
         end
       end)
     end,
   }
 end
+
+local told_missing = false
 
 --- Start (or reuse) the client of a root. With `bufnr`, attach it to that buffer.
 ---@param root string
@@ -166,10 +233,17 @@ function M.start(root, bufnr)
   end
   local bin = config.binary()
   if vim.fn.executable(bin) ~= 1 then
-    vim.notify(
-      ('Conclave: the server binary %q was not found (set `cmd` in setup() or $CONCLAVE_BIN; see :checkhealth conclave)'):format(bin),
-      vim.log.levels.ERROR
-    )
+    -- Several starts in one go (autostart, then the command) say it once.
+    if not told_missing then
+      told_missing = true
+      vim.schedule(function()
+        told_missing = false
+      end)
+      vim.notify(
+        ("Conclave: the server binary '%s' was not found (set `cmd` in setup() or $CONCLAVE_BIN; see :checkhealth conclave)"):format(bin),
+        vim.log.levels.ERROR
+      )
+    end
     return nil
   end
   local cfg = M.lsp_config(root)

@@ -15,7 +15,7 @@ local function with_task(args, filter, what, fn)
     return
   end
   local id = args[1]
-  if id and id ~= '' then
+  if type(id) == 'string' and id ~= '' then
     return fn(client, id)
   end
   local function choose()
@@ -30,7 +30,7 @@ local function with_task(args, filter, what, fn)
     vim.ui.select(entries, {
       prompt = ('Conclave: task to %s'):format(what),
       format_item = function(e)
-        return ('%s [%s]'):format(e.task.title or e.task.taskId, e.task.status)
+        return ('%s [%s] %s'):format(e.task.title or e.task.taskId, e.task.status, tasks.short_id(e.task.taskId))
       end,
     }, function(choice)
       if choice then
@@ -87,7 +87,7 @@ function M.submit(args, cmd)
       if err then
         return client_mod.report_error('conclave/submitTask', err)
       end
-      vim.notify(('Conclave: task submitted (%s)'):format(result.taskId), vim.log.levels.INFO)
+      vim.notify(('Conclave: task submitted (%s)'):format(require('conclave.tasks').short_id(result.taskId)), vim.log.levels.INFO)
       vim.api.nvim_exec_autocmds('User', { pattern = 'ConclaveTaskSubmitted', modeline = false, data = result })
     end)
   end
@@ -207,7 +207,7 @@ function M.run(cmd)
   local fn = M.subcommands[sub]
   if not fn then
     return vim.notify(
-      ('Conclave: unknown subcommand %q (one of: %s)'):format(sub, table.concat(M.names, ', ')),
+      ("Conclave: unknown subcommand '%s' (one of: %s)"):format(sub, table.concat(M.names, ', ')),
       vim.log.levels.ERROR
     )
   end

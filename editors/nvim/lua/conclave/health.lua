@@ -42,7 +42,7 @@ local function check_binary()
   local config = require('conclave.config')
   local bin = config.binary()
   if vim.fn.executable(bin) ~= 1 then
-    health.error(('server binary %q not found'):format(bin), {
+    health.error(("server binary '%s' not found"):format(bin), {
       'Build it (cargo build) or install it, then set `cmd` in setup() or $CONCLAVE_BIN',
     })
     return false
@@ -96,7 +96,7 @@ local function check_model(clients)
   local config = require('conclave.config')
   local provider = vim.tbl_get(config.options, 'llm', 'provider')
   if provider then
-    health.ok(('model configured in the options: llm.provider = %q'):format(provider))
+    health.ok(('model configured in the options: llm.provider = "%s"'):format(provider))
     return
   end
   local roots = {}
@@ -112,7 +112,7 @@ local function check_model(clients)
     local p = M.toml_provider(vim.fs.joinpath(root, 'conclave.toml'))
     if p then
       found = true
-      health.ok(('model configured in %s: llm.provider = %q'):format(vim.fs.joinpath(root, 'conclave.toml'), p))
+      health.ok(('model configured in %s: llm.provider = "%s"'):format(vim.fs.joinpath(root, 'conclave.toml'), p))
     end
   end
   if found then

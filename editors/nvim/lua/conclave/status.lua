@@ -6,9 +6,24 @@ M.ns = vim.api.nvim_create_namespace('conclave_generating')
 local SUBTASK_DONE = { completed = true, failed = true, cancelled = true }
 
 --- The short status string: `idle`, `N running`, `↻ retry 2/3`, `⚠ escalated`,
---- `✖ failed`.
+--- `✖ failed`, followed by a provider-wide notice while one holds (`· ⏸ waiting for …`).
 ---@return string
 function M.compute()
+  local base = M.compute_tasks()
+  local notice = require('conclave.tasks').provider_notice
+  if notice and (not notice.expires or notice.expires > vim.uv.now()) then
+    local text = notice.message
+    if vim.fn.strchars(text) > 60 then
+      text = vim.fn.strcharpart(text, 0, 59) .. '…'
+    end
+    return base .. ' · ⏸ ' .. text
+  end
+  return base
+end
+
+--- The task part of the status string.
+---@return string
+function M.compute_tasks()
   local tasks = require('conclave.tasks')
   local active, escalated, retry = 0, false, nil
   local latest_finished

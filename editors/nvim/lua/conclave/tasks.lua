@@ -47,11 +47,15 @@ function M.on_task_updated(client_id, task)
     local level = task.status == 'completed' and vim.log.levels.INFO or vim.log.levels.WARN
     local opts = require('conclave.config').options
     if level >= (opts.notify_level or vim.log.levels.INFO) then
-      vim.notify(('Conclave: task %q %s'):format(task.title or task.taskId, task.status), level)
+      vim.notify(("Conclave: task '%s' %s"):format(task.title or task.taskId, task.status), level)
     end
   end
   changed()
 end
+
+--- The latest provider-wide recovery step other than the circuit's (e.g. "waiting for
+--- openai, next try in 20 s"): `{ message, expires }` (uv.now() ms) or nil.
+M.provider_notice = nil
 
 --- `conclave/recoveryStatus`
 function M.on_recovery(client_id, event)
@@ -59,7 +63,25 @@ function M.on_recovery(client_id, event)
     M.tasks[event.taskId].task.recovery = event
     changed()
   elseif event.action == 'circuit_open' or event.action == 'circuit_closed' then
+    if event.action == 'circuit_closed' then
+      M.provider_notice = nil
+      require('conclave.status').refresh()
+    end
     vim.notify('Conclave: ' .. (event.message or event.action), vim.log.levels.WARN)
+  elseif not event.taskId or event.taskId == '' then
+    -- Shown as it arrives, whatever it says, until its delay has run out.
+    local delay = tonumber(event.delayMs) or 0
+    local notice = { message = event.message or event.action, expires = delay > 0 and (vim.uv.now() + delay) or nil }
+    M.provider_notice = notice
+    require('conclave.status').refresh()
+    if delay > 0 then
+      vim.defer_fn(function()
+        if M.provider_notice == notice then
+          M.provider_notice = nil
+          require('conclave.status').refresh()
+        end
+      end, delay)
+    end
   end
 end
 
@@ -94,6 +116,26 @@ end
 -- The tasks buffer ------------------------------------------------------------------
 
 local buffers = {} -- bufnr -> client_id
+--- bufnr -> line number -> taskId. Kept in Lua: a sparse table in a b: variable becomes a
+--- list with vim.NIL holes (the header line), which read as a task id.
+local line_tasks = {}
+
+--- The first 8 characters of an id: enough to tell tasks apart, short enough not to wrap.
+function M.short_id(id)
+  return type(id) == 'string' and id:sub(1, 8) or '?'
+end
+
+--- "40%" while a task runs, "100%" once completed, nothing for a failed or cancelled one
+--- (its progress stops short: "99%" would read as nearly done).
+function M.progress_label(task)
+  if task.status == 'failed' or task.status == 'cancelled' then
+    return nil
+  end
+  if task.status == 'completed' then
+    return '100%'
+  end
+  return ('%d%%'):format(math.max(0, math.min(99, math.floor(tonumber(task.progress) or 0))))
+end
 
 local function task_lines(client_id)
   local lines, map = {}, {}
@@ -104,9 +146,16 @@ local function task_lines(client_id)
   table.insert(lines, '<CR> log  c cancel  r retry  e error report  R refresh')
   for _, entry in ipairs(entries) do
     local t = entry.task
+    local progress = M.progress_label(t)
     table.insert(
       lines,
-      ('%s %s  [%s %d%%]  %s'):format(ICON[t.status] or '?', t.title or t.taskId, t.status, t.progress or 0, t.taskId)
+      ('%s %s  [%s%s]  %s'):format(
+        ICON[t.status] or '?',
+        t.title or t.taskId,
+        t.status,
+        progress and (' ' .. progress) or '',
+        M.short_id(t.taskId)
+      )
     )
     map[#lines] = t.taskId
     for _, s in ipairs(t.subtasks or {}) do
@@ -134,7 +183,7 @@ function M.render(bufnr)
   end
   local lines, map = task_lines(client_id)
   ui.set_lines(bufnr, lines)
-  vim.b[bufnr].conclave_task_lines = map
+  line_tasks[bufnr] = map
 end
 
 function M.render_all()
@@ -143,10 +192,13 @@ function M.render_all()
   end
 end
 
---- The task under the cursor of a tasks buffer.
-local function task_at_cursor()
-  local map = vim.b.conclave_task_lines or {}
-  return map[vim.api.nvim_win_get_cursor(0)[1]]
+--- The task under the cursor of a tasks buffer, or nil (the header, an empty list).
+function M.task_at_cursor(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local id = (line_tasks[bufnr] or {})[vim.api.nvim_win_get_cursor(0)[1]]
+  if type(id) == 'string' and id ~= '' then
+    return id
+  end
 end
 
 --- Open the tasks list of a client (fetched with conclave/listTasks, then live).
@@ -158,9 +210,11 @@ function M.open(client)
     local commands = require('conclave.commands')
     local function map(lhs, fn, desc)
       vim.keymap.set('n', lhs, function()
-        local id = task_at_cursor()
+        local id = M.task_at_cursor(bufnr)
         if id then
           fn(id)
+        else
+          vim.notify('Conclave: no task on this line; move to a task (or one of its subtasks)', vim.log.levels.INFO)
         end
       end, { buffer = bufnr, desc = desc, nowait = true })
     end
@@ -183,6 +237,7 @@ function M.open(client)
       buffer = bufnr,
       callback = function()
         buffers[bufnr] = nil
+        line_tasks[bufnr] = nil
       end,
     })
   end

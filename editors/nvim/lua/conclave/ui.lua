@@ -66,7 +66,12 @@ function M.split(text)
   return vim.split(text, '\n', { plain = true })
 end
 
---- Show a buffer: focus its window in this tab, else open it in a split.
+--- The window the plugin shows its buffers in (lists, logs, reports, whiteboards): one
+--- per tab page, reused, so opening another list does not stack up splits.
+local plugin_win = {} -- tabpage -> window
+
+--- Show a buffer: focus its window in this tab, else put it in the plugin's window of this
+--- tab, else open that window as a split.
 ---@param bufnr integer
 ---@param how string|nil an Ex command that opens a window ('botright split' by default)
 function M.show(bufnr, how)
@@ -76,9 +81,18 @@ function M.show(bufnr, how)
       return win
     end
   end
+  local tab = vim.api.nvim_get_current_tabpage()
+  local win = plugin_win[tab]
+  if win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_tabpage(win) == tab then
+    vim.api.nvim_win_set_buf(win, bufnr)
+    vim.api.nvim_set_current_win(win)
+    return win
+  end
   vim.cmd(how or 'botright split')
-  local win = vim.api.nvim_get_current_win()
+  win = vim.api.nvim_get_current_win()
   vim.api.nvim_win_set_buf(win, bufnr)
+  vim.wo[win].wrap = false
+  plugin_win[tab] = win
   return win
 end
 

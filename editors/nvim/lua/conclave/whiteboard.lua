@@ -41,13 +41,14 @@ function M.open(client, id)
     ui.show(existing, 'botright vsplit')
     return existing
   end
-  local name = ui.project_name('conclave://whiteboard/' .. id, client)
+  local label = require('conclave.agents').board_label(client.id, id)
+  local name = ui.project_name('conclave://whiteboard/' .. label, client)
   local bufnr = ui.scratch(name, client.root_dir, 'markdown')
   vim.b[bufnr].conclave_whiteboard = id
   vim.b[bufnr].conclave_whiteboard_version = -1
   M.buffers[client.id] = M.buffers[client.id] or {}
   M.buffers[client.id][id] = bufnr
-  ui.set_lines(bufnr, { ('(loading whiteboard %s…)'):format(id) })
+  ui.set_lines(bufnr, { ('(loading whiteboard %s…)'):format(label) })
   local client_id = client.id
   vim.api.nvim_create_autocmd('BufWipeout', {
     buffer = bufnr,
@@ -67,7 +68,7 @@ function M.open(client, id)
       return
     end
     if err then
-      ui.set_lines(bufnr, { ('Whiteboard %s: %s'):format(id, err.message or 'error') })
+      ui.set_lines(bufnr, { ('Whiteboard %s: %s'):format(label, err.message or 'error') })
       client_mod.report_error('conclave/subscribeWhiteboard', err)
       return
     end
@@ -90,16 +91,25 @@ function M.pick(client)
     if #boards == 0 then
       return vim.notify('Conclave: no whiteboards yet', vim.log.levels.INFO)
     end
-    vim.ui.select(boards, {
-      prompt = 'Conclave whiteboard',
-      format_item = function(b)
-        return ('%s (v%d)'):format(b.id, b.version or 0)
-      end,
-    }, function(choice)
-      if choice then
-        M.open(client, choice.id)
-      end
-    end)
+    local agents = require('conclave.agents')
+    local function choose()
+      vim.ui.select(boards, {
+        prompt = 'Conclave whiteboard',
+        format_item = function(b)
+          return ('%s (v%d)'):format(agents.board_label(client.id, b.id), b.version or 0)
+        end,
+      }, function(choice)
+        if choice then
+          M.open(client, choice.id)
+        end
+      end)
+    end
+    -- Agents' boards are shown by name: know the team first.
+    if agents.agents[client.id] == nil then
+      agents.refresh(client, choose)
+    else
+      choose()
+    end
   end)
 end
 

@@ -33,6 +33,20 @@ export function agentStatusIcon(status: string): { icon: string; color?: string 
   }
 }
 
+/** An agent state in words: waiting for an approval, blocked and failed read differently. */
+export function agentStatusLabel(status: string): string {
+  switch (status) {
+    case 'waiting_approval':
+      return 'waiting for approval';
+    case 'blocked':
+      return 'blocked';
+    case 'shutting_down':
+      return 'shutting down';
+    default:
+      return status.replace(/_/g, ' ');
+  }
+}
+
 export class AgentsModel {
   private readonly agents = new Map<string, AgentInfo>();
   /** Last transition reason per agent, from conclave/agentStatus. */
@@ -90,11 +104,15 @@ export class AgentsModel {
   row(node: AgentTreeNode): TreeRow {
     if (node.kind === 'layer') {
       const agents = this.byLayer(node.layer);
-      const working = agents.filter((a) => a.status === 'working').length;
+      const counts = [`${agents.length} agent${agents.length === 1 ? '' : 's'}`];
+      for (const status of ['working', 'waiting_approval', 'blocked', 'failed']) {
+        const n = agents.filter((a) => a.status === status).length;
+        if (n > 0) counts.push(`${n} ${agentStatusLabel(status)}`);
+      }
       return {
         id: `layer:${node.layer}`,
         label: `${node.layer[0].toUpperCase()}${node.layer.slice(1)} layer`,
-        description: `${agents.length} agent${agents.length === 1 ? '' : 's'}${working ? ` · ${working} working` : ''}`,
+        description: counts.join(' · '),
         tooltip: `${agents.length} ${node.layer}-layer agents`,
         icon: node.layer === 'top' ? 'star-full' : node.layer === 'mid' ? 'organization' : 'person',
         contextValue: 'layer',
@@ -106,7 +124,7 @@ export class AgentsModel {
     return {
       id: `agent:${agent.agentId}`,
       label: agent.name,
-      description: `${agent.status.replace(/_/g, ' ')} · ${agent.role}`,
+      description: `${agentStatusLabel(agent.status)} · ${agent.role}`,
       tooltip: this.tooltip(agent.agentId),
       icon,
       color,
@@ -122,7 +140,7 @@ export class AgentsModel {
     const m = agent.metrics;
     const lines = [
       `${agent.name} (${agent.layer}, ${agent.role})`,
-      `Status: ${agent.status.replace(/_/g, ' ')}`,
+      `Status: ${agentStatusLabel(agent.status)}`,
     ];
     const reason = this.reasons.get(agentId);
     if (reason) lines.push(`Last change: ${reason}`);

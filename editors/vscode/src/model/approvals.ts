@@ -26,11 +26,32 @@ export function plainText(markdown: string): string {
     .trim();
 }
 
+/** Button labels short enough for a notification (VS Code cuts long ones). */
+const SHORT_LABELS: Record<string, string> = {
+  approve: 'Approve',
+  reject: 'Reject',
+  retry: 'Retry',
+  reassign: 'Reassign',
+  modify: 'Modify…',
+  abort: 'Abort',
+};
+
+export function buttonLabel(option: { id: string; title: string }): string {
+  const known = SHORT_LABELS[option.id];
+  if (known) return known;
+  return option.title.length > 14 ? `${option.title.slice(0, 13)}…` : option.title;
+}
+
 export function presentApproval(approval: ApprovalRequest): ApprovalPresentation {
   const modal = approval.severity === 'high' || approval.severity === 'critical';
   const detailParts = [plainText(approval.detail)];
+  // The buttons are short: say in words what each one does when its title says more.
+  const explained = approval.options
+    .filter((option) => buttonLabel(option).replace(/…$/, '') !== option.title)
+    .map((option) => `${buttonLabel(option).replace(/…$/, '')}: ${option.title.toLowerCase()}`);
   if (approval.proposedSolution) detailParts.push(`Proposed: ${plainText(approval.proposedSolution)}`);
   if (approval.command) detailParts.push(`Command: ${approval.command}`);
+  if (explained.length > 0) detailParts.push(explained.join(' · '));
   const detail = detailParts.filter((p) => p.length > 0).join('\n\n');
   const header = `Conclave (${approvalKindLabel(approval.kind)}, ${approval.severity}): ${approval.title}`;
   return {
@@ -38,9 +59,21 @@ export function presentApproval(approval: ApprovalRequest): ApprovalPresentation
     // A notification has no separate detail: put it in the message, kept short.
     message: modal ? header : `${header}${detail ? ` — ${truncate(detail.replace(/\s+/g, ' '), 300)}` : ''}`,
     detail,
-    buttons: approval.options.map((option) => ({ title: option.title, decision: option.id })),
+    buttons: approval.options.map((option) => ({ title: buttonLabel(option), decision: option.id })),
     showDiff: approval.kind === 'fileChange' && !!approval.diff,
   };
+}
+
+/**
+ * What "Modify…" starts from: the subtask's current description (from the task the
+ * approval is about), so the user edits it rather than retyping it; the advice sentence
+ * only when the subtask is unknown.
+ */
+export function modifyDefault(approval: ApprovalRequest, tasks: TasksModel): string {
+  const subtask = approval.subtaskId
+    ? tasks.task(approval.taskId)?.subtasks.find((s) => s.subtaskId === approval.subtaskId)
+    : undefined;
+  return subtask?.description ?? approval.proposedSolution ?? '';
 }
 
 /** Quick-pick label for Show Pending Approvals. */

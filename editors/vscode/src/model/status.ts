@@ -27,6 +27,12 @@ export class StatusModel {
   /** Latest recovery event per task, with the local time it arrived (for countdowns). */
   private readonly recoveries = new Map<string, { event: RecoveryEvent; receivedAt: number }>();
   private circuitOpen: RecoveryEvent | undefined;
+  /**
+   * The latest provider-wide step other than the circuit's (taskId ""), e.g. "waiting for
+   * openai, next try in 20 s": shown as it arrives, with its countdown, until its delay ran
+   * out or the circuit closed.
+   */
+  private providerNotice: { event: RecoveryEvent; receivedAt: number } | undefined;
   private readonly changed = new Emitter<void>();
   /** Fires after any change; the status bar renders again on it. */
   readonly onDidChange = this.changed.event;
@@ -58,6 +64,9 @@ export class StatusModel {
       this.circuitOpen = event;
     } else if (event.action === 'circuit_closed') {
       this.circuitOpen = undefined;
+      this.providerNotice = undefined;
+    } else if (!event.taskId) {
+      this.providerNotice = { event, receivedAt: now };
     } else {
       if (!event.taskId) return;
       const held = this.recoveries.get(event.taskId);
@@ -82,7 +91,7 @@ export class StatusModel {
       parts.push(`${others.length} running`);
       kind = 'running';
       taskId = newest(others).taskId;
-      for (const task of others) tooltip.push(`${task.title}: ${task.status.replace(/_/g, ' ')} (${Math.round(task.progress)}%)`);
+      for (const task of others) tooltip.push(`${task.title}: ${task.status.replace(/_/g, ' ')} (${Math.floor(task.progress)}%)`);
     }
 
     const retrying = others
@@ -129,7 +138,13 @@ export class StatusModel {
       }
     }
 
-    if (this.circuitOpen) {
+    const notice = this.providerNotice;
+    const noticeLeft = notice ? (notice.event.delayMs ?? 0) - (now - notice.receivedAt) : 0;
+    if (notice && (notice.event.delayMs ? noticeLeft > 0 : true)) {
+      parts.push(`⏸ ${countdown(notice.event.message, noticeLeft)}`);
+      tooltip.push(notice.event.message);
+      if (noticeLeft > 0) ticking = true;
+    } else if (this.circuitOpen) {
       parts.push('⏸ provider paused');
       tooltip.push(`Circuit open: ${this.circuitOpen.message}`);
     }
@@ -140,6 +155,16 @@ export class StatusModel {
   dispose(): void {
     this.changed.dispose();
   }
+}
+
+/**
+ * A provider message as the status bar shows it: its "in N s" counts down with `leftMs`,
+ * and it is cut at 60 characters (the tooltip has it whole).
+ */
+export function countdown(message: string, leftMs: number): string {
+  let text = message.trim();
+  if (leftMs > 0) text = text.replace(/\bin \d+(?:\.\d+)? ?s\b/, `in ${Math.ceil(leftMs / 1000)} s`);
+  return text.length > 60 ? `${text.slice(0, 59)}…` : text;
 }
 
 function newest(tasks: TaskSummary[]): TaskSummary {

@@ -170,12 +170,16 @@ export class TasksModel {
         const done = t.subtasks.filter((s) => s.status === 'completed').length;
         const parts = [statusLabel(t.status)];
         if (t.subtasks.length > 0) parts.push(`${done}/${t.subtasks.length}`);
-        parts.push(`${Math.round(t.progress)}%`);
-        const tooltip = [`${t.title}`, `Status: ${statusLabel(t.status)}`, `Progress: ${Math.round(t.progress)}%`];
+        const progress = progressLabel(t);
+        if (progress) parts.push(progress);
+        const tooltip = [`${t.title}`, `Status: ${statusLabel(t.status)}`];
+        if (progress) tooltip.push(`Progress: ${progress}`);
         if (t.recovery) tooltip.push(`Recovery: ${t.recovery.action} ${t.recovery.attempt}/${t.recovery.maxAttempts} — ${t.recovery.message}`);
         tooltip.push(`Task id: ${t.taskId}`);
         return {
-          id: `task:${t.taskId}`,
+          // VS Code keeps the collapsed state of an id that had no children: a task that gains
+          // its subtasks gets a new id, so it shows them (Expanded) while it runs.
+          id: t.subtasks.length > 0 ? `task:${t.taskId}` : `task:${t.taskId}:unplanned`,
           label: t.title,
           description: parts.join(' · '),
           tooltip: tooltip.join('\n'),
@@ -209,6 +213,16 @@ export class TasksModel {
   dispose(): void {
     this.changed.dispose();
   }
+}
+
+/**
+ * The percentage worth showing: a running task's progress, 100% once completed, and none for
+ * a failed or cancelled one (its progress stops short, "99%" would read as nearly done).
+ */
+export function progressLabel(task: Pick<TaskSummary, 'status' | 'progress'>): string | undefined {
+  if (task.status === 'failed' || task.status === 'cancelled') return undefined;
+  if (task.status === 'completed') return '100%';
+  return `${Math.min(99, Math.max(0, Math.floor(task.progress)))}%`;
 }
 
 export function statusLabel(status: TaskStatus | string): string {

@@ -25,3 +25,22 @@ export function compareTimestamps(a: string, b: string): number {
 export function isEarlier(a: string, b: string): boolean {
   return compareTimestamps(a, b) < 0;
 }
+
+function pad(n: number): string {
+  return String(n).padStart(2, '0');
+}
+
+/**
+ * A timestamp as a person reads it, in local time: "14:05:09" today, "2026-01-31 14:05"
+ * otherwise; anything that is not RFC 3339 is returned as is.
+ */
+export function readableTime(timestamp: string, now: Date = new Date()): string {
+  const parsed = parse(timestamp);
+  if (!parsed) return timestamp;
+  const at = new Date(parsed[0]);
+  const sameDay =
+    at.getFullYear() === now.getFullYear() && at.getMonth() === now.getMonth() && at.getDate() === now.getDate();
+  const time = `${pad(at.getHours())}:${pad(at.getMinutes())}`;
+  if (sameDay) return `${time}:${pad(at.getSeconds())}`;
+  return `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())} ${time}`;
+}

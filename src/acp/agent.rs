@@ -1,0 +1,343 @@
+//! The agent side of ACP: the methods a client calls, each a thin translation onto the
+//! engine.
+//!
+//! A session's `cwd` is its workspace. The first session on a workspace starts its
+//! engine there, as `serve` does: the workspace lock (one Conclave per workspace), the
+//! configuration (built-in defaults, `conclave.toml`, then the client's options from
+//! `_meta.conclave` of `session/new` or `initialize`), and the store in
+//! `.conclave/conclave.db`. Later sessions on the same workspace share that team.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::sync::Mutex as AsyncMutex;
+
+use super::fs::{ClientFsWriter, WritingSession};
+use super::rpc::{self, Incoming, Peer, RpcError};
+use super::session::{Session, SessionFile};
+use super::wire::{
+    ClientCapabilities, InitializeRequest, ListSessionsRequest, LoadSessionRequest,
+    NewSessionRequest, PROTOCOL_VERSION, PromptRequest, SessionIdParams, SessionInfo,
+};
+use crate::config::{Config, WriteMode};
+use crate::engine::{Engine, EngineError, EngineSetup};
+use crate::lsp::{Holder, LockError, WorkspaceLock};
+use crate::store::Store;
+use crate::tools::Sandbox;
+
+/// One workspace's team, shared by its sessions.
+pub struct Workspace {
+    pub root: PathBuf,
+    pub engine: Arc<Engine>,
+    /// The session whose files are being written, for `fs/write_text_file`.
+    pub writing: WritingSession,
+    _lock: WorkspaceLock,
+}
+
+pub struct Agent {
+    peer: Arc<Peer>,
+    client: Mutex<ClientCapabilities>,
+    /// `_meta.conclave` of `initialize`: options for every workspace.
+    options: Mutex<Option<Value>>,
+    workspaces: AsyncMutex<HashMap<PathBuf, Arc<Workspace>>>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+impl Agent {
+    pub fn new(peer: Arc<Peer>) -> Arc<Agent> {
+        Arc::new(Agent {
+            peer,
+            client: Mutex::new(ClientCapabilities::default()),
+            options: Mutex::new(None),
+            workspaces: AsyncMutex::new(HashMap::new()),
+            sessions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn peer(&self) -> &Arc<Peer> {
+        &self.peer
+    }
+
+    /// Whether the client shows `notice` updates.
+    pub fn notices(&self) -> bool {
+        self.client
+            .lock()
+            .expect("client")
+            .session
+            .as_ref()
+            .is_some_and(|s| s.notices.is_some())
+    }
+
+    /// One message from the client. Requests are answered from tasks of their own, so a
+    /// running prompt never holds up a cancel or another session.
+    pub fn dispatch(self: &Arc<Self>, message: Incoming) {
+        match message {
+            Incoming::Request { id, method, params } => {
+                let agent = self.clone();
+                tokio::spawn(async move {
+                    let result = agent.handle(&method, params).await;
+                    if let Err(e) = &result {
+                        tracing::info!(method, "answered with an error: {}", e.message);
+                    }
+                    agent.peer.respond(id, result);
+                });
+            }
+            Incoming::Notification { method, params } => match method.as_str() {
+                "session/cancel" => match parse::<SessionIdParams>(params) {
+                    Ok(p) => match self.session(&p.session_id) {
+                        Ok(session) => session.cancel(),
+                        Err(e) => tracing::warn!("session/cancel: {}", e.message),
+                    },
+                    Err(e) => tracing::warn!("session/cancel: {}", e.message),
+                },
+                other => tracing::debug!("notification {other} ignored"),
+            },
+            Incoming::Response { .. } => {}
+        }
+    }
+
+    async fn handle(self: &Arc<Self>, method: &str, params: Value) -> Result<Value, RpcError> {
+        match method {
+            "initialize" => self.initialize(parse(params)?),
+            "authenticate" => Ok(json!({})),
+            "session/new" => self.new_session(parse(params)?).await,
+            "session/load" => self.load_session(parse(params)?).await,
+            "session/list" => self.list_sessions(parse(params)?).await,
+            "session/close" => self.close_session(parse(params)?),
+            "session/prompt" => {
+                let request: PromptRequest = parse(params)?;
+                let session = self.session(&request.session_id)?;
+                session.prompt(request.prompt).await
+            }
+            other => Err(RpcError::new(
+                rpc::METHOD_NOT_FOUND,
+                format!("conclave acp does not implement {other}"),
+            )
+            .with_data(json!({ "method": other }))),
+        }
+    }
+
+    fn initialize(&self, request: InitializeRequest) -> Result<Value, RpcError> {
+        if let Some(version) = &request.protocol_version
+            && version.as_u64() != Some(u64::from(PROTOCOL_VERSION))
+        {
+            tracing::info!("the client asked for protocol version {version}; Conclave speaks 1");
+        }
+        *self.client.lock().expect("client") = request.client_capabilities;
+        *self.options.lock().expect("options") = conclave_meta(request.meta.as_ref());
+        Ok(json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": {
+                "loadSession": true,
+                "promptCapabilities": { "image": false, "audio": false, "embeddedContext": true },
+                "mcpCapabilities": { "http": false, "sse": false },
+                "sessionCapabilities": { "list": {}, "close": {} },
+            },
+            "authMethods": [],
+            "agentInfo": {
+                "name": "conclave",
+                "title": "Conclave",
+                "version": env!("CARGO_PKG_VERSION"),
+            },
+        }))
+    }
+
+    /// The workspace's team, started on first use.
+    async fn workspace(&self, cwd: &str, meta: Option<&Value>) -> Result<Arc<Workspace>, RpcError> {
+        let given = Path::new(cwd);
+        if !given.is_absolute() {
+            return Err(RpcError::invalid_params(format!(
+                "cwd must be an absolute path, not {cwd:?}"
+            )));
+        }
+        let root = given.canonicalize().map_err(|e| {
+            RpcError::invalid_params(format!("the workspace {cwd} cannot be opened: {e}"))
+        })?;
+        let mut workspaces = self.workspaces.lock().await;
+        if let Some(workspace) = workspaces.get(&root) {
+            return Ok(workspace.clone());
+        }
+        let me = Holder::this_process(None, None);
+        let locking = root.clone();
+        // Taking over from an orphaned server waits for it to stop: off the runtime.
+        let lock = tokio::task::spawn_blocking(move || WorkspaceLock::acquire(&locking, &me))
+            .await
+            .map_err(|e| RpcError::internal(format!("the workspace lock: {e}")))?
+            .map_err(|e| {
+                let holder = match &e {
+                    LockError::Held { holder, .. } => holder.clone(),
+                    LockError::Io { .. } => None,
+                };
+                RpcError::new(1007, e.to_string())
+                    .with_data(json!({ "workspace": root, "holder": holder }))
+            })?;
+        let options = conclave_meta(meta).or_else(|| self.options.lock().expect("options").clone());
+        let config = Config::load(&root, options.as_ref())
+            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+        let store = Store::open(&Store::default_path(&root))
+            .map_err(|e| RpcError::internal(format!("the store could not be opened: {e}")))?;
+        let mut setup = EngineSetup::new(&root, config);
+        setup.store = Some(store);
+        setup.mode = "acp".into();
+        let engine = Engine::start(setup).await.map_err(engine_error)?;
+        let writing: WritingSession = Arc::new(Mutex::new(None));
+        let offered = self.client.lock().expect("client").fs.write_text_file;
+        if offered && engine.config().writes == WriteMode::ApplyEdit {
+            let sandbox = Sandbox::new(engine.workspace())
+                .map_err(|e| RpcError::internal(format!("workspace: {e}")))?;
+            let timeout =
+                std::time::Duration::from_millis(engine.config().editor.apply_edit_timeout_ms);
+            engine.set_writer(ClientFsWriter::new(
+                self.peer.clone(),
+                sandbox,
+                writing.clone(),
+                timeout,
+            ));
+            tracing::info!(
+                "generated files reach {} through fs/write_text_file",
+                root.display()
+            );
+        } else {
+            tracing::info!("generated files are written to disk in {}", root.display());
+        }
+        let workspace = Arc::new(Workspace {
+            root: root.clone(),
+            engine,
+            writing,
+            _lock: lock,
+        });
+        workspaces.insert(root, workspace.clone());
+        Ok(workspace)
+    }
+
+    async fn new_session(self: &Arc<Self>, request: NewSessionRequest) -> Result<Value, RpcError> {
+        let workspace = self.workspace(&request.cwd, request.meta.as_ref()).await?;
+        if request.mcp_servers.as_ref().is_some_and(|s| !s.is_empty()) {
+            tracing::info!(
+                "the client offered MCP servers; Conclave's agents use their own tools and do not connect to them"
+            );
+        }
+        let file = SessionFile::new(&workspace.root);
+        let session = Session::open(self, workspace, file);
+        session.save()?;
+        let id = session.id.clone();
+        self.sessions
+            .lock()
+            .expect("sessions")
+            .insert(id.clone(), session);
+        Ok(json!({ "sessionId": id }))
+    }
+
+    async fn load_session(
+        self: &Arc<Self>,
+        request: LoadSessionRequest,
+    ) -> Result<Value, RpcError> {
+        let workspace = self.workspace(&request.cwd, request.meta.as_ref()).await?;
+        let file = SessionFile::read(&workspace.root, &request.session_id)?;
+        if let Some(open) = self
+            .sessions
+            .lock()
+            .expect("sessions")
+            .remove(&request.session_id)
+        {
+            // Loaded again on this connection: the new one takes over.
+            open.close();
+        }
+        let session = Session::open(self, workspace, file);
+        self.sessions
+            .lock()
+            .expect("sessions")
+            .insert(session.id.clone(), session.clone());
+        session.replay().await;
+        Ok(json!({}))
+    }
+
+    async fn list_sessions(&self, request: ListSessionsRequest) -> Result<Value, RpcError> {
+        let _ = request.cursor;
+        let roots: Vec<PathBuf> = match &request.cwd {
+            Some(cwd) => vec![Path::new(cwd).canonicalize().map_err(|e| {
+                RpcError::invalid_params(format!("the workspace {cwd} cannot be opened: {e}"))
+            })?],
+            None => self.workspaces.lock().await.keys().cloned().collect(),
+        };
+        let mut sessions: Vec<(String, SessionInfo)> = Vec::new();
+        for root in roots {
+            for file in SessionFile::all(&root) {
+                sessions.push((file.updated_at.to_rfc3339(), file.info()));
+            }
+        }
+        // Most recent first.
+        sessions.sort_by(|a, b| b.0.cmp(&a.0));
+        let sessions: Vec<SessionInfo> = sessions.into_iter().map(|(_, info)| info).collect();
+        Ok(json!({ "sessions": sessions }))
+    }
+
+    fn close_session(&self, request: SessionIdParams) -> Result<Value, RpcError> {
+        let session = self
+            .sessions
+            .lock()
+            .expect("sessions")
+            .remove(&request.session_id)
+            .ok_or_else(|| unknown_session(&request.session_id))?;
+        session.cancel();
+        session.close();
+        Ok(json!({}))
+    }
+
+    fn session(&self, id: &str) -> Result<Arc<Session>, RpcError> {
+        self.sessions
+            .lock()
+            .expect("sessions")
+            .get(id)
+            .cloned()
+            .ok_or_else(|| unknown_session(id))
+    }
+
+    /// Stops every team; their unfinished tasks stay as their last checkpoint.
+    pub async fn shutdown(&self) {
+        let sessions: Vec<Arc<Session>> = self
+            .sessions
+            .lock()
+            .expect("sessions")
+            .drain()
+            .map(|(_, s)| s)
+            .collect();
+        for session in sessions {
+            session.close();
+        }
+        let workspaces: Vec<Arc<Workspace>> = self
+            .workspaces
+            .lock()
+            .await
+            .drain()
+            .map(|(_, w)| w)
+            .collect();
+        for workspace in workspaces {
+            workspace.engine.shutdown().await;
+        }
+    }
+}
+
+pub fn unknown_session(id: &str) -> RpcError {
+    RpcError::new(rpc::RESOURCE_NOT_FOUND, format!("no session {id}"))
+        .with_data(json!({ "sessionId": id }))
+}
+
+/// `_meta.conclave`: the client's configuration layer (what `initializationOptions` is to
+/// the language server).
+fn conclave_meta(meta: Option<&Value>) -> Option<Value> {
+    meta.and_then(|m| m.get("conclave")).cloned()
+}
+
+fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
+    serde_json::from_value(params)
+        .map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))
+}
+
+/// The engine's errors keep their codes (docs/protocol.md) and `data`.
+pub fn engine_error(e: EngineError) -> RpcError {
+    RpcError::new(e.code(), e.to_string()).with_data(e.data())
+}

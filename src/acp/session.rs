@@ -1,0 +1,917 @@
+//! One ACP session: a conversation of prompts, each one a task of the team.
+//!
+//! A session is saved in `<workspace>/.conclave/acp/sessions/<id>.json` (its turns: the
+//! prompt as sent and the task it became, and the approval kinds allowed for good), so
+//! after a kill and a restart `session/load` can replay it from the tasks the store
+//! brought back; the engine resumes the unfinished task by itself, and the session
+//! follows it again, asking every approval still pending.
+//!
+//! `session/prompt` submits a task and answers when the task ends: `end_turn` when it
+//! completed, `cancelled` when it was cancelled (`session/cancel`), and an error (code
+//! 1008, the task's id and ERROR_REPORT.md in `data`) when it failed, after the report
+//! was sent as an agent message. A follow-up prompt is a new task whose description
+//! carries the earlier turns and what came of them.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::agent::{Agent, Workspace, engine_error, unknown_session};
+use super::rpc::{Peer, RpcError};
+use super::translate::{self, BoardNotes, TaskView};
+use super::wire::{
+    ContentBlock, PermissionOption, PermissionOptionKind, PermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SessionInfo, SessionNotification,
+    SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolKind,
+};
+use crate::engine::SubmitTask;
+use crate::runtime::{
+    AgentId, ApprovalAnswer, ApprovalChoice, ApprovalKind, ApprovalRequest, EventStream,
+    RuntimeEvent, TaskContext, TaskDetail, TaskId, TaskStatus, WhiteboardId,
+};
+
+/// A failed task's `session/prompt` error code.
+pub const TASK_FAILED: i64 = 1008;
+
+/// Whiteboard lines are sent at most once per this interval.
+pub const NOTES_INTERVAL: Duration = Duration::from_secs(1);
+
+pub fn sessions_dir(root: &Path) -> PathBuf {
+    root.join(".conclave").join("acp").join("sessions")
+}
+
+/// What is saved of a session.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionFile {
+    pub session_id: String,
+    pub cwd: PathBuf,
+    pub title: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub turns: Vec<Turn>,
+    /// Approval kinds answered "always" in this session.
+    #[serde(default)]
+    pub allow_always: Vec<ApprovalKind>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Turn {
+    pub prompt: Vec<ContentBlock>,
+    pub task_id: TaskId,
+}
+
+impl SessionFile {
+    pub fn new(root: &Path) -> SessionFile {
+        let now = Utc::now();
+        SessionFile {
+            session_id: Uuid::new_v4().to_string(),
+            cwd: root.to_path_buf(),
+            title: None,
+            created_at: now,
+            updated_at: now,
+            turns: Vec::new(),
+            allow_always: Vec::new(),
+        }
+    }
+
+    fn path(root: &Path, id: &str) -> PathBuf {
+        sessions_dir(root).join(format!("{id}.json"))
+    }
+
+    pub fn read(root: &Path, id: &str) -> Result<SessionFile, RpcError> {
+        // Ids are UUIDs: nothing else may reach the file system.
+        if Uuid::parse_str(id).is_err() {
+            return Err(unknown_session(id));
+        }
+        let text =
+            std::fs::read_to_string(Self::path(root, id)).map_err(|_| unknown_session(id))?;
+        serde_json::from_str(&text)
+            .map_err(|e| RpcError::internal(format!("the saved session {id} cannot be read: {e}")))
+    }
+
+    /// Every session saved in the workspace (unreadable files are skipped, and logged).
+    pub fn all(root: &Path) -> Vec<SessionFile> {
+        let Ok(entries) = std::fs::read_dir(sessions_dir(root)) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+            .filter_map(|e| {
+                let text = std::fs::read_to_string(e.path()).ok()?;
+                serde_json::from_str(&text)
+                    .map_err(|err| tracing::warn!("{}: {err}", e.path().display()))
+                    .ok()
+            })
+            .collect()
+    }
+
+    pub fn info(&self) -> SessionInfo {
+        SessionInfo {
+            session_id: self.session_id.clone(),
+            cwd: self.cwd.display().to_string(),
+            title: self.title.clone(),
+            updated_at: Some(self.updated_at.to_rfc3339()),
+        }
+    }
+
+    /// Written whole to a temp file, then renamed over the old one.
+    fn write(&self, root: &Path) -> std::io::Result<()> {
+        let dir = sessions_dir(root);
+        std::fs::create_dir_all(&dir)?;
+        let mut temp = tempfile::NamedTempFile::new_in(&dir)?;
+        serde_json::to_writer_pretty(&mut temp, self)?;
+        temp.as_file().sync_all()?;
+        temp.persist(Self::path(root, &self.session_id))
+            .map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+pub struct Session {
+    pub id: String,
+    workspace: Arc<Workspace>,
+    peer: Arc<Peer>,
+    file: Mutex<SessionFile>,
+    /// The task of the running prompt (or the resumed one being followed).
+    running: Mutex<Option<TaskId>>,
+    cancel_requested: AtomicBool,
+    /// Approvals asked on this connection, and the ones being asked now.
+    asked: Mutex<HashSet<Uuid>>,
+    asking: Mutex<HashMap<Uuid, JoinHandle<()>>>,
+    notices: bool,
+    /// Cancelled when the session is closed or the connection ends.
+    closed: CancellationToken,
+}
+
+impl Session {
+    pub fn open(agent: &Agent, workspace: Arc<Workspace>, file: SessionFile) -> Arc<Session> {
+        Arc::new(Session {
+            id: file.session_id.clone(),
+            workspace,
+            peer: agent.peer().clone(),
+            file: Mutex::new(file),
+            running: Mutex::new(None),
+            cancel_requested: AtomicBool::new(false),
+            asked: Mutex::new(HashSet::new()),
+            asking: Mutex::new(HashMap::new()),
+            notices: agent.notices(),
+            closed: agent.peer().closed.child_token(),
+        })
+    }
+
+    pub fn save(&self) -> Result<(), RpcError> {
+        let file = self.file.lock().expect("session file").clone();
+        file.write(&self.workspace.root)
+            .map_err(|e| RpcError::internal(format!("the session could not be saved: {e}")))
+    }
+
+    fn send(&self, update: SessionUpdate) {
+        self.peer.notify(
+            "session/update",
+            SessionNotification {
+                session_id: self.id.clone(),
+                update,
+            },
+        );
+    }
+
+    pub fn close(&self) {
+        self.closed.cancel();
+        for (_, asking) in self.asking.lock().expect("asking").drain() {
+            asking.abort();
+        }
+        let mut writing = self.workspace.writing.lock().expect("writing");
+        if writing.as_deref() == Some(self.id.as_str()) {
+            *writing = None;
+        }
+    }
+
+    /// `session/cancel`: the running task is cancelled and its prompt answers
+    /// `cancelled`. A cancel that arrives before the task exists is kept for it.
+    pub fn cancel(&self) {
+        self.cancel_requested.store(true, Ordering::SeqCst);
+        let running = *self.running.lock().expect("running");
+        if let Some(task) = running {
+            match self.workspace.engine.cancel(&task.to_string()) {
+                Ok(_) => tracing::info!(task = %task, "cancelled by the client"),
+                Err(e) => tracing::debug!(task = %task, "cancel: {e}"),
+            }
+        }
+    }
+
+    /// `session/prompt`: the prompt becomes a task; the answer comes when it ends.
+    pub async fn prompt(self: &Arc<Self>, prompt: Vec<ContentBlock>) -> Result<Value, RpcError> {
+        let engine = self.workspace.engine.clone();
+        {
+            let running = self.running.lock().expect("running");
+            if let Some(task) = *running {
+                return Err(RpcError::new(
+                    super::rpc::INVALID_REQUEST,
+                    format!("task {task} of this session is still running; cancel it first"),
+                )
+                .with_data(json!({ "taskId": task })));
+            }
+        }
+        self.cancel_requested.store(false, Ordering::SeqCst);
+        let (request, title) = self.task_for(&prompt)?;
+        // Subscribed before submitting, so nothing the task does is missed.
+        let events = engine.subscribe();
+        let task = engine.submit(request).map_err(engine_error)?;
+        *self.running.lock().expect("running") = Some(task);
+        *self.workspace.writing.lock().expect("writing") = Some(self.id.clone());
+        {
+            let mut file = self.file.lock().expect("session file");
+            file.turns.push(Turn {
+                prompt,
+                task_id: task,
+            });
+            file.title.get_or_insert(title);
+            file.updated_at = Utc::now();
+        }
+        if let Err(e) = self.save() {
+            tracing::warn!("{}", e.message);
+        }
+        if self.cancel_requested.load(Ordering::SeqCst) {
+            self.cancel();
+        }
+        let end = self.follow(task, events).await;
+        *self.running.lock().expect("running") = None;
+        let cancelled = self.cancel_requested.load(Ordering::SeqCst);
+        match end {
+            _ if cancelled => Ok(json!({ "stopReason": "cancelled" })),
+            Some((detail, _)) if detail.summary.status == TaskStatus::Completed => {
+                Ok(json!({ "stopReason": "end_turn" }))
+            }
+            Some((detail, _)) if detail.summary.status == TaskStatus::Cancelled => {
+                Ok(json!({ "stopReason": "cancelled" }))
+            }
+            Some((detail, report)) => Err(RpcError::new(
+                TASK_FAILED,
+                format!(
+                    "the task failed: {}",
+                    detail.result.as_deref().unwrap_or("see the report").trim()
+                ),
+            )
+            .with_data(json!({ "taskId": task, "errorReport": report }))),
+            None => Err(RpcError::internal(
+                "the session closed before the task ended",
+            )),
+        }
+    }
+
+    /// The task a prompt becomes: its text, the files it links (inside the workspace)
+    /// as context, embedded resources inline, and the earlier turns of the session.
+    fn task_for(&self, prompt: &[ContentBlock]) -> Result<(SubmitTask, String), RpcError> {
+        let root = &self.workspace.root;
+        let mut text = String::new();
+        let mut files = Vec::new();
+        for block in prompt {
+            match block {
+                ContentBlock::Text { text: t } => text.push_str(t),
+                ContentBlock::ResourceLink { uri, name, .. } => match workspace_path(root, uri) {
+                    Some(relative) => {
+                        text.push_str(&format!("@{relative}"));
+                        if !files.contains(&relative) {
+                            files.push(relative);
+                        }
+                    }
+                    None => text.push_str(&format!("[{name}]({uri})")),
+                },
+                ContentBlock::Resource { resource } => {
+                    let name = workspace_path(root, &resource.uri).unwrap_or(resource.uri.clone());
+                    match &resource.text {
+                        Some(body) => text.push_str(&format!("\n\n`{name}`:\n```\n{body}\n```\n")),
+                        None => text.push_str(&format!("`{name}`")),
+                    }
+                }
+                ContentBlock::Image { .. } | ContentBlock::Audio { .. } => {
+                    return Err(RpcError::invalid_params(
+                        "Conclave reads text prompts only (promptCapabilities: no image, no audio)",
+                    ));
+                }
+            }
+        }
+        let asked = text.trim().to_string();
+        if asked.is_empty() {
+            return Err(RpcError::invalid_params("the prompt has no text"));
+        }
+        let earlier = self.earlier_turns();
+        let description = if earlier.is_empty() {
+            asked.clone()
+        } else {
+            format!("{asked}\n\nEarlier in this conversation:\n{earlier}")
+        };
+        let title = asked.lines().next().unwrap_or("").to_string();
+        Ok((
+            SubmitTask {
+                description,
+                title: Some(title.clone()),
+                context: TaskContext {
+                    files,
+                    selection: None,
+                },
+                options: Default::default(),
+            },
+            title,
+        ))
+    }
+
+    /// The earlier turns as context for a follow-up: what was asked and what came of it.
+    fn earlier_turns(&self) -> String {
+        let turns = self.file.lock().expect("session file").turns.clone();
+        let mut text = String::new();
+        for (n, turn) in turns.iter().enumerate() {
+            let Ok(detail) = self.workspace.engine.task(&turn.task_id.to_string()) else {
+                continue;
+            };
+            let status = serde_json::to_value(detail.summary.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            text.push_str(&format!(
+                "{}. Asked: {} ({status})\n",
+                n + 1,
+                detail.summary.title
+            ));
+            if let Some(result) = detail.result.as_deref().filter(|r| !r.trim().is_empty()) {
+                for line in result.trim().lines().take(12) {
+                    text.push_str(&format!("   {line}\n"));
+                }
+            }
+            if !detail.files_written.is_empty() {
+                text.push_str(&format!(
+                    "   Files written: {}\n",
+                    detail.files_written.join(", ")
+                ));
+            }
+        }
+        text
+    }
+
+    /// `session/load`: the conversation again as updates, then the unfinished task (if
+    /// any) followed live, with its pending approvals asked again.
+    pub async fn replay(self: &Arc<Self>) {
+        let turns = self.file.lock().expect("session file").turns.clone();
+        let engine = self.workspace.engine.clone();
+        // Subscribed before reading the tasks, so nothing between the two is missed.
+        let events = engine.subscribe();
+        let mut unfinished = None;
+        for turn in &turns {
+            for block in &turn.prompt {
+                self.send(SessionUpdate::UserMessageChunk {
+                    content: block.clone(),
+                });
+            }
+            let Ok(detail) = engine.task(&turn.task_id.to_string()) else {
+                self.send(SessionUpdate::agent_text(format!(
+                    "_Task {} is no longer in the store._",
+                    turn.task_id
+                )));
+                continue;
+            };
+            if detail.summary.status.is_finished() {
+                let mut view = TaskView::new(&self.workspace.root);
+                for update in view.task(&detail.summary, &|id| self.name_of(id)) {
+                    self.send(update);
+                }
+                self.send_usage(turn.task_id);
+                self.send(SessionUpdate::agent_text(translate::final_message(
+                    &detail, None,
+                )));
+            } else {
+                unfinished = Some(turn.task_id);
+            }
+        }
+        let Some(task) = unfinished else { return };
+        tracing::info!(task = %task, session = %self.id, "following the resumed task");
+        *self.running.lock().expect("running") = Some(task);
+        *self.workspace.writing.lock().expect("writing") = Some(self.id.clone());
+        let session = self.clone();
+        tokio::spawn(async move {
+            session.follow(task, events).await;
+            *session.running.lock().expect("running") = None;
+        });
+    }
+
+    fn name_of(&self, id: AgentId) -> String {
+        self.workspace
+            .engine
+            .runtime()
+            .pool
+            .get(id)
+            .map(|h| h.name())
+            .unwrap_or_else(|| id.to_string()[..8].to_string())
+    }
+
+    fn send_usage(&self, task: TaskId) {
+        let Ok(detail) = self.workspace.engine.task(&task.to_string()) else {
+            return;
+        };
+        let value = serde_json::to_value(&detail).unwrap_or(Value::Null);
+        if let Some(usage) = translate::usage(&value) {
+            self.send(SessionUpdate::UsageUpdate(usage));
+        }
+    }
+
+    /// Streams the task's updates until it ends; then the closing agent message.
+    /// Returns the task's detail and ERROR_REPORT.md's path (failed tasks), or `None`
+    /// when the session closed first.
+    async fn follow(
+        self: &Arc<Self>,
+        task: TaskId,
+        mut events: EventStream,
+    ) -> Option<(TaskDetail, Option<PathBuf>)> {
+        let engine = self.workspace.engine.clone();
+        let task_key = task.to_string();
+        let name_of = |id: AgentId| self.name_of(id);
+        let mut view = TaskView::new(&self.workspace.root);
+        let mut notes = BoardNotes::new(NOTES_INTERVAL);
+        let mut boards = self.followed_boards(task);
+        for board in engine.whiteboards() {
+            let key = board.id.to_string();
+            if boards.contains_key(&key) {
+                notes.baseline(&key, &board.content);
+            }
+        }
+        let mut finished = false;
+        if let Ok(detail) = engine.task(&task_key) {
+            for update in view.task(&detail.summary, &name_of) {
+                self.send(update);
+            }
+            finished = detail.summary.status.is_finished();
+        }
+        for approval in engine.approvals() {
+            if approval.task_id == task {
+                self.ask(approval);
+            }
+        }
+        while !finished {
+            let deadline = notes.next_deadline();
+            let event = tokio::select! {
+                () = self.closed.cancelled() => return None,
+                event = events.recv() => event,
+                () = sleep_until(deadline) => {
+                    if let Some(text) = notes.due(tokio::time::Instant::now()) {
+                        self.send(SessionUpdate::agent_text(text));
+                    }
+                    continue;
+                }
+            };
+            match event {
+                Ok(RuntimeEvent::TaskUpdated(summary)) if summary.task_id == task => {
+                    for update in view.task(&summary, &name_of) {
+                        self.send(update);
+                    }
+                    finished = summary.status.is_finished();
+                }
+                Ok(RuntimeEvent::Recovery(step)) => {
+                    if step.task_id == task_key {
+                        for update in view.recovery(&step, &name_of) {
+                            self.send(update);
+                        }
+                    }
+                    if self.notices
+                        && (step.task_id == task_key || step.task_id.is_empty())
+                        && let Some(notice) = translate::provider_notice(&step, &name_of)
+                    {
+                        self.send(notice);
+                    }
+                }
+                Ok(RuntimeEvent::WhiteboardChanged { id, content, .. }) => {
+                    let key = id.to_string();
+                    if matches!(id, WhiteboardId::Agent(_)) && !boards.contains_key(&key) {
+                        // The coordinator may have been replaced since.
+                        boards = self.followed_boards(task);
+                    }
+                    if let Some(label) = boards.get(&key) {
+                        let now = tokio::time::Instant::now();
+                        if let Some(text) = notes.offer(&key, label, &content, now) {
+                            self.send(SessionUpdate::agent_text(text));
+                        }
+                    }
+                }
+                Ok(RuntimeEvent::ApprovalRequested(request)) if request.task_id == task => {
+                    self.ask(request);
+                }
+                Ok(RuntimeEvent::ApprovalResolved { approval_id, .. }) => {
+                    if let Some(asking) = self.asking.lock().expect("asking").remove(&approval_id) {
+                        asking.abort();
+                    }
+                }
+                Ok(_) => {}
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::warn!(missed, "the ACP session fell behind the team; catching up");
+                    if let Ok(detail) = engine.task(&task_key) {
+                        for update in view.task(&detail.summary, &name_of) {
+                            self.send(update);
+                        }
+                        finished = detail.summary.status.is_finished();
+                    }
+                }
+                Err(RecvError::Closed) => return None,
+            }
+        }
+        if let Some(text) = notes.flush() {
+            self.send(SessionUpdate::agent_text(text));
+        }
+        let detail = engine.task(&task_key).ok()?;
+        self.send_usage(task);
+        let report = if detail.summary.status == TaskStatus::Failed {
+            match engine.error_report(Some(&task_key)).await {
+                Ok(report) => Some(report.path),
+                Err(e) => {
+                    tracing::warn!("ERROR_REPORT.md: {e}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        self.send(SessionUpdate::agent_text(translate::final_message(
+            &detail,
+            report.as_deref(),
+        )));
+        Some((detail, report))
+    }
+
+    /// The boards whose new lines are shown: the global one and the own board of the
+    /// mid agent coordinating the task.
+    fn followed_boards(&self, task: TaskId) -> HashMap<String, String> {
+        let mut boards = HashMap::new();
+        boards.insert(WhiteboardId::Global.to_string(), "Team board".to_string());
+        if let Some(mid) = self.workspace.engine.coordinator(task) {
+            boards.insert(
+                WhiteboardId::Agent(mid).to_string(),
+                format!("{} (coordinating)", self.name_of(mid)),
+            );
+        }
+        boards
+    }
+
+    /// Asks the client one approval as `session/request_permission`, once per
+    /// connection, from a task of its own. A kind allowed "always" in this session is
+    /// approved without asking. An approval the client cancels or fails to answer
+    /// stays pending (it is asked again on the next load); nothing is decided for the
+    /// person.
+    fn ask(self: &Arc<Self>, request: Arc<ApprovalRequest>) {
+        let id = request.approval_id;
+        if !self.asked.lock().expect("asked").insert(id) {
+            return;
+        }
+        let always = self
+            .file
+            .lock()
+            .expect("session file")
+            .allow_always
+            .contains(&request.kind);
+        let approvable = request
+            .options
+            .iter()
+            .any(|o| o.id == ApprovalChoice::Approve);
+        if always && approvable {
+            let answer = ApprovalAnswer {
+                note: Some("allowed for the rest of the ACP session".into()),
+                ..ApprovalAnswer::new(ApprovalChoice::Approve)
+            };
+            match self
+                .workspace
+                .engine
+                .resolve_approval(&id.to_string(), answer)
+            {
+                Ok(()) => {
+                    tracing::info!(approval = %id, "approved: allowed always in this session")
+                }
+                Err(e) => tracing::debug!(approval = %id, "{e}"),
+            }
+            return;
+        }
+        let session = self.clone();
+        let asking = tokio::spawn(async move {
+            session.request_permission(&request).await;
+            session
+                .asking
+                .lock()
+                .expect("asking")
+                .remove(&request.approval_id);
+        });
+        self.asking.lock().expect("asking").insert(id, asking);
+    }
+
+    async fn request_permission(&self, request: &ApprovalRequest) {
+        let id = request.approval_id;
+        let call_id = format!("approval-{id}");
+        let (kind, content) = approval_content(&self.workspace.root, request);
+        self.send(SessionUpdate::ToolCall(ToolCall {
+            tool_call_id: call_id.clone(),
+            title: request.title.clone(),
+            kind,
+            status: ToolCallStatus::Pending,
+            content: content.clone(),
+            locations: Vec::new(),
+        }));
+        let params = RequestPermissionRequest {
+            session_id: self.id.clone(),
+            tool_call: ToolCallUpdate {
+                tool_call_id: call_id.clone(),
+                title: Some(request.title.clone()),
+                kind: Some(kind),
+                status: Some(ToolCallStatus::Pending),
+                content: Some(content),
+                locations: None,
+            },
+            options: permission_options(request),
+        };
+        let reply = self
+            .peer
+            .request("session/request_permission", params)
+            .await;
+        let outcome = match reply.and_then(|v| {
+            serde_json::from_value::<RequestPermissionResponse>(v)
+                .map_err(|e| RpcError::invalid_params(e.to_string()))
+        }) {
+            Ok(answer) => answer.outcome,
+            Err(e) => {
+                tracing::info!(approval = %id, "permission not answered ({e}); it stays pending");
+                return;
+            }
+        };
+        let PermissionOutcome::Selected { option_id } = outcome else {
+            tracing::info!(approval = %id, "permission cancelled by the client; it stays pending");
+            return;
+        };
+        let Some((choice, always)) = permission_answer(&option_id) else {
+            tracing::warn!(approval = %id, "the client chose an option Conclave did not offer: {option_id}");
+            return;
+        };
+        if always {
+            let mut file = self.file.lock().expect("session file");
+            if !file.allow_always.contains(&request.kind) {
+                file.allow_always.push(request.kind);
+            }
+        }
+        if always && let Err(e) = self.save() {
+            tracing::warn!("{}", e.message);
+        }
+        match self
+            .workspace
+            .engine
+            .resolve_approval(&id.to_string(), ApprovalAnswer::new(choice))
+        {
+            Ok(()) => {
+                tracing::info!(approval = %id, decision = choice.as_str(), "the client answered an approval");
+                let status = if matches!(choice, ApprovalChoice::Reject | ApprovalChoice::Abort) {
+                    ToolCallStatus::Failed
+                } else {
+                    ToolCallStatus::Completed
+                };
+                self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+                    tool_call_id: call_id,
+                    status: Some(status),
+                    ..ToolCallUpdate::default()
+                }));
+            }
+            Err(e) => tracing::debug!(approval = %id, "answer not used: {e}"),
+        }
+    }
+}
+
+/// How an approval shows: the diff for a file change, the command, or the detail.
+fn approval_content(root: &Path, request: &ApprovalRequest) -> (ToolKind, Vec<ToolCallContent>) {
+    match (&request.diff, &request.command, request.kind) {
+        (Some(diff), _, _) => {
+            let path = Path::new(&diff.uri);
+            let path = if path.is_absolute() {
+                path.to_path_buf()
+            } else {
+                root.join(path)
+            };
+            (
+                ToolKind::Edit,
+                vec![ToolCallContent::Diff {
+                    path: path.display().to_string(),
+                    old_text: (!diff.before.is_empty()).then(|| diff.before.clone()),
+                    new_text: diff.after.clone(),
+                }],
+            )
+        }
+        (None, Some(_), _) | (None, None, ApprovalKind::Command) => (
+            ToolKind::Execute,
+            vec![ToolCallContent::text(request.detail.trim())],
+        ),
+        _ => {
+            let mut text = request.detail.trim().to_string();
+            if let Some(solution) = &request.proposed_solution {
+                text.push_str(&format!("\n\nProposed: {solution}"));
+            }
+            (ToolKind::Think, vec![ToolCallContent::text(text)])
+        }
+    }
+}
+
+/// The approval's options as ACP permission options. Approve also comes as
+/// `allow_always` (for the rest of the session, for this kind of approval); escalations
+/// offer retry and reassign (allow) and abort (reject). "Modify" needs a new
+/// description, which a permission prompt cannot take: it is left to the other
+/// front-ends.
+pub fn permission_options(request: &ApprovalRequest) -> Vec<PermissionOption> {
+    let kind_name = match request.kind {
+        ApprovalKind::FileChange => "file changes",
+        ApprovalKind::Command => "commands",
+        ApprovalKind::Decision => "decisions",
+        ApprovalKind::Escalation => "escalations",
+    };
+    let mut options = Vec::new();
+    for option in &request.options {
+        let kind = match option.id {
+            ApprovalChoice::Approve | ApprovalChoice::Retry | ApprovalChoice::Reassign => {
+                PermissionOptionKind::AllowOnce
+            }
+            ApprovalChoice::Reject | ApprovalChoice::Abort => PermissionOptionKind::RejectOnce,
+            ApprovalChoice::Modify => continue,
+        };
+        options.push(PermissionOption {
+            option_id: option.id.as_str().to_string(),
+            name: option.title.clone(),
+            kind,
+        });
+        if option.id == ApprovalChoice::Approve && request.kind != ApprovalKind::Escalation {
+            options.push(PermissionOption {
+                option_id: "approve_always".into(),
+                name: format!("Always approve {kind_name} in this session"),
+                kind: PermissionOptionKind::AllowAlways,
+            });
+        }
+    }
+    options
+}
+
+/// The chosen option: the decision, and whether it holds for the rest of the session.
+pub fn permission_answer(option_id: &str) -> Option<(ApprovalChoice, bool)> {
+    let choice = match option_id {
+        "approve_always" => return Some((ApprovalChoice::Approve, true)),
+        "approve" => ApprovalChoice::Approve,
+        "reject" => ApprovalChoice::Reject,
+        "retry" => ApprovalChoice::Retry,
+        "reassign" => ApprovalChoice::Reassign,
+        "abort" => ApprovalChoice::Abort,
+        _ => return None,
+    };
+    Some((choice, false))
+}
+
+/// A `file://` URI (or a path) inside the workspace, as a workspace-relative path.
+fn workspace_path(root: &Path, uri: &str) -> Option<String> {
+    let path = match uri.strip_prefix("file://") {
+        Some(rest) => PathBuf::from(percent_decode(rest)),
+        None if uri.contains("://") => return None,
+        None => PathBuf::from(uri),
+    };
+    let absolute = if path.is_absolute() {
+        path
+    } else {
+        root.join(path)
+    };
+    let absolute = absolute.canonicalize().unwrap_or(absolute);
+    absolute
+        .strip_prefix(root)
+        .ok()
+        .map(|p| p.display().to_string())
+        .filter(|p| !p.is_empty())
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(high), Some(low)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push((high * 16 + low) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recovery::Severity;
+    use crate::runtime::{ApprovalOption, FileDiff};
+
+    fn request(kind: ApprovalKind, options: Vec<ApprovalOption>) -> ApprovalRequest {
+        ApprovalRequest {
+            approval_id: Uuid::new_v4(),
+            kind,
+            task_id: TaskId::new(),
+            subtask_id: None,
+            agent_id: String::new(),
+            severity: Severity::Medium,
+            title: "Create `a.txt`?".into(),
+            detail: "An agent wants to create `a.txt`".into(),
+            proposed_solution: None,
+            diff: Some(FileDiff {
+                uri: "a.txt".into(),
+                before: String::new(),
+                after: "a\n".into(),
+            }),
+            command: None,
+            subtask_description: None,
+            options,
+            created_at: Utc::now(),
+        }
+    }
+
+    #[test]
+    fn file_changes_offer_once_always_and_reject_with_the_diff() {
+        let change = request(ApprovalKind::FileChange, ApprovalOption::yes_no());
+        let options = permission_options(&change);
+        let kinds: Vec<_> = options
+            .iter()
+            .map(|o| (o.option_id.as_str(), o.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("approve", PermissionOptionKind::AllowOnce),
+                ("approve_always", PermissionOptionKind::AllowAlways),
+                ("reject", PermissionOptionKind::RejectOnce),
+            ]
+        );
+        assert_eq!(
+            options[1].name,
+            "Always approve file changes in this session"
+        );
+        let (kind, content) = approval_content(Path::new("/w"), &change);
+        assert_eq!(kind, ToolKind::Edit);
+        assert_eq!(
+            content,
+            vec![ToolCallContent::Diff {
+                path: "/w/a.txt".into(),
+                old_text: None,
+                new_text: "a\n".into()
+            }]
+        );
+        assert_eq!(
+            permission_answer("approve_always"),
+            Some((ApprovalChoice::Approve, true))
+        );
+        assert_eq!(
+            permission_answer("reject"),
+            Some((ApprovalChoice::Reject, false))
+        );
+        assert_eq!(permission_answer("made-up"), None);
+    }
+
+    #[test]
+    fn escalations_offer_retry_reassign_and_abort_but_never_always() {
+        let mut escalation = request(ApprovalKind::Escalation, ApprovalOption::escalation());
+        escalation.diff = None;
+        let ids: Vec<_> = permission_options(&escalation)
+            .into_iter()
+            .map(|o| o.option_id)
+            .collect();
+        assert_eq!(ids, ["retry", "reassign", "abort"]);
+        assert_eq!(
+            approval_content(Path::new("/w"), &escalation).0,
+            ToolKind::Think
+        );
+    }
+
+    #[test]
+    fn linked_files_inside_the_workspace_become_relative_paths() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        std::fs::write(root.join("a b.rs"), "").unwrap();
+        let uri = format!("file://{}/a%20b.rs", root.display());
+        assert_eq!(workspace_path(&root, &uri).as_deref(), Some("a b.rs"));
+        assert_eq!(workspace_path(&root, "file:///etc/passwd"), None);
+        assert_eq!(workspace_path(&root, "https://example.com/x"), None);
+    }
+}

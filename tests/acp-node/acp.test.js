@@ -1,0 +1,296 @@
+// `conclave acp` under the official ACP client (@agentclientprotocol/sdk), on the real
+// binary with a scripted model: Zed's six end-to-end scenarios (basic prompt, file
+// mention, tool call, permission, cancel, dropped connection), a follow-up prompt,
+// resume after SIGKILL with a pending permission asked again, fs/write_text_file, and
+// bad input.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { workspace, cleanup, start, ofKind, agentText, toolCall, contentText } from './harness.js';
+
+const plan = (...subtasks) => JSON.stringify({ subtasks });
+const write = (path, content) => ({ name: 'file_write', arguments: { path, content } });
+
+test('basic: a prompt is a task, streamed as a plan and tool calls, ending end_turn; a follow-up sees it', async () => {
+  const dir = workspace([
+    { match: ['Plan this task', 'Make a.txt'], text: plan({ description: 'Create a.txt' }) },
+    { match: 'Create a.txt', toolCalls: [write('a.txt', 'a\n')] },
+    { match: 'created a.txt', text: 'Wrote a.txt.' },
+    // The follow-up's plan is only answered if its prompt carries the earlier turn.
+    { match: ['Plan this task', 'Earlier in this conversation', 'Make a.txt (completed)'], text: plan({ description: 'Create b.txt' }) },
+    { match: 'Create b.txt', toolCalls: [write('b.txt', 'b\n')] },
+    { match: 'created b.txt', text: 'Wrote b.txt.' },
+  ], { top: ['writes = "disk"'] });
+  const acp = start(dir);
+  try {
+    const init = await acp.initialize();
+    assert.equal(init.protocolVersion, 1);
+    assert.equal(init.agentInfo.name, 'conclave');
+    assert.equal(init.agentCapabilities.loadSession, true);
+    assert.equal(init.agentCapabilities.promptCapabilities.embeddedContext, true);
+    assert.deepEqual(init.agentCapabilities.sessionCapabilities, { list: {}, close: {} });
+
+    const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
+    assert.match(sessionId, /^[0-9a-f-]{36}$/);
+    const answer = await acp.agent.request('session/prompt', {
+      sessionId,
+      prompt: [{ type: 'text', text: 'Make a.txt' }],
+    });
+    assert.equal(answer.stopReason, 'end_turn');
+    assert.equal(readFileSync(join(dir, 'a.txt'), 'utf8'), 'a\n');
+
+    const plans = ofKind(acp.updates, 'plan');
+    assert.ok(plans.length >= 2, 'the plan is sent again as its entries move');
+    assert.deepEqual(plans.at(-1).entries, [{ content: 'Create a.txt', priority: 'medium', status: 'completed' }]);
+    const call = toolCall(acp.updates, 'Create a.txt');
+    assert.ok(call, 'the subtask is a tool call');
+    assert.ok(['pending', 'in_progress'].includes(call.history[0].status), call.history[0].status);
+    assert.equal(call.status, 'completed');
+    assert.equal(call.kind, 'edit');
+    assert.deepEqual(call.locations, [{ path: join(dir, 'a.txt') }]);
+    const text = agentText(acp.updates);
+    assert.match(text, /\*\*Done\.\*\* 1 of 1 subtasks completed/);
+    assert.match(text, /Files written: `a\.txt`/);
+    assert.ok(acp.updates.every((n) => n.sessionId === sessionId));
+    if (process.env.ACP_DUMP) console.log(JSON.stringify(acp.updates.map((n) => n.update), null, 1));
+
+    const followUp = await acp.agent.request('session/prompt', {
+      sessionId,
+      prompt: [{ type: 'text', text: 'Now b.txt' }],
+    });
+    assert.equal(followUp.stopReason, 'end_turn');
+    assert.equal(readFileSync(join(dir, 'b.txt'), 'utf8'), 'b\n');
+
+    const { sessions } = await acp.agent.request('session/list', { cwd: dir });
+    assert.equal(sessions.length, 1);
+    assert.equal(sessions[0].sessionId, sessionId);
+    assert.equal(sessions[0].title, 'Make a.txt');
+    assert.deepEqual(await acp.agent.request('session/close', { sessionId }), {});
+    await assert.rejects(
+      acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'again' }] }),
+      (e) => e.code === -32002,
+    );
+  } finally {
+    acp.stop();
+    cleanup(dir);
+  }
+});
+
+test('file mention: a resource link inside the workspace is context for the task', async () => {
+  const dir = workspace([
+    { match: ['Plan this task', 'Files in context: notes.md'], text: plan({ description: 'Summarise the notes' }) },
+    { match: 'Summarise the notes', toolCalls: [write('summary.md', 'short\n')] },
+    { match: 'created summary.md', text: 'Summarised.' },
+  ], { top: ['writes = "disk"'] });
+  writeFileSync(join(dir, 'notes.md'), '# notes\n');
+  const acp = start(dir);
+  try {
+    await acp.initialize();
+    const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
+    const answer = await acp.agent.request('session/prompt', {
+      sessionId,
+      prompt: [
+        { type: 'text', text: 'Summarise ' },
+        { type: 'resource_link', uri: pathToFileURL(join(dir, 'notes.md')).href, name: 'notes.md' },
+      ],
+    });
+    assert.equal(answer.stopReason, 'end_turn');
+    assert.equal(readFileSync(join(dir, 'summary.md'), 'utf8'), 'short\n');
+  } finally {
+    acp.stop();
+    cleanup(dir);
+  }
+});
+
+test('tool call: a subtask that fails once shows the retry on its tool call, then completes', async () => {
+  const dir = workspace([
+    { match: 'Plan this task', text: plan({ description: 'Create b.txt' }) },
+    { match: 'Create b.txt', error: { kind: 'http', status: 503 }, times: 1 },
+    { match: 'Create b.txt', toolCalls: [write('b.txt', 'b\n')] },
+    { match: 'created b.txt', text: 'Wrote b.txt.' },
+  ], { top: ['writes = "disk"'] });
+  const acp = start(dir);
+  try {
+    await acp.initialize();
+    const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
+    const answer = await acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make b.txt' }] });
+    assert.equal(answer.stopReason, 'end_turn');
+    const call = toolCall(acp.updates, 'Create b.txt');
+    assert.equal(call.status, 'completed');
+    const texts = call.history.map((u) => contentText(u.content));
+    assert.ok(texts.some((t) => /↻ retry 1\/\d+ in \d+ ms/.test(t)), `a retry line: ${JSON.stringify(texts)}`);
+    assert.ok(texts.some((t) => /attempt 2/.test(t)), `the second attempt: ${JSON.stringify(texts)}`);
+  } finally {
+    acp.stop();
+    cleanup(dir);
+  }
+});
+
+test('permission: file changes are asked with their diff; approve writes, reject does not', async () => {
+  const dir = workspace([
+    { match: 'Plan this task', text: plan({ description: 'Create a.txt' }, { description: 'Create r.txt' }) },
+    { match: 'Create a.txt', toolCalls: [write('a.txt', 'a\n')] },
+    { match: 'created a.txt', text: 'Wrote a.txt.' },
+    { match: 'Create r.txt', toolCalls: [write('r.txt', 'r\n')] },
+    { match: 'rejected', text: 'The user did not want r.txt; left it alone.' },
+  ], { top: ['writes = "disk"'], extra: ['[approvals]', 'fileChanges = "ask"'] });
+  const acp = start(dir, {
+    permission: (params) => {
+      const diff = params.toolCall.content.find((c) => c.type === 'diff');
+      const optionId = diff.path.endsWith('a.txt') ? 'approve' : 'reject';
+      return { outcome: { outcome: 'selected', optionId } };
+    },
+  });
+  try {
+    await acp.initialize();
+    const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
+    await acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make a.txt and r.txt' }] })
+      .catch((e) => assert.equal(e.code, 1008, `a failed task is error 1008: ${e.message}`));
+    assert.equal(acp.permissions.length, 2);
+    for (const asked of acp.permissions) {
+      assert.equal(asked.sessionId, sessionId);
+      assert.deepEqual(asked.options.map((o) => o.kind), ['allow_once', 'allow_always', 'reject_once']);
+      const diff = asked.toolCall.content.find((c) => c.type === 'diff');
+      assert.ok(diff.path.startsWith(dir), diff.path);
+      assert.equal(diff.newText, diff.path.endsWith('a.txt') ? 'a\n' : 'r\n');
+    }
+    assert.equal(readFileSync(join(dir, 'a.txt'), 'utf8'), 'a\n');
+    assert.equal(existsSync(join(dir, 'r.txt')), false, 'the rejected file was not written');
+  } finally {
+    acp.stop();
+    cleanup(dir);
+  }
+});
+
+test('permission: allow_always approves later changes of the same kind without asking', async () => {
+  const dir = workspace([
+    { match: 'Plan this task', text: plan({ description: 'Create a.txt' }, { description: 'Create c.txt', dependsOn: [0] }) },
+    { match: 'Create a.txt', toolCalls: [write('a.txt', 'a\n')] },
+    { match: 'created a.txt', text: 'Wrote a.txt.' },
+    { match: 'Create c.txt', toolCalls: [write('c.txt', 'c\n')] },
+    { match: 'created c.txt', text: 'Wrote c.txt.' },
+  ], { top: ['writes = "disk"'], extra: ['[approvals]', 'fileChanges = "ask"'] });
+  const acp = start(dir, { permission: () => ({ outcome: { outcome: 'selected', optionId: 'approve_always' } }) });
+  try {
+    await acp.initialize();
+    const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
+    const answer = await acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make a.txt then c.txt' }] });
+    assert.equal(answer.stopReason, 'end_turn');
+    assert.equal(acp.permissions.length, 1, 'asked once, then allowed for the session');
+    assert.equal(readFileSync(join(dir, 'c.txt'), 'utf8'), 'c\n');
+  } finally {
+    acp.stop();
+    cleanup(dir);
+  }
+});
+
+test('cancel: session/cancel ends the prompt with stopReason cancelled, never an error', async () => {
+  const dir = workspace([
+    { match: 'Plan this task', text: plan({ description: 'Create slow.txt' }) },
+    { match: 'Create slow.txt', delayMs: 120000, text: 'too late' },
+  ], { top: ['writes = "disk"'] });
+  const acp = start(dir);
+  try {
+    await acp.initialize();
+    const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
+    const prompt = acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make slow.txt' }] });
+    await acp.waitFor('the subtask running', (n) => n.update?.sessionUpdate === 'tool_call_update' && n.update.status === 'in_progress');
+    await acp.agent.notify('session/cancel', { sessionId });
+    assert.deepEqual(await prompt, { stopReason: 'cancelled' });
+    assert.match(agentText(acp.updates), /\*\*Cancelled\.\*\*/);
+    // The session takes the next prompt.
+    const again = acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make slow.txt again' }] });
+    await acp.agent.notify('session/cancel', { sessionId });
+    assert.equal((await again).stopReason, 'cancelled');
+  } finally {
+    acp.stop();
+    cleanup(dir);
+  }
+});
+
+test('dropped connection: closing stdin mid-task ends the process cleanly, and the session is kept', async () => {
+  const dir = workspace([
+    { match: 'Plan this task', text: plan({ description: 'Create slow.txt' }) },
+    { match: 'Create slow.txt', delayMs: 120000, text: 'too late' },
+  ], { top: ['writes = "disk"'] });
+  const first = start(dir);
+  let second;
+  try {
+    await first.initialize();
+    const { sessionId } = await first.agent.request('session/new', { cwd: dir, mcpServers: [] });
+    first.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make slow.txt' }] }).catch(() => {});
+    await first.waitFor('the subtask running', (n) => n.update?.sessionUpdate === 'tool_call_update' && n.update.status === 'in_progress');
+    first.child.stdin.end();
+    const ended = await Promise.race([first.exited, new Promise((r) => setTimeout(() => r('hung'), 15000))]);
+    assert.deepEqual(ended, { code: 0, signal: null }, `stderr:\n${first.stderr().slice(-2000)}`);
+
+    second = start(dir);
+    await second.initialize();
+    const { sessions } = await second.agent.request('session/list', { cwd: dir });
+    assert.deepEqual(sessions.map((s) => s.sessionId), [sessionId]);
+  } finally {
+    first.stop();
+    second?.stop();
+    cleanup(dir);
+  }
+});
+
+test('resume after SIGKILL: session/load replays the session and asks the pending permission again', async () => {
+  const dir = workspace([
+    { match: 'Plan this task', text: plan({ description: 'Create k.txt' }) },
+    { match: 'Create k.txt', toolCalls: [write('k.txt', 'k\n')] },
+    { match: 'created k.txt', text: 'Wrote k.txt.' },
+  ], { top: ['writes = "disk"'], extra: ['[approvals]', 'fileChanges = "ask"'] });
+  // The first client never answers the permission.
+  const first = start(dir);
+  let second;
+  try {
+    await first.initialize();
+    const { sessionId } = await first.agent.request('session/new', { cwd: dir, mcpServers: [] });
+    first.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make k.txt' }] }).catch(() => {});
+    const { permission } = await first.waitFor('the permission', (v) => v.permission);
+    const before = permission.toolCall.content.find((c) => c.type === 'diff');
+    first.child.kill('SIGKILL');
+    await first.exited;
+    assert.equal(existsSync(join(dir, 'k.txt')), false);
+
+    second = start(dir, { permission: () => ({ outcome: { outcome: 'selected', optionId: 'approve' } }) });
+    const init = await second.initialize();
+    assert.equal(init.agentCapabilities.loadSession, true);
+    assert.deepEqual(await second.agent.request('session/load', { sessionId, cwd: dir, mcpServers: [] }), {});
+    const replayed = ofKind(second.updates, 'user_message_chunk');
+    assert.deepEqual(replayed.map((u) => u.content), [{ type: 'text', text: 'Make k.txt' }], 'the conversation is replayed');
+    const { permission: again } = await second.waitFor('the permission asked again', (v) => v.permission);
+    assert.equal(again.sessionId, sessionId);
+    assert.deepEqual(again.toolCall.content.find((c) => c.type === 'diff'), before);
+    await second.waitFor('the resumed task to end', (n) => /\*\*Done\.\*\*/.test(n.update?.content?.text ?? ''));
+    assert.equal(readFileSync(join(dir, 'k.txt'), 'utf8'), 'k\n');
+  } finally {
+    first.stop();
+    second?.stop();
+    cleanup(dir);
+  }
+});
+
+test('fs/write_text_file: offered by the client, every file goes through it', async () => {
+  const dir = workspace([
+    { match: 'Plan this task', text: plan({ description: 'Create w.txt' }) },
+    { match: 'Create w.txt', toolCalls: [write('w.txt', 'through the editor\n')] },
+    { match: 'created w.txt', text: 'Wrote w.txt.' },
+  ]);
+  const acp = start(dir);
+  try {
+    await acp.initialize({ fs: { readTextFile: false, writeTextFile: true } });
+    const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
+    const answer = await acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make w.txt' }] });
+    assert.equal(answer.stopReason, 'end_turn');
+    assert.deepEqual(acp.writes, [{ sessionId, path: join(dir, 'w.txt'), content: 'through the editor\n' }]);
+    assert.equal(readFileSync(join(dir, 'w.txt'), 'utf8'), 'through the editor\n');
+  } finally {
+    acp.stop();
+    cleanup(dir);
+  }
+});

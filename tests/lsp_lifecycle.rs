@@ -1,0 +1,168 @@
+//! No dead window: `conclave serve` ends when its editor is gone, an orphaned server's
+//! workspace is taken over, and a live second server is named in the 1007 error. Real
+//! processes throughout: the binary, a stand-in editor process, signals.
+
+mod lsp_support;
+
+use std::process::Stdio;
+
+use lsp_support::{DEADLINE, Server, Workspace, bare_capabilities};
+use serde_json::{Value, json};
+
+/// A process standing in for the editor: alive until the test kills it.
+fn stand_in_editor() -> std::process::Child {
+    std::process::Command::new("sleep")
+        .arg("600")
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("sleep runs")
+}
+
+/// `initialize` as an editor with process `editor` and name `name` sends it.
+async fn initialize_as(server: &mut Server, editor: u32, name: &str) -> Result<Value, Value> {
+    let root = server.workspace.canonicalize().unwrap();
+    server
+        .request(
+            "initialize",
+            json!({
+                "processId": editor,
+                "clientInfo": { "name": name, "version": "9.9" },
+                "rootUri": format!("file://{}", root.display()),
+                "capabilities": bare_capabilities(),
+            }),
+        )
+        .await
+}
+
+fn signal(pid: u32, signal: libc::c_int) {
+    // SAFETY: sending a signal to a child process this test started.
+    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, signal) }, 0);
+}
+
+#[tokio::test]
+async fn the_server_ends_when_the_editor_process_that_started_it_is_gone() {
+    let ws = Workspace::empty();
+    let mut editor = stand_in_editor();
+    let mut server = Server::spawn(ws.path()).await;
+    initialize_as(&mut server, editor.id(), "Stand-in")
+        .await
+        .expect("initialize");
+    server.notify("initialized", json!({})).await;
+    server.call("conclave/listTasks", json!({})).await;
+
+    // The editor dies; its pipe to the server stays open (the test holds it).
+    editor.kill().unwrap();
+    editor.wait().unwrap();
+    let status = server.exit_status().await;
+    assert_eq!(status.code(), Some(0), "{}", server.stderr_text());
+    assert!(
+        server.stderr_text().contains("is gone; the server stops"),
+        "{}",
+        server.stderr_text()
+    );
+}
+
+#[tokio::test]
+async fn a_live_second_server_is_refused_with_the_holder_named_and_what_to_do() {
+    let ws = Workspace::empty();
+    let mut first = Server::spawn(ws.path()).await;
+    initialize_as(&mut first, std::process::id(), "First Editor")
+        .await
+        .expect("the first server initializes");
+
+    let mut second = Server::spawn(ws.path()).await;
+    let error = initialize_as(&mut second, std::process::id(), "Second Editor")
+        .await
+        .expect_err("the workspace is taken");
+    assert_eq!(error["code"], 1007);
+    let holder = &error["data"]["holder"];
+    assert_eq!(holder["pid"], first.pid(), "{error}");
+    assert_eq!(holder["client"]["name"], "First Editor", "{error}");
+    assert_eq!(holder["client"]["version"], "9.9", "{error}");
+    assert_eq!(holder["editorPid"], std::process::id(), "{error}");
+    assert!(holder["since"].is_string(), "{error}");
+    assert!(error["data"]["workspace"].is_string(), "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("for First Editor 9.9"), "{message}");
+    assert!(
+        message.contains(&format!("kill {}", first.pid())),
+        "{message}"
+    );
+    assert_eq!(second.exit_status().await.code(), Some(1));
+
+    // The first one serves on, undisturbed.
+    first.notify("initialized", json!({})).await;
+    first.call("conclave/listTasks", json!({})).await;
+    assert_eq!(first.shutdown_and_exit().await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn a_server_whose_editor_is_gone_is_taken_over_by_the_next_one() {
+    let ws = Workspace::empty();
+    let mut editor = stand_in_editor();
+    let mut orphan = Server::spawn(ws.path()).await;
+    initialize_as(&mut orphan, editor.id(), "Old Window")
+        .await
+        .expect("initialize");
+    // Wedged (it cannot notice by itself that its editor is gone), then orphaned.
+    signal(orphan.pid(), libc::SIGSTOP);
+    editor.kill().unwrap();
+    editor.wait().unwrap();
+
+    let mut next = Server::spawn(ws.path()).await;
+    initialize_as(&mut next, std::process::id(), "New Window")
+        .await
+        .expect("the new server takes the workspace over");
+    next.notify("initialized", json!({})).await;
+    next.call("conclave/listTasks", json!({})).await;
+    assert!(
+        next.stderr_text().contains("taking the workspace over"),
+        "{}",
+        next.stderr_text()
+    );
+    // The orphan was asked to stop and stopped cleanly.
+    let status = tokio::time::timeout(DEADLINE, orphan.exit_status())
+        .await
+        .expect("the orphan ends");
+    assert_eq!(status.code(), Some(0), "{}", orphan.stderr_text());
+    assert!(
+        orphan.stderr_text().contains("SIGTERM"),
+        "{}",
+        orphan.stderr_text()
+    );
+    assert_eq!(next.shutdown_and_exit().await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn creating_the_state_directory_is_announced_once_with_a_gitignore_line() {
+    let ws = Workspace::empty();
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(bare_capabilities(), Value::Null).await;
+    let shown = server
+        .notification("window/showMessage", |p| {
+            p["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(".conclave/"))
+        })
+        .await;
+    assert!(
+        shown["message"].as_str().unwrap().contains(".gitignore"),
+        "{shown}"
+    );
+    assert_eq!(server.shutdown_and_exit().await.code(), Some(0));
+
+    // The next server in the same folder does not say it again.
+    let mut again = Server::spawn(ws.path()).await;
+    again.initialize(bare_capabilities(), Value::Null).await;
+    again.call("conclave/listTasks", json!({})).await;
+    assert_eq!(again.call("shutdown", Value::Null).await, Value::Null);
+    again.notify("exit", Value::Null).await;
+    let rest = again.rest().await;
+    assert!(
+        !rest.iter().any(|m| m["method"] == "window/showMessage"
+            && m["params"]["message"]
+                .as_str()
+                .is_some_and(|t| t.contains(".gitignore"))),
+        "{rest:?}"
+    );
+}
