@@ -205,9 +205,7 @@ pub(super) fn fit_plan(
             // A description that says something else (an answer instead of a change) is
             // kept, and the agent still gets the task verbatim in its context.
             let whole = task_text(task);
-            if same_work(&subtasks[0].description, whole)
-                || whole.contains(subtasks[0].description.trim())
-            {
+            if covers(&subtasks[0].description, whole) {
                 subtasks[0].description = whole.to_string();
             }
             subtasks
@@ -235,6 +233,19 @@ fn same_work(a: &str, b: &str) -> bool {
     let shared = a.intersection(&b).count() as f64;
     let all = a.union(&b).count() as f64;
     all > 0.0 && shared / all >= 0.75
+}
+
+/// Whether `planned` is a rewording of `task`: it has most of the task's words (a
+/// planner that writes "Write the fizzbuzz function" for "Implement the function
+/// fizzbuzz" has dropped what the task said, not added anything).
+fn covers(planned: &str, task: &str) -> bool {
+    let planned: std::collections::HashSet<String> = words(planned).into_iter().collect();
+    let task = words(task);
+    if task.is_empty() {
+        return false;
+    }
+    let shared = task.iter().filter(|w| planned.contains(*w)).count();
+    shared as f64 / task.len() as f64 >= 0.6
 }
 
 enum Verdict {
@@ -483,6 +494,14 @@ mod tests {
         assert!(!same_work(
             "Write the parser in parser.py",
             "Write tests for the parser in test_parser.py"
+        ));
+        assert!(covers(
+            "Write the `fizzbuzz` function in `solution.py`",
+            "Implement the function fizzbuzz in solution.py."
+        ));
+        assert!(!covers(
+            "Answer from the offline try-out: nothing to do",
+            "Port my whole app to Haskell"
         ));
     }
 }
