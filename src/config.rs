@@ -485,8 +485,10 @@ impl Config {
                 message: e.to_string(),
             })
         };
+        let defaults = merged.clone();
         let mut config = Config::default();
         if let Some(layer) = file_layer {
+            warn_unknown(&defaults, layer, "conclave.toml");
             merge(&mut merged, layer);
             config = check(&merged, "conclave.toml")?;
         }
@@ -502,11 +504,45 @@ impl Config {
                     message: format!("expected an object of settings, got {layer}"),
                 });
             }
+            warn_unknown(&defaults, layer, "initializationOptions");
             merge(&mut merged, layer);
             config = check(&merged, "initializationOptions")?;
         }
         Ok(config)
     }
+}
+
+/// Logs every setting of `layer` that Conclave does not know (a typo, most likely): it
+/// is ignored, and the warning says so and lists the settings known at that level.
+fn warn_unknown(defaults: &serde_json::Value, layer: &serde_json::Value, origin: &str) {
+    for (key, known) in unknown_keys(defaults, layer, "") {
+        tracing::warn!(
+            "{origin}: unknown setting `{key}` is ignored (known here: {})",
+            known.join(", ")
+        );
+    }
+}
+
+/// (dotted key, the keys known beside it) for each key of `layer` absent from `defaults`.
+fn unknown_keys(
+    defaults: &serde_json::Value,
+    layer: &serde_json::Value,
+    prefix: &str,
+) -> Vec<(String, Vec<String>)> {
+    let (Some(defaults), Some(layer)) = (defaults.as_object(), layer.as_object()) else {
+        return Vec::new();
+    };
+    let mut unknown = Vec::new();
+    for (key, value) in layer {
+        let dotted = format!("{prefix}{key}");
+        match defaults.get(key) {
+            Some(default) => {
+                unknown.extend(unknown_keys(default, value, &format!("{dotted}.")));
+            }
+            None => unknown.push((dotted, defaults.keys().cloned().collect())),
+        }
+    }
+    unknown
 }
 
 fn parse_toml(text: &str, origin: &str) -> Result<serde_json::Value, ConfigError> {
@@ -626,6 +662,17 @@ mod tests {
             err.to_string().starts_with("initializationOptions"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn unknown_settings_are_found_with_the_keys_known_beside_them() {
+        let defaults = serde_json::to_value(Config::default()).unwrap();
+        let layer =
+            json!({ "aprovals": {}, "approvals": { "fileChange": "ask" }, "heartbeatMs": 5 });
+        let unknown = unknown_keys(&defaults, &layer, "");
+        let keys: Vec<&str> = unknown.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["approvals.fileChange", "aprovals"]);
+        assert!(unknown[0].1.contains(&"fileChanges".to_string()));
     }
 
     #[test]

@@ -13,7 +13,7 @@ fn approvals_only() -> Value {
 }
 
 /// A workspace whose one subtask writes `a.py`, every change asked first, with a step
-/// timeout far below the time the person takes.
+/// timeout and a subtask timeout far below the time the person takes.
 fn workspace(approval_timeout_ms: u64) -> Workspace {
     Workspace::scripted(
         script(vec![
@@ -21,7 +21,7 @@ fn workspace(approval_timeout_ms: u64) -> Workspace {
             json!(writes("Write a.py", "a.py", "print('a')\n")),
         ]),
         &format!(
-            "[approvals]\nfileChanges = \"ask\"\n[recovery]\nstepTimeoutMs = 200\n\
+            "[approvals]\nfileChanges = \"ask\"\n[recovery]\nstepTimeoutMs = 200\nsubtaskTimeoutMs = 1000\n\
              [editor]\napprovalTimeoutMs = {approval_timeout_ms}\n"
         ),
     )
@@ -30,7 +30,8 @@ fn workspace(approval_timeout_ms: u64) -> Workspace {
 #[tokio::test]
 async fn a_file_change_approved_long_after_the_step_timeout_is_written_and_the_task_completes() {
     // The editor's prompt is given up on after 3 s: ten times the step timeout plus the
-    // tools' grace, so the answer below comes long after any tool time limit.
+    // tools' grace and three times the subtask timeout, so the answer below comes long
+    // after any time limit of the work.
     let ws = workspace(3_000);
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(approvals_only(), Value::Null).await;

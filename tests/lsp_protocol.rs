@@ -258,6 +258,49 @@ async fn invalid_initialization_options_are_refused_naming_their_origin() {
 }
 
 #[tokio::test]
+async fn a_typo_in_conclave_toml_is_blamed_on_the_file_even_when_the_editor_sends_options() {
+    let ws = Workspace::scripted(json!([]), "writes = \"dsk\"");
+    let mut server = Server::spawn(ws.path()).await;
+    let root = ws.path().canonicalize().unwrap();
+    let error = server
+        .request(
+            "initialize",
+            json!({ "processId": null, "rootUri": format!("file://{}", root.display()),
+                    "capabilities": {}, "initializationOptions": {} }),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error["code"], -32602);
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("conclave.toml is not valid"),
+        "{message}"
+    );
+    assert!(message.contains("dsk"), "{message}");
+}
+
+#[tokio::test]
+async fn an_unknown_setting_is_reported_to_the_editor_and_ignored() {
+    let ws = Workspace::scripted(json!([]), "[approvals]\nfileChange = \"ask\"");
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(bare_capabilities(), json!({})).await;
+    let logged = server
+        .notification("window/logMessage", |p| {
+            p["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("approvals.fileChange"))
+        })
+        .await;
+    let message = logged["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("conclave.toml: unknown setting"),
+        "{message}"
+    );
+    assert!(message.contains("fileChanges"), "{message}");
+    assert!(server.shutdown_and_exit().await.success());
+}
+
+#[tokio::test]
 async fn a_two_megabyte_description_is_taken_whole() {
     let ws = Workspace::scripted(json!([]), "");
     let mut server = Server::spawn(ws.path()).await;

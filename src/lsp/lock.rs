@@ -309,6 +309,18 @@ mod tests {
     }
 
     #[test]
+    fn without_an_editor_pid_a_holder_whose_parent_changed_is_orphaned() {
+        let me = Holder::this_process(None, None);
+        assert_eq!(me.orphaned(), None, "its parent is the one it started with");
+        let reparented = Holder {
+            parent_pid: me.parent_pid.map(|p| p + 1),
+            ..me
+        };
+        let why = reparented.orphaned().expect("its parent changed");
+        assert!(why.contains("is gone"), "{why}");
+    }
+
+    #[test]
     fn a_holder_whose_editor_is_gone_is_orphaned() {
         let mut editor = std::process::Command::new("sleep")
             .arg("30")

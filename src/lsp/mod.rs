@@ -29,7 +29,7 @@ mod views;
 
 pub use bridge::WHITEBOARD_INTERVAL;
 pub use edits::whole_file_edit;
-pub use lock::{Holder, LockError, WorkspaceLock};
+pub use lock::{ClientName, Holder, LockError, WorkspaceLock};
 pub use log::{ClientLogLayer, LogLine, LogLines, client_log_layer};
 
 use std::path::PathBuf;

@@ -130,12 +130,21 @@ impl Backend {
             .workspace_for(params)
             .map_err(|e| invalid_params(e.to_string()))?;
         let fresh = !workspace.join(".conclave").exists();
+        // A processId that is not visible here (an editor in another PID namespace, a
+        // sandboxed or remote one) cannot be watched: it would look dead at once.
+        let editor_pid = params.process_id.filter(|&pid| {
+            let visible = process_alive(pid);
+            if !visible {
+                tracing::info!("the editor's processId {pid} is not visible here; not watching it");
+            }
+            visible
+        });
         let me = Holder::this_process(
             params.client_info.as_ref().map(|c| ClientName {
                 name: c.name.clone(),
                 version: c.version.clone(),
             }),
-            params.process_id,
+            editor_pid,
         );
         let locking = workspace.clone();
         // Taking over from an orphaned server waits for it to stop: off the runtime.
@@ -167,7 +176,7 @@ impl Backend {
         if fresh {
             self.announce_state_dir.store(true, Ordering::SeqCst);
         }
-        if let Some(editor) = params.process_id {
+        if let Some(editor) = editor_pid {
             watch_editor(editor, self.lifecycle.clone());
         }
         let config = Config::load(&workspace, params.initialization_options.as_ref())

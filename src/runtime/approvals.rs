@@ -8,7 +8,9 @@
 //! [`Approvals::ask`] future was dropped: the subtask was cancelled, given up or taken
 //! over).
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use dashmap::DashMap;
@@ -235,7 +237,14 @@ pub enum ApprovalError {
 struct Pending {
     request: Arc<ApprovalRequest>,
     answer: oneshot::Sender<ApprovalAnswer>,
+    /// When it started waiting for a person.
+    since: tokio::time::Instant,
 }
+
+/// A time limit ran out (not counting time spent waiting for a person).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the time limit ran out")]
+pub struct TimeLimitReached;
 
 /// The pending approvals, cheap to clone.
 #[derive(Clone)]
@@ -244,6 +253,8 @@ pub struct Approvals {
     /// Answers to approvals restored after a restart, by subtask, until the resumed
     /// subtask picks them up.
     restored: Arc<DashMap<SubtaskId, oneshot::Receiver<ApprovalAnswer>>>,
+    /// Per subtask, the time its settled approvals waited for a person.
+    waited: Arc<DashMap<SubtaskId, Duration>>,
     events: EventBus,
     store: Option<Store>,
 }
@@ -253,6 +264,7 @@ impl Approvals {
         Approvals {
             pending: Arc::new(DashMap::new()),
             restored: Arc::new(DashMap::new()),
+            waited: Arc::new(DashMap::new()),
             events,
             store,
         }
@@ -273,6 +285,7 @@ impl Approvals {
             Pending {
                 request: request.clone(),
                 answer,
+                since: tokio::time::Instant::now(),
             },
         );
         if let Some(store) = &self.store {
@@ -299,6 +312,7 @@ impl Approvals {
             Pending {
                 request: request.clone(),
                 answer,
+                since: tokio::time::Instant::now(),
             },
         );
         self.events
@@ -330,6 +344,7 @@ impl Approvals {
             .pending
             .remove(&id)
             .ok_or(ApprovalError::NotFound(id))?;
+        self.count_wait(&pending);
         self.settled(&pending.request, Some(&answer), None);
         let _ = pending.answer.send(answer);
         Ok(())
@@ -351,6 +366,7 @@ impl Approvals {
     /// Withdraws one pending approval, saying why; a no-op once it is settled.
     pub fn withdraw(&self, id: Uuid, reason: &str) {
         if let Some((_, pending)) = self.pending.remove(&id) {
+            self.count_wait(&pending);
             tracing::info!(approval = %id, "approval withdrawn: {reason}");
             self.settled(&pending.request, None, Some(reason));
         }
@@ -362,6 +378,7 @@ impl Approvals {
     /// other kinds are asked again when their step runs again).
     fn abandon(&self, id: Uuid) {
         if let Some((_, pending)) = self.pending.remove(&id) {
+            self.count_wait(&pending);
             tracing::info!(approval = %id, "approval withdrawn: {ASKER_GONE}");
             self.events.publish(RuntimeEvent::ApprovalResolved {
                 approval_id: id,
@@ -369,6 +386,51 @@ impl Approvals {
                 decision: None,
                 reason: Some(ASKER_GONE.to_string()),
             });
+        }
+    }
+
+    fn count_wait(&self, pending: &Pending) {
+        if let Some(subtask) = pending.request.subtask_id {
+            *self.waited.entry(subtask).or_default() += pending.since.elapsed();
+        }
+    }
+
+    /// How long `subtask`'s approvals have waited for a person, the ones still pending
+    /// included.
+    pub fn time_with_person(&self, subtask: SubtaskId) -> Duration {
+        let settled = self.waited.get(&subtask).map(|d| *d).unwrap_or_default();
+        let ongoing = self
+            .pending
+            .iter()
+            .filter(|p| p.request.subtask_id == Some(subtask))
+            .map(|p| p.since.elapsed())
+            .max()
+            .unwrap_or_default();
+        settled + ongoing
+    }
+
+    /// Runs `work` under `limit`, not counting the time `subtask` spends waiting for a
+    /// person meanwhile: waiting for a person is never bound by a time limit of the
+    /// work (docs/protocol.md, section 6). This is how the subtask timeout is kept.
+    pub async fn timeout_besides_person<F: Future>(
+        &self,
+        subtask: SubtaskId,
+        limit: Duration,
+        work: F,
+    ) -> Result<F::Output, TimeLimitReached> {
+        let start = tokio::time::Instant::now();
+        let before = self.time_with_person(subtask);
+        tokio::pin!(work);
+        loop {
+            let person = self.time_with_person(subtask).saturating_sub(before);
+            let deadline = start + limit + person;
+            if tokio::time::Instant::now() >= deadline {
+                return Err(TimeLimitReached);
+            }
+            tokio::select! {
+                output = &mut work => return Ok(output),
+                () = tokio::time::sleep_until(deadline) => {}
+            }
         }
     }
 
@@ -408,7 +470,8 @@ impl Approvals {
 /// Why the approvals of a finished or cancelled task are withdrawn.
 pub const TASK_ENDED: &str = "its task has ended (it finished or was cancelled)";
 /// Why an approval is withdrawn when whoever asked stops waiting for the answer.
-pub const ASKER_GONE: &str = "the agent that asked stopped waiting for it (its subtask was cancelled, given up or taken over)";
+pub const ASKER_GONE: &str = "the agent that asked stopped waiting for it (its subtask was cancelled, \
+given up or taken over); if that work goes on, it asks again";
 
 /// Withdraws an approval whose [`Approvals::ask`] future is dropped before the answer.
 struct WithdrawOnDrop {
@@ -470,6 +533,47 @@ mod tests {
             long.title
         );
         assert!(long.detail.contains("**Subtask**:"), "{}", long.detail);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_time_limit_does_not_count_the_time_a_person_takes() {
+        let approvals = Approvals::new(EventBus::new(16), None);
+        let request = escalation(Some((1, 1)), "Write a.py");
+        let (id, subtask) = (request.approval_id, request.subtask_id.unwrap());
+        let limit = Duration::from_secs(60);
+        // Ten seconds of work, then a person who answers after an hour, then ten more.
+        let work = {
+            let approvals = approvals.clone();
+            async move {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                let answer = approvals.ask(request).await;
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                answer
+            }
+        };
+        let person = {
+            let approvals = approvals.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                approvals
+                    .resolve(id, ApprovalAnswer::new(ApprovalChoice::Retry))
+                    .unwrap();
+            })
+        };
+        let answer = approvals
+            .timeout_besides_person(subtask, limit, work)
+            .await
+            .expect("an hour with the person does not count");
+        assert_eq!(answer.unwrap().decision, ApprovalChoice::Retry);
+        person.await.unwrap();
+        assert!(approvals.time_with_person(subtask) >= Duration::from_secs(3590));
+
+        // Work alone still runs out of time.
+        let slow = tokio::time::sleep(Duration::from_secs(61));
+        assert_eq!(
+            approvals.timeout_besides_person(subtask, limit, slow).await,
+            Err(TimeLimitReached)
+        );
     }
 
     #[tokio::test]

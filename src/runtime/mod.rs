@@ -34,7 +34,7 @@ pub use agent::{
 };
 pub use approvals::{
     ApprovalAnswer, ApprovalChoice, ApprovalError, ApprovalKind, ApprovalOption, ApprovalRequest,
-    Approvals, Escalation, FileDiff,
+    Approvals, Escalation, FileDiff, TimeLimitReached,
 };
 pub use behaviors::CoreBehavior;
 pub use bus::{Bus, BusError};

@@ -166,7 +166,12 @@ async fn run_subtask(
     let mut live = LiveOutput::new(ctx.clone());
     let result = {
         let mut sink = |text: &str| live.push(text);
-        tokio::time::timeout(limit, executor.execute(&spec, cancel.clone(), &mut sink)).await
+        // Time spent waiting for a person (approvals) does not count.
+        let work = executor.execute(&spec, cancel.clone(), &mut sink);
+        services
+            .approvals
+            .timeout_besides_person(assignment.subtask_id, limit, work)
+            .await
     };
     // Done means checked (team/check.rs): the work is checked, the executor gets one
     // turn to fix what fails, and a check that still fails is a failed report.

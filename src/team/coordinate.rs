@@ -598,7 +598,21 @@ async fn attempt(
     let patience =
         Duration::from_millis(s.config.recovery.subtask_timeout_ms) + Duration::from_secs(10);
     let mut replacements = s.replacements.subscribe();
-    let request = ctx.bus.request(message, patience);
+    // Time the subtask spends waiting for a person does not count (the bus's own limit
+    // is only a backstop).
+    let (request_id, to) = (message.id, message.to);
+    let request = s.approvals.timeout_besides_person(
+        subtask_id,
+        patience,
+        ctx.bus.request(message, patience * 1000),
+    );
+    let request = async move {
+        request.await.unwrap_or(Err(BusError::ReplyTimeout {
+            request: request_id,
+            to,
+            after: patience,
+        }))
+    };
     tokio::pin!(request);
     loop {
         tokio::select! {
