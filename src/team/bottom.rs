@@ -192,7 +192,11 @@ async fn run_subtask(
                 cancel.clone(),
                 &mut sink,
             );
-            match tokio::time::timeout(remaining, checked).await {
+            match services
+                .approvals
+                .timeout_besides_person(assignment.subtask_id, remaining, checked)
+                .await
+            {
                 Ok(Ok(outcome)) => Ok(Ok(outcome)),
                 Ok(Err((outcome, failure))) => {
                     check_failure = Some(failure);
