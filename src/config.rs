@@ -373,6 +373,8 @@ pub struct VerifyConfig {
     pub max_rounds: u32,
     /// Fixes the model rates below this go to the user instead of being applied.
     pub min_confidence: u8,
+    /// Check written code (syntax, stubs, tests) before calling work done; on by default.
+    pub checks: bool,
 }
 
 impl Default for VerifyConfig {
@@ -381,6 +383,7 @@ impl Default for VerifyConfig {
             command: None,
             max_rounds: 3,
             min_confidence: 50,
+            checks: true,
         }
     }
 }

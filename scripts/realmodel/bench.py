@@ -173,7 +173,8 @@ def run_pi(binary, workspace, task, port, timeout_s, agent_dir):
                PI_TELEMETRY="0", CONCLAVE_PI_API_KEY="local")
     return subprocess.run(
         [str(binary), "-p", "--no-session", "--provider", "conclave", "--model", MODEL,
-         "--tools", "read,bash,edit,write", task],
+         "--tools", "read,bash,edit,write", "--no-extensions", "--no-skills",
+         "--no-prompt-templates", "--no-themes", task],
         cwd=workspace, env=env, capture_output=True, text=True, timeout=timeout_s,
     )
 
@@ -199,6 +200,9 @@ def main():
     parser.add_argument("--out", default=str(HERE / "results.jsonl"))
     parser.add_argument("--keep", action="store_true", help="keep the workspaces")
     args = parser.parse_args()
+    # The runs start in their workspaces: binaries are named from here.
+    args.conclave = str(Path(args.conclave).resolve())
+    args.pi = str(Path(args.pi).resolve())
 
     tasks = sorted(p for p in (HERE / "tasks").iterdir() if (p / "task.txt").is_file())
     if args.tasks:

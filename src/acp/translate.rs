@@ -739,6 +739,7 @@ mod tests {
             result: Some("Failed: the provider refused the key".into()),
             partial_results: vec![],
             errors: vec![],
+            checks: vec![],
             usage: Default::default(),
         };
         let text = final_message(&detail, Some(Path::new("/w/ERROR_REPORT.md")));

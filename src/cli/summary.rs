@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use conclave::recovery::{FailureKind, RecoveryAction};
-use conclave::runtime::{DecisionStatus, SubtaskStatus};
+use conclave::runtime::{CheckResult, CheckStatus, DecisionStatus, SubtaskStatus};
 
 use super::progress::{Style, action_label, clip, plural, subtask_status, task_status};
 use super::session::Finished;
@@ -127,6 +127,27 @@ pub fn render(finished: &mut Finished, style: Style) -> String {
             files.len(),
             files.join(", ")
         );
+    }
+    // Done means checked: what ran on the code, and how it went.
+    let checks = &finished.detail.checks;
+    let task_level: Vec<&CheckResult> = checks.iter().filter(|c| c.subtask_id.is_none()).collect();
+    let shown: Vec<&CheckResult> = if task_level.is_empty() {
+        checks.iter().collect()
+    } else {
+        task_level
+    };
+    if shown.is_empty() {
+        let _ = writeln!(out, "  Checks: none (no code was written)");
+    } else {
+        let _ = writeln!(out, "  Checks:");
+        for c in shown {
+            let (mark, how) = match c.status {
+                CheckStatus::Passed => (style.green("✓"), "passed".to_string()),
+                CheckStatus::Failed => (style.red("✗"), "failed".to_string()),
+                CheckStatus::Skipped => ("-".to_string(), format!("skipped: {}", c.detail)),
+            };
+            let _ = writeln!(out, "    {mark} {} `{}` {how}", c.kind, clip(&c.name, 70));
+        }
     }
     let usage = finished.detail.usage.clone();
     let _ = writeln!(out, "  Tokens: {}", usage.total.describe());

@@ -259,10 +259,15 @@ impl StructuredOutput for Plan {
             return Err("the plan has no subtasks".to_string());
         }
         let count = self.subtasks.len();
+        // Empty subtasks among real ones are dropped by the planner (`team/plan.rs`).
+        if self
+            .subtasks
+            .iter()
+            .all(|s| s.description.trim().is_empty())
+        {
+            return Err("every subtask has an empty description".to_string());
+        }
         for (i, subtask) in self.subtasks.iter().enumerate() {
-            if subtask.description.trim().is_empty() {
-                return Err(format!("subtask {i} has an empty description"));
-            }
             for &dep in &subtask.depends_on {
                 if dep >= count {
                     return Err(format!(

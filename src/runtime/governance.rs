@@ -4,7 +4,8 @@
 //! A decision names its required signers with their vote weights and a quorum. Under
 //! `All` every signer must sign and any veto ends it; under `WeightedMajority` it is
 //! approved once signed weight is more than half of the total, and vetoed once the
-//! vetoed weight makes that impossible. A decision with a deadline expires unsigned.
+//! vetoed weight makes even a tie impossible, or every signer has voted without a
+//! majority (a tie, which the proposer can take to arbitration). A decision with a deadline expires unsigned.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,9 +105,13 @@ impl Decision {
             Quorum::WeightedMajority => {
                 let signed = self.weight_of(self.signatures.iter().map(|s| &s.agent));
                 let vetoed = self.weight_of(self.vetoes.iter().map(|v| &v.agent));
+                let everyone =
+                    self.signatures.len() + self.vetoes.len() >= self.required_signers.len();
                 if signed * 2.0 > total {
                     DecisionStatus::Approved
-                } else if (total - vetoed) * 2.0 <= total {
+                } else if (total - vetoed) * 2.0 < total || everyone {
+                    // While a tie is still possible the decision waits for the last
+                    // votes, so a split top layer can be arbitrated (`team/plan.rs`).
                     DecisionStatus::Vetoed
                 } else {
                     DecisionStatus::Pending

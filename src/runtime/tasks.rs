@@ -203,6 +203,9 @@ pub struct TaskRecord {
     pub coordinator: Option<AgentId>,
     /// The plan decision the top layer signed.
     pub plan_decision: Option<Uuid>,
+    /// What was checked after the code was written, and how (`team/check.rs`).
+    #[serde(default)]
+    pub checks: Vec<CheckResult>,
     /// Tokens and cost so far (checkpoints from before usage was counted have none).
     #[serde(default)]
     pub usage: TaskUsage,
@@ -233,6 +236,7 @@ impl TaskRecord {
             errors: Vec::new(),
             coordinator: None,
             plan_decision: None,
+            checks: Vec::new(),
             usage: TaskUsage::default(),
         }
     }
@@ -293,6 +297,7 @@ impl TaskRecord {
             result: self.result.clone(),
             partial_results: self.partial_results.clone(),
             errors: self.errors.clone(),
+            checks: self.checks.clone(),
             usage: self.usage.clone(),
         }
     }
@@ -336,9 +341,39 @@ pub struct TaskDetail {
     pub result: Option<String>,
     pub partial_results: Vec<String>,
     pub errors: Vec<TaskError>,
+    /// (addition) What was checked, and how: syntax, stubs, tests.
+    #[serde(default)]
+    pub checks: Vec<CheckResult>,
     /// Tokens and cost, in all and by subtask and agent (an addition to PROTOCOL.md).
     #[serde(default)]
     pub usage: TaskUsage,
+}
+
+/// One check of the code a task wrote (`team/check.rs` runs them).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckResult {
+    /// `syntax`, `stubs` or `tests`.
+    pub kind: String,
+    /// What ran: a command line, or the name of a built-in scan.
+    pub name: String,
+    pub status: CheckStatus,
+    /// Workspace-relative paths it looked at (empty for a whole-project test command).
+    pub files: Vec<String>,
+    /// Why it was skipped, or the end of a failure's output.
+    pub detail: String,
+    /// The subtask whose work it checked; `None` for the task-level checks.
+    pub subtask_id: Option<SubtaskId>,
+    pub at: DateTime<Utc>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckStatus {
+    Passed,
+    Failed,
+    /// The checker is not installed, or there was nothing it could run.
+    Skipped,
 }
 
 /// The live tasks, cheap to clone.

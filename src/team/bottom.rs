@@ -182,6 +182,43 @@ async fn run_subtask(
             )
             .await
     };
+    // Done means checked (team/check.rs): the work is checked, the executor gets one
+    // turn to fix what fails, and a check that still fails is a failed report.
+    let mut check_failure = None;
+    let result = match result {
+        Ok(Ok(outcome)) if outcome.success => {
+            let mut sink = |text: &str| live.push(text);
+            let remaining = limit
+                .saturating_sub(started.elapsed())
+                .max(Duration::from_secs(1));
+            let checked = super::check::after_subtask(
+                services,
+                assignment.task_id,
+                assignment.subtask_id,
+                executor.as_ref(),
+                &spec,
+                outcome,
+                cancel.clone(),
+                &mut sink,
+            );
+            match services
+                .approvals
+                .timeout_besides_person(assignment.subtask_id, remaining, checked)
+                .await
+            {
+                Ok(Ok(outcome)) => Ok(Ok(outcome)),
+                Ok(Err((outcome, failure))) => {
+                    check_failure = Some(failure);
+                    Ok(Ok(ExecutionOutcome {
+                        success: false,
+                        ..outcome
+                    }))
+                }
+                Err(elapsed) => Err(elapsed),
+            }
+        }
+        other => other,
+    };
     live.flush();
     if services
         .attempts
@@ -192,6 +229,17 @@ async fn run_subtask(
     }
     let report = match result {
         Ok(Ok(outcome)) if outcome.success => completed(outcome),
+        Ok(Ok(outcome)) if check_failure.is_some() => SubtaskReport::Failed {
+            failure: Failure::new(
+                FailureKind::CheckFailed,
+                format!(
+                    "the code does not pass its checks:\n{}",
+                    check_failure.unwrap_or_default()
+                ),
+            ),
+            files: paths(&outcome),
+            partial_results: outcome.partial_results,
+        },
         Ok(Ok(outcome)) => SubtaskReport::Failed {
             failure: Failure::new(FailureKind::Incomplete, outcome.summary.clone()),
             files: paths(&outcome),

@@ -12,20 +12,18 @@ use serde_json::json;
 
 use super::subtask::run_subtasks;
 use super::{Services, first_line};
-use crate::config::PlanQuorum;
-use crate::model::structured::{Plan, ask_json};
-use crate::model::{ChatMessage, ModelError, ModelRequest};
+use crate::model::ModelError;
 use crate::recovery::ladder::{
     History, LadderPolicy, Outcome, Step, decide, human_duration, provider_trouble,
 };
 use crate::recovery::{Failure, FailureKind, Scope};
 use crate::runtime::{
-    AgentContext, AgentStatus, DecisionStatus, Layer, Message, MessageKind, Proposal, Quorum,
-    Recipient, Signer, Subtask, SubtaskStatus, TaskError, TaskId, TaskRecord, TaskStatus, voters,
+    AgentContext, AgentStatus, Layer, Message, MessageKind, Recipient, SubtaskStatus, TaskError,
+    TaskId, TaskRecord, TaskStatus,
 };
 
 /// Why coordination stopped early.
-enum Stop {
+pub(super) enum Stop {
     Cancelled,
     Failed(Failure),
 }
@@ -93,7 +91,7 @@ async fn drive(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Result
             .iter()
             .all(|st| st.status == SubtaskStatus::Completed)
     });
-    if all_done && s.config.verify.command.is_some() {
+    if all_done {
         super::verify::run(ctx, s, task_id)
             .await
             .map_err(Stop::Failed)?;
@@ -112,7 +110,7 @@ async fn plan_waiting_out_the_provider(
     let policy = LadderPolicy::from_config(&s.config.recovery, task.options.max_retries);
     let mut history = History::default();
     loop {
-        let failure = match plan_and_approve(ctx, s, task).await {
+        let failure = match super::plan::plan_and_approve(ctx, s, task).await {
             Err(Stop::Failed(failure)) if provider_trouble(&failure).is_some() => failure,
             other => return other,
         };
@@ -155,157 +153,8 @@ async fn plan_waiting_out_the_provider(
     }
 }
 
-fn failure_of(error: &ModelError) -> Failure {
+pub(super) fn failure_of(error: &ModelError) -> Failure {
     Failure::of(error)
-}
-
-/// Plans with the model and has the top layer sign the plan; a vetoed plan is made
-/// again once with the vetoes' reasons.
-async fn plan_and_approve(
-    ctx: &AgentContext,
-    s: &Arc<Services>,
-    task: &TaskRecord,
-) -> Result<(), Stop> {
-    let model = s.model.clone().ok_or_else(|| {
-        Stop::Failed(Failure::new(
-            FailureKind::InvalidConfig,
-            crate::model::factory::HOW_TO_CONFIGURE,
-        ))
-    })?;
-    let bottoms: Vec<String> = ctx
-        .handle
-        .config()
-        .subordinates
-        .iter()
-        .filter_map(|id| s.runtime.pool.get(*id))
-        .map(|a| a.name())
-        .collect();
-    let mut feedback = String::new();
-    for round in 1..=2 {
-        s.tasks.update(task.id, |t| t.status = TaskStatus::Planning);
-        let mut prompt = format!(
-            "Plan this task for {} bottom agent(s): {}.\n\nTask: {}\n\n{}",
-            bottoms.len(),
-            bottoms.join(", "),
-            task.title,
-            task.description
-        );
-        if !task.context.files.is_empty() {
-            prompt.push_str(&format!(
-                "\n\nFiles in context: {}",
-                task.context.files.join(", ")
-            ));
-        }
-        prompt.push_str(&feedback);
-        let request = ModelRequest {
-            system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
-            messages: vec![ChatMessage::user(prompt)],
-            tools: Vec::new(),
-            max_tokens: 2048,
-            temperature: s.config.llm.temperature,
-        };
-        let plan = ask_json::<Plan>(model.as_ref(), &request)
-            .await
-            .map_err(|e| Stop::Failed(failure_of(&e)))?;
-        let subtasks: Vec<Subtask> = plan
-            .subtasks
-            .iter()
-            .map(|p| Subtask::new(p.description.clone(), p.depends_on.clone()))
-            .collect();
-        let listing: String = subtasks
-            .iter()
-            .enumerate()
-            .map(|(i, st)| format!("{}. {}\n", i + 1, first_line(&st.description)))
-            .collect();
-        let _ = ctx.append_own_board(&format!(
-            "\n## Plan for \"{}\" (round {round})\n{listing}",
-            task.title
-        ));
-        let _ = ctx.append_layer_board(&format!(
-            "- {} planned \"{}\": {} subtasks",
-            ctx.handle.name(),
-            task.title,
-            subtasks.len()
-        ));
-        let content = json!({
-            "taskId": task.id,
-            "title": task.title,
-            "subtasks": subtasks.iter().map(|st| json!({ "description": st.description, "dependsOn": st.depends_on })).collect::<Vec<_>>(),
-        });
-        s.tasks.update(task.id, |t| {
-            t.subtasks = subtasks;
-            t.status = TaskStatus::AwaitingApproval;
-        });
-        let signers: Vec<Signer> = voters(&s.runtime.pool)
-            .iter()
-            .map(|v| Signer {
-                agent: v.agent,
-                weight: v.weight,
-            })
-            .collect();
-        if signers.is_empty() {
-            return Ok(());
-        }
-        let decision = ctx
-            .governance
-            .propose(Proposal {
-                proposer: ctx.id(),
-                title: format!("Plan for: {}", task.title),
-                content,
-                signers,
-                quorum: match s.config.governance.quorum {
-                    PlanQuorum::All => Quorum::All,
-                    PlanQuorum::WeightedMajority => Quorum::WeightedMajority,
-                },
-                ttl: Some(Duration::from_millis(s.config.governance.decision_ttl_ms)),
-            })
-            .map_err(|e| Stop::Failed(Failure::new(FailureKind::Internal, e.to_string())))?;
-        s.tasks
-            .update(task.id, |t| t.plan_decision = Some(decision.id));
-        let status = ctx
-            .governance
-            .outcome(decision.id)
-            .await
-            .unwrap_or(DecisionStatus::Expired);
-        match status {
-            DecisionStatus::Approved => {
-                let _ = ctx.append_global(&format!(
-                    "- plan for \"{}\" approved by the top layer",
-                    task.title
-                ));
-                return Ok(());
-            }
-            DecisionStatus::Vetoed => {
-                let reasons: Vec<String> = ctx
-                    .governance
-                    .get(decision.id)
-                    .map(|d| d.vetoes.iter().map(|v| v.reason.clone()).collect())
-                    .unwrap_or_default();
-                let _ = ctx.append_own_board(&format!("- plan vetoed: {}", reasons.join("; ")));
-                if round == 2 {
-                    return Err(Stop::Failed(Failure::new(
-                        FailureKind::PlanVetoed,
-                        format!(
-                            "the top layer vetoed the plan twice: {}",
-                            reasons.join("; ")
-                        ),
-                    )));
-                }
-                feedback = format!(
-                    "\n\nThe previous plan was vetoed: {}. Make a plan that addresses this.",
-                    reasons.join("; ")
-                );
-                s.tasks.update(task.id, |t| t.subtasks.clear());
-            }
-            DecisionStatus::Expired | DecisionStatus::Pending => {
-                return Err(Stop::Failed(Failure::new(
-                    FailureKind::DecisionExpired,
-                    "the top layer did not sign the plan in time (governance.decisionTtlMs)",
-                )));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Tells the supervising top agent how the task ended; it keeps the final report.

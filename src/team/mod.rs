@@ -9,9 +9,11 @@
 //! ([`replace`]) → the mid runs the verify command and fix loop ([`verify`]) → done.
 
 pub mod bottom;
+pub mod check;
 pub mod coordinate;
 mod escalate;
 pub mod mid;
+pub mod plan;
 pub mod replace;
 mod subtask;
 pub mod top;

@@ -824,10 +824,15 @@ fn context_for(s: &Services, task_id: TaskId) -> String {
     let Some(task) = s.tasks.get(task_id) else {
         return String::new();
     };
-    let mut context = format!(
-        "This subtask is part of the task \"{}\":\n{}\n",
-        task.title, task.description
-    );
+    // Every bottom agent sees the whole task verbatim, unless its subtask is the task.
+    let whole = super::plan::task_text(&task);
+    let mut context = match task.subtasks.as_slice() {
+        [only] if only.description.contains(whole) => String::new(),
+        [_] => format!("This subtask is the whole task below, as the person wrote it:\n{whole}\n"),
+        _ => format!(
+            "This subtask is one part of the task below; do only your part.\nThe whole task:\n{whole}\n"
+        ),
+    };
     let done: Vec<String> = task
         .subtasks
         .iter()

@@ -125,13 +125,16 @@ async fn review_and_vote(ctx: &AgentContext, services: &Arc<Services>, decision_
         return;
     };
     let verdict = match (services.config.governance.review, services.model.as_ref()) {
+        // A plan that is the task itself, undivided, has nothing to review: it is what
+        // the person asked for, and a model call would only risk a baseless veto.
+        _ if is_the_task_itself(&decision.content) => Review {
+            approve: true,
+            reason: "the plan is the task itself, in one subtask".into(),
+        },
         (ReviewMode::Model, Some(model)) => {
             let request = ModelRequest {
                 system: ctx.system_prompt(RESPONSIBILITIES),
-                messages: vec![ChatMessage::user(format!(
-                    "Review this plan. Approve it if its subtasks together do the task and each is concrete and safe.\n\n{}",
-                    serde_json::to_string_pretty(&decision.content).unwrap_or_default()
-                ))],
+                messages: vec![ChatMessage::user(review_prompt(&decision.content))],
                 tools: Vec::new(),
                 max_tokens: 512,
                 temperature: services.config.llm.temperature,
@@ -158,6 +161,61 @@ async fn review_and_vote(ctx: &AgentContext, services: &Arc<Services>, decision_
         Err(e) => format!("- could not vote on \"{}\": {e}", decision.title),
     };
     let _ = ctx.append_own_board(&line);
+}
+
+/// Whether the plan is one subtask carrying the task verbatim.
+fn is_the_task_itself(plan: &Value) -> bool {
+    let subtasks = plan["subtasks"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    match (subtasks, plan["task"].as_str()) {
+        ([only], Some(task)) if !task.trim().is_empty() => only["description"]
+            .as_str()
+            .is_some_and(|d| d.contains(task.trim())),
+        _ => false,
+    }
+}
+
+/// The model review: the plan against the task, and a veto that says what to change.
+fn review_prompt(plan: &Value) -> String {
+    let subtasks: String = plan["subtasks"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+        .iter()
+        .enumerate()
+        .map(|(i, st)| {
+            let deps = st["dependsOn"]
+                .as_array()
+                .filter(|d| !d.is_empty())
+                .map(|d| {
+                    format!(
+                        " (after {})",
+                        d.iter()
+                            .map(|n| (n.as_u64().unwrap_or(0) + 1).to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "{}. {}{deps}\n",
+                i + 1,
+                st["description"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    format!(
+        "Review this plan against the task.\n\nTask:\n{}\n\nPlan:\n{subtasks}\n\
+         Approve when the subtasks together do the whole task and nothing it did not ask for. \
+         Veto only for a concrete problem: a part of the task missing, work not asked for, two subtasks doing the same work, \
+         or a subtask that cannot be done. When you veto, the reason must say what to change.",
+        plan["task"]
+            .as_str()
+            .or(plan["title"].as_str())
+            .unwrap_or("")
+    )
 }
 
 /// The cheap review: a plan needs 1..=`max_subtasks` subtasks, each with a real

@@ -1,17 +1,15 @@
-//! Code and tests together: once a task's subtasks are done, the mid runs the configured
-//! test command; on failure it extracts the errors, asks the model for a fix, writes it
-//! and runs again, at most `verify.maxRounds` rounds. A fix the model rates under
+//! Code and tests together: once a task's subtasks are done, the mid checks the code
+//! (`check.rs`: syntax, stubs, then `verify.command` or the tests found); on failure it
+//! extracts the errors, asks the model for a fix, writes it and checks again, at most
+//! `verify.maxRounds` rounds. A fix the model rates under
 //! `verify.minConfidence` goes to the user as a fileChange approval instead.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::Utc;
-use serde_json::json;
 use uuid::Uuid;
 
-use super::{Services, first_line, recovery_event};
-use crate::config::CommandPolicy;
+use super::{Services, check, first_line, recovery_event};
 use crate::model::structured::{Fix, ask_json};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::{Failure, FailureKind};
@@ -19,23 +17,51 @@ use crate::recovery::{RecoveryAction, Severity};
 use crate::runtime::{
     AgentContext, ApprovalChoice, ApprovalKind, ApprovalOption, ApprovalRequest, FileDiff, TaskId,
 };
-use crate::tools::bash::Bash;
-use crate::tools::{Args, BashSettings, CallContext, Tool, WorkspaceWriter};
+use crate::tools::WorkspaceWriter;
 
-/// Runs the verify loop for `task_id`. `Err` when the tests still fail at the end.
+/// Checks the task's code and runs the fix loop. `Err` when the checks still fail at
+/// the end.
 pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Result<(), Failure> {
-    let Some(command) = s.config.verify.command.clone() else {
+    if !s.config.verify.checks && s.config.verify.command.is_none() {
         return Ok(());
-    };
+    }
     let rounds = s.config.verify.max_rounds;
+    let bench = check::Bench {
+        root: s.sandbox.root().to_path_buf(),
+        timeout: check::check_timeout(s),
+        cancel: s.task_cancel(task_id).child_token(),
+        subtask: None,
+    };
     let mut last_output = String::new();
+    let mut last_failed = String::new();
     for round in 0..=rounds {
-        let (passed, output) = run_command(s, task_id, &command).await;
-        let _ = ctx.append_own_board(&format!(
-            "- verify `{command}` (round {round}): {}",
-            if passed { "passed" } else { "failed" }
-        ));
-        if passed {
+        // Every file the task touched, also those of attempts that failed.
+        let files = s
+            .tasks
+            .get(task_id)
+            .map(|t| {
+                let mut files = t.files_written.clone();
+                for path in t.subtasks.iter().flat_map(|st| st.files.iter()) {
+                    if !files.contains(path) {
+                        files.push(path.clone());
+                    }
+                }
+                files
+            })
+            .unwrap_or_default();
+        let mut checks = if s.config.verify.checks {
+            check::code(&bench, &files).await
+        } else {
+            check::Checks::default()
+        };
+        // Tests of code that does not even compile would only repeat the error.
+        if checks.passed() {
+            let tests = check::tests(&bench, s.config.verify.command.as_deref(), &files).await;
+            checks.results.extend(tests.results);
+        }
+        check::record(s, task_id, None, &checks.results);
+        let _ = ctx.append_own_board(&format!("- checks (round {round}): {}", checks.summary()));
+        if checks.passed() {
             if round > 0 {
                 s.recovery(recovery_event(
                     task_id,
@@ -45,18 +71,24 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
                     Severity::Medium,
                     round,
                     rounds,
-                    format!("`{command}` passes after {round} fix round(s)"),
+                    format!("{last_failed} passes after {round} fix round(s)"),
                 ));
             }
             return Ok(());
         }
-        last_output = output;
+        let what = checks
+            .failed()
+            .map(|r| format!("`{}`", r.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        last_output = checks.failure_text().unwrap_or_default();
+        last_failed.clone_from(&what);
         if round == rounds {
             break;
         }
-        let fix = ask_for_fix(ctx, s, task_id, &command, &last_output)
+        let fix = ask_for_fix(ctx, s, task_id, &what, &last_output)
             .await
-            .map_err(|message| Failure::new(FailureKind::CheckFailed, message))?;
+            .map_err(check_failed)?;
         s.recovery(recovery_event(
             task_id,
             None,
@@ -66,7 +98,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
             round + 1,
             rounds,
             format!(
-                "`{command}` failed; fix round {} of {rounds} (confidence {}): {}",
+                "{what} failed; fix round {} of {rounds} (confidence {}): {}",
                 round + 1,
                 fix.confidence,
                 first_line(&fix.explanation)
@@ -75,13 +107,10 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         if fix.confidence < s.config.verify.min_confidence
             && !approved_by_person(s, task_id, ctx, &fix).await
         {
-            return Err(Failure::new(
-                FailureKind::CheckFailed,
-                format!(
-                    "`{command}` fails and the proposed fix (confidence {}) was not approved",
-                    fix.confidence
-                ),
-            ));
+            return Err(check_failed(format!(
+                "{what} fails and the proposed fix (confidence {}) was not approved",
+                fix.confidence
+            )));
         }
         for file in &fix.files {
             match s
@@ -101,40 +130,14 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
             }
         }
     }
-    Err(Failure::new(
-        FailureKind::CheckFailed,
-        format!(
-            "`{command}` still fails after {rounds} fix round(s):\n{}",
-            tail(&last_output, 40)
-        ),
-    ))
+    Err(check_failed(format!(
+        "the checks still fail after {rounds} fix round(s):\n{}",
+        tail(&last_output, 40)
+    )))
 }
 
-/// Runs the test command in the workspace; (passed, output).
-async fn run_command(s: &Services, task_id: TaskId, command: &str) -> (bool, String) {
-    // The user configured this command, so the approval policy does not apply to it.
-    let bash = Bash::new(
-        s.sandbox.clone(),
-        BashSettings::default(),
-        CommandPolicy::Auto,
-        None,
-    );
-    let timeout = Duration::from_millis(s.config.recovery.subtask_timeout_ms);
-    let context = CallContext {
-        cancel: s.task_cancel(task_id).child_token(),
-        step_timeout: Some(timeout),
-        subtask_id: None,
-    };
-    let args = match Args::from_value(
-        &json!({ "command": command, "timeout_ms": timeout.as_millis() as u64 }),
-    ) {
-        Ok(args) => args,
-        Err(e) => return (false, e.to_string()),
-    };
-    match bash.call(&args, &context).await {
-        Ok(output) => (true, output.content),
-        Err(e) => (false, e.to_string()),
-    }
+fn check_failed(message: String) -> Failure {
+    Failure::new(FailureKind::CheckFailed, message)
 }
 
 /// `file:line:col` lines first (most useful to a model), then the tail of the output.
@@ -192,7 +195,7 @@ async fn ask_for_fix(
     let request = ModelRequest {
         system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
         messages: vec![ChatMessage::user(format!(
-            "The test command `{command}` fails.\n\n{}\n\nFiles the team wrote:{sources}\n\nGive the whole new content of each file to change.",
+            "The team's code fails its checks ({command}).\n\n{}\n\nFiles the team wrote:{sources}\n\nGive the whole new content of each file to change.",
             extract_errors(output)
         ))],
         tools: Vec::new(),

@@ -1,0 +1,832 @@
+//! Done means checked: after code is written the team checks it, on by default.
+//!
+//! - **syntax** for the languages touched: `python3 -m py_compile`, `node --check`,
+//!   `bash -n`, JSON parsed, `tsc --noEmit` when a tsconfig exists, `cargo check` when
+//!   Rust is touched in a Cargo project. A checker that is not installed is skipped, and
+//!   the result says so.
+//! - **stubs**: a function whose body is only a docstring, `pass`, `...` or
+//!   `raise NotImplementedError` (Python, by its own parser); `todo!()` /
+//!   `unimplemented!()` in Rust; a `throw` of "not implemented" in JS/TS.
+//! - **tests**: `verify.command` when set; else the tests the task wrote; else the
+//!   project's own test command for the language touched (pytest or unittest,
+//!   `cargo test`, `npm test`).
+//!
+//! A bottom agent runs the first two on its subtask's files right after the executor
+//! finishes ([`after_subtask`]); the coordinator runs all three on the task's files
+//! before it calls the task done (`verify.rs`, with the fix loop).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio_util::sync::CancellationToken;
+
+use super::Services;
+use crate::executor::{ExecutionOutcome, Executor, SubtaskSpec};
+use crate::runtime::{CheckResult, CheckStatus, SubtaskId, TaskId};
+
+/// A check's output kept on the task record and shown to a model: its end, which is
+/// where compilers and test runners put the verdict.
+const DETAIL_CHARS: usize = 2_000;
+
+/// The checks of one set of files, in the order they ran.
+#[derive(Clone, Debug, Default)]
+pub struct Checks {
+    pub results: Vec<CheckResult>,
+}
+
+impl Checks {
+    pub fn failed(&self) -> impl Iterator<Item = &CheckResult> {
+        self.results
+            .iter()
+            .filter(|r| r.status == CheckStatus::Failed)
+    }
+
+    pub fn passed(&self) -> bool {
+        self.failed().next().is_none()
+    }
+
+    /// What failed and its output, for a fix prompt; `None` when nothing failed.
+    pub fn failure_text(&self) -> Option<String> {
+        let text: Vec<String> = self
+            .failed()
+            .map(|r| format!("`{}` failed:\n{}", r.name, r.detail.trim_end()))
+            .collect();
+        (!text.is_empty()).then(|| text.join("\n\n"))
+    }
+
+    /// One line: what ran and how it went, e.g. "py_compile passed, stubs failed".
+    pub fn summary(&self) -> String {
+        describe(&self.results)
+    }
+}
+
+/// "python3 -m py_compile a.py: passed; tests: skipped (…)", for boards and reports.
+pub fn describe(results: &[CheckResult]) -> String {
+    if results.is_empty() {
+        return "nothing to check".into();
+    }
+    results
+        .iter()
+        .map(|r| match r.status {
+            CheckStatus::Passed => format!("{}: passed", r.name),
+            CheckStatus::Failed => format!("{}: failed", r.name),
+            CheckStatus::Skipped => format!("{}: skipped ({})", r.name, r.detail),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Where and how long checks may run.
+#[derive(Clone)]
+pub struct Bench {
+    pub root: PathBuf,
+    pub timeout: Duration,
+    pub cancel: CancellationToken,
+    pub subtask: Option<SubtaskId>,
+}
+
+impl Bench {
+    fn result(
+        &self,
+        kind: &str,
+        name: impl Into<String>,
+        status: CheckStatus,
+        files: &[String],
+        detail: impl Into<String>,
+    ) -> CheckResult {
+        CheckResult {
+            kind: kind.into(),
+            name: name.into(),
+            status,
+            files: files.to_vec(),
+            detail: tail_chars(&detail.into(), DETAIL_CHARS),
+            subtask_id: self.subtask,
+            at: Utc::now(),
+        }
+    }
+
+    /// Runs a command in the workspace; `None` when its program is not installed.
+    async fn run(&self, program: &str, args: &[String]) -> Option<Ran> {
+        let (root, program, args) = (self.root.clone(), program.to_string(), args.to_vec());
+        let (timeout, cancel) = (self.timeout, self.cancel.clone());
+        // A blocking thread with a wall-clock limit: a child process is not a timer, and
+        // a paused tokio clock (tests) would otherwise time it out at once.
+        tokio::task::spawn_blocking(move || run_blocking(&root, &program, &args, timeout, &cancel))
+            .await
+            .unwrap_or_else(|e| {
+                Some(Ran {
+                    success: false,
+                    code: None,
+                    output: format!("the check did not run: {e}"),
+                })
+            })
+    }
+
+    /// A command's verdict as a check result: skipped when it is not installed.
+    async fn command(
+        &self,
+        kind: &str,
+        program: &str,
+        args: Vec<String>,
+        files: &[String],
+    ) -> CheckResult {
+        let name = std::iter::once(program.to_string())
+            .chain(args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        match self.run(program, &args).await {
+            None => self.result(
+                kind,
+                name,
+                CheckStatus::Skipped,
+                files,
+                format!("{program} is not installed"),
+            ),
+            Some(ran) if ran.success => self.result(kind, name, CheckStatus::Passed, files, ""),
+            Some(ran) => self.result(kind, name, CheckStatus::Failed, files, ran.output),
+        }
+    }
+}
+
+struct Ran {
+    success: bool,
+    code: Option<i32>,
+    output: String,
+}
+
+fn run_blocking(
+    root: &Path,
+    program: &str,
+    args: &[String],
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Option<Ran> {
+    let failed = |output: String| {
+        Some(Ran {
+            success: false,
+            code: None,
+            output,
+        })
+    };
+    // Output goes to a file: no pipe to fill up while the child runs.
+    let (out, err) = match tempfile::tempfile().and_then(|f| Ok((f.try_clone()?, f))) {
+        Ok(files) => files,
+        Err(e) => return failed(format!("no file for the output of {program}: {e}")),
+    };
+    let mut output_file = match err.try_clone() {
+        Ok(f) => f,
+        Err(e) => return failed(e.to_string()),
+    };
+    let mut child = match std::process::Command::new(program)
+        .args(args)
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => return failed(format!("{program} could not start: {e}")),
+    };
+    let started = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => return failed(e.to_string()),
+        }
+        if cancel.is_cancelled() || started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return failed(if cancel.is_cancelled() {
+                "cancelled".into()
+            } else {
+                format!("did not finish within {} s", timeout.as_secs())
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    use std::io::{Read, Seek};
+    let mut bytes = Vec::new();
+    let _ = output_file.seek(std::io::SeekFrom::Start(0));
+    let _ = output_file.read_to_end(&mut bytes);
+    Some(Ran {
+        success: status.success(),
+        code: status.code(),
+        output: String::from_utf8_lossy(&bytes).into_owned(),
+    })
+}
+
+fn tail_chars(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_string();
+    }
+    let tail: String = text.chars().skip(count - max).collect();
+    format!("…{tail}")
+}
+
+fn extension(path: &str) -> &str {
+    Path::new(path)
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+}
+
+fn with_ext(files: &[String], exts: &[&str]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|f| exts.contains(&extension(f)))
+        .cloned()
+        .collect()
+}
+
+/// Syntax and stub checks of `files` (workspace-relative); files that no longer exist
+/// are left out.
+pub async fn code(bench: &Bench, files: &[String]) -> Checks {
+    let files: Vec<String> = files
+        .iter()
+        .filter(|f| bench.root.join(f).is_file())
+        .cloned()
+        .collect();
+    let mut results = Vec::new();
+
+    let python = with_ext(&files, &["py"]);
+    if !python.is_empty() {
+        let mut args = vec!["-m".to_string(), "py_compile".to_string()];
+        args.extend(python.iter().cloned());
+        let compiled = bench.command("syntax", "python3", args, &python).await;
+        let compiled_ok = compiled.status == CheckStatus::Passed;
+        results.push(compiled);
+        if compiled_ok {
+            results.push(python_stubs(bench, &python).await);
+        }
+    }
+    for js in with_ext(&files, &["js", "mjs", "cjs"]) {
+        results.push(
+            bench
+                .command(
+                    "syntax",
+                    "node",
+                    vec!["--check".into(), js.clone()],
+                    std::slice::from_ref(&js),
+                )
+                .await,
+        );
+    }
+    let typescript = with_ext(&files, &["ts", "tsx", "mts", "cts"]);
+    if !typescript.is_empty() && bench.root.join("tsconfig.json").is_file() {
+        let local = bench.root.join("node_modules/.bin/tsc");
+        let program = if local.is_file() {
+            local.to_string_lossy().into_owned()
+        } else {
+            "tsc".to_string()
+        };
+        let mut result = bench
+            .command(
+                "syntax",
+                &program,
+                vec!["--noEmit".into(), "-p".into(), ".".into()],
+                &typescript,
+            )
+            .await;
+        result.name = "tsc --noEmit".into();
+        results.push(result);
+    }
+    let shell = with_ext(&files, &["sh", "bash"]);
+    for script in shell {
+        results.push(
+            bench
+                .command(
+                    "syntax",
+                    "bash",
+                    vec!["-n".into(), script.clone()],
+                    std::slice::from_ref(&script),
+                )
+                .await,
+        );
+    }
+    let json = with_ext(&files, &["json"]);
+    if !json.is_empty() {
+        let mut problems = Vec::new();
+        for file in &json {
+            let text = tokio::fs::read_to_string(bench.root.join(file))
+                .await
+                .unwrap_or_default();
+            if let Err(e) = serde_json::from_str::<serde_json::Value>(&text) {
+                problems.push(format!("{file}: {e}"));
+            }
+        }
+        results.push(verdict(bench, "syntax", "json parse", &json, problems));
+    }
+    let rust = with_ext(&files, &["rs"]);
+    if !rust.is_empty() {
+        if bench.root.join("Cargo.toml").is_file() {
+            results.push(
+                bench
+                    .command(
+                        "syntax",
+                        "cargo",
+                        vec![
+                            "check".into(),
+                            "--quiet".into(),
+                            "--message-format=short".into(),
+                        ],
+                        &rust,
+                    )
+                    .await,
+            );
+        } else {
+            results.push(bench.result(
+                "syntax",
+                "cargo check",
+                CheckStatus::Skipped,
+                &rust,
+                "no Cargo.toml at the workspace root",
+            ));
+        }
+    }
+    let scanned = with_ext(
+        &files,
+        &["rs", "js", "mjs", "cjs", "ts", "tsx", "mts", "cts"],
+    );
+    if !scanned.is_empty() {
+        let mut problems = Vec::new();
+        for file in &scanned {
+            let text = tokio::fs::read_to_string(bench.root.join(file))
+                .await
+                .unwrap_or_default();
+            problems.extend(marked_stubs(file, &text));
+        }
+        results.push(verdict(bench, "stubs", "stub scan", &scanned, problems));
+    }
+    Checks { results }
+}
+
+fn verdict(
+    bench: &Bench,
+    kind: &str,
+    name: &str,
+    files: &[String],
+    problems: Vec<String>,
+) -> CheckResult {
+    if problems.is_empty() {
+        bench.result(kind, name, CheckStatus::Passed, files, "")
+    } else {
+        bench.result(kind, name, CheckStatus::Failed, files, problems.join("\n"))
+    }
+}
+
+/// Python's own parser finds functions with no body. Abstract methods, overloads and
+/// Protocol members are meant to be empty and are left alone.
+const PYTHON_STUBS: &str = r#"
+import ast, sys
+def trivial(st):
+    if isinstance(st, ast.Pass):
+        return True
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
+        return True
+    if isinstance(st, ast.Raise) and st.exc is not None and "NotImplementedError" in ast.unparse(st.exc):
+        return True
+    return False
+for path in sys.argv[1:]:
+    try:
+        tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    except Exception:
+        continue
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and any("Protocol" in ast.unparse(b) or "ABC" in ast.unparse(b) for b in node.bases):
+            skip.update(id(n) for n in node.body)
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or id(node) in skip:
+            continue
+        if any(w in ast.unparse(d) for d in node.decorator_list for w in ("abstract", "overload")):
+            continue
+        if all(trivial(s) for s in node.body):
+            print(f"{path}:{node.lineno}: function `{node.name}` has no body, only a docstring, `pass`, `...` or NotImplementedError: implement it")
+"#;
+
+async fn python_stubs(bench: &Bench, files: &[String]) -> CheckResult {
+    let mut args = vec!["-c".to_string(), PYTHON_STUBS.to_string()];
+    args.extend(files.iter().cloned());
+    match bench.run("python3", &args).await {
+        None => bench.result(
+            "stubs",
+            "stub scan",
+            CheckStatus::Skipped,
+            files,
+            "python3 is not installed",
+        ),
+        Some(ran) if !ran.success => bench.result(
+            "stubs",
+            "stub scan",
+            CheckStatus::Skipped,
+            files,
+            format!("the scan did not run: {}", ran.output.trim()),
+        ),
+        Some(ran) => {
+            let problems: Vec<String> = ran
+                .output
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(String::from)
+                .collect();
+            verdict(bench, "stubs", "stub scan", files, problems)
+        }
+    }
+}
+
+/// `todo!()` / `unimplemented!()` in Rust, a thrown "not implemented" in JS/TS.
+pub fn marked_stubs(path: &str, text: &str) -> Vec<String> {
+    let rust = extension(path) == "rs";
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let code = line.split("//").next().unwrap_or("");
+            if rust {
+                code.contains("todo!(") || code.contains("unimplemented!(")
+            } else {
+                let lower = code.to_lowercase();
+                lower.contains("throw") && lower.contains("not implemented")
+            }
+        })
+        .map(|(i, line)| format!("{path}:{}: left unimplemented: {}", i + 1, line.trim()))
+        .collect()
+}
+
+fn is_test_file(path: &str) -> bool {
+    let name = Path::new(path)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    match extension(path) {
+        "py" => name.starts_with("test_") || name.ends_with("_test.py"),
+        "js" | "mjs" | "cjs" => {
+            name.contains(".test.") || name.contains(".spec.") || path.starts_with("test/")
+        }
+        "rs" => path.starts_with("tests/"),
+        _ => false,
+    }
+}
+
+/// The tests: `verify.command` when set; else the tests among `files`; else the
+/// project's own command for a language `files` touch. Nothing to run is one skipped
+/// result saying so.
+pub async fn tests(bench: &Bench, verify_command: Option<&str>, files: &[String]) -> Checks {
+    let mut results = Vec::new();
+    if let Some(command) = verify_command {
+        let mut result = bench
+            .command(
+                "tests",
+                "sh",
+                vec!["-c".into(), command.to_string()],
+                &[] as &[String],
+            )
+            .await;
+        result.name = command.to_string();
+        results.push(result);
+        return Checks { results };
+    }
+    let exists = |f: &str| bench.root.join(f).is_file();
+    let touched = |exts: &[&str]| files.iter().any(|f| exts.contains(&extension(f)));
+    let written_tests: Vec<String> = files
+        .iter()
+        .filter(|f| is_test_file(f) && exists(f))
+        .cloned()
+        .collect();
+
+    let python_tests = with_ext(&written_tests, &["py"]);
+    let python_project = touched(&["py"])
+        && (exists("pytest.ini")
+            || exists("conftest.py")
+            || exists("setup.cfg")
+            || mentions(&bench.root.join("pyproject.toml"), "pytest")
+            || has_python_tests(&bench.root));
+    if !python_tests.is_empty() || python_project {
+        results.push(python_test_run(bench, &python_tests).await);
+    }
+    let js_tests = with_ext(&written_tests, &["js", "mjs", "cjs"]);
+    if touched(&["js", "mjs", "cjs", "ts", "tsx"]) && has_npm_test(&bench.root) {
+        results.push(
+            bench
+                .command(
+                    "tests",
+                    "npm",
+                    vec!["test".into(), "--silent".into()],
+                    &[] as &[String],
+                )
+                .await,
+        );
+    } else if !js_tests.is_empty() {
+        let mut args = vec!["--test".to_string()];
+        args.extend(js_tests.iter().cloned());
+        results.push(bench.command("tests", "node", args, &js_tests).await);
+    }
+    if touched(&["rs"]) && exists("Cargo.toml") {
+        results.push(
+            bench
+                .command(
+                    "tests",
+                    "cargo",
+                    vec!["test".into(), "--quiet".into()],
+                    &[] as &[String],
+                )
+                .await,
+        );
+    }
+    if results.is_empty() && !files.is_empty() {
+        results.push(bench.result(
+            "tests",
+            "tests",
+            CheckStatus::Skipped,
+            &[],
+            "no tests were written and no test command was found (set verify.command)",
+        ));
+    }
+    Checks { results }
+}
+
+fn mentions(path: &Path, word: &str) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|t| t.contains(word))
+}
+
+fn has_python_tests(root: &Path) -> bool {
+    let test_named = |dir: &Path| {
+        std::fs::read_dir(dir).is_ok_and(|entries| {
+            entries.flatten().any(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                is_test_file(&name)
+            })
+        })
+    };
+    test_named(root) || test_named(&root.join("tests"))
+}
+
+fn has_npm_test(root: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(root.join("package.json")) else {
+        return false;
+    };
+    let Ok(package) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return false;
+    };
+    package["scripts"]["test"]
+        .as_str()
+        .is_some_and(|t| !t.contains("no test specified"))
+}
+
+/// pytest when it is installed, else unittest; "no tests ran" is a skip, not a pass.
+async fn python_test_run(bench: &Bench, tests: &[String]) -> CheckResult {
+    let pytest = bench
+        .run("python3", &["-c".to_string(), "import pytest".to_string()])
+        .await
+        .is_some_and(|r| r.success);
+    let mut args: Vec<String> = if pytest {
+        vec!["-m".into(), "pytest".into(), "-q".into(), "-x".into()]
+    } else if tests.is_empty() {
+        vec!["-m".into(), "unittest".into(), "discover".into()]
+    } else {
+        vec!["-m".into(), "unittest".into()]
+    };
+    args.extend(tests.iter().cloned());
+    let name = format!("python3 {}", args.join(" "));
+    match bench.run("python3", &args).await {
+        None => bench.result(
+            "tests",
+            name,
+            CheckStatus::Skipped,
+            tests,
+            "python3 is not installed",
+        ),
+        Some(ran) if ran.code == Some(5) || ran.output.contains("Ran 0 tests") => bench.result(
+            "tests",
+            name,
+            CheckStatus::Skipped,
+            tests,
+            "no tests were found",
+        ),
+        Some(ran) if ran.success => bench.result("tests", name, CheckStatus::Passed, tests, ""),
+        Some(ran) => bench.result("tests", name, CheckStatus::Failed, tests, ran.output),
+    }
+}
+
+/// Keeps `results` on the task record, in place of earlier ones for the same subtask
+/// (or of the earlier task-level ones).
+pub fn record(s: &Services, task_id: TaskId, subtask: Option<SubtaskId>, results: &[CheckResult]) {
+    s.tasks.update(task_id, |t| {
+        t.checks.retain(|c| c.subtask_id != subtask);
+        t.checks.extend(results.iter().cloned());
+    });
+}
+
+/// Right after a subtask's executor succeeded: checks the files it wrote, and on a
+/// failure gives the same executor one turn to fix its own work with the failure in
+/// the prompt. `Err` carries the failure for a `check_failed` report.
+#[allow(clippy::too_many_arguments)]
+pub async fn after_subtask(
+    s: &Services,
+    task_id: TaskId,
+    subtask_id: SubtaskId,
+    executor: &dyn Executor,
+    spec: &SubtaskSpec,
+    mut outcome: ExecutionOutcome,
+    cancel: CancellationToken,
+    sink: &mut (dyn FnMut(&str) + Send),
+) -> Result<ExecutionOutcome, (ExecutionOutcome, String)> {
+    if !s.config.verify.checks {
+        return Ok(outcome);
+    }
+    let bench = Bench {
+        root: s.sandbox.root().to_path_buf(),
+        timeout: check_timeout(s),
+        cancel: cancel.clone(),
+        subtask: Some(subtask_id),
+    };
+    // What earlier attempts of this subtask wrote counts too: a retry that finds the
+    // work "already done" must not pass a file a previous attempt left broken.
+    let earlier: Vec<String> = s
+        .tasks
+        .get(task_id)
+        .and_then(|t| t.subtask(subtask_id).map(|st| st.files.clone()))
+        .unwrap_or_default();
+    let files = |o: &ExecutionOutcome| -> Vec<String> {
+        let mut files = earlier.clone();
+        for path in &o.files_written {
+            let path = path.to_string_lossy().into_owned();
+            if !files.contains(&path) {
+                files.push(path);
+            }
+        }
+        files
+    };
+    let mut checks = code(&bench, &files(&outcome)).await;
+    record(s, task_id, Some(subtask_id), &checks.results);
+    let Some(failure) = checks.failure_text() else {
+        return Ok(outcome);
+    };
+    let fix = SubtaskSpec {
+        description: format!(
+            "{}\n\nYou wrote the code, but it fails this check:\n{failure}\n\nFix the files with your tools so the check passes.",
+            spec.description
+        ),
+        ..spec.clone()
+    };
+    sink(&format!("check failed, fixing: {}\n", checks.summary()));
+    match executor.execute(&fix, cancel, sink).await {
+        Ok(fixed) => {
+            for path in fixed.files_written {
+                if !outcome.files_written.contains(&path) {
+                    outcome.files_written.push(path);
+                }
+            }
+            outcome.partial_results.extend(fixed.partial_results);
+            if fixed.success {
+                outcome.summary = fixed.summary;
+            }
+        }
+        Err(e) => tracing::info!("the fix turn after a failed check did not run: {e}"),
+    }
+    checks = code(&bench, &files(&outcome)).await;
+    record(s, task_id, Some(subtask_id), &checks.results);
+    match checks.failure_text() {
+        None => Ok(outcome),
+        Some(failure) => Err((outcome, failure)),
+    }
+}
+
+/// Each check command's time limit: a test suite may take a while, never forever.
+pub fn check_timeout(s: &Services) -> Duration {
+    Duration::from_millis(s.config.recovery.subtask_timeout_ms.clamp(1_000, 600_000))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bench(root: &Path) -> Bench {
+        Bench {
+            root: root.to_path_buf(),
+            timeout: Duration::from_secs(60),
+            cancel: CancellationToken::new(),
+            subtask: None,
+        }
+    }
+
+    fn python() -> bool {
+        std::process::Command::new("python3")
+            .arg("--version")
+            .output()
+            .is_ok()
+    }
+
+    #[tokio::test]
+    async fn python_syntax_errors_and_stubs_fail_and_real_code_passes() {
+        if !python() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("bad.py"), "def f(:\n    return 1\n```\n").unwrap();
+        std::fs::write(
+            dir.path().join("stub.py"),
+            "def add(a, b):\n    \"\"\"Add.\"\"\"\n\ndef sub(a, b):\n    ...\n\ndef mul(a, b):\n    return a * b\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("good.py"),
+            "def add(a, b):\n    \"\"\"Add.\"\"\"\n    return a + b\n",
+        )
+        .unwrap();
+        let b = bench(dir.path());
+
+        let bad = code(&b, &["bad.py".into()]).await;
+        assert!(!bad.passed());
+        assert!(bad.failure_text().unwrap().contains("py_compile"));
+
+        let stub = code(&b, &["stub.py".into()]).await;
+        let text = stub.failure_text().unwrap();
+        assert!(text.contains("`add`") && text.contains("`sub`"), "{text}");
+        assert!(!text.contains("`mul`"));
+
+        let good = code(&b, &["good.py".into()]).await;
+        assert!(good.passed(), "{:?}", good.results);
+        assert_eq!(good.results.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_missing_checker_is_a_skip_that_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = bench(dir.path());
+        let result = b
+            .command("syntax", "no-such-checker-xyz", vec![], &["a.x".into()])
+            .await;
+        assert_eq!(result.status, CheckStatus::Skipped);
+        assert!(result.detail.contains("not installed"));
+    }
+
+    #[tokio::test]
+    async fn written_python_tests_run_and_their_failure_is_reported() {
+        if !python() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("calc.py"),
+            "def add(a, b):\n    return a - b\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("test_calc.py"),
+            "import unittest\nfrom calc import add\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 2), 4)\n",
+        )
+        .unwrap();
+        let b = bench(dir.path());
+        let files = vec!["calc.py".to_string(), "test_calc.py".to_string()];
+        let failing = tests(&b, None, &files).await;
+        assert!(!failing.passed(), "{:?}", failing.results);
+        std::fs::write(
+            dir.path().join("calc.py"),
+            "def add(a, b):\n    return a + b\n",
+        )
+        .unwrap();
+        let passing = tests(&b, None, &files).await;
+        assert!(passing.passed(), "{:?}", passing.results);
+        assert_eq!(passing.results[0].status, CheckStatus::Passed);
+    }
+
+    #[tokio::test]
+    async fn verify_command_overrides_and_nothing_to_run_is_a_skip() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+        let b = bench(dir.path());
+        let files = vec!["notes.txt".to_string()];
+        let none = tests(&b, None, &files).await;
+        assert_eq!(none.results[0].status, CheckStatus::Skipped);
+        let failing = tests(&b, Some("echo broken; exit 3"), &files).await;
+        assert_eq!(failing.results[0].status, CheckStatus::Failed);
+        assert!(failing.results[0].detail.contains("broken"));
+    }
+
+    #[test]
+    fn rust_and_js_markers_are_stubs() {
+        assert_eq!(
+            marked_stubs(
+                "src/a.rs",
+                "fn a() {\n    todo!()\n}\n// todo!() in a comment\n"
+            )
+            .len(),
+            1
+        );
+        assert_eq!(
+            marked_stubs(
+                "a.js",
+                "function f() { throw new Error('Not implemented'); }"
+            )
+            .len(),
+            1
+        );
+        assert!(marked_stubs("a.js", "function f() { return 1; }").is_empty());
+    }
+}
