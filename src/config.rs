@@ -1,5 +1,5 @@
 //! Configuration: built-in defaults, overridden by `conclave.toml` in the workspace root,
-//! overridden by the editor's `initializationOptions` (PROTOCOL.md, "Handshake").
+//! overridden by the editor's `initializationOptions` (docs/protocol.md, "Handshake").
 //!
 //! Layers are merged as JSON values key by key before the result is deserialised, so a
 //! client that sets only `recovery.call.maxAttempts` keeps every other default.
@@ -148,7 +148,7 @@ impl Default for TeamConfig {
     }
 }
 
-/// Every number of the recovery ladder (PROTOCOL.md, `recovery`).
+/// Every number of the recovery ladder (docs/protocol.md, `recovery`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RecoveryConfig {
@@ -225,7 +225,7 @@ impl Default for CallRetryConfig {
     }
 }
 
-/// The per-provider circuit breaker (an extension of PROTOCOL.md's `recovery` block).
+/// The per-provider circuit breaker (docs/protocol.md, `recovery`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct BreakerConfig {
@@ -444,8 +444,8 @@ impl Default for StoreConfig {
     }
 }
 
-/// How long `conclave serve` waits for the editor's answers (an addition to PROTOCOL.md,
-/// see docs/protocol.md). Whatever happens when a wait runs out loses nothing.
+/// How long `conclave serve` waits for the editor's answers (docs/protocol.md,
+/// `editor`). Whatever happens when a wait runs out loses nothing.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct EditorConfig {

@@ -37,7 +37,7 @@ enum Command {
     /// completed; 1 when any failed; 2 when the task could not run (no model configured).
     Run(cli::run::RunArgs),
     /// The language server an editor starts (`conclave serve --stdio`): LSP plus the
-    /// `conclave/*` methods of PROTOCOL.md over stdin/stdout.
+    /// `conclave/*` methods of docs/protocol.md over stdin/stdout.
     Serve(cli::serve::ServeArgs),
     /// Watch the whole team work a built-in scenario on a scripted model (no API key):
     /// a plan signed by the top layer, files written, and failures recovered by a retry,

@@ -373,7 +373,8 @@ async fn a_syntax_error_goes_back_to_the_agent_and_a_stub_fails_the_subtask() {
         detail
             .errors
             .iter()
-            .any(|e| e.kind == "check_failed" && e.message.contains("`add` has no body")),
+            .any(|e| e.failure.kind == "check_failed"
+                && e.failure.message.contains("`add` has no body")),
         "{:?}",
         detail.errors
     );

@@ -1,5 +1,5 @@
 //! The errors a front-end can get from the engine, each with its protocol code
-//! (PROTOCOL.md, "Application errors") and a `data` object naming the offending value.
+//! (docs/protocol.md, "Application errors") and a `data` object naming the offending value.
 
 use serde_json::{Value, json};
 

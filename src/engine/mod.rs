@@ -37,7 +37,7 @@ use crate::team::{
 };
 use crate::tools::{DiskWriter, Sandbox, ToolRegistry, ToolSettings, WorkspaceWriter};
 
-/// What `submit` takes (PROTOCOL.md `conclave/submitTask`).
+/// What `submit` takes (docs/protocol.md `conclave/submitTask`).
 #[derive(Clone, Debug, Default)]
 pub struct SubmitTask {
     pub description: String,

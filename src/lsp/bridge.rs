@@ -44,7 +44,7 @@ use crate::runtime::{
     TaskSummary,
 };
 
-/// At most one `conclave/whiteboardChanged` per board in this interval (PROTOCOL.md).
+/// At most one `conclave/whiteboardChanged` per board in this interval (docs/protocol.md).
 pub const WHITEBOARD_INTERVAL: Duration = Duration::from_millis(50);
 
 /// What the client said it supports, beyond `experimental.conclave`.

@@ -1,5 +1,5 @@
-//! `conclave serve --stdio`: the language-server edge (PROTOCOL.md, additions in
-//! docs/protocol.md), on tower-lsp-server.
+//! `conclave serve --stdio`: the language-server edge (docs/protocol.md), on
+//! tower-lsp-server.
 //!
 //! - `server.rs` — the handlers: `initialize` starts the engine, `conclave/*` methods
 //!   translate onto it, and none of them waits for the editor.

@@ -1,4 +1,4 @@
-//! The wire protocol's own types (PROTOCOL.md and its additions in docs/protocol.md):
+//! The wire protocol's own types (docs/protocol.md):
 //! request params and results of the `conclave/*` methods, the server-to-client
 //! requests and notifications, and the translation of engine shapes into wire shapes
 //! (workspace-relative paths become `file://` URIs).

@@ -2,7 +2,7 @@
 //! server's own requests and notifications out.
 //!
 //! tower-lsp-server ships a transport, but it ends the connection at the first frame it
-//! cannot decode (tokio-util's `FramedRead` stops after a decoder error), and PROTOCOL.md
+//! cannot decode (tokio-util's `FramedRead` stops after a decoder error), and docs/protocol.md
 //! wants a malformed message answered with -32700 and the connection kept. So this loop
 //! is ours; the service, the router and the client handle are tower-lsp-server's.
 //!

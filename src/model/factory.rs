@@ -4,7 +4,7 @@
 //! (default `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`); an OpenAI-compatible server at
 //! another `llm.baseUrl` (Ollama, vLLM, llama.cpp, LM Studio) works without one. A
 //! `baseUrl` without a `provider` means OpenAI-compatible. Anything missing is a
-//! [`ModelError::NotConfigured`] saying how to fix it (PROTOCOL.md code 1004).
+//! [`ModelError::NotConfigured`] saying how to fix it (docs/protocol.md code 1004).
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! Recovery events: every step of the ladder, as the editor sees it
-//! (PROTOCOL.md, `RecoveryEvent`).
+//! (docs/protocol.md, `RecoveryEvent`).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -96,7 +96,7 @@ pub struct FileDiff {
     pub after: String,
 }
 
-/// PROTOCOL.md `ApprovalRequest`.
+/// docs/protocol.md `ApprovalRequest`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRequest {

@@ -32,7 +32,7 @@ pub struct AgentHandle {
     store: Option<Store>,
 }
 
-/// What the editor sees of an agent (PROTOCOL.md, `AgentInfo`).
+/// What the editor sees of an agent (docs/protocol.md, `AgentInfo`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentInfo {

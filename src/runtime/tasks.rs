@@ -311,12 +311,12 @@ pub struct SubtaskSummary {
     pub assignee: Option<AgentId>,
     pub status: SubtaskStatus,
     pub attempts: u32,
-    /// Workspace-relative paths the subtask has written so far (an addition to
-    /// PROTOCOL.md's shape: editors mark the files being generated).
+    /// Workspace-relative paths the subtask has written so far (docs/protocol.md:
+    /// editors mark the files being generated).
     pub files: Vec<String>,
 }
 
-/// PROTOCOL.md `TaskSummary`.
+/// docs/protocol.md `TaskSummary`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskSummary {
@@ -330,7 +330,7 @@ pub struct TaskSummary {
     pub recovery: Option<RecoveryEvent>,
 }
 
-/// PROTOCOL.md `TaskDetail`: the summary plus what the task produced.
+/// docs/protocol.md `TaskDetail`: the summary plus what the task produced.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskDetail {
@@ -344,7 +344,7 @@ pub struct TaskDetail {
     /// (addition) What was checked, and how: syntax, stubs, tests.
     #[serde(default)]
     pub checks: Vec<CheckResult>,
-    /// Tokens and cost, in all and by subtask and agent (an addition to PROTOCOL.md).
+    /// Tokens and cost, in all and by subtask and agent (docs/protocol.md, "Executor: tokens and cost").
     #[serde(default)]
     pub usage: TaskUsage,
 }

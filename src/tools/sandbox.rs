@@ -6,7 +6,7 @@
 //! than by string games. A path that does not exist yet is handled by canonicalising its
 //! deepest existing ancestor and checking that the rest contains no `..` and no symlink.
 //! Whatever the result, it must lie inside the canonical root, or the call fails with
-//! [`PathOutsideWorkspace`] (PROTOCOL.md code 1005).
+//! [`PathOutsideWorkspace`] (docs/protocol.md code 1005).
 //!
 //! The check is made before the file operation, so a process that swaps a directory for
 //! a symlink in between could still race it; the agents' own tools cannot do that without
@@ -56,7 +56,7 @@ pub struct PathOutsideWorkspace {
 }
 
 impl PathOutsideWorkspace {
-    /// PROTOCOL.md's application error code for PathOutsideWorkspace.
+    /// docs/protocol.md's application error code for PathOutsideWorkspace.
     pub const CODE: i64 = 1005;
 
     pub fn code(&self) -> i64 {

@@ -1,5 +1,5 @@
 // The Conclave wire protocol (version 1) as TypeScript types and typed method names.
-// Source of truth: PROTOCOL.md and docs/protocol.md. This module imports only
+// Source of truth: docs/protocol.md. This module imports only
 // vscode-jsonrpc so the tests can drive the real server with the very same types.
 
 import { NotificationType, RequestType } from 'vscode-jsonrpc';
