@@ -57,10 +57,11 @@ async fn a_twice_vetoed_plan() {
     let task = team.submit("Two files, too many subtasks");
     let md = finish_and_report(&team, task).await;
     let detail = team.engine.task(&task.to_string()).unwrap();
-    assert_eq!(detail.summary.status, TaskStatus::Failed);
+    // After the second veto the person decides (issue 14); this one cancels.
+    assert_eq!(detail.summary.status, TaskStatus::Cancelled);
     assert_failed_once(&md);
-    assert!(md.contains("**Phase**: plan"), "{md}");
-    assert!(md.contains("**Error Type**: plan_vetoed"), "{md}");
+    assert!(md.contains("**Phase**: cancelled"), "{md}");
+    assert!(md.contains("**Root Cause**: plan_vetoed"), "{md}");
     assert!(md.contains("governance.maxSubtasks"), "{md}");
     team.engine.shutdown().await;
 }

@@ -21,11 +21,11 @@ use crate::config::PlanQuorum;
 use crate::model::structured::{Plan, ask_json};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::Severity;
-use crate::recovery::{Failure, FailureKind};
+use crate::recovery::{Failure, FailureKind, Scope};
 use crate::runtime::{
     AgentContext, AgentId, ApprovalChoice, ApprovalKind, ApprovalOption, ApprovalRequest, Conflict,
-    DecisionStatus, Layer, Proposal, Quorum, Signer, Subtask, TaskId, TaskRecord, TaskStatus, Vote,
-    voters,
+    DecisionStatus, Layer, Proposal, Quorum, Signer, Subtask, TaskError, TaskId, TaskRecord,
+    TaskStatus, Vote, voters,
 };
 
 /// When not to split, said to the planner in as few words as a small model follows.
@@ -450,8 +450,20 @@ async fn person_decides(
             Ok(())
         }
         _ => {
+            // The report names the vetoes as the root of the cancellation.
+            let vetoed = Failure::new(
+                FailureKind::PlanVetoed,
+                format!("the top layer vetoed the plan twice: {}", vetoes.join("; ")),
+            );
+            let cancelled = Failure::new(
+                FailureKind::Cancelled,
+                "the person cancelled the task instead of approving the vetoed plan",
+            )
+            .caused_by(&vetoed)
+            .with_scope(Scope::Task { task_id: task.id });
             s.tasks.update(task.id, |t| {
                 t.status = TaskStatus::Cancelled;
+                t.errors.push(TaskError::now(cancelled));
                 t.result = Some(format!(
                     "Cancelled: the plan was vetoed twice and not approved ({})",
                     vetoes.join("; ")
