@@ -107,10 +107,11 @@ test('file mention: a resource link inside the workspace is context for the task
   }
 });
 
-test('tool call: a subtask that fails once shows the retry on its tool call, then completes', async () => {
+/** One subtask whose first model call fails with HTTP `status`; its tool call's texts. */
+async function toolCallAfterAFailure(status) {
   const dir = workspace([
     { match: 'Plan this task', text: plan({ description: 'Create b.txt' }) },
-    { match: 'Create b.txt', error: { kind: 'http', status: 400 }, times: 1 },
+    { match: 'Create b.txt', error: { kind: 'http', status }, times: 1 },
     { match: 'Create b.txt', toolCalls: [write('b.txt', 'b\n')] },
     { match: 'created b.txt', text: 'Wrote b.txt.' },
   ], { top: ['writes = "disk"'] });
@@ -122,37 +123,23 @@ test('tool call: a subtask that fails once shows the retry on its tool call, the
     assert.equal(answer.stopReason, 'end_turn');
     const call = toolCall(acp.updates, 'Create b.txt');
     assert.equal(call.status, 'completed');
-    const texts = call.history.map((u) => contentText(u.content));
-    assert.ok(texts.some((t) => /↻ retry 1\/\d+ in \d+ ms/.test(t)), `a retry line: ${JSON.stringify(texts)}`);
-    assert.ok(texts.some((t) => /attempt 2/.test(t)), `the second attempt: ${JSON.stringify(texts)}`);
+    return call.history.map((u) => contentText(u.content));
   } finally {
     acp.stop();
     cleanup(dir);
   }
+}
+
+test('tool call: a subtask that fails once shows the retry on its tool call, then completes', async () => {
+  const texts = await toolCallAfterAFailure(400);
+  assert.ok(texts.some((t) => /↻ retry 1\/\d+ in \d+ ms/.test(t)), `a retry line: ${JSON.stringify(texts)}`);
+  assert.ok(texts.some((t) => /attempt 2/.test(t)), `the second attempt: ${JSON.stringify(texts)}`);
 });
 
 test('tool call: a provider that answers 503 makes the subtask wait, shown on its tool call, at no attempt', async () => {
-  const dir = workspace([
-    { match: 'Plan this task', text: plan({ description: 'Create b.txt' }) },
-    { match: 'Create b.txt', error: { kind: 'http', status: 503 }, times: 1 },
-    { match: 'Create b.txt', toolCalls: [write('b.txt', 'b\n')] },
-    { match: 'created b.txt', text: 'Wrote b.txt.' },
-  ], { top: ['writes = "disk"'] });
-  const acp = start(dir);
-  try {
-    await acp.initialize();
-    const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
-    const answer = await acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make b.txt' }] });
-    assert.equal(answer.stopReason, 'end_turn');
-    const call = toolCall(acp.updates, 'Create b.txt');
-    assert.equal(call.status, 'completed');
-    const texts = call.history.map((u) => contentText(u.content));
-    assert.ok(texts.some((t) => /waiting for scripted, next try in \d+ m?s/.test(t)), `a wait line: ${JSON.stringify(texts)}`);
-    assert.ok(!texts.some((t) => /attempt 2/.test(t)), `waiting costs no attempt: ${JSON.stringify(texts)}`);
-  } finally {
-    acp.stop();
-    cleanup(dir);
-  }
+  const texts = await toolCallAfterAFailure(503);
+  assert.ok(texts.some((t) => /waiting for scripted, next try in \d+ m?s/.test(t)), `a wait line: ${JSON.stringify(texts)}`);
+  assert.ok(!texts.some((t) => /attempt 2/.test(t)), `waiting costs no attempt: ${JSON.stringify(texts)}`);
 });
 
 test('permission: file changes are asked with their diff; approve writes, reject does not', async () => {
