@@ -228,7 +228,7 @@ describe('conclave.nvim against the real server', function()
   it('shows a retry in the statusline while the subtask is retried, then idle', function()
     dir = h.workspace({
       plan('Create b.txt'),
-      { match = 'Create b.txt', error = { kind = 'http', status = 503 }, times = 1 },
+      { match = 'Create b.txt', error = { kind = 'http', status = 400 }, times = 1 },
       write_step('Create b.txt', 'b.txt', 'b\n', { delayMs = 2000 }),
       { match = 'created b.txt', text = 'Wrote b.txt.' },
     })

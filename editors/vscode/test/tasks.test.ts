@@ -33,7 +33,7 @@ test('a task with a retried subtask: tasks model, files being generated and stat
     { match: 'Plan this task', text: PLAN },
     { match: 'Create a.txt', toolCalls: [{ name: 'file_write', arguments: { path: 'a.txt', content: 'a\n' } }] },
     { match: 'created a.txt', text: 'Wrote a.txt.' },
-    { match: 'Create b.txt', error: { kind: 'http', status: 503 }, times: 1 },
+    { match: 'Create b.txt', error: { kind: 'http', status: 400 }, times: 1 },
     {
       match: 'Create b.txt',
       delayMs: 700,
@@ -85,7 +85,7 @@ test('a task with a retried subtask: tasks model, files being generated and stat
       const view = status.render();
       return view.kind === 'retry' ? view.text : undefined;
     });
-    assert.match(retryText, /^Conclave: 1 running · ↻ retry 1\/2( in \d+ s)?$/);
+    assert.match(retryText, /^Conclave: 1 running · ↻ retry 1\/\d+( in \d+ s)?$/);
     assert.equal(status.render().taskId, taskId, 'a click on the status bar reveals the retried task');
     const retry = recoveries.find((e) => e.action === 'retry');
     assert.ok(retry, 'a conclave/recoveryStatus retry was sent');
