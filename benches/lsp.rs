@@ -144,6 +144,7 @@ fn notification_cost() {
                 subtask_id: SubtaskId::new(),
                 description: format!("Step {i}: write module_{i}.py with its tests"),
                 assignee: None,
+                assignee_name: None,
                 status: SubtaskStatus::Running,
                 attempts: 1,
                 files: vec![format!("src/module_{i}.py")],

@@ -375,6 +375,9 @@ pub struct VerifyConfig {
     pub min_confidence: u8,
     /// Check written code (syntax, stubs, tests) before calling work done; on by default.
     pub checks: bool,
+    /// When Python code changed and no test ran, the team writes an acceptance test from
+    /// the task and runs it (`team/acceptance.rs`); on by default.
+    pub acceptance_tests: bool,
 }
 
 impl Default for VerifyConfig {
@@ -384,6 +387,7 @@ impl Default for VerifyConfig {
             max_rounds: 3,
             min_confidence: 50,
             checks: true,
+            acceptance_tests: true,
         }
     }
 }

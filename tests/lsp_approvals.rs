@@ -12,13 +12,13 @@ fn approvals_only() -> Value {
     json!({ "experimental": { "conclave": { "approvals": true } } })
 }
 
-/// A workspace whose one subtask writes `a.py`, every change asked first, with a step
+/// A workspace whose one subtask writes `a.txt`, every change asked first, with a step
 /// timeout and a subtask timeout far below the time the person takes.
 fn workspace(approval_timeout_ms: u64) -> Workspace {
     Workspace::scripted(
         script(vec![
-            plan(&["Write a.py"]),
-            json!(writes("Write a.py", "a.py", "print('a')\n")),
+            plan(&["Write a.txt"]),
+            json!(writes("Write a.txt", "a.txt", "print('a')\n")),
         ]),
         &format!(
             "[approvals]\nfileChanges = \"ask\"\n[recovery]\nstepTimeoutMs = 200\nsubtaskTimeoutMs = 1000\n\
@@ -35,7 +35,7 @@ async fn a_file_change_approved_long_after_the_step_timeout_is_written_and_the_t
     let ws = workspace(3_000);
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(approvals_only(), Value::Null).await;
-    let task = server.submit("Write a.py").await;
+    let task = server.submit("Write a.txt").await;
 
     let (request_id, approval) = server.server_request("conclave/requestApproval").await;
     assert_eq!(approval["kind"], "fileChange");
@@ -45,7 +45,10 @@ async fn a_file_change_approved_long_after_the_step_timeout_is_written_and_the_t
     server
         .notification("$/cancelRequest", |p| p["id"] == request_id)
         .await;
-    assert!(ws.read("a.py").is_none(), "nothing written before approval");
+    assert!(
+        ws.read("a.txt").is_none(),
+        "nothing written before approval"
+    );
     let pending = server.call("conclave/listApprovals", json!({})).await;
     assert_eq!(
         pending["approvals"][0]["approvalId"], approval_id,
@@ -61,7 +64,7 @@ async fn a_file_change_approved_long_after_the_step_timeout_is_written_and_the_t
     assert_eq!(answer, json!({ "accepted": true }));
     let done = server.task_status(&task, "completed").await;
     assert_eq!(done["subtasks"][0]["attempts"], 1, "no retry: {done}");
-    assert_eq!(ws.read("a.py").as_deref(), Some("print('a')\n"));
+    assert_eq!(ws.read("a.txt").as_deref(), Some("print('a')\n"));
     let settled = server
         .notification("conclave/approvalResolved", |p| {
             p["approvalId"] == approval_id
@@ -77,7 +80,7 @@ async fn an_approval_whose_task_is_cancelled_is_withdrawn_from_the_editor_with_a
     let ws = workspace(600_000);
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(approvals_only(), Value::Null).await;
-    let task = server.submit("Write a.py").await;
+    let task = server.submit("Write a.txt").await;
     let (request_id, approval) = server.server_request("conclave/requestApproval").await;
     let approval_id = approval["approvalId"].clone();
 
@@ -122,7 +125,7 @@ async fn an_approval_whose_task_is_cancelled_is_withdrawn_from_the_editor_with_a
     server.task_status(&task, "cancelled").await;
     server.call("conclave/listTasks", json!({})).await;
     assert!(
-        ws.read("a.py").is_none(),
+        ws.read("a.txt").is_none(),
         "a withdrawn change is never written"
     );
     assert_eq!(server.shutdown_and_exit().await.code(), Some(0));

@@ -113,7 +113,13 @@ async fn a_task_on_an_http_model_delivers_its_files_through_apply_edit() {
         "1 of 1 subtasks completed.\n- hello.py prints a greeting."
     );
     let requests = model.received_requests().await.unwrap();
-    assert_eq!(requests.len(), 3, "plan, write, summary");
+    assert_eq!(
+        requests.len(),
+        4,
+        "plan, write, summary, and the acceptance test the team asks for (no tests ran)"
+    );
+    let last = String::from_utf8_lossy(&requests[3].body).into_owned();
+    assert!(last.contains("short Python test script"), "{last}");
     assert!(server.shutdown_and_exit().await.success());
 }
 

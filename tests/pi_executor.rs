@@ -385,7 +385,7 @@ async fn cancellation_aborts_and_the_process_is_reaped() {
 }
 
 #[tokio::test]
-async fn a_missing_pi_binary_is_a_clear_process_error() {
+async fn a_missing_pi_binary_is_a_clear_configuration_error() {
     let server = MockServer::start().await;
     let workspace = tempfile::tempdir().unwrap();
     let missing = workspace.path().join("no-such-pi");
@@ -395,9 +395,12 @@ async fn a_missing_pi_binary_is_a_clear_process_error() {
 
     let error = result.unwrap_err();
     assert!(
-        matches!(&error, ExecutorError::Process(m) if m.contains("no-such-pi") && m.contains("executor.piPath")),
+        matches!(&error, ExecutorError::NotInstalled(m) if m.contains("no-such-pi") && m.contains("executor.piPath")),
         "{error:?}"
     );
+    // Configuration: fatal, never retried.
+    let failure = conclave::recovery::Failure::of(&error);
+    assert!(failure.fatal && !failure.transient, "{failure:?}");
 }
 
 #[cfg(unix)]
@@ -420,10 +423,17 @@ async fn a_pi_that_dies_at_startup_reports_its_stderr() {
 
     let error = result.unwrap_err();
     assert!(
-        matches!(&error, ExecutorError::Process(m)
+        matches!(&error, ExecutorError::Crashed(m)
             if m.contains("before it was ready") && m.contains("No models available") && m.contains('3')),
         "{error:?}"
     );
+    // A crash: worth another process, and counted by pi's own breaker.
+    let failure = conclave::recovery::Failure::of(&error);
+    assert_eq!(
+        failure.kind,
+        conclave::recovery::FailureKind::ExecutorCrashed
+    );
+    assert!(failure.transient && !failure.fatal, "{failure:?}");
     assert!(executor.live_processes().is_empty());
 }
 

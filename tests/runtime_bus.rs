@@ -179,3 +179,98 @@ async fn every_delivered_message_is_recorded() {
         "the undeliverable message was refused, not recorded"
     );
 }
+
+fn drain(mailbox: &conclave::runtime::Mailbox) -> Vec<u64> {
+    std::iter::from_fn(|| mailbox.try_recv())
+        .map(|m| m.payload["n"].as_u64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_replacement_gets_what_waited_and_what_arrives_during_the_swap() {
+    let bus = Bus::new(EventBus::default(), None);
+    let (old, new) = (AgentId::new(), AgentId::new());
+    let _old_mailbox = bus.register(old, Layer::Bottom).unwrap();
+    bus.send(msg(old, Priority::Normal, 1)).unwrap();
+
+    bus.forward(old, new);
+    // The new agent has no mailbox yet: these wait for it.
+    bus.send(msg(old, Priority::Normal, 2)).unwrap();
+    bus.send(Message::new(
+        AgentId::SYSTEM,
+        Recipient::Layer(Layer::Bottom),
+        MessageKind::ProgressReport,
+        json!({ "n": 3 }),
+    ))
+    .unwrap();
+    let heartbeat = Message::to_agent(AgentId::SYSTEM, old, MessageKind::Heartbeat, json!({}));
+    assert_eq!(
+        bus.send(heartbeat),
+        Ok(0),
+        "a probe of the old agent is dropped"
+    );
+    bus.unregister(old);
+    let mailbox = bus.register(new, Layer::Bottom).unwrap();
+    // After the swap, the old id still reaches the new agent.
+    bus.send(msg(old, Priority::Normal, 4)).unwrap();
+
+    let received: Vec<_> = std::iter::from_fn(|| mailbox.try_recv()).collect();
+    let numbers: Vec<u64> = received
+        .iter()
+        .map(|m| m.payload["n"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, [1, 2, 3, 4]);
+    assert!(
+        received
+            .iter()
+            .filter(|m| m.payload["n"] != 3)
+            .all(|m| m.to == Recipient::Agent(new)),
+        "direct messages are readdressed to the new agent"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_message_is_lost_while_an_agent_is_swapped_under_load() {
+    const SENDERS: u64 = 4;
+    const EACH: u64 = 500;
+    let bus = Bus::new(EventBus::default(), None);
+    let (old, new) = (AgentId::new(), AgentId::new());
+    let _old_mailbox = bus.register(old, Layer::Bottom).unwrap();
+    let senders: Vec<_> = (0..SENDERS)
+        .map(|s| {
+            let bus = bus.clone();
+            tokio::spawn(async move {
+                for i in 0..EACH {
+                    bus.send(msg(old, Priority::Normal, (s * EACH + i) as u32))
+                        .expect("a message for a replaced agent is never refused");
+                    if i % 50 == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::task::yield_now().await;
+    // The swap, as `team/replace.rs` does it: forward, the old one goes, the new comes.
+    bus.forward(old, new);
+    tokio::task::yield_now().await;
+    assert!(
+        bus.unregister(old).is_empty(),
+        "what was left for the old agent went on"
+    );
+    tokio::task::yield_now().await;
+    let new_mailbox = bus.register(new, Layer::Bottom).unwrap();
+    for sender in senders {
+        sender.await.unwrap();
+    }
+
+    let mut all = drain(&new_mailbox);
+    all.sort_unstable();
+    let expected: Vec<u64> = (0..SENDERS * EACH).collect();
+    assert_eq!(
+        all.len(),
+        expected.len(),
+        "every message arrived exactly once"
+    );
+    assert_eq!(all, expected);
+}

@@ -380,3 +380,180 @@ async fn a_syntax_error_goes_back_to_the_agent_and_a_stub_fails_the_subtask() {
     );
     team.engine.shutdown().await;
 }
+
+fn python_available() -> bool {
+    std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok()
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_tests_the_team_writes_an_acceptance_test_that_catches_wrong_code() {
+    if !python_available() {
+        return;
+    }
+    let fix = json!({
+        "files": [ { "path": "calc.py", "content": "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return 2 * x\n" } ],
+        "confidence": 90,
+        "explanation": "double added one instead of doubling"
+    });
+    let team = start(
+        json!([
+            plan_step(&["Plan this task"], &["Implement double in calc.py."]),
+            // The agent writes code that compiles, has a body and keeps its promise to
+            // return a value: only running it shows it is wrong.
+            { "match": "Implement double", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return x + 1\n" } } ] },
+            { "match": "updated calc.py", "text": "Implemented double." },
+            { "match": "short Python test script", "text": "```python\nfrom calc import double\nassert double(2) == 4\nassert double(5) == 10\n```" },
+            { "match": "fails its checks", "text": fix.to_string() }
+        ]),
+        model_review(1),
+    )
+    .await;
+    std::fs::write(
+        team.workspace.path().join("calc.py"),
+        "def double(x):\n    \"\"\"Return twice x.\"\"\"\n",
+    )
+    .unwrap();
+
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Implement double in calc.py.");
+    let summary = team.engine.wait_for(task).await.unwrap();
+
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
+    assert_eq!(
+        team.read("calc.py"),
+        "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return 2 * x\n"
+    );
+    // The test failed on the first code, the fix round was told why, and it passed.
+    let mut steps = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let RuntimeEvent::Recovery(step) = event {
+            steps.push(step.message.clone());
+        }
+    }
+    assert!(
+        steps
+            .iter()
+            .any(|m| m.contains("`acceptance test (written by the team)` failed; fix round 1")),
+        "{steps:?}"
+    );
+    assert!(
+        steps.iter().any(|m| m.contains("passes after 1 fix round")),
+        "{steps:?}"
+    );
+    let acceptance = detail
+        .checks
+        .iter()
+        .find(|c| c.name == "acceptance test (written by the team)")
+        .expect("the acceptance check is on the task");
+    assert_eq!(acceptance.status, conclave::runtime::CheckStatus::Passed);
+    // The test is Conclave's, not the user's: it stays out of the workspace's files.
+    let test = team
+        .workspace
+        .path()
+        .join(".conclave/checks")
+        .join(task.to_string())
+        .join("acceptance_test.py");
+    assert!(test.is_file());
+    assert!(!team.workspace.path().join("acceptance_test.py").exists());
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_acceptance_test_that_is_broken_itself_is_rewritten_once_then_skipped() {
+    if !python_available() {
+        return;
+    }
+    let team = start(
+        json!([
+            plan_step(&["Plan this task"], &["Write greet.py with hello(name)."]),
+            { "match": "Write greet.py", "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.py", "content": "def hello(name):\n    return f\"hello {name}\"\n" } } ] },
+            { "match": "created greet.py", "text": "Wrote greet.py." },
+            // Twice a test that calls a name it never imported: the test is at fault.
+            { "match": "short Python test script", "text": "```python\nassert hello_world('a') == 'hello a'\n```", "times": 2 }
+        ]),
+        model_review(1),
+    )
+    .await;
+
+    let task = team.submit("Write greet.py with hello(name).");
+    let summary = team.engine.wait_for(task).await.unwrap();
+
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
+    let acceptance = detail
+        .checks
+        .iter()
+        .find(|c| c.name == "acceptance test (written by the team)")
+        .expect("the acceptance check is on the task");
+    assert_eq!(acceptance.status, conclave::runtime::CheckStatus::Skipped);
+    assert!(
+        acceptance.detail.contains("broken itself"),
+        "{}",
+        acceptance.detail
+    );
+    assert!(
+        acceptance.detail.contains("NameError"),
+        "{}",
+        acceptance.detail
+    );
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn steps_that_change_nothing_are_folded_away() {
+    // The real model split "change mean, keep the rest" into check / implement / test;
+    // the test step went looking for a web server, the check step did nothing.
+    let task_text =
+        "Change double in calc.py so that it returns twice x. Keep the rest of the file as it is.";
+    let mut config = model_review(1);
+    config.verify.acceptance_tests = false;
+    let team = start(
+        json!([
+            plan_step(&["Plan this task"], &[
+                "Check the existing logic of double in calc.py.",
+                "Implement the new double function in calc.py.",
+                "Test the new double function to ensure it returns twice x."
+            ]),
+            review_step(&["Review this plan"], true, "one change, as the task asks"),
+            { "match": "Implement the new double", "toolCalls": [ { "name": "file_edit", "arguments": { "path": "calc.py", "old_text": "x + 1", "new_text": "2 * x" } } ] },
+            { "match": "calc.py", "text": "Changed double." }
+        ]),
+        config,
+    )
+    .await;
+    std::fs::write(
+        team.workspace.path().join("calc.py"),
+        "def double(x):\n    return x + 1\n\n\ndef half(x):\n    return x / 2\n",
+    )
+    .unwrap();
+
+    let task = team.submit(task_text);
+    let summary = team.engine.wait_for(task).await.unwrap();
+
+    assert_eq!(summary.status, TaskStatus::Completed, "{summary:?}");
+    assert_eq!(
+        summary.subtasks[0].description, "Implement the new double function in calc.py.",
+        "the one change is left: {:?}",
+        summary.subtasks
+    );
+    assert_eq!(summary.subtasks.len(), 1, "{:?}", summary.subtasks);
+    assert_eq!(
+        team.read("calc.py"),
+        "def double(x):\n    return 2 * x\n\n\ndef half(x):\n    return x / 2\n"
+    );
+    team.engine.shutdown().await;
+}

@@ -351,3 +351,72 @@ async fn ask_policy_consults_the_hook() {
     assert!(matches!(err, ToolError::CommandDenied { .. }), "{err:?}");
     assert!(!dir.path().join("unasked").exists());
 }
+
+/// A registry whose call-level retries wait 10 ms and are told to `on_retry`.
+fn retrying_registry(
+    root: &Path,
+    on_retry: impl Fn(String) + Send + Sync + 'static,
+) -> ToolRegistry {
+    use conclave::recovery::backoff::RetryPolicy;
+    let policy = RetryPolicy {
+        max_attempts: 3,
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_millis(10),
+        max_retry_after: Duration::from_millis(10),
+    };
+    registry(root, settings(CommandPolicy::Auto), None)
+        .with_retry_policy(policy, Arc::new(|| 0.5))
+        .with_retry_listener(Arc::new(move |retry| {
+            on_retry(format!("{} {}", retry.source, retry.error_kind))
+        }))
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_read_only_command_killed_by_its_timeout_runs_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    // The first `cat` blocks on a FIFO nobody writes and is killed by its timeout. When
+    // the retry is announced a writer comes along, so the second `cat` gets its line.
+    let retries = Arc::new(Mutex::new(Vec::new()));
+    let seen = retries.clone();
+    let tools = retrying_registry(dir.path(), move |retry| {
+        seen.lock().unwrap().push(retry);
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(fifo, "ready\n"));
+    });
+
+    let output = run(&tools, json!({ "command": "cat pipe", "timeout_ms": 500 }))
+        .await
+        .unwrap();
+
+    assert!(output.content.contains("ready"), "{}", output.content);
+    assert_eq!(retries.lock().unwrap().as_slice(), ["bash timeout"]);
+}
+
+#[tokio::test]
+async fn a_command_that_may_change_things_is_not_run_again_after_a_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let retries = Arc::new(Mutex::new(Vec::new()));
+    let seen = retries.clone();
+    let tools = retrying_registry(dir.path(), move |retry| seen.lock().unwrap().push(retry));
+
+    let error = run(
+        &tools,
+        json!({ "command": "echo run >> runs.txt; sleep 30", "timeout_ms": 300 }),
+    )
+    .await
+    .unwrap_err();
+
+    assert!(matches!(error, ToolError::Timeout { .. }), "{error:?}");
+    let runs = std::fs::read_to_string(dir.path().join("runs.txt")).unwrap();
+    assert_eq!(runs.lines().count(), 1, "ran once: {runs:?}");
+    assert!(retries.lock().unwrap().is_empty());
+}

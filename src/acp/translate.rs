@@ -490,6 +490,7 @@ mod tests {
 
     fn subtask(description: &str, status: SubtaskStatus) -> SubtaskSummary {
         SubtaskSummary {
+            assignee_name: None,
             subtask_id: SubtaskId::new(),
             description: description.into(),
             assignee: None,

@@ -20,10 +20,12 @@ use uuid::Uuid;
 
 use crate::config::{Config, ExecutorKind};
 use crate::executor::Executor;
+use crate::executor::breaker::BreakerExecutor;
 use crate::executor::builtin::{BuiltinExecutor, BuiltinSettings};
 use crate::executor::pi::PiExecutor;
 use crate::model::resilient::ResilientModel;
 use crate::model::{ModelError, ModelProvider};
+use crate::recovery::event::EventScope;
 use crate::recovery::{RecoveryAction, Severity};
 use crate::runtime::usage::MeteredModel;
 use crate::runtime::{
@@ -150,17 +152,26 @@ impl Engine {
                     ToolSettings::from_config(&config),
                     Some(approver),
                 )
-                .with_write_observer(files_of_subtasks(tasks.clone()));
+                .with_write_observer(files_of_subtasks(tasks.clone()))
+                .with_retry_listener(call_retry_listener(&runtime, EventScope::Tool));
                 Some(Arc::new(BuiltinExecutor::new(
                     model.clone(),
                     Arc::new(registry),
                     BuiltinSettings::from_config(&config),
                 )))
             }
-            (Some(_), ExecutorKind::Pi) => Some(Arc::new(
-                PiExecutor::from_config(&config, &workspace)
-                    .map_err(|e| EngineError::Internal(e.to_string()))?,
-            )),
+            // pi runs a process of its own, so it gets a breaker of its own
+            // (executor/breaker.rs); its model calls never pass through `resilient`.
+            (Some(_), ExecutorKind::Pi) => {
+                let pi = PiExecutor::from_config(&config, &workspace)
+                    .map_err(|e| EngineError::Internal(e.to_string()))?;
+                Some(Arc::new(BreakerExecutor::new(
+                    Arc::new(pi),
+                    "pi",
+                    &config.recovery.breaker,
+                    Some(breaker_listener(&runtime)),
+                )))
+            }
         };
 
         let session = format!(
@@ -184,6 +195,7 @@ impl Engine {
             attempts: DashMap::new(),
             replaced: DashMap::new(),
             replacements: tokio::sync::watch::channel(0).0,
+            originals: DashMap::new(),
             mode,
         });
         if let Some(metered) = &metered {
@@ -535,9 +547,69 @@ fn resilient(
     config: &Config,
     runtime: &Arc<Runtime>,
 ) -> Arc<dyn ModelProvider> {
+    let breaker_listener = breaker_listener(runtime);
+    let retry_listener = call_retry_listener(runtime, EventScope::Subtask);
+    Arc::new(
+        ResilientModel::new(provider, &config.recovery)
+            .with_breaker_listener(breaker_listener)
+            .with_retry_listener(retry_listener),
+    )
+}
+
+/// Turns call-level retries (of model calls with `EventScope::Subtask`, of tool calls
+/// with `EventScope::Tool`) into recovery steps of the subtask whose attempt made them.
+fn call_retry_listener(
+    runtime: &Arc<Runtime>,
+    scope: EventScope,
+) -> crate::recovery::backoff::RetryListener {
+    // Call-level retries are recovery steps like any other: shown and stored, and
+    // attributed to the subtask whose attempt made the call.
+    let retry_events = runtime.events.clone();
+    let retry_store = runtime.store.clone();
+    Arc::new(move |retry| {
+        let Ok((task, subtask, agent)) = crate::team::WORK.try_with(|w| *w) else {
+            return;
+        };
+        let mut step = recovery_event(
+            task,
+            Some(subtask),
+            agent,
+            RecoveryAction::CallRetry,
+            retry.severity,
+            retry.attempt,
+            retry.max_attempts,
+            format!(
+                "{}: {}; call retry {}/{} in {}",
+                match scope {
+                    EventScope::Tool => format!("{} {}", retry.source, retry.error_kind),
+                    _ => retry.error_kind.to_string(),
+                },
+                crate::recovery::failure::summarize(&retry.message, 160),
+                retry.attempt,
+                retry.max_attempts,
+                crate::recovery::ladder::human_duration(retry.delay)
+            ),
+        );
+        step.delay_ms = Some(retry.delay.as_millis() as u64);
+        step.scope = scope;
+        // A model call's source is its provider; a tool's is named in the message.
+        if scope != EventScope::Tool {
+            step.provider = Some(retry.source.clone());
+        }
+        let step = Arc::new(step);
+        if let Some(store) = &retry_store {
+            store.record(crate::store::Record::Recovery(step.clone()));
+        }
+        retry_events.publish(RuntimeEvent::Recovery(step));
+    })
+}
+
+/// Turns breaker state changes (providers' and executors') into recovery steps: shown,
+/// stored, and scoped to the provider or executor, not to a task.
+fn breaker_listener(runtime: &Arc<Runtime>) -> crate::recovery::breaker::BreakerListener {
     let events = runtime.events.clone();
     let store = runtime.store.clone();
-    let breaker_listener: crate::recovery::breaker::BreakerListener = Arc::new(move |event| {
+    Arc::new(move |event| {
         use crate::recovery::breaker::BreakerTransition;
         let (action, severity) = match event.transition {
             BreakerTransition::Opened { .. } => (RecoveryAction::CircuitOpen, Severity::High),
@@ -565,45 +637,7 @@ fn resilient(
             store.record(crate::store::Record::Recovery(step.clone()));
         }
         events.publish(RuntimeEvent::Recovery(step));
-    });
-    // Call-level retries are recovery steps like any other: shown and stored, and
-    // attributed to the subtask whose attempt made the call.
-    let retry_events = runtime.events.clone();
-    let retry_store = runtime.store.clone();
-    let retry_listener: crate::recovery::backoff::RetryListener = Arc::new(move |retry| {
-        let Ok((task, subtask, agent)) = crate::team::WORK.try_with(|w| *w) else {
-            return;
-        };
-        let mut step = recovery_event(
-            task,
-            Some(subtask),
-            agent,
-            RecoveryAction::CallRetry,
-            retry.severity,
-            retry.attempt,
-            retry.max_attempts,
-            format!(
-                "{}: {}; call retry {}/{} in {}",
-                retry.error_kind,
-                crate::recovery::failure::summarize(&retry.message, 160),
-                retry.attempt,
-                retry.max_attempts,
-                crate::recovery::ladder::human_duration(retry.delay)
-            ),
-        );
-        step.delay_ms = Some(retry.delay.as_millis() as u64);
-        step.provider = Some(retry.source.clone());
-        let step = Arc::new(step);
-        if let Some(store) = &retry_store {
-            store.record(crate::store::Record::Recovery(step.clone()));
-        }
-        retry_events.publish(RuntimeEvent::Recovery(step));
-    });
-    Arc::new(
-        ResilientModel::new(provider, &config.recovery)
-            .with_breaker_listener(breaker_listener)
-            .with_retry_listener(retry_listener),
-    )
+    })
 }
 
 /// Cancels an unfinished task: its status and unfinished subtasks, its running work, its

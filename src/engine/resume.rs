@@ -90,6 +90,7 @@ pub async fn load(store: &Store, team: &TeamConfig) -> Result<Saved, StoreError>
                     // subtask gets an assignee of this team when it runs again.
                     if subtask.assignee.is_some_and(|a| !team_ids.contains(&a)) {
                         subtask.assignee = None;
+                        subtask.assignee_name = None;
                     }
                 }
             }

@@ -134,28 +134,6 @@ pub fn asks_for_changes(description: &str) -> bool {
         .any(|word| CHANGE_VERBS.contains(&word.as_str()))
 }
 
-/// Whether a shell command only looks at things (every part of a pipeline or list is a
-/// read-only command and nothing is redirected into a file).
-fn read_only_command(command: &str) -> bool {
-    const READ_ONLY: &[&str] = &[
-        "ls", "cat", "head", "tail", "pwd", "find", "grep", "rg", "wc", "tree", "echo", "which",
-        "type", "file", "stat", "du", "df", "env", "printenv", "whoami", "date", "diff", "less",
-        "more", "sort", "uniq", "true", "cd",
-    ];
-    if command.contains('>') || command.contains("-delete") || command.contains("-exec") {
-        return false;
-    }
-    command
-        .split(['|', ';', '&', '\n'])
-        .map(str::trim)
-        .filter(|part| !part.is_empty())
-        .all(|part| {
-            let program = part.split_whitespace().next().unwrap_or_default();
-            let program = program.rsplit('/').next().unwrap_or(program);
-            READ_ONLY.contains(&program)
-        })
-}
-
 /// Cuts `text` to about `max` characters, keeping its head and tail.
 fn cap_text(text: &str, max: usize) -> String {
     let count = text.chars().count();
@@ -657,7 +635,7 @@ impl BuiltinExecutor {
                         .arguments
                         .get("command")
                         .and_then(Value::as_str)
-                        .is_some_and(read_only_command),
+                        .is_some_and(crate::tools::bash::read_only_command),
                     _ => output.progress,
                 };
                 if change {
@@ -1111,22 +1089,6 @@ mod tests {
             "Read notes.txt",
         ] {
             assert!(!asks_for_changes(question), "{question}");
-        }
-    }
-
-    #[test]
-    fn read_only_commands_are_no_change() {
-        for command in ["ls -la", "cat a.py | grep def", "pwd && ls", "/bin/ls src"] {
-            assert!(read_only_command(command), "{command}");
-        }
-        for command in [
-            "echo hi > a.txt",
-            "python3 -m pytest",
-            "ls; rm a.txt",
-            "find . -name '*.pyc' -delete",
-            "sed -i s/a/b/ f",
-        ] {
-            assert!(!read_only_command(command), "{command}");
         }
     }
 

@@ -5,6 +5,7 @@
 //! partial results they kept, so recovery can report what was done even when the whole
 //! could not be.
 
+pub mod breaker;
 pub mod builtin;
 pub mod pi;
 pub mod text_calls;
@@ -61,6 +62,24 @@ pub enum ExecutorError {
     Cancelled,
     #[error("the executor process failed: {0}")]
     Process(String),
+    /// The executor program is not there or cannot be run (`executor.piPath`): a
+    /// configuration problem, fatal.
+    #[error("the executor cannot be started: {0}")]
+    NotInstalled(String),
+    /// The executor process died before it finished (a crash, a kill, out of memory).
+    /// Transient: a fresh process may well get through.
+    #[error("the executor crashed: {0}")]
+    Crashed(String),
+    /// The executor process started but never became ready to take work.
+    #[error("the executor did not answer: {0}")]
+    Unresponsive(String),
+    /// The executor's own circuit breaker is open after repeated crashes: no process is
+    /// started until `retry_in` has passed. A wait, like a provider's open breaker.
+    #[error("the {executor} executor is paused for {}", crate::recovery::ladder::human_duration(*.retry_in))]
+    CircuitOpen {
+        executor: String,
+        retry_in: std::time::Duration,
+    },
     /// The subtask asked for changes and the model made none, also after it was told to
     /// use its tools (or its last change failed and it stopped anyway).
     #[error("no progress: {0}")]
@@ -75,16 +94,21 @@ impl Classify for ExecutorError {
             ExecutorError::Cancelled => Severity::Low,
             ExecutorError::Process(_) => Severity::High,
             ExecutorError::NoProgress(_) => Severity::Medium,
+            other => other.failure_kind().severity(),
         }
     }
 
     fn is_transient(&self) -> bool {
         match self {
             ExecutorError::Model(e) => e.is_transient(),
-            ExecutorError::StepTimeout(_) => true,
-            ExecutorError::Cancelled | ExecutorError::Process(_) | ExecutorError::NoProgress(_) => {
-                false
-            }
+            ExecutorError::StepTimeout(_)
+            | ExecutorError::Crashed(_)
+            | ExecutorError::Unresponsive(_)
+            | ExecutorError::CircuitOpen { .. } => true,
+            ExecutorError::Cancelled
+            | ExecutorError::Process(_)
+            | ExecutorError::NoProgress(_)
+            | ExecutorError::NotInstalled(_) => false,
         }
     }
 
@@ -95,6 +119,10 @@ impl Classify for ExecutorError {
             ExecutorError::Cancelled => "cancelled",
             ExecutorError::Process(_) => "executor_process",
             ExecutorError::NoProgress(_) => "no_progress",
+            ExecutorError::NotInstalled(_) => "executor_not_installed",
+            ExecutorError::Crashed(_) => "executor_crashed",
+            ExecutorError::Unresponsive(_) => "executor_unresponsive",
+            ExecutorError::CircuitOpen { .. } => "executor_circuit_open",
         }
     }
 
@@ -105,12 +133,17 @@ impl Classify for ExecutorError {
             ExecutorError::Cancelled => FailureKind::Cancelled,
             ExecutorError::Process(_) => FailureKind::Internal,
             ExecutorError::NoProgress(_) => FailureKind::NoProgress,
+            ExecutorError::NotInstalled(_) => FailureKind::InvalidConfig,
+            ExecutorError::Crashed(_) => FailureKind::ExecutorCrashed,
+            ExecutorError::Unresponsive(_) => FailureKind::Timeout,
+            ExecutorError::CircuitOpen { .. } => FailureKind::CircuitOpen,
         }
     }
 
     fn retry_after(&self) -> Option<std::time::Duration> {
         match self {
             ExecutorError::Model(e) => e.retry_after(),
+            ExecutorError::CircuitOpen { retry_in, .. } => Some(*retry_in),
             _ => None,
         }
     }
@@ -118,6 +151,8 @@ impl Classify for ExecutorError {
     fn provider(&self) -> Option<&str> {
         match self {
             ExecutorError::Model(e) => e.provider(),
+            // The ladder waits for an executor paused by its breaker as for a provider.
+            ExecutorError::CircuitOpen { executor, .. } => Some(executor),
             _ => None,
         }
     }

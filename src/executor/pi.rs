@@ -211,10 +211,18 @@ impl PiExecutor {
             env,
         };
         PiProcess::spawn(spec, &self.errors, &self.live).map_err(|e| {
-            ExecutorError::Process(format!(
+            let message = format!(
                 "cannot start pi ({}): {e}; install it with `npm install -g @mariozechner/pi-coding-agent` or set executor.piPath",
                 self.settings.pi_path.display()
-            ))
+            );
+            match e.kind() {
+                // Not there or not runnable: configuration, which no retry fixes.
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                    ExecutorError::NotInstalled(message)
+                }
+                // Out of processes or memory for the moment.
+                _ => ExecutorError::Crashed(message),
+            }
         })
     }
 
@@ -256,7 +264,7 @@ impl PiExecutor {
             Err(NotReady::Cancelled) => return Err(Stop::Error(ExecutorError::Cancelled)),
             Err(NotReady::Exited) => return Err(Stop::Exited("before it was ready")),
             Err(NotReady::TimedOut) => {
-                return Err(Stop::Error(ExecutorError::Process(format!(
+                return Err(Stop::Error(ExecutorError::Unresponsive(format!(
                     "pi did not answer within {} ms of starting",
                     self.settings.startup_timeout.as_millis()
                 ))));
@@ -373,7 +381,7 @@ impl Executor for PiExecutor {
                 } else {
                     exited.stderr_tail
                 };
-                Err(ExecutorError::Process(format!(
+                Err(ExecutorError::Crashed(format!(
                     "pi exited {when} (status {status}): {tail}"
                 )))
             }

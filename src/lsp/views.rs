@@ -244,6 +244,7 @@ mod tests {
                 subtask_id: SubtaskId::new(),
                 description: "Write a.rs".into(),
                 assignee: None,
+                assignee_name: None,
                 status,
                 attempts: 2,
                 files: files.iter().map(|f| f.to_string()).collect(),

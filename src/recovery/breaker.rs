@@ -40,8 +40,10 @@ pub enum BreakerState {
 /// A state change, reported to the [`BreakerListener`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct BreakerEvent {
-    /// The breaker's name: the provider or tool it guards.
+    /// The breaker's name: the provider or executor it guards.
     pub name: String,
+    /// What it guards, for people: `provider` or `executor`.
+    pub subject: &'static str,
     pub transition: BreakerTransition,
 }
 
@@ -64,7 +66,7 @@ impl std::fmt::Display for BreakerEvent {
     /// What a person reads: "provider openai paused for 30 s after 6 failures in its
     /// last 10 calls".
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let name = &self.name;
+        let (subject, name) = (self.subject, &self.name);
         match &self.transition {
             BreakerTransition::Opened {
                 failures,
@@ -72,15 +74,15 @@ impl std::fmt::Display for BreakerEvent {
                 open_for,
             } => write!(
                 f,
-                "provider {name} paused for {} after {failures} failure{} in its last {calls} call{}",
+                "{subject} {name} paused for {} after {failures} failure{} in its last {calls} call{}",
                 super::ladder::human_duration(*open_for),
                 if *failures == 1 { "" } else { "s" },
                 if *calls == 1 { "" } else { "s" },
             ),
             BreakerTransition::HalfOpen => {
-                write!(f, "provider {name}: trying again with a few probe calls")
+                write!(f, "{subject} {name}: trying again with a few probe calls")
             }
-            BreakerTransition::Closed => write!(f, "provider {name} answers again; calls resume"),
+            BreakerTransition::Closed => write!(f, "{subject} {name} answers again; calls resume"),
         }
     }
 }
@@ -125,6 +127,7 @@ struct Inner {
 /// A circuit breaker. Share it with `Arc`.
 pub struct CircuitBreaker {
     name: String,
+    subject: &'static str,
     config: BreakerConfig,
     inner: Mutex<Inner>,
     listener: Option<BreakerListener>,
@@ -174,6 +177,7 @@ impl CircuitBreaker {
         };
         CircuitBreaker {
             name: name.into(),
+            subject: "provider",
             inner: Mutex::new(Inner {
                 state: State::Closed {
                     window: VecDeque::with_capacity(config.window),
@@ -183,6 +187,12 @@ impl CircuitBreaker {
             config,
             listener: None,
         }
+    }
+
+    /// Names what the breaker guards in its messages (`provider` unless told).
+    pub fn with_subject(mut self, subject: &'static str) -> Self {
+        self.subject = subject;
+        self
     }
 
     pub fn with_listener(mut self, listener: BreakerListener) -> Self {
@@ -342,6 +352,7 @@ impl CircuitBreaker {
             if let Some(listener) = &self.listener {
                 listener(&BreakerEvent {
                     name: self.name.clone(),
+                    subject: self.subject,
                     transition,
                 });
             }

@@ -65,6 +65,8 @@ pub enum FailureKind {
     Skipped,
     /// A request the provider refuses as it is (HTTP 4xx other than the above).
     BadRequest,
+    /// The executor's process died mid-run (pi crashed or was killed).
+    ExecutorCrashed,
     /// A fault inside Conclave (a report that cannot be read, a store failure).
     Internal,
     /// A kind this version does not know (read from an older or newer record).
@@ -97,6 +99,7 @@ impl FailureKind {
             FailureKind::AgentUnavailable => "agent_unavailable",
             FailureKind::Skipped => "skipped",
             FailureKind::BadRequest => "bad_request",
+            FailureKind::ExecutorCrashed => "executor_crashed",
             FailureKind::Internal => "internal",
             FailureKind::Other => "other",
         }
@@ -117,6 +120,7 @@ impl FailureKind {
             | FailureKind::ProviderOutage
             | FailureKind::AgentUnavailable
             | FailureKind::BadRequest
+            | FailureKind::ExecutorCrashed
             | FailureKind::Internal => Severity::High,
             FailureKind::RateLimited
             | FailureKind::Server
@@ -143,6 +147,7 @@ impl FailureKind {
                 | FailureKind::ProviderOutage
                 | FailureKind::CircuitOpen
                 | FailureKind::AgentUnavailable
+                | FailureKind::ExecutorCrashed
         )
     }
 

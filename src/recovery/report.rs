@@ -388,6 +388,9 @@ fn advice_for(kind: FailureKind) -> Option<&'static str> {
         FailureKind::NoProgress => {
             "The model stopped without making the changes the subtask asked for: make the task more explicit, or use a stronger model."
         }
+        FailureKind::ExecutorCrashed => {
+            "The executor process kept dying: run `pi --version` in the workspace to see whether pi works, or set `executor.kind = \"builtin\"`."
+        }
         FailureKind::BadRequest | FailureKind::Server => {
             "The provider answered with an HTTP error; see the messages above."
         }

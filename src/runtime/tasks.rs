@@ -157,6 +157,10 @@ pub struct Subtask {
     /// Indexes of the subtasks that must complete first.
     pub depends_on: Vec<usize>,
     pub assignee: Option<AgentId>,
+    /// The assignee's name when it was assigned, so the name outlives the agent (a
+    /// completed subtask of an earlier team still says who did it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee_name: Option<String>,
     pub status: SubtaskStatus,
     pub attempts: u32,
     pub result: Option<String>,
@@ -172,6 +176,7 @@ impl Subtask {
             description: description.into(),
             depends_on,
             assignee: None,
+            assignee_name: None,
             status: SubtaskStatus::Pending,
             attempts: 0,
             result: None,
@@ -280,6 +285,7 @@ impl TaskRecord {
                     subtask_id: s.id,
                     description: s.description.clone(),
                     assignee: s.assignee,
+                    assignee_name: s.assignee_name.clone(),
                     status: s.status,
                     attempts: s.attempts,
                     files: s.files.clone(),
@@ -309,6 +315,9 @@ pub struct SubtaskSummary {
     pub subtask_id: SubtaskId,
     pub description: String,
     pub assignee: Option<AgentId>,
+    /// The assignee's name, also when that agent is gone (docs/protocol.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee_name: Option<String>,
     pub status: SubtaskStatus,
     pub attempts: u32,
     /// Workspace-relative paths the subtask has written so far (docs/protocol.md:

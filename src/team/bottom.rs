@@ -97,7 +97,7 @@ impl AgentBehavior for BottomBehavior {
                 let reason = if free { "idle, taking it over" } else { "busy" };
                 ctx.append_own_board(&format!(
                     "- peer help request from {}: {}",
-                    message.from,
+                    super::subtask::sender_name(&self.services, message.from),
                     if free { "accepted" } else { "declined (busy)" }
                 ))
                 .map_err(|e| behavior_error(ctx, e))?;
@@ -115,7 +115,8 @@ impl AgentBehavior for BottomBehavior {
                     .map_err(|e| behavior_error(ctx, e))?;
             }
             other => {
-                ctx.append_own_board(&format!("- {} from {}", other.as_str(), message.from))
+                let from = super::subtask::sender_name(&self.services, message.from);
+                ctx.append_own_board(&format!("- {} from {from}", other.as_str()))
                     .map_err(|e| behavior_error(ctx, e))?;
             }
         }
@@ -166,6 +167,7 @@ async fn run_subtask(
             .max(1),
     );
     let started = Instant::now();
+    let person_before = services.approvals.time_with_person(assignment.subtask_id);
     let mut live = LiveOutput::new(ctx.clone());
     let result = {
         let mut sink = |text: &str| live.push(text);
@@ -188,8 +190,13 @@ async fn run_subtask(
     let result = match result {
         Ok(Ok(outcome)) if outcome.success => {
             let mut sink = |text: &str| live.push(text);
+            // What is left of the attempt's time; a person's answer did not use it.
+            let with_person = services
+                .approvals
+                .time_with_person(assignment.subtask_id)
+                .saturating_sub(person_before);
             let remaining = limit
-                .saturating_sub(started.elapsed())
+                .saturating_sub(started.elapsed().saturating_sub(with_person))
                 .max(Duration::from_secs(1));
             let checked = super::check::after_subtask(
                 services,

@@ -7,6 +7,13 @@
 //! - **stubs**: a function whose body is only a docstring, `pass`, `...` or
 //!   `raise NotImplementedError` (Python, by its own parser); `todo!()` /
 //!   `unimplemented!()` in Rust; a `throw` of "not implemented" in JS/TS.
+//! - **contracts** (Python): a function whose signature or docstring promises a value
+//!   ("Return the list…", `-> list`) must return one, and a function the task's files
+//!   held before the task must still be there unless the task names it (a rename or a
+//!   removal does). Both are read from the files as they were when the task began
+//!   ([`Originals`]), so rewriting a function over its docstring does not erase what
+//!   it was asked to do. (Seen on the real model: a
+//!   `fizzbuzz` documented to return a list, rewritten to print, reported done.)
 //! - **tests**: `verify.command` when set; else the tests the task wrote; else the
 //!   project's own test command for the language touched (pytest or unittest,
 //!   `cargo test`, `npm test`).
@@ -17,6 +24,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -78,6 +86,44 @@ pub fn describe(results: &[CheckResult]) -> String {
         .join("; ")
 }
 
+/// The files a task names, as they were when the task began, with the task's text. The
+/// contracts check reads the promises of their functions from here.
+#[derive(Debug, Default)]
+pub struct TaskFiles {
+    pub task: String,
+    /// Workspace-relative path and content.
+    pub files: Vec<(String, String)>,
+}
+
+pub type Originals = Arc<TaskFiles>;
+
+/// The longest original kept (it travels to the checker as an argument).
+const ORIGINAL_MAX_BYTES: usize = 64 * 1024;
+
+/// The Python files `text` (a task) names that exist under `root`, with their content.
+pub fn capture_originals(root: &Path, text: &str) -> Originals {
+    let mut originals: Vec<(String, String)> = Vec::new();
+    for word in text.split(|c: char| c.is_whitespace() || "`'\"()[]{},;:".contains(c)) {
+        let word = word.trim_end_matches('.');
+        let path = Path::new(word);
+        let inside = path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !word.ends_with(".py") || !inside || originals.iter().any(|(p, _)| p == word) {
+            continue;
+        }
+        if let Ok(content) = std::fs::read_to_string(root.join(path))
+            && content.len() <= ORIGINAL_MAX_BYTES
+        {
+            originals.push((word.to_string(), content));
+        }
+    }
+    Arc::new(TaskFiles {
+        task: text.to_string(),
+        files: originals,
+    })
+}
+
 /// Where and how long checks may run.
 #[derive(Clone)]
 pub struct Bench {
@@ -85,6 +131,8 @@ pub struct Bench {
     pub timeout: Duration,
     pub cancel: CancellationToken,
     pub subtask: Option<SubtaskId>,
+    /// The task's files as they were before it (see [`capture_originals`]).
+    pub originals: Originals,
 }
 
 impl Bench {
@@ -125,6 +173,18 @@ impl Bench {
     }
 
     /// A command's verdict as a check result: skipped when it is not installed.
+    /// Runs a program in the workspace: its exit code and output, `None` when it is not
+    /// installed.
+    pub async fn run_program(
+        &self,
+        program: &str,
+        args: &[String],
+    ) -> Option<(Option<i32>, String)> {
+        self.run(program, args)
+            .await
+            .map(|ran| (ran.code, ran.output))
+    }
+
     async fn command(
         &self,
         kind: &str,
@@ -263,6 +323,7 @@ pub async fn code(bench: &Bench, files: &[String]) -> Checks {
         results.push(compiled);
         if compiled_ok {
             results.push(python_stubs(bench, &python).await);
+            results.push(python_contracts(bench, &python).await);
         }
     }
     for js in with_ext(&files, &["js", "mjs", "cjs"]) {
@@ -440,6 +501,126 @@ async fn python_stubs(bench: &Bench, files: &[String]) -> CheckResult {
     }
 }
 
+/// Promises of Python functions: `argv[1]` is a JSON list of `[path, original or null]`.
+/// A function promises a value by its return annotation (not None) or a docstring that
+/// starts with "Return"; it keeps the promise by a `return <value>` or a `yield`.
+const PYTHON_CONTRACTS: &str = r#"
+import ast, json, re, sys
+def functions(tree):
+    found = {}
+    def visit(body, prefix):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found[prefix + node.name] = node
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body, prefix + node.name + ".")
+    visit(tree.body, "")
+    return found
+def promise(fn):
+    if any(w in ast.unparse(d) for d in fn.decorator_list for w in ("abstract", "overload")):
+        return None
+    if fn.returns is not None and ast.unparse(fn.returns) not in ("None", "NoReturn", "Never"):
+        return "its signature says it returns `" + ast.unparse(fn.returns) + "`"
+    doc = (ast.get_docstring(fn) or "").strip()
+    if doc.lower().startswith("return") and not doc.lower().startswith(("returns nothing", "returns none")):
+        return 'its docstring says "' + doc.splitlines()[0].strip() + '"'
+    return None
+def gives(fn):
+    todo = list(fn.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Return) and node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+            return True
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+def header(source, fn):
+    lines = source.splitlines()
+    end = fn.body[0].end_lineno if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(getattr(fn.body[0], "value", None), ast.Constant) else fn.lineno
+    start = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
+    return "\n".join(lines[start - 1:end])
+task = sys.argv[2] if len(sys.argv) > 2 else ""
+named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", task))
+for path, original in json.loads(sys.argv[1]):
+    try:
+        source = open(path, encoding="utf-8").read()
+        now = functions(ast.parse(source, path))
+    except Exception:
+        continue
+    before = {}
+    if original is not None:
+        try:
+            before = functions(ast.parse(original, path))
+        except Exception:
+            before = {}
+    for name, old in before.items():
+        # Gone without the task naming it: lost in a rewrite (a renamed or removed
+        # function is named by its task).
+        if name not in now and name.split(".")[-1] not in named:
+            print(f"{path}: `{name}` was in the file before the task and is gone; the task did not ask to remove it: put it back as it was:\n{ast.get_source_segment(original, old) or header(original, old)}")
+    for name, new in now.items():
+        old = before.get(name)
+        promised = promise(old) if old is not None else None
+        why = promised or promise(new)
+        if why and not gives(new):
+            keep = f" Keep the signature and docstring:\n{header(original, old)}" if promised else ""
+            print(f"{path}:{new.lineno}: `{name}` must return its result ({why}), but it never returns a value; return it instead of printing it.{keep}")
+"#;
+
+async fn python_contracts(bench: &Bench, files: &[String]) -> CheckResult {
+    let pairs: Vec<(&String, Option<&String>)> = files
+        .iter()
+        .map(|file| {
+            let original = bench
+                .originals
+                .files
+                .iter()
+                .find(|(path, _)| path == file)
+                .map(|(_, content)| content);
+            (file, original)
+        })
+        .collect();
+    let args = vec![
+        "-c".to_string(),
+        PYTHON_CONTRACTS.to_string(),
+        serde_json::to_string(&pairs).unwrap_or_else(|_| "[]".into()),
+        bench.originals.task.clone(),
+    ];
+    match bench.run("python3", &args).await {
+        None => bench.result(
+            "contracts",
+            "function contracts",
+            CheckStatus::Skipped,
+            files,
+            "python3 is not installed",
+        ),
+        Some(ran) if !ran.success => bench.result(
+            "contracts",
+            "function contracts",
+            CheckStatus::Skipped,
+            files,
+            format!("the check did not run: {}", ran.output.trim()),
+        ),
+        Some(ran) if ran.output.trim().is_empty() => bench.result(
+            "contracts",
+            "function contracts",
+            CheckStatus::Passed,
+            files,
+            "",
+        ),
+        Some(ran) => bench.result(
+            "contracts",
+            "function contracts",
+            CheckStatus::Failed,
+            files,
+            ran.output.trim_end(),
+        ),
+    }
+}
+
 /// `todo!()` / `unimplemented!()` in Rust, a thrown "not implemented" in JS/TS.
 pub fn marked_stubs(path: &str, text: &str) -> Vec<String> {
     let rust = extension(path) == "rs";
@@ -507,7 +688,16 @@ pub async fn tests(bench: &Bench, verify_command: Option<&str>, files: &[String]
             || mentions(&bench.root.join("pyproject.toml"), "pytest")
             || has_python_tests(&bench.root));
     if !python_tests.is_empty() || python_project {
-        results.push(python_test_run(bench, &python_tests).await);
+        // The project's own suite when it has one: a test the task wrote, run alone,
+        // says nothing about the tests that were there (seen on the real model: a task
+        // to make test_textutil.py pass wrote tests/test_textutil.py, which ran no test,
+        // and broke the real one). Discovery finds the written tests too.
+        let alone: &[String] = if has_python_tests(&bench.root) {
+            &[]
+        } else {
+            &python_tests
+        };
+        results.push(python_test_run(bench, alone).await);
     }
     let js_tests = with_ext(&written_tests, &["js", "mjs", "cjs"]);
     if touched(&["js", "mjs", "cjs", "ts", "tsx"]) && has_npm_test(&bench.root) {
@@ -644,6 +834,7 @@ pub async fn after_subtask(
         timeout: check_timeout(s),
         cancel: cancel.clone(),
         subtask: Some(subtask_id),
+        originals: s.originals(task_id),
     };
     // What earlier attempts of this subtask wrote counts too: a retry that finds the
     // work "already done" must not pass a file a previous attempt left broken.
@@ -712,6 +903,7 @@ mod tests {
             timeout: Duration::from_secs(60),
             cancel: CancellationToken::new(),
             subtask: None,
+            originals: Arc::default(),
         }
     }
 
@@ -752,7 +944,94 @@ mod tests {
 
         let good = code(&b, &["good.py".into()]).await;
         assert!(good.passed(), "{:?}", good.results);
-        assert_eq!(good.results.len(), 2);
+        assert_eq!(good.results.len(), 3, "syntax, stubs, contracts");
+    }
+
+    #[tokio::test]
+    async fn a_function_rewritten_to_print_breaks_the_contract_it_was_given() {
+        if !python() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let original =
+            "def fizzbuzz(n: int) -> list:\n    \"\"\"Return the list of strings for 1..n.\"\"\"\n";
+        std::fs::write(dir.path().join("solution.py"), original).unwrap();
+        let task = "Implement the function fizzbuzz in `solution.py`.";
+        let mut b = bench(dir.path());
+        b.originals = capture_originals(dir.path(), task);
+        assert_eq!(b.originals.files.len(), 1);
+        // The model rewrote the file over the docstring and printed instead.
+        std::fs::write(
+            dir.path().join("solution.py"),
+            "def fizzbuzz(n):\n    for i in range(1, n + 1):\n        print(i)\n",
+        )
+        .unwrap();
+
+        let broken = code(&b, &["solution.py".into()]).await;
+        let text = broken.failure_text().expect("the contract check fails");
+        assert!(text.contains("`fizzbuzz` must return its result"), "{text}");
+        assert!(
+            text.contains("Return the list of strings for 1..n."),
+            "the fix prompt gets the original docstring back: {text}"
+        );
+
+        std::fs::write(
+            dir.path().join("solution.py"),
+            "def fizzbuzz(n):\n    return [str(i) for i in range(1, n + 1)]\n",
+        )
+        .unwrap();
+        let kept = code(&b, &["solution.py".into()]).await;
+        assert!(kept.passed(), "{:?}", kept.results);
+    }
+
+    #[tokio::test]
+    async fn a_function_lost_in_a_rewrite_is_caught_but_a_renamed_one_is_not() {
+        if !python() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let original = "def mean(values):\n    return sum(values) / len(values)\n\n\ndef spread(values):\n    \"\"\"Largest minus smallest.\"\"\"\n    return max(values) - min(values)\n";
+        std::fs::write(dir.path().join("stats.py"), original).unwrap();
+        let mut b = bench(dir.path());
+        b.originals = capture_originals(
+            dir.path(),
+            "Change mean in stats.py to return 0.0 for an empty list.",
+        );
+        // The model rewrote the file with the one function it was asked about.
+        std::fs::write(
+            dir.path().join("stats.py"),
+            "def mean(nums):\n    if not nums:\n        return 0.0\n    return sum(nums) / len(nums)\n",
+        )
+        .unwrap();
+        let lost = code(&b, &["stats.py".into()]).await;
+        let text = lost.failure_text().expect("the lost function is caught");
+        assert!(text.contains("`spread` was in the file before"), "{text}");
+        assert!(text.contains("return max(values) - min(values)"), "{text}");
+        assert!(!text.contains("`mean`"), "{text}");
+
+        // A rename names the old function: its going is what was asked.
+        b.originals = capture_originals(dir.path(), "Rename spread in stats.py to span.");
+        std::fs::write(
+            dir.path().join("stats.py"),
+            "def mean(values):\n    return sum(values) / len(values)\n\n\ndef span(values):\n    return max(values) - min(values)\n",
+        )
+        .unwrap();
+        let renamed = code(&b, &["stats.py".into()]).await;
+        assert!(renamed.passed(), "{:?}", renamed.results);
+    }
+
+    #[test]
+    fn originals_are_the_python_files_the_task_names_inside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
+        std::fs::create_dir(dir.path().join("pkg")).unwrap();
+        std::fs::write(dir.path().join("pkg/b.py"), "y = 2\n").unwrap();
+        let originals = capture_originals(
+            dir.path(),
+            "Edit a.py and (pkg/b.py), not ../etc.py or missing.py. Then a.py again.",
+        );
+        let paths: Vec<&str> = originals.files.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["a.py", "pkg/b.py"]);
     }
 
     #[tokio::test]

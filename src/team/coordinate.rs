@@ -39,6 +39,8 @@ pub async fn run(ctx: AgentContext, services: Arc<Services>, task_id: TaskId) {
     services
         .tasks
         .update(task_id, |t| t.coordinator = Some(ctx.id()));
+    // Before any agent touches them: what the task's files promised (check.rs).
+    services.originals(task_id);
     if let Some(task) = services.tasks.get(task_id) {
         // Peer mids learn who coordinates what, so they spread new work elsewhere.
         let _ = ctx.broadcast(
@@ -249,6 +251,7 @@ async fn finish(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId, outcome:
     });
     s.approvals.withdraw_task(task_id);
     s.cancels.remove(&task_id);
+    s.originals.remove(&task_id);
     if let Some(record) = record {
         report_upward(ctx, &record);
         let _ = ctx.append_own_board(&format!("- task \"{}\": {:?}", record.title, record.status));

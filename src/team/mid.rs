@@ -92,8 +92,8 @@ impl AgentBehavior for MidBehavior {
                 }
             }
             other => {
-                let _ =
-                    ctx.append_own_board(&format!("- {} from {}", other.as_str(), message.from));
+                let from = super::subtask::sender_name(&self.services, message.from);
+                let _ = ctx.append_own_board(&format!("- {} from {from}", other.as_str()));
             }
         }
         Ok(())

@@ -8,6 +8,7 @@
 //! supervisor, top layer, a person), agents that hang or keep failing are replaced
 //! ([`replace`]) → the mid runs the verify command and fix loop ([`verify`]) → done.
 
+pub mod acceptance;
 pub mod bottom;
 pub mod check;
 pub mod coordinate;
@@ -85,6 +86,9 @@ pub struct Services {
     pub replaced: DashMap<AgentId, AgentId>,
     /// Bumped after every replacement; coordinators waiting on an agent watch it.
     pub replacements: tokio::sync::watch::Sender<u64>,
+    /// Per unfinished task: the files it names as they were when it began, for the
+    /// contracts check (`check.rs`).
+    pub originals: DashMap<TaskId, check::Originals>,
     /// `.conclave/sessions/<session>/`, where ERROR_REPORT.md goes.
     pub session_dir: PathBuf,
     /// `serve`, `run` or `demo`, for reports.
@@ -92,6 +96,22 @@ pub struct Services {
 }
 
 impl Services {
+    /// The files `task` names as they were when it began (captured on first use).
+    pub fn originals(&self, task: TaskId) -> check::Originals {
+        if let Some(originals) = self.originals.get(&task) {
+            return originals.clone();
+        }
+        let description = self
+            .tasks
+            .get(task)
+            .map(|t| t.description.clone())
+            .unwrap_or_default();
+        self.originals
+            .entry(task)
+            .or_insert_with(|| check::capture_originals(self.sandbox.root(), &description))
+            .clone()
+    }
+
     /// The cancellation token of `task`, created on first use.
     pub fn task_cancel(&self, task: TaskId) -> CancellationToken {
         self.cancels.entry(task).or_default().clone()

@@ -18,6 +18,7 @@ use uuid::Uuid;
 use super::coordinate::{Stop, failure_of};
 use super::{Services, first_line};
 use crate::config::PlanQuorum;
+use crate::executor::builtin::asks_for_changes;
 use crate::model::structured::{Plan, ask_json};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::Severity;
@@ -136,6 +137,14 @@ pub(super) fn task_text(task: &TaskRecord) -> &str {
 /// The model's plan made to fit the task: empty subtasks dropped, duplicates merged
 /// (dependencies follow the one kept), a single subtask carrying the task verbatim, and
 /// assignee hints resolved to this mid's bottom agents by name (unknown names dropped).
+///
+/// In a task that asks for changes, a subtask that changes nothing ("Check the existing
+/// logic…", "Test the new function…") beside one that does is folded away: agents read
+/// before they edit, and
+/// the team checks and tests the work itself (`check.rs`, `acceptance.rs`). Seen on the
+/// real model: such steps split "change `mean`, keep the rest of the file" into a
+/// rewrite that lost the rest of the file, and a "test" subtask that went looking for a
+/// web server.
 pub(super) fn fit_plan(
     plan: &Plan,
     task: &TaskRecord,
@@ -145,9 +154,17 @@ pub(super) fn fit_plan(
     // Index in the model's plan → index in the fitted plan.
     let mut kept_as: Vec<Option<usize>> = Vec::with_capacity(plan.subtasks.len());
     let mut kept: Vec<(String, Vec<usize>, Option<String>)> = Vec::new();
+    let whole = task_text(task);
+    // Looking is folded away only beside a change: a plan that only answers (the model
+    // says why it will not change anything) is kept as it is.
+    let fold_looks = asks_for_changes(whole)
+        && plan
+            .subtasks
+            .iter()
+            .any(|p| !changes_nothing(p.description.trim()));
     for planned in &plan.subtasks {
         let description = planned.description.trim();
-        if words(description).is_empty() {
+        if words(description).is_empty() || (fold_looks && changes_nothing(description)) {
             kept_as.push(None);
             continue;
         }
@@ -191,6 +208,7 @@ pub(super) fn fit_plan(
                             .map(|a| a.id())
                     })
             });
+            subtask.assignee_name = subtask.assignee.map(|id| super::subtask::agent_name(s, id));
             subtask
         })
         .collect();
@@ -201,7 +219,6 @@ pub(super) fn fit_plan(
             // One subtask is the whole task: a rewording of it becomes the task verbatim.
             // A description that says something else (an answer instead of a change) is
             // kept, and the agent still gets the task verbatim in its context.
-            let whole = task_text(task);
             if covers(&subtasks[0].description, whole) {
                 subtasks[0].description = whole.to_string();
             }
@@ -209,6 +226,39 @@ pub(super) fn fit_plan(
         }
         _ => subtasks,
     }
+}
+
+/// A subtask that only looks (reads, checks, tests, verifies): its first word says so
+/// ("Verify the fix by running…" is about the fix, not one), or no word asks for a
+/// change.
+fn changes_nothing(description: &str) -> bool {
+    const LOOK_ONLY: &[&str] = &[
+        "identify",
+        "verify",
+        "test",
+        "check",
+        "run",
+        "review",
+        "read",
+        "analyze",
+        "analyse",
+        "examine",
+        "inspect",
+        "ensure",
+        "confirm",
+        "validate",
+        "understand",
+        "locate",
+        "find",
+        "investigate",
+        "look",
+        "determine",
+        "explore",
+        "study",
+        "open",
+    ];
+    let first = words(description).into_iter().next().unwrap_or_default();
+    LOOK_ONLY.contains(&first.as_str()) || !asks_for_changes(description)
 }
 
 fn words(text: &str) -> Vec<String> {
@@ -500,5 +550,25 @@ mod tests {
             "Answer from the offline try-out: nothing to do",
             "Port my whole app to Haskell"
         ));
+    }
+
+    #[test]
+    fn steps_that_only_look_change_nothing() {
+        for look in [
+            "Identify the bug in textutil.py",
+            "Verify the fix by running the test in test_textutil.py",
+            "Check the existing logic of the mean function in stats.py.",
+            "Test the new mean function for an empty list to ensure it returns 0.0.",
+        ] {
+            assert!(changes_nothing(look), "{look}");
+        }
+        for change in [
+            "Write the fix for the identified bug in textutil.py",
+            "Implement the new mean function for an empty list in stats.py.",
+            "Add a --shout flag to greet.py",
+            "Write tests for the parser in test_parser.py",
+        ] {
+            assert!(!changes_nothing(change), "{change}");
+        }
     }
 }

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::{Services, recovery_event};
 use crate::recovery::{RecoveryAction, Severity};
 use crate::runtime::{
-    Accessor, AgentConfig, AgentError, AgentId, Message, MessageKind, Recipient, WhiteboardId,
+    Accessor, AgentConfig, AgentError, AgentId, Message, MessageKind, WhiteboardId,
 };
 
 /// Replaces `old`, returning the new agent's id.
@@ -27,13 +27,6 @@ pub async fn replace_agent(
         .read(&Accessor::System, WhiteboardId::Agent(old))
         .map(|b| b.content.to_string())
         .unwrap_or_default();
-    let queued: Vec<Arc<Message>> = s
-        .runtime
-        .bus
-        .queued(old)
-        .into_iter()
-        .filter(|m| m.kind != MessageKind::Heartbeat)
-        .collect();
 
     let new_config = AgentConfig {
         id: AgentId::new(),
@@ -41,8 +34,11 @@ pub async fn replace_agent(
         ..config.clone()
     };
     let new = new_config.id;
-    // Anyone waiting on the old agent follows the map from now on.
+    // Anyone waiting on the old agent follows the map from now on, and every message
+    // for it (queued now, or arriving during the swap) goes to the new one, waiting for
+    // its mailbox if need be.
     s.replaced.insert(old, new);
+    s.runtime.bus.forward(old, new);
 
     // The old agent goes first, so the team never needs a slot above maxAgents.
     s.runtime.pool.destroy(old).await?;
@@ -72,14 +68,6 @@ pub async fn replace_agent(
         tracing::warn!("the replaced agent's whiteboard was not carried over: {e}");
     }
     replacement.set_current_task(current_task.clone());
-    for message in queued {
-        let mut moved = (*message).clone();
-        moved.id = uuid::Uuid::new_v4();
-        moved.to = Recipient::Agent(new);
-        if let Err(e) = s.runtime.bus.send(moved) {
-            tracing::warn!("a queued message of the replaced agent was not moved: {e}");
-        }
-    }
     // Work the old agent may still be running is stopped; its coordinators re-send it.
     for attempt in s.attempts.iter().filter(|a| a.value().0 == old) {
         attempt.value().1.cancel();

@@ -439,6 +439,7 @@ async fn run_subtask(
                     st.attempts += 1;
                 }
                 st.assignee = Some(assignee);
+                st.assignee_name = Some(agent_name(s, assignee));
                 st.status = if history.errored() {
                     SubtaskStatus::Recovering
                 } else {
@@ -1027,6 +1028,18 @@ fn add_new(list: &mut Vec<String>, new: Vec<String>) {
         }
     }
 }
+/// Who an agent is, as boards and messages name it: its name, `system` for Conclave
+/// itself, or a short id when the agent is gone.
+pub(super) fn sender_name(s: &Services, agent: AgentId) -> String {
+    if agent == AgentId::SYSTEM {
+        return agent.to_string();
+    }
+    match s.runtime.pool.get(agent) {
+        Some(a) => a.name(),
+        None => agent.to_string().chars().take(8).collect(),
+    }
+}
+
 pub(super) fn agent_name(s: &Services, agent: AgentId) -> String {
     s.runtime
         .pool

@@ -114,7 +114,10 @@ impl AgentBehavior for TopBehavior {
                     let _ = ctx.reply(&message, MessageKind::ProgressReport, info);
                 }
             }
-            other => note(format!("- {} from {}", other.as_str(), message.from)),
+            other => {
+                let from = super::subtask::sender_name(&self.services, message.from);
+                note(format!("- {} from {from}", other.as_str()))
+            }
         }
         Ok(())
     }

@@ -231,6 +231,12 @@ impl Tool for Bash {
         }
     }
 
+    /// A command killed by its timeout runs again only when that cannot change anything
+    /// twice: a read-only command or a check.
+    fn repeatable(&self, args: &Args) -> bool {
+        args.str("command").is_ok_and(repeatable_command)
+    }
+
     async fn call(&self, args: &Args, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
         let command = args.str("command")?;
         if command.trim().is_empty() {
@@ -275,6 +281,71 @@ struct CommandRun {
     status: ExitStatus,
     stdout: HeadTail,
     stderr: HeadTail,
+}
+
+/// Whether a shell command only looks at things (every part of a pipeline or list is a
+/// read-only command and nothing is redirected into a file).
+pub fn read_only_command(command: &str) -> bool {
+    const READ_ONLY: &[&str] = &[
+        "ls", "cat", "head", "tail", "pwd", "find", "grep", "rg", "wc", "tree", "echo", "which",
+        "type", "file", "stat", "du", "df", "env", "printenv", "whoami", "date", "diff", "less",
+        "more", "sort", "uniq", "true", "cd",
+    ];
+    if command.contains('>') || command.contains("-delete") || command.contains("-exec") {
+        return false;
+    }
+    command
+        .split(['|', ';', '&', '\n'])
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .all(|part| {
+            let program = part.split_whitespace().next().unwrap_or_default();
+            let program = program.rsplit('/').next().unwrap_or(program);
+            READ_ONLY.contains(&program)
+        })
+}
+
+/// Whether running a command a second time can do no harm: it only looks at things, or
+/// it is a check (a compile, a test run, a lint) whose effects are its report. Only such
+/// a command is run again after its time ran out ([`Tool::repeatable`]).
+pub fn repeatable_command(command: &str) -> bool {
+    const CHECKS: &[&[&str]] = &[
+        &["pytest"],
+        &["python", "-m", "pytest"],
+        &["python3", "-m", "pytest"],
+        &["python", "-m", "unittest"],
+        &["python3", "-m", "unittest"],
+        &["python", "-m", "py_compile"],
+        &["python3", "-m", "py_compile"],
+        &["cargo", "test"],
+        &["cargo", "check"],
+        &["cargo", "clippy"],
+        &["npm", "test"],
+        &["npm", "run", "test"],
+        &["node", "--check"],
+        &["tsc", "--noEmit"],
+        &["npx", "tsc", "--noEmit"],
+        &["go", "test"],
+        &["go", "vet"],
+    ];
+    if read_only_command(command) {
+        return true;
+    }
+    if command.contains('>') {
+        return false;
+    }
+    command
+        .split("&&")
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .all(|part| {
+            if read_only_command(part) {
+                return true;
+            }
+            let words: Vec<&str> = part.split_whitespace().collect();
+            !part.contains(['|', ';', '&', '\n'])
+                && CHECKS.iter().any(|check| words.starts_with(check))
+        })
 }
 
 /// Kills a process group when dropped, so that a cancelled or timed-out call cannot
@@ -484,6 +555,45 @@ mod tests {
             "KEYMAP",
         ] {
             assert!(!is_secret_env_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn read_only_commands_are_recognised() {
+        for command in ["ls -la", "cat a.py | grep def", "pwd && ls", "/bin/ls src"] {
+            assert!(read_only_command(command), "{command}");
+        }
+        for command in [
+            "echo hi > a.txt",
+            "python3 -m pytest",
+            "ls; rm a.txt",
+            "find . -name '*.pyc' -delete",
+            "sed -i s/a/b/ f",
+        ] {
+            assert!(!read_only_command(command), "{command}");
+        }
+    }
+
+    #[test]
+    fn checks_and_looks_may_run_again_but_changes_may_not() {
+        for command in [
+            "ls -la",
+            "python3 -m pytest -q",
+            "pytest tests/test_cli.py",
+            "cd app && cargo test",
+            "node --check main.js && npm test",
+        ] {
+            assert!(repeatable_command(command), "{command}");
+        }
+        for command in [
+            "pip install requests",
+            "python3 solution.py",
+            "pytest > log.txt",
+            "cargo test; rm -rf target",
+            "rm -rf build && pytest",
+            "git commit -am wip",
+        ] {
+            assert!(!repeatable_command(command), "{command}");
         }
     }
 

@@ -5,9 +5,10 @@
 //! loop's failure tracking sees it (and 408/429/5xx classify as transient).
 //!
 //! Transient failures of idempotent requests (GET, HEAD, OPTIONS, PUT, DELETE: a 5xx,
-//! 408, 429 or a connection error) are retried like model calls, by recovery's one
-//! call-level policy (`recovery::backoff`, 3 attempts, full jitter, Retry-After
-//! honoured). POST and PATCH are never repeated behind the model's back.
+//! 408, 429 or a connection error) are retried like model calls: the request says it is
+//! [`Tool::repeatable`] and dispatch applies recovery's one call-level policy
+//! (`recovery.call`, full jitter). POST and PATCH are never
+//! repeated behind the model's back.
 
 use std::time::Duration;
 
@@ -16,9 +17,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
 use super::{Args, CallContext, Tool, ToolError, ToolOutput};
-use crate::config::CallRetryConfig;
 use crate::model::ToolSpec;
-use crate::recovery::backoff::{self, RetryPolicy};
 
 const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 
@@ -128,25 +127,22 @@ impl Tool for HttpRequest {
         }
     }
 
+    /// Idempotent methods may be sent again after a transient failure; a POST or PATCH
+    /// is never repeated behind the model's back.
+    fn repeatable(&self, args: &Args) -> bool {
+        args.str("method").is_ok_and(|method| {
+            matches!(
+                method.trim().to_ascii_uppercase().as_str(),
+                "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE"
+            )
+        })
+    }
+
     async fn call(&self, args: &Args, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
-        let method = args
-            .str("method")
-            .map(|m| m.trim().to_ascii_uppercase())
-            .unwrap_or_default();
-        let mut policy = RetryPolicy::from_config(&CallRetryConfig::default());
-        if !matches!(
-            method.as_str(),
-            "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE"
-        ) {
-            policy.max_attempts = 1;
-        }
-        let jitter = backoff::random_jitter();
         tokio::select! {
             biased;
             () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
-            done = backoff::retry(&policy, "http_request", &*jitter, None, &ctx.cancel, |_| {
-                self.exchange(args, ctx)
-            }) => done,
+            done = self.exchange(args, ctx) => done,
         }
     }
 }

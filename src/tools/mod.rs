@@ -85,6 +85,13 @@ pub trait Tool: Send + Sync {
 
     /// Runs the call.
     async fn call(&self, args: &Args, ctx: &CallContext) -> Result<ToolOutput, ToolError>;
+
+    /// Whether this call may be made again after a transient failure without harm (an
+    /// idempotent request, a read-only or check command). Dispatch retries only such
+    /// calls, with the call-level policy model calls use (`recovery.call`).
+    fn repeatable(&self, _args: &Args) -> bool {
+        false
+    }
 }
 
 /// A failed tool call. The `Display` text is what the model is told, so it says what

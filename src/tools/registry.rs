@@ -4,7 +4,9 @@
 //! the tool name is looked up (leniently: `File_Read ` finds `file_read`), arguments are
 //! normalised ([`Args::from_value`]), the tool's authorisation runs (not bounded by the
 //! step timeout, since a person may be answering), then the call runs under the step
-//! timeout and the cancellation token.
+//! timeout and the cancellation token. A transient failure (a timeout, a 5xx, a dropped
+//! connection) of a call the tool calls [`Tool::repeatable`] is retried with recovery's
+//! call-level policy, each attempt under the step timeout of its own, as model calls are.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,11 +19,12 @@ use super::sandbox::Sandbox;
 use super::search::{Glob, Grep, SearchSettings};
 use super::writer::WorkspaceWriter;
 use super::{Args, CallContext, Tool, ToolError, ToolOutput};
-use crate::config::{CommandPolicy, Config, FileChangePolicy};
+use crate::config::{CallRetryConfig, CommandPolicy, Config, FileChangePolicy};
 use crate::model::{ToolCall, ToolSpec};
+use crate::recovery::backoff::{self, Jitter, RetryListener, RetryPolicy};
 
 /// Every limit of the built-in tools.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ToolSettings {
     pub files: FileSettings,
     pub bash: BashSettings,
@@ -34,6 +37,8 @@ pub struct ToolSettings {
     /// Tools that enforce their own deadline (bash, http_request) get this long past the
     /// step timeout to stop cleanly and report partial output before dispatch gives up.
     pub timeout_grace: Duration,
+    /// `recovery.call`: how transient failures of repeatable calls are retried.
+    pub call_retry: CallRetryConfig,
 }
 
 impl Default for ToolSettings {
@@ -46,6 +51,7 @@ impl Default for ToolSettings {
             command_policy: CommandPolicy::Ask,
             file_changes: FileChangePolicy::Auto,
             timeout_grace: Duration::from_secs(2),
+            call_retry: CallRetryConfig::default(),
         }
     }
 }
@@ -56,6 +62,7 @@ impl ToolSettings {
         let mut settings = ToolSettings {
             command_policy: config.approvals.commands,
             file_changes: config.approvals.file_changes,
+            call_retry: config.recovery.call.clone(),
             ..ToolSettings::default()
         };
         if let Some(key_env) = &config.llm.api_key_env {
@@ -75,6 +82,9 @@ pub struct ToolRegistry {
     specs: Vec<ToolSpec>,
     timeout_grace: Duration,
     on_write: Option<WriteObserver>,
+    retry: RetryPolicy,
+    retry_listener: Option<RetryListener>,
+    jitter: Jitter,
 }
 
 impl ToolRegistry {
@@ -88,6 +98,7 @@ impl ToolRegistry {
     ) -> ToolRegistry {
         let mut registry = ToolRegistry::empty();
         registry.timeout_grace = settings.timeout_grace;
+        registry.retry = RetryPolicy::from_config(&settings.call_retry);
         registry.register(Arc::new(
             FileRead::new(sandbox.clone(), settings.files.clone()).with_editor(writer.clone()),
         ));
@@ -123,12 +134,28 @@ impl ToolRegistry {
             specs: Vec::new(),
             timeout_grace: ToolSettings::default().timeout_grace,
             on_write: None,
+            retry: RetryPolicy::from_config(&CallRetryConfig::default()),
+            retry_listener: None,
+            jitter: backoff::random_jitter(),
         }
     }
 
     /// Reports every written file to `observer` from now on.
     pub fn with_write_observer(mut self, observer: WriteObserver) -> ToolRegistry {
         self.on_write = Some(observer);
+        self
+    }
+
+    /// Tells `listener` of every call-level retry of a tool call.
+    pub fn with_retry_listener(mut self, listener: RetryListener) -> ToolRegistry {
+        self.retry_listener = Some(listener);
+        self
+    }
+
+    /// Replaces the retry policy and the jitter's random source (tests pin them).
+    pub fn with_retry_policy(mut self, policy: RetryPolicy, jitter: Jitter) -> ToolRegistry {
+        self.retry = policy;
+        self.jitter = jitter;
         self
     }
 
@@ -185,7 +212,30 @@ impl ToolRegistry {
             authorised = tool.authorize(&args, ctx) => authorised?,
         }
 
-        // A token of the call's own, cancelled when dispatch returns for any reason, so
+        let mut policy = self.retry.clone();
+        if !tool.repeatable(&args) {
+            policy.max_attempts = 1;
+        }
+        backoff::retry(
+            &policy,
+            tool.name(),
+            &*self.jitter,
+            self.retry_listener.as_ref(),
+            &ctx.cancel,
+            |_| self.attempt(tool, &args, ctx),
+        )
+        .await
+    }
+
+    /// One attempt of an authorised call, under the step timeout and the cancellation
+    /// token.
+    async fn attempt(
+        &self,
+        tool: &Arc<dyn Tool>,
+        args: &Args,
+        ctx: &CallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        // A token of the call's own, cancelled when the attempt returns for any reason, so
         // blocking work (walks, searches) stops when its future is abandoned.
         let token = ctx.cancel.child_token();
         let _stop_on_return = token.clone().drop_guard();
@@ -193,7 +243,7 @@ impl ToolRegistry {
             cancel: token,
             ..ctx.clone()
         };
-        let run = tool.call(&args, &call_ctx);
+        let run = tool.call(args, &call_ctx);
         tokio::pin!(run);
         let limit = ctx.step_timeout.map(|step| step + self.timeout_grace);
         let timed = async {

@@ -104,7 +104,10 @@ impl Server {
             .arg("--stdio")
             .args(args)
             .current_dir(workspace)
-            .env("RUST_LOG", "info")
+            .env(
+                "RUST_LOG",
+                std::env::var("CONCLAVE_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())

@@ -59,6 +59,8 @@ export interface SubtaskSummary {
   subtaskId: string;
   description: string;
   assignee: string | null;
+  /** The assignee's name, kept when that agent is gone (addition to the contract). */
+  assigneeName?: string;
   status: SubtaskStatus;
   attempts: number;
   /** file:// URIs written so far (addition to the contract). */

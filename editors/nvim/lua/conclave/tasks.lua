@@ -162,7 +162,8 @@ local function task_lines(client_id)
     for _, s in ipairs(t.subtasks or {}) do
       local extra = ''
       if type(s.assignee) == 'string' and s.assignee ~= '' then
-        extra = ' ' .. (agents.name(client_id, s.assignee) or M.short_id(s.assignee))
+        local kept = type(s.assigneeName) == 'string' and s.assigneeName or nil
+        extra = ' ' .. (agents.name(client_id, s.assignee) or kept or M.short_id(s.assignee))
       end
       if (s.attempts or 0) > 1 then
         extra = extra .. (' (attempt %d)'):format(s.attempts)

@@ -192,7 +192,9 @@ export class TasksModel {
       case 'subtask': {
         const s = node.subtask;
         const { icon, color } = statusIcon(s.status);
-        const assignee = s.assignee ? this.agentName(s.assignee) ?? shortId(s.assignee) : 'unassigned';
+        const assignee = s.assignee
+          ? this.agentName(s.assignee) ?? s.assigneeName ?? shortId(s.assignee)
+          : 'unassigned';
         const attempts = s.attempts === 1 ? '1 attempt' : `${s.attempts} attempts`;
         const tooltip = [s.description, `Status: ${statusLabel(s.status)}`, `Assignee: ${assignee}`, `Attempts: ${s.attempts}`];
         if (s.files && s.files.length > 0) tooltip.push(`Files:\n${s.files.map((f) => `  ${f}`).join('\n')}`);

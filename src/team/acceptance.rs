@@ -1,0 +1,294 @@
+//! Acceptance tests the team writes when the task has none: code and tests together.
+//!
+//! A task that changes Python code in a workspace without tests leaves the checks with
+//! nothing that runs the code: a function that compiles and has a body passes, right
+//! or wrong (seen on the real model: `fizzbuzz` returning a tuple of ints, reported
+//! done). So before calling such a task done, the coordinator has the model write a
+//! few `assert`s from the task itself (and the files as they were before it, not the
+//! code now: a test read off the code would only repeat its mistakes), and runs them.
+//!
+//! - The test lives in `.conclave/checks/<task>/acceptance_test.py`, never among the
+//!   user's files, and is written once per task: later fix rounds run the same test.
+//! - It runs in a wrapper that tells a failing code from a broken test: an
+//!   `AssertionError`, or an error raised inside the workspace's code, fails the check
+//!   (and goes to the fix loop); an error of the test itself (a wrong import, a name it
+//!   never defined, a syntax error) makes it skip, after one rewrite. A test the model
+//!   could not write is a skip too, saying why; never a failure of the task.
+
+use std::path::{Path, PathBuf};
+
+use super::check::{Bench, Originals};
+use super::{Services, first_line};
+use crate::model::{ChatMessage, ModelRequest};
+use crate::runtime::{AgentContext, CheckResult, CheckStatus, TaskId};
+
+/// The check's name, as `getTask` and the boards show it.
+pub const NAME: &str = "acceptance test (written by the team)";
+
+/// How the wrapper tells a broken test from a failing code.
+const TEST_BROKEN_EXIT: i32 = 3;
+
+/// Runs `argv[1]` (the test) with the workspace on `sys.path`. Exit 0: passed; 1: the
+/// code failed it; 3: the test itself is broken.
+const RUNNER: &str = r#"
+import os, sys, traceback, runpy
+test = os.path.abspath(sys.argv[1])
+sys.path.insert(0, os.getcwd())
+try:
+    runpy.run_path(test, run_name="__main__")
+except SystemExit as e:
+    if e.code not in (None, 0):
+        print(f"the test exited with {e.code}")
+        sys.exit(1)
+except AssertionError:
+    traceback.print_exc()
+    sys.exit(1)
+except BaseException as e:
+    frames = traceback.extract_tb(e.__traceback__)
+    inside_code = [f for f in frames if os.path.abspath(f.filename) != test and not f.filename.startswith("<") and os.path.abspath(f.filename).startswith(os.getcwd()) and "/.conclave/" not in f.filename]
+    traceback.print_exc()
+    if inside_code and not isinstance(e, (ImportError, SyntaxError)):
+        sys.exit(1)
+    sys.exit(3)
+"#;
+
+/// Whether the acceptance test applies: Python code changed, and no test ran.
+pub fn wanted(s: &Services, files: &[String], tests: &[CheckResult]) -> bool {
+    s.config.verify.acceptance_tests
+        && s.model.is_some()
+        && tests.iter().all(|r| r.status == CheckStatus::Skipped)
+        && files.iter().any(|f| is_python_code(f))
+}
+
+fn is_python_code(path: &str) -> bool {
+    let name = Path::new(path)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    name.ends_with(".py") && !name.starts_with("test_") && !name.ends_with("_test.py")
+}
+
+fn test_path(s: &Services, task_id: TaskId) -> PathBuf {
+    s.workspace
+        .join(".conclave")
+        .join("checks")
+        .join(task_id.to_string())
+        .join("acceptance_test.py")
+}
+
+/// Writes the test if there is none yet for this task, runs it, and says how it went.
+pub async fn run(
+    ctx: &AgentContext,
+    s: &Services,
+    task_id: TaskId,
+    bench: &Bench,
+    files: &[String],
+) -> CheckResult {
+    let path = test_path(s, task_id);
+    let code_files: Vec<String> = files
+        .iter()
+        .filter(|f| is_python_code(f))
+        .cloned()
+        .collect();
+    let result = |status, detail: String| CheckResult {
+        kind: "tests".into(),
+        name: NAME.into(),
+        status,
+        files: code_files.clone(),
+        detail,
+        subtask_id: None,
+        at: chrono::Utc::now(),
+    };
+    let mut rewritten = false;
+    loop {
+        if !path.is_file() {
+            match write_test(ctx, s, task_id, &bench.originals, &code_files, &path).await {
+                Ok(()) => {}
+                Err(why) => {
+                    return result(
+                        CheckStatus::Skipped,
+                        format!("the team could not write an acceptance test: {why}"),
+                    );
+                }
+            }
+        }
+        let test = path.to_string_lossy().into_owned();
+        let ran = bench
+            .run_program("python3", &["-c".into(), RUNNER.into(), test])
+            .await;
+        let Some((code, output)) = ran else {
+            return result(CheckStatus::Skipped, "python3 is not installed".into());
+        };
+        let shown = format!(
+            "{}\n\nThe test ({}):\n{}",
+            output.trim_end(),
+            relative(s, &path),
+            std::fs::read_to_string(&path)
+                .unwrap_or_default()
+                .trim_end()
+        );
+        match code {
+            Some(0) => return result(CheckStatus::Passed, String::new()),
+            Some(TEST_BROKEN_EXIT) if !rewritten => {
+                // A broken test says nothing about the code: write it once more.
+                tracing::info!(task = %task_id, "the acceptance test is broken; rewriting it: {}", first_line(&output));
+                let _ = std::fs::remove_file(&path);
+                rewritten = true;
+            }
+            Some(TEST_BROKEN_EXIT) => {
+                return result(
+                    CheckStatus::Skipped,
+                    format!("the acceptance test the team wrote is broken itself:\n{shown}"),
+                );
+            }
+            _ => return result(CheckStatus::Failed, shown),
+        }
+    }
+}
+
+fn relative(s: &Services, path: &Path) -> String {
+    path.strip_prefix(&s.workspace)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Asks the model for the test and saves it.
+async fn write_test(
+    ctx: &AgentContext,
+    s: &Services,
+    task_id: TaskId,
+    originals: &Originals,
+    code_files: &[String],
+    path: &Path,
+) -> Result<(), String> {
+    let model = s.model.clone().ok_or("no model is configured")?;
+    let task = s
+        .tasks
+        .get(task_id)
+        .map(|t| t.description)
+        .unwrap_or_default();
+    let mut before = String::new();
+    for (file, content) in originals.files.iter() {
+        let shown: String = content.chars().take(4000).collect();
+        before.push_str(&format!("\n--- {file}\n{shown}\n"));
+    }
+    let mut now = String::new();
+    for file in code_files.iter().take(6) {
+        if let Ok(absolute) = s.sandbox.resolve(file)
+            && let Ok(content) = tokio::fs::read_to_string(&absolute).await
+        {
+            let defs: Vec<&str> = content
+                .lines()
+                .filter(|l| {
+                    let l = l.trim_start();
+                    l.starts_with("def ") || l.starts_with("async def ") || l.starts_with("class ")
+                })
+                .collect();
+            now.push_str(&format!("\n{file}: {}", defs.join(" | ")));
+        }
+    }
+    let before = if before.is_empty() {
+        String::new()
+    } else {
+        format!("\n\nThe files as they were before the task:{before}")
+    };
+    let prompt = format!(
+        "Task:\n{task}{before}\n\nDefinitions in the files now:{now}\n\n\
+Write a short Python test script: 3 to 6 `assert` statements that check the behaviour the task asks for, \
+and nothing the task does not state: use its exact values and names, invent no others. Import what you test \
+from its module (the project root is on sys.path). For a program, run it with \
+subprocess.run([sys.executable, \"file.py\", ...], capture_output=True, text=True) and compare its output \
+with .lower() and without punctuation unless the task gives the exact text. Reply with only one ```python block."
+    );
+    let request = ModelRequest {
+        system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
+        messages: vec![ChatMessage::user(prompt)],
+        tools: Vec::new(),
+        max_tokens: 1024,
+        temperature: s.config.llm.temperature,
+    };
+    let answer = model
+        .complete(&request, &mut |_: &str| {})
+        .await
+        .map_err(|e| e.to_string())?;
+    let code = python_block(&answer.text).ok_or_else(|| {
+        format!(
+            "the model's answer had no Python code: \"{}\"",
+            first_line(&answer.text)
+        )
+    })?;
+    if !code.contains("assert") {
+        return Err("the model's test asserts nothing".into());
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    }
+    std::fs::write(path, code).map_err(|e| e.to_string())?;
+    let _ = ctx.append_own_board(&format!(
+        "- wrote an acceptance test for the task: {}",
+        relative(s, path)
+    ));
+    Ok(())
+}
+
+/// The first fenced code block (```python, ```py or bare ```), or the whole answer
+/// when it is code without a fence.
+fn python_block(text: &str) -> Option<String> {
+    let mut inside = false;
+    let mut block = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") {
+            if inside {
+                break;
+            }
+            let lang = trimmed.trim_start_matches('`').trim().to_ascii_lowercase();
+            if lang.is_empty() || lang == "python" || lang == "py" || lang == "python3" {
+                inside = true;
+            }
+            continue;
+        }
+        if inside {
+            block.push(line);
+        }
+    }
+    let code = if block.is_empty() {
+        let plain = text.trim();
+        (plain.starts_with("import ") || plain.starts_with("from ") || plain.starts_with("assert "))
+            .then(|| plain.to_string())?
+    } else {
+        block.join("\n")
+    };
+    Some(format!("{}\n", code.trim_end()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_test_is_the_fenced_python_block() {
+        let answer = "Here it is:\n```python\nfrom solution import f\nassert f(1) == 2\n```\nDone.";
+        assert_eq!(
+            python_block(answer).unwrap(),
+            "from solution import f\nassert f(1) == 2\n"
+        );
+        assert_eq!(
+            python_block("assert 1 == 1").unwrap(),
+            "assert 1 == 1\n",
+            "unfenced code is taken as it is"
+        );
+        assert!(python_block("I cannot write a test for this.").is_none());
+        assert!(python_block("```json\n{}\n```").is_none());
+    }
+
+    #[test]
+    fn only_python_code_that_is_not_a_test_asks_for_one() {
+        assert!(is_python_code("solution.py"));
+        assert!(is_python_code("pkg/mod.py"));
+        assert!(!is_python_code("test_solution.py"));
+        assert!(!is_python_code("solution_test.py"));
+        assert!(!is_python_code("README.md"));
+    }
+}
