@@ -131,7 +131,9 @@ export async function startServer(dir: string, options: StartOptions = {}): Prom
     disposed = true;
     connection.dispose();
     if (child.exitCode === null) child.kill();
-    rmSync(dir, { recursive: true, force: true });
+    // The killed server may still be closing its store: retry while the directory
+    // is being emptied under us (ENOTEMPTY).
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   };
   return {
     dir,
