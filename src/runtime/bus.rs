@@ -46,6 +46,9 @@ struct BusInner {
     /// Agents being or having been replaced, and their replacement: messages for the
     /// first go to the second ([`Bus::forward`]).
     forwards: DashMap<AgentId, AgentId>,
+    /// Whether `forwards` was ever written: until the first replacement, a send does
+    /// not look there (the bus's hot path).
+    any_forward: std::sync::atomic::AtomicBool,
     /// Messages for a replacement that has no mailbox yet, delivered when it registers.
     parked: DashMap<AgentId, Vec<Arc<Message>>>,
     /// Requests waiting for a reply, by request id.
@@ -68,6 +71,7 @@ impl Bus {
                 endpoints: DashMap::new(),
                 terminated: DashMap::new(),
                 forwards: DashMap::new(),
+                any_forward: std::sync::atomic::AtomicBool::new(false),
                 parked: DashMap::new(),
                 pending_replies: DashMap::new(),
                 events,
@@ -107,6 +111,9 @@ impl Bus {
     /// everything its predecessor held, messages that arrive during the swap included.
     pub fn forward(&self, from: AgentId, to: AgentId) {
         self.inner.forwards.insert(from, to);
+        self.inner
+            .any_forward
+            .store(true, std::sync::atomic::Ordering::Release);
         // `to` itself is resolved by `send`, so a chain of replacements is followed.
         // The map's guard is let go before anything is sent (sending takes it again).
         let mailbox = self.inner.endpoints.get(&from).map(|e| e.mailbox.clone());
@@ -136,6 +143,13 @@ impl Bus {
 
     /// Where a message for `agent` goes: the end of its chain of replacements.
     fn resolve(&self, agent: AgentId) -> AgentId {
+        if !self
+            .inner
+            .any_forward
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return agent;
+        }
         let mut to = agent;
         // Bounded: a chain is as long as an agent was replaced, and a cycle (which
         // forward never makes) cannot loop forever.
