@@ -406,6 +406,10 @@ async fn without_tests_the_team_writes_an_acceptance_test_that_catches_wrong_cod
             { "match": "Implement double", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return x + 1\n" } } ] },
             { "match": "updated calc.py", "text": "Implemented double." },
             { "match": "short Python test script", "text": "```python\nfrom calc import double\nassert double(2) == 4\nassert double(5) == 10\n```" },
+            // The first fix round gets prose twice (the answer and its correction): the
+            // round is spent, the task goes on.
+            { "match": "fails its checks", "text": "I would make double multiply by two." },
+            { "match": "Reply again with only the JSON object", "text": "Multiply by two." },
             { "match": "fails its checks", "text": fix.to_string() }
         ]),
         model_review(1),
@@ -435,13 +439,19 @@ async fn without_tests_the_team_writes_an_acceptance_test_that_catches_wrong_cod
         }
     }
     assert!(
-        steps
-            .iter()
-            .any(|m| m.contains("`acceptance test (written by the team)` failed; fix round 1")),
+        steps.iter().any(|m| m.contains(
+            "`acceptance test (written by the team)` failed; fix round 1 of 3 gave no usable fix"
+        )),
         "{steps:?}"
     );
     assert!(
-        steps.iter().any(|m| m.contains("passes after 1 fix round")),
+        steps
+            .iter()
+            .any(|m| m.contains("`acceptance test (written by the team)` failed; fix round 2")),
+        "{steps:?}"
+    );
+    assert!(
+        steps.iter().any(|m| m.contains("passes after 2 fix round")),
         "{steps:?}"
     );
     let acceptance = detail

@@ -196,8 +196,9 @@ async fn write_test(
     let prompt = format!(
         "Task:\n{task}{before}\n\nDefinitions in the files now:{now}\n\n\
 Write a short Python test script: 3 to 6 `assert` statements that check the behaviour the task asks for, \
-and nothing the task does not state: use its exact values and names, invent no others. Import what you test \
-from its module (the project root is on sys.path). For a program, run it with \
+and nothing the task does not state: use its exact values and names, invent no others. When the task is about \
+a function, import it from its module (the project root is on sys.path) and call it. Only when the task asks for \
+a program or script (it prints, or takes command-line arguments), run it with \
 subprocess.run([sys.executable, \"file.py\", ...], capture_output=True, text=True) and compare its output \
 with .lower() and without punctuation unless the task gives the exact text. Reply with only one ```python block."
     );

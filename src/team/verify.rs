@@ -91,9 +91,29 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         if round == rounds {
             break;
         }
-        let fix = ask_for_fix(ctx, s, task_id, &what, &last_output)
-            .await
-            .map_err(check_failed)?;
+        // An answer that cannot be used costs its round, not the task: the next round
+        // checks again and asks again (seen on the real model: a fix whose file
+        // content came in triple quotes, not JSON).
+        let fix = match ask_for_fix(ctx, s, task_id, &what, &last_output).await {
+            Ok(fix) => fix,
+            Err(problem) => {
+                s.recovery(recovery_event(
+                    task_id,
+                    None,
+                    ctx.id(),
+                    RecoveryAction::Retry,
+                    Severity::Medium,
+                    round + 1,
+                    rounds,
+                    format!(
+                        "{what} failed; fix round {} of {rounds} gave no usable fix: {}",
+                        round + 1,
+                        first_line(&problem)
+                    ),
+                ));
+                continue;
+            }
+        };
         s.recovery(recovery_event(
             task_id,
             None,
