@@ -94,25 +94,19 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         // An answer that cannot be used costs its round, not the task: the next round
         // checks again and asks again (seen on the real model: a fix whose file
         // content came in triple quotes, not JSON).
-        let fix = match ask_for_fix(ctx, s, task_id, &what, &last_output).await {
-            Ok(fix) => fix,
-            Err(problem) => {
-                s.recovery(recovery_event(
-                    task_id,
-                    None,
-                    ctx.id(),
-                    RecoveryAction::Retry,
-                    Severity::Medium,
-                    round + 1,
-                    rounds,
-                    format!(
-                        "{what} failed; fix round {} of {rounds} gave no usable fix: {}",
-                        round + 1,
-                        first_line(&problem)
-                    ),
-                ));
-                continue;
+        let (fix, said) = match ask_for_fix(ctx, s, task_id, &what, &last_output).await {
+            Ok(fix) => {
+                let said = format!(
+                    "(confidence {}): {}",
+                    fix.confidence,
+                    first_line(&fix.explanation)
+                );
+                (Some(fix), said)
             }
+            Err(problem) => (
+                None,
+                format!("gave no usable fix: {}", first_line(&problem)),
+            ),
         };
         s.recovery(recovery_event(
             task_id,
@@ -122,13 +116,11 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
             Severity::Medium,
             round + 1,
             rounds,
-            format!(
-                "{what} failed; fix round {} of {rounds} (confidence {}): {}",
-                round + 1,
-                fix.confidence,
-                first_line(&fix.explanation)
-            ),
+            format!("{what} failed; fix round {} of {rounds} {said}", round + 1),
         ));
+        let Some(fix) = fix else {
+            continue;
+        };
         if fix.confidence < s.config.verify.min_confidence
             && !approved_by_person(s, task_id, ctx, &fix).await
         {
