@@ -474,17 +474,29 @@ for path in sys.argv[1:]:
 async fn python_stubs(bench: &Bench, files: &[String]) -> CheckResult {
     let mut args = vec!["-c".to_string(), PYTHON_STUBS.to_string()];
     args.extend(files.iter().cloned());
+    python_scan(bench, "stubs", "stub scan", args, files).await
+}
+
+/// Runs a scan script with `python3`: each line it prints is a problem; no line is a
+/// pass; a scan that cannot run is a skip that says why.
+async fn python_scan(
+    bench: &Bench,
+    kind: &str,
+    name: &str,
+    args: Vec<String>,
+    files: &[String],
+) -> CheckResult {
     match bench.run("python3", &args).await {
         None => bench.result(
-            "stubs",
-            "stub scan",
+            kind,
+            name,
             CheckStatus::Skipped,
             files,
             "python3 is not installed",
         ),
         Some(ran) if !ran.success => bench.result(
-            "stubs",
-            "stub scan",
+            kind,
+            name,
             CheckStatus::Skipped,
             files,
             format!("the scan did not run: {}", ran.output.trim()),
@@ -496,7 +508,7 @@ async fn python_stubs(bench: &Bench, files: &[String]) -> CheckResult {
                 .filter(|l| !l.trim().is_empty())
                 .map(String::from)
                 .collect();
-            verdict(bench, "stubs", "stub scan", files, problems)
+            verdict(bench, kind, name, files, problems)
         }
     }
 }
@@ -589,36 +601,7 @@ async fn python_contracts(bench: &Bench, files: &[String]) -> CheckResult {
         serde_json::to_string(&pairs).unwrap_or_else(|_| "[]".into()),
         bench.originals.task.clone(),
     ];
-    match bench.run("python3", &args).await {
-        None => bench.result(
-            "contracts",
-            "function contracts",
-            CheckStatus::Skipped,
-            files,
-            "python3 is not installed",
-        ),
-        Some(ran) if !ran.success => bench.result(
-            "contracts",
-            "function contracts",
-            CheckStatus::Skipped,
-            files,
-            format!("the check did not run: {}", ran.output.trim()),
-        ),
-        Some(ran) if ran.output.trim().is_empty() => bench.result(
-            "contracts",
-            "function contracts",
-            CheckStatus::Passed,
-            files,
-            "",
-        ),
-        Some(ran) => bench.result(
-            "contracts",
-            "function contracts",
-            CheckStatus::Failed,
-            files,
-            ran.output.trim_end(),
-        ),
-    }
+    python_scan(bench, "contracts", "function contracts", args, files).await
 }
 
 /// `todo!()` / `unimplemented!()` in Rust, a thrown "not implemented" in JS/TS.
