@@ -163,3 +163,28 @@ async fn a_temporary_provider_failure_is_waited_out_without_spending_an_attempt(
     );
     team.engine.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_coder_starts_from_the_files_the_task_names_without_reading_them() {
+    // The bottom step matches only when the file's current text is in its prompt.
+    let team = start(
+        json!([
+            plan(&["Fill in the colours in notes.txt."]),
+            { "match": ["Fill in the colours in notes.txt", "notes.txt:\n```\ncolours: TODO\n```"],
+              "toolCalls": [ { "name": "file_write", "arguments": { "path": "notes.txt", "content": "colours: red, green\n" } } ] },
+            { "match": "notes.txt", "text": "Filled in notes.txt." }
+        ]),
+        config(),
+    )
+    .await;
+    std::fs::write(team.workspace.path().join("notes.txt"), "colours: TODO\n").unwrap();
+    let task = team.submit("Fill in the colours in notes.txt.");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed, "{summary:?}");
+    assert_eq!(team.read("notes.txt"), "colours: red, green\n");
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "unused steps: {:?}",
+        team.model.unused_steps()
+    );
+}

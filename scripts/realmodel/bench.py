@@ -91,6 +91,7 @@ class Proxy:
                     status, headers, data = 502, {}, json.dumps({"error": {"message": str(e)}}).encode()
                 if chat:
                     proxy.count(data)
+                    proxy.record(body, status, data)
                 self.send_response(status)
                 self.send_header("Content-Type", headers.get("Content-Type", "application/json"))
                 self.send_header("Content-Length", str(len(data)))
@@ -101,9 +102,52 @@ class Proxy:
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def reset(self):
+    def reset(self, transcript=None):
         with self.lock:
             self.calls = self.faults = self.prompt_tokens = self.completion_tokens = 0
+            self.transcript = transcript
+
+    def record(self, body, status, data):
+        """Appends the call to the run's transcript (--keep): the last message sent and
+        the answer, text and tool calls put back together from a stream."""
+        if self.transcript is None:
+            return
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = {}
+        text, calls = answer_of(data.decode("utf-8", "replace"))
+        messages = request.get("messages") or []
+        entry = {
+            "at": round(time.time(), 1), "status": status, "messages": len(messages),
+            "system": (messages[0].get("content") or "")[:200] if messages else "",
+            "last": messages[-1] if messages else None, "text": text, "toolCalls": calls,
+        }
+        with self.lock, open(self.transcript, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+def answer_of(text):
+    """The answer's text and tool calls, from a JSON body or an SSE stream."""
+    chunks = []
+    calls = {}
+    for line in text.splitlines() if text.lstrip().startswith("data:") else [text]:
+        line = line[len("data:"):].strip() if line.startswith("data:") else line
+        if not line.startswith("{"):
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        for choice in event.get("choices") or []:
+            part = choice.get("delta") or choice.get("message") or {}
+            chunks.append(part.get("content") or "")
+            for call in part.get("tool_calls") or []:
+                slot = calls.setdefault(call.get("index", len(calls)), {"name": "", "arguments": ""})
+                function = call.get("function") or {}
+                slot["name"] += function.get("name") or ""
+                slot["arguments"] += function.get("arguments") or ""
+    return "".join(chunks), list(calls.values())
 
     def count(self, data):
         text = data.decode("utf-8", "replace")
@@ -198,7 +242,8 @@ def main():
     parser.add_argument("--pi", default=str(ROOT / "tests/pi/node_modules/.bin/pi"))
     parser.add_argument("--timeout", type=int, default=900, help="seconds per run")
     parser.add_argument("--out", default=str(HERE / "results.jsonl"))
-    parser.add_argument("--keep", action="store_true", help="keep the workspaces")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the workspaces, with each run's model calls in transcript.jsonl")
     args = parser.parse_args()
     # The runs start in their workspaces: binaries are named from here.
     args.conclave = str(Path(args.conclave).resolve())
@@ -223,7 +268,7 @@ def main():
                     shutil.copytree(task_dir / "files", workspace)
                 else:
                     workspace.mkdir()
-                proxy.reset()
+                proxy.reset(scratch / "transcript.jsonl" if args.keep else None)
                 started = time.monotonic()
                 try:
                     if system == "conclave":

@@ -63,7 +63,7 @@ use crate::tools::{Args, CallContext, ToolError, ToolOutput, ToolRegistry};
 pub const TOOL_RULES: &str = "\
 You work in a code workspace through tools. Rules:
 - Paths are relative to the workspace root.
-- Read a file before editing it. file_edit needs old_text copied exactly, matching once.
+- Read a file before editing it, unless its contents are shown to you. file_edit needs old_text copied exactly, matching once.
 - Use file_write for new files, file_edit for small changes.
 - Check your work (e.g. run the tests with bash) when you can.
 - If a tool fails, fix the arguments or try another way; never repeat a failing call.

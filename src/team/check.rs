@@ -102,26 +102,45 @@ const ORIGINAL_MAX_BYTES: usize = 64 * 1024;
 
 /// The Python files `text` (a task) names that exist under `root`, with their content.
 pub fn capture_originals(root: &Path, text: &str) -> Originals {
-    let mut originals: Vec<(String, String)> = Vec::new();
+    let files = files_named(root, text)
+        .into_iter()
+        .filter(|path| path.ends_with(".py"))
+        .filter_map(|path| {
+            let content = std::fs::read_to_string(root.join(&path)).ok()?;
+            (content.len() <= ORIGINAL_MAX_BYTES).then_some((path, content))
+        })
+        .collect();
+    Arc::new(TaskFiles {
+        task: text.to_string(),
+        files,
+    })
+}
+
+/// The workspace files `text` names (`solution.py`, `src/app.js`), in the order named,
+/// each once: words with an extension that are relative paths to existing files under
+/// `root`. Nothing outside the workspace can be named (no `..`, no absolute paths).
+pub fn files_named(root: &Path, text: &str) -> Vec<String> {
+    let Ok(root) = std::fs::canonicalize(root) else {
+        return Vec::new();
+    };
+    let mut named: Vec<String> = Vec::new();
     for word in text.split(|c: char| c.is_whitespace() || "`'\"()[]{},;:".contains(c)) {
         let word = word.trim_end_matches('.');
         let path = Path::new(word);
         let inside = path
             .components()
             .all(|c| matches!(c, std::path::Component::Normal(_)));
-        if !word.ends_with(".py") || !inside || originals.iter().any(|(p, _)| p == word) {
+        let has_extension = path.extension().is_some_and(|e| !e.is_empty());
+        if !inside || !has_extension || named.iter().any(|p| p == word) {
             continue;
         }
-        if let Ok(content) = std::fs::read_to_string(root.join(path))
-            && content.len() <= ORIGINAL_MAX_BYTES
+        // Canonical, so that a symlink cannot lead out of the workspace.
+        if std::fs::canonicalize(root.join(path)).is_ok_and(|p| p.starts_with(&root) && p.is_file())
         {
-            originals.push((word.to_string(), content));
+            named.push(word.to_string());
         }
     }
-    Arc::new(TaskFiles {
-        task: text.to_string(),
-        files: originals,
-    })
+    named
 }
 
 /// Where and how long checks may run.
@@ -895,6 +914,27 @@ mod tests {
             .arg("--version")
             .output()
             .is_ok()
+    }
+
+    #[test]
+    fn the_files_a_task_names_are_found_once_in_order_and_never_outside_the_workspace() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.txt"), "key").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/app.js"), "").unwrap();
+        std::fs::write(dir.path().join("stats.py"), "").unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.txt"),
+            dir.path().join("leak.txt"),
+        )
+        .unwrap();
+        let text = format!(
+            "Fix `src/app.js`, then stats.py. Keep stats.py tidy; see missing.py, ../x.py, \
+             leak.txt, {} and README.",
+            outside.path().join("secret.txt").display()
+        );
+        assert_eq!(files_named(dir.path(), &text), ["src/app.js", "stats.py"]);
     }
 
     #[tokio::test]

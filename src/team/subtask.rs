@@ -461,6 +461,7 @@ async fn run_subtask(
             subtask_id,
             assignee,
             &description,
+            history.last_failure().filter(|f| about_the_work(f.kind)),
             attempts,
             limit - spent,
         )
@@ -741,6 +742,7 @@ async fn attempt(
     subtask_id: SubtaskId,
     assignee: AgentId,
     description: &str,
+    earlier_failure: Option<&Failure>,
     attempt: u32,
     time_left: Duration,
 ) -> Attempt {
@@ -750,7 +752,7 @@ async fn attempt(
         subtask_id,
         description: description.to_string(),
         attempt,
-        context: context_for(s, task.id),
+        context: context_for(s, task.id, earlier_failure),
         time_limit_ms: Some(time_left.as_millis().max(1) as u64),
     };
     let message = Message::to_agent(
@@ -820,8 +822,25 @@ fn subtask_files(s: &Services, task_id: TaskId, subtask_id: SubtaskId) -> Vec<St
         .unwrap_or_default()
 }
 
-/// The task and what earlier subtasks produced, for the bottom agent's prompt.
-fn context_for(s: &Services, task_id: TaskId) -> String {
+/// Failures that say something about the work (what a check found, what was left
+/// undone), worth telling the next attempt; not provider or team trouble.
+fn about_the_work(kind: FailureKind) -> bool {
+    matches!(
+        kind,
+        FailureKind::CheckFailed
+            | FailureKind::Incomplete
+            | FailureKind::NoProgress
+            | FailureKind::Tool
+            | FailureKind::Timeout
+    )
+}
+
+/// The longest account of an earlier failure put in a retry's prompt.
+const EARLIER_FAILURE_MAX_CHARS: usize = 1_500;
+
+/// The task, what earlier subtasks produced, why the last attempt at this subtask
+/// failed and the files the task names as they are now: the bottom agent's context.
+fn context_for(s: &Services, task_id: TaskId, earlier_failure: Option<&Failure>) -> String {
     let Some(task) = s.tasks.get(task_id) else {
         return String::new();
     };
@@ -850,7 +869,59 @@ fn context_for(s: &Services, task_id: TaskId) -> String {
         context.push_str("\nAlready done by the team:\n");
         context.push_str(&done.join("\n"));
     }
+    if let Some(failure) = earlier_failure {
+        if !context.is_empty() {
+            context.push('\n');
+        }
+        context.push_str(&format!(
+            "An earlier attempt at this subtask failed ({}):\n{}\nStart from the files as they are now and fix that.\n",
+            failure.kind,
+            crate::tools::truncate_text(&failure.message, EARLIER_FAILURE_MAX_CHARS)
+        ));
+    }
+    let files = named_files_now(&s.sandbox, whole);
+    if !files.is_empty() {
+        if !context.is_empty() {
+            context.push('\n');
+        }
+        context.push_str(&files);
+    }
     context
+}
+
+/// The most of one file shown in a bottom agent's prompt, and of all files together.
+const SHOWN_FILE_MAX_BYTES: usize = 6 * 1024;
+const SHOWN_FILES_MAX_BYTES: usize = 10 * 1024;
+
+/// The files the task names, as they are now, so that the agent starts from the code
+/// rather than spending its first call reading it (a retry sees its own last try).
+/// Files too large to show are only named.
+fn named_files_now(sandbox: &crate::tools::Sandbox, task: &str) -> String {
+    let mut shown = String::new();
+    let mut left = SHOWN_FILES_MAX_BYTES;
+    for path in super::check::files_named(sandbox.root(), task) {
+        let Ok(content) = std::fs::read_to_string(sandbox.root().join(&path)) else {
+            continue;
+        };
+        if content.len() > SHOWN_FILE_MAX_BYTES.min(left) {
+            shown.push_str(&format!(
+                "\n{path} ({} bytes, too long to show here: read it with file_read)\n",
+                content.len()
+            ));
+            continue;
+        }
+        left -= content.len();
+        let fence = if content.contains("```") { "~~~~" } else { "```" };
+        shown.push_str(&format!(
+            "\n{path}:\n{fence}\n{}{}{fence}\n",
+            content,
+            if content.ends_with('\n') || content.is_empty() { "" } else { "\n" }
+        ));
+    }
+    if shown.is_empty() {
+        return shown;
+    }
+    format!("The files the task names, as they are now (already read for you):{shown}")
 }
 
 /// An idle bottom agent, this mid's own first, never one of `exclude`; else the least
