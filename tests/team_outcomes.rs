@@ -115,6 +115,39 @@ async fn the_verify_loop_fixes_a_failing_test() {
     team.engine.shutdown().await;
 }
 
+// Real time, as above.
+#[tokio::test]
+async fn a_fix_written_the_way_small_models_write_it_still_lands_in_the_right_file() {
+    // Seen on a 1.5B model: the path copied from the answer format's example, the
+    // file's content in Python's triple quotes.
+    let mut config = config();
+    config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
+    let [w1, w2] = writes("Write answer.txt", "answer.txt", "answer = 41\n");
+    let team = start(
+        json!([
+            plan(&["Write answer.txt"]),
+            w1, w2,
+            { "match": "expected answer = 42", "text": "```json\n{\"files\": [{\"path\": \"relative/path/to/answer.txt\", \"content\": \"\"\"answer = 42\n\"\"\"}], \"confidence\": 90, \"explanation\": \"off by one\"}\n```" }
+        ]),
+        config,
+    )
+    .await;
+    let task = team.submit("Record the answer");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(
+        summary.status,
+        TaskStatus::Completed,
+        "{:?}",
+        team.engine.task(&task.to_string())
+    );
+    assert_eq!(team.read("answer.txt"), "answer = 42\n");
+    assert!(
+        !team.workspace.path().join("relative").exists(),
+        "no file under the example's path"
+    );
+    team.engine.shutdown().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_low_confidence_fix_is_asked_for_and_not_applied_when_rejected() {
     let mut config = config();

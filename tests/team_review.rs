@@ -567,3 +567,84 @@ async fn steps_that_change_nothing_are_folded_away() {
     );
     team.engine.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_plan_that_splits_one_files_work_is_kept_whole() {
+    // Seen on a 1.5B model: "define the function" and "implement its logic" as two
+    // subtasks on the one file the task names. One agent gets the task verbatim.
+    let task_text = "Fill in the greeting in notes.txt and sign it.";
+    let team = start(
+        json!([
+            plan_step(&["Plan this task"], &[
+                "Write the greeting in notes.txt",
+                "Add a signature at the end of notes.txt"
+            ]),
+            { "match": task_text, "toolCalls": [ { "name": "file_write", "arguments": { "path": "notes.txt", "content": "Hello!\n-- Ann\n" } } ] },
+            { "match": "notes.txt", "text": "Filled in notes.txt." }
+        ]),
+        model_review(1),
+    )
+    .await;
+    let task = team.submit(task_text);
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed, "{summary:?}");
+    assert_eq!(summary.subtasks.len(), 1);
+    assert_eq!(summary.subtasks[0].description, task_text);
+    assert_eq!(team.read("notes.txt"), "Hello!\n-- Ann\n");
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "no review call was needed: {:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_plan_the_model_cannot_make_leaves_the_task_whole_instead_of_failing_it() {
+    // Twice an answer that is no plan (the second after being told what was wrong):
+    // the task is one agent's, verbatim, and it gets done.
+    let task_text = "Write the two letter files a.txt and b.txt";
+    let team = start(
+        json!([
+            { "match": "Plan this task", "text": "Sure! First we should think about the letters." },
+            { "match": "could not be used", "text": "The letters come first, then the files." },
+            { "match": task_text, "toolCalls": [
+                { "name": "file_write", "arguments": { "path": "a.txt", "content": "a\n" } },
+                { "name": "file_write", "arguments": { "path": "b.txt", "content": "b\n" } }
+            ] },
+            { "match": "b.txt", "text": "Wrote both." }
+        ]),
+        model_review(1),
+    )
+    .await;
+    let task = team.submit(task_text);
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(
+        summary.status,
+        TaskStatus::Completed,
+        "{:?}",
+        team.engine.task(&task.to_string()).map(|t| t.errors)
+    );
+    assert_eq!(summary.subtasks.len(), 1);
+    assert_eq!(summary.subtasks[0].description, task_text);
+    assert_eq!(
+        (team.read("a.txt"), team.read("b.txt")),
+        ("a\n".into(), "b\n".into())
+    );
+    let mid = team
+        .engine
+        .agents()
+        .into_iter()
+        .find(|a| a.layer == conclave::runtime::Layer::Mid)
+        .unwrap();
+    let board = team
+        .engine
+        .whiteboard(&format!("agent:{}", mid.agent_id))
+        .unwrap();
+    assert!(
+        board.content.contains("plan could not be used"),
+        "the mid says why: {}",
+        board.content
+    );
+    team.engine.shutdown().await;
+}

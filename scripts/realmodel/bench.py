@@ -120,11 +120,33 @@ class Proxy:
         messages = request.get("messages") or []
         entry = {
             "at": round(time.time(), 1), "status": status, "messages": len(messages),
-            "system": (messages[0].get("content") or "")[:200] if messages else "",
+            "system": str(messages[0].get("content") or "")[:200] if messages else "",
             "last": messages[-1] if messages else None, "text": text, "toolCalls": calls,
         }
         with self.lock, open(self.transcript, "a") as f:
             f.write(json.dumps(entry) + "\n")
+
+    def count(self, data):
+        text = data.decode("utf-8", "replace")
+        usage = None
+        timings = None
+        for line in text.splitlines() if text.lstrip().startswith("data:") else [text]:
+            line = line[len("data:"):].strip() if line.startswith("data:") else line
+            if not line.startswith("{"):
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            usage = event.get("usage") or usage
+            timings = event.get("timings") or timings
+        with self.lock:
+            if usage:
+                self.prompt_tokens += usage.get("prompt_tokens", 0)
+                self.completion_tokens += usage.get("completion_tokens", 0)
+            elif timings:
+                self.prompt_tokens += timings.get("prompt_n", 0) + timings.get("cache_n", 0)
+                self.completion_tokens += timings.get("predicted_n", 0)
 
 
 def answer_of(text):
@@ -148,28 +170,6 @@ def answer_of(text):
                 slot["name"] += function.get("name") or ""
                 slot["arguments"] += function.get("arguments") or ""
     return "".join(chunks), list(calls.values())
-
-    def count(self, data):
-        text = data.decode("utf-8", "replace")
-        usage = None
-        timings = None
-        for line in text.splitlines() if text.lstrip().startswith("data:") else [text]:
-            line = line[len("data:"):].strip() if line.startswith("data:") else line
-            if not line.startswith("{"):
-                continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            usage = event.get("usage") or usage
-            timings = event.get("timings") or timings
-        with self.lock:
-            if usage:
-                self.prompt_tokens += usage.get("prompt_tokens", 0)
-                self.completion_tokens += usage.get("completion_tokens", 0)
-            elif timings:
-                self.prompt_tokens += timings.get("prompt_n", 0) + timings.get("cache_n", 0)
-                self.completion_tokens += timings.get("predicted_n", 0)
 
 
 def conclave_config(port, timeout_s):

@@ -148,14 +148,32 @@ fn first_object(text: &str) -> Result<Value, String> {
 }
 
 /// `text` with raw newlines, tabs and other control characters inside JSON strings
-/// escaped, and commas right before a closing bracket dropped. Valid JSON comes back as
-/// it was (apart from such commas, which valid JSON has none of).
+/// escaped, Python's triple-quoted strings (`"content": """…"""`, a small model's way
+/// to give a whole file) made JSON strings, and commas right before a closing bracket
+/// dropped. Valid JSON comes back as it was (apart from such commas, which valid JSON
+/// has none of).
 pub fn repair_json(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
     let mut in_string = false;
     let mut escaped = false;
     let chars: Vec<char> = text.chars().collect();
+    let mut skip_to = 0;
     for (i, &c) in chars.iter().enumerate() {
+        if i < skip_to {
+            continue;
+        }
+        if !in_string && chars[i..].starts_with(&['"', '"', '"']) {
+            let body = i + 3;
+            if let Some(len) = (body..chars.len().saturating_sub(2))
+                .find(|&j| chars[j..].starts_with(&['"', '"', '"']))
+                .map(|end| end - body)
+            {
+                let content: String = chars[body..body + len].iter().collect();
+                out.push_str(&serde_json::to_string(&content).unwrap_or_default());
+                skip_to = body + len + 3;
+                continue;
+            }
+        }
         if in_string {
             match (escaped, c) {
                 (true, _) => {
@@ -232,7 +250,7 @@ fn null_as_empty<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result
 }
 
 /// A mid agent's split of a task.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
     pub subtasks: Vec<PlannedSubtask>,
@@ -359,7 +377,7 @@ pub struct FileContent {
 
 impl StructuredOutput for Fix {
     const INSTRUCTIONS: &'static str = "Answer with one JSON object and nothing else: \
-        {\"files\": [{\"path\": \"relative/path\", \"content\": \"the whole new file\"}], \
+        {\"files\": [{\"path\": \"a path as shown above\", \"content\": \"the whole new file\"}], \
         \"confidence\": 0-100, \"explanation\": \"...\"}";
 
     fn validate(&self) -> Result<(), String> {
@@ -386,6 +404,15 @@ fn percentage<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_triple_quoted_file_becomes_a_json_string() {
+        let answer = "```json\n{\"files\": [{\"path\": \"a.py\", \"content\": \"\"\"def f():\n    return \"x\"\n\"\"\"}], \"confidence\": 80, \"explanation\": \"x\"}\n```";
+        let value = extract_json_object(answer).unwrap();
+        assert_eq!(value["files"][0]["content"], "def f():\n    return \"x\"\n");
+        // Without its closing quotes it is left as it was (and stays invalid).
+        assert_eq!(repair_json("{\"a\": \"\"\"x}"), "{\"a\": \"\"\"x}");
+    }
 
     #[test]
     fn raw_newlines_and_trailing_commas_are_repaired() {

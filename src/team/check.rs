@@ -123,24 +123,52 @@ pub fn files_named(root: &Path, text: &str) -> Vec<String> {
     let Ok(root) = std::fs::canonicalize(root) else {
         return Vec::new();
     };
-    let mut named: Vec<String> = Vec::new();
+    path_words(text)
+        .into_iter()
+        // Canonical, so that a symlink cannot lead out of the workspace.
+        .filter(|word| {
+            std::fs::canonicalize(root.join(word))
+                .is_ok_and(|p| p.starts_with(&root) && p.is_file())
+        })
+        .collect()
+}
+
+/// The source and text files `text` names, whether they exist yet or not: paths whose
+/// extension is a known one (so that "e.g." or "v1.5" is not taken for a file).
+pub fn source_files_named(text: &str) -> Vec<String> {
+    const EXTENSIONS: &[&str] = &[
+        "py", "pyi", "js", "mjs", "cjs", "ts", "tsx", "jsx", "rs", "go", "java", "kt", "c", "h",
+        "cc", "cpp", "hpp", "cs", "rb", "php", "swift", "lua", "sh", "bash", "toml", "json",
+        "yaml", "yml", "md", "txt", "html", "css", "scss", "sql", "xml", "ini", "cfg", "csv",
+        "vue", "svelte",
+    ];
+    path_words(text)
+        .into_iter()
+        .filter(|word| {
+            Path::new(word)
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+        })
+        .collect()
+}
+
+/// Words of `text` shaped like a relative path with an extension, each once, in order.
+fn path_words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
     for word in text.split(|c: char| c.is_whitespace() || "`'\"()[]{},;:".contains(c)) {
         let word = word.trim_end_matches('.');
         let path = Path::new(word);
         let inside = path
             .components()
             .all(|c| matches!(c, std::path::Component::Normal(_)));
-        let has_extension = path.extension().is_some_and(|e| !e.is_empty());
-        if !inside || !has_extension || named.iter().any(|p| p == word) {
-            continue;
-        }
-        // Canonical, so that a symlink cannot lead out of the workspace.
-        if std::fs::canonicalize(root.join(path)).is_ok_and(|p| p.starts_with(&root) && p.is_file())
-        {
-            named.push(word.to_string());
+        let has_extension = path.extension().is_some_and(|e| !e.is_empty())
+            && path.file_stem().is_some_and(|s| !s.is_empty());
+        if inside && has_extension && !words.iter().any(|w| w == word) {
+            words.push(word.to_string());
         }
     }
-    named
+    words
 }
 
 /// Where and how long checks may run.

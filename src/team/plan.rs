@@ -83,9 +83,20 @@ pub(super) async fn plan_and_approve(
             max_tokens: 1024,
             temperature: s.config.llm.temperature,
         };
-        let plan = ask_json::<Plan>(model.as_ref(), &request)
-            .await
-            .map_err(|e| Stop::Failed(failure_of(&e)))?;
+        let plan = match ask_json::<Plan>(model.as_ref(), &request).await {
+            Ok(plan) => plan,
+            // A model that cannot answer with a usable plan, even when told what was
+            // wrong, can still do the task: one agent with the task verbatim is always
+            // a plan (a team must never do worse than one agent).
+            Err(crate::model::ModelError::InvalidStructuredOutput { message }) => {
+                let _ = ctx.append_own_board(&format!(
+                    "- the model's plan could not be used ({}); the task is one subtask",
+                    first_line(&message)
+                ));
+                Plan::default()
+            }
+            Err(e) => return Err(Stop::Failed(failure_of(&e))),
+        };
         let subtasks = fit_plan(&plan, task, &bottoms, s);
         let listing: String = subtasks
             .iter()
@@ -135,8 +146,9 @@ pub(super) fn task_text(task: &TaskRecord) -> &str {
 }
 
 /// The model's plan made to fit the task: empty subtasks dropped, duplicates merged
-/// (dependencies follow the one kept), a single subtask carrying the task verbatim, and
-/// assignee hints resolved to this mid's bottom agents by name (unknown names dropped).
+/// (dependencies follow the one kept), a task about one or two files or a plan with
+/// nothing usable kept whole, a single subtask carrying the task verbatim, and assignee
+/// hints resolved to this mid's bottom agents by name (unknown names dropped).
 ///
 /// In a task that asks for changes, a subtask that changes nothing ("Check the existing
 /// logic…", "Test the new function…") beside one that does is folded away: agents read
@@ -212,6 +224,21 @@ pub(super) fn fit_plan(
             subtask
         })
         .collect();
+    // A task about one or two files is one agent's work, as PLANNING_RULES tells the
+    // planner. Small models split it anyway ("define the function" / "implement its
+    // logic"), into steps that rewrite one another's file; kept whole, the one agent
+    // sees the task verbatim and the files as they are.
+    let task_files = super::check::source_files_named(whole);
+    if subtasks.len() > 1
+        && (1..=2).contains(&task_files.len())
+        && subtasks.iter().all(|st| {
+            super::check::source_files_named(&st.description)
+                .iter()
+                .all(|file| task_files.contains(file))
+        })
+    {
+        return vec![Subtask::new(whole.to_string(), Vec::new())];
+    }
     match subtasks.len() {
         // Nothing usable: the whole task is the one subtask.
         0 => vec![Subtask::new(task_text(task).to_string(), Vec::new())],

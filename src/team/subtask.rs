@@ -911,11 +911,19 @@ fn named_files_now(sandbox: &crate::tools::Sandbox, task: &str) -> String {
             continue;
         }
         left -= content.len();
-        let fence = if content.contains("```") { "~~~~" } else { "```" };
+        let fence = if content.contains("```") {
+            "~~~~"
+        } else {
+            "```"
+        };
         shown.push_str(&format!(
             "\n{path}:\n{fence}\n{}{}{fence}\n",
             content,
-            if content.ends_with('\n') || content.is_empty() { "" } else { "\n" }
+            if content.ends_with('\n') || content.is_empty() {
+                ""
+            } else {
+                "\n"
+            }
         ));
     }
     if shown.is_empty() {

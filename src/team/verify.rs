@@ -36,20 +36,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
     let mut last_output = String::new();
     let mut last_failed = String::new();
     for round in 0..=rounds {
-        // Every file the task touched, also those of attempts that failed.
-        let files = s
-            .tasks
-            .get(task_id)
-            .map(|t| {
-                let mut files = t.files_written.clone();
-                for path in t.subtasks.iter().flat_map(|st| st.files.iter()) {
-                    if !files.contains(path) {
-                        files.push(path.clone());
-                    }
-                }
-                files
-            })
-            .unwrap_or_default();
+        let files = files_of(s, task_id);
         let mut checks = if s.config.verify.checks {
             check::code(&bench, &files).await
         } else {
@@ -130,9 +117,10 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
             )));
         }
         for file in &fix.files {
+            let path = fix_path(s, &files_of(s, task_id), &file.path);
             match s
                 .writer
-                .write_file(std::path::Path::new(&file.path), &file.content)
+                .write_file(std::path::Path::new(&path), &file.content)
                 .await
             {
                 Ok(outcome) => {
@@ -151,6 +139,41 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         "the checks still fail after {rounds} fix round(s):\n{}",
         tail(&last_output, 40)
     )))
+}
+
+/// Every file the task touched, also those of attempts that failed.
+fn files_of(s: &Services, task_id: TaskId) -> Vec<String> {
+    s.tasks
+        .get(task_id)
+        .map(|t| {
+            let mut files = t.files_written.clone();
+            for path in t.subtasks.iter().flat_map(|st| st.files.iter()) {
+                if !files.contains(path) {
+                    files.push(path.clone());
+                }
+            }
+            files
+        })
+        .unwrap_or_default()
+}
+
+/// Where a fix's file goes. A path that is not a file of the task nor of the workspace,
+/// but ends in the name of exactly one of the task's files, is that file: small models
+/// write `relative/path/to/solution.py` for the `solution.py` they were shown.
+fn fix_path(s: &Services, task_files: &[String], given: &str) -> String {
+    let given = given.trim();
+    let exists = s.sandbox.resolve(given).is_ok_and(|p| p.is_file());
+    if task_files.iter().any(|f| f == given) || exists {
+        return given.to_string();
+    }
+    let name = std::path::Path::new(given).file_name();
+    let mut same_name = task_files
+        .iter()
+        .filter(|f| name.is_some() && std::path::Path::new(f.as_str()).file_name() == name);
+    match (same_name.next(), same_name.next()) {
+        (Some(only), None) => only.clone(),
+        _ => given.to_string(),
+    }
 }
 
 fn check_failed(message: String) -> Failure {
