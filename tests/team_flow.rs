@@ -188,3 +188,41 @@ async fn the_coder_starts_from_the_files_the_task_names_without_reading_them() {
         team.model.unused_steps()
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn code_without_the_flag_the_task_asks_for_goes_back_with_the_files_as_they_are_now() {
+    // The coder upper-cases everything and forgets the flag (seen on a 1.5B model). The
+    // check catches it, and the fix turn is shown greet.sh as it is now, not as it was.
+    let task_text = "Add a --shout flag to greet.sh: with it, the greeting is in upper case.";
+    let team = start(
+        json!([
+            plan(&[task_text]),
+            { "match": ["fails this check", "asks for `--shout`", "greet.sh:\n```\necho HELLO\n```"],
+              "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.sh", "content": "if [ \"$1\" = --shout ]; then echo HELLO; else echo hello; fi\n" } } ] },
+            { "match": [task_text, "greet.sh:\n```\necho hello\n```"],
+              "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.sh", "content": "echo HELLO\n" } } ] },
+            { "match": "greet.sh", "text": "Done." }
+        ]),
+        config(),
+    )
+    .await;
+    std::fs::write(team.workspace.path().join("greet.sh"), "echo hello\n").unwrap();
+    let task = team.submit(task_text);
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(
+        summary.status,
+        TaskStatus::Completed,
+        "{:?}",
+        team.engine
+            .task(&task.to_string())
+            .map(|t| (t.errors, t.checks))
+    );
+    assert!(team.read("greet.sh").contains("--shout"));
+    // Every step ran: the flagless write, the fix turn that only matches with the check's
+    // message and the file's new text, and the done answers.
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "unused steps: {:?}",
+        team.model.unused_steps()
+    );
+}

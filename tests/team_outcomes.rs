@@ -148,6 +148,42 @@ async fn a_fix_written_the_way_small_models_write_it_still_lands_in_the_right_fi
     team.engine.shutdown().await;
 }
 
+// Real time, as above.
+#[tokio::test]
+async fn fixes_that_do_not_pass_are_rolled_back_to_what_the_team_wrote() {
+    // The check can never pass; the one fix round replaces the file with junk. The task
+    // fails, honestly, and the file is back as the subtask wrote it.
+    let mut config = config();
+    config.verify.max_rounds = 1;
+    config.verify.command =
+        Some("echo 'answer.txt:1:1: the oracle is never pleased'; exit 1".into());
+    let [w1, w2] = writes("Write answer.txt", "answer.txt", "answer = 41\n");
+    let team = start(
+        json!([
+            plan(&["Write answer.txt"]),
+            w1, w2,
+            { "match": "never pleased", "text": "{\"files\": [{\"path\": \"answer.txt\", \"content\": \"import answer\\nassert answer\\n\"}], \"confidence\": 90, \"explanation\": \"rewrote it\"}" }
+        ]),
+        config,
+    )
+    .await;
+    let task = team.submit("Record the answer");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Failed);
+    assert_eq!(
+        team.read("answer.txt"),
+        "answer = 41\n",
+        "the fix was rolled back"
+    );
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    let message = &detail.errors.last().unwrap().failure.message;
+    assert!(
+        message.contains("answer.txt restored as before the fixes"),
+        "{message}"
+    );
+    team.engine.shutdown().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_low_confidence_fix_is_asked_for_and_not_applied_when_rejected() {
     let mut config = config();

@@ -5,7 +5,7 @@ see, with and without injected faults. Not run in CI: one pass takes an hour or 
 
     scripts/realmodel/setup.sh && scripts/realmodel/serve.sh 1.5b 18080 &
     cargo build --release && npm ci --prefix tests/pi
-    scripts/realmodel/bench.py [--systems conclave,pi] [--faults 0,0.3] [--tasks 01,02] \
+    scripts/realmodel/bench.py [--systems conclave,pi,conclave-pi] [--faults 0,0.3] [--tasks 01,02] \
         [--out results.jsonl] [--timeout 900]
 
 Every model call goes through a small proxy in this script: it counts tokens (from the
@@ -190,8 +190,12 @@ subtaskTimeoutMs = {timeout_s * 1000}
 """
 
 
-def run_conclave(binary, workspace, task, port, timeout_s):
-    (workspace / "conclave.toml").write_text(conclave_config(port, timeout_s))
+def run_conclave(binary, workspace, task, port, timeout_s, pi=None):
+    config = conclave_config(port, timeout_s)
+    if pi:
+        # The team with pi as its executor: pi's own breaker and retries under test.
+        config += f'\n[executor]\nkind = "pi"\npiPath = "{pi}"\n\n[approvals]\ncommands = "auto"\n'
+    (workspace / "conclave.toml").write_text(config)
     return subprocess.run(
         [str(binary), "run", "--approve", "auto", "--workspace", str(workspace), task],
         cwd=workspace, capture_output=True, text=True, timeout=timeout_s,
@@ -234,7 +238,8 @@ def hidden_check(task_dir, workspace):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--systems", default="conclave,pi")
+    parser.add_argument("--systems", default="conclave,pi",
+                        help="conclave, pi, and conclave-pi (the team with pi as its executor)")
     parser.add_argument("--faults", default="0", help="comma-separated fault rates, e.g. 0,0.3")
     parser.add_argument("--tasks", default="", help="comma-separated task prefixes (default: all)")
     parser.add_argument("--upstream", default="http://127.0.0.1:18080")
@@ -273,6 +278,8 @@ def main():
                 try:
                     if system == "conclave":
                         r = run_conclave(args.conclave, workspace, task, proxy.port, args.timeout)
+                    elif system == "conclave-pi":
+                        r = run_conclave(args.conclave, workspace, task, proxy.port, args.timeout, args.pi)
                     else:
                         r = run_pi(args.pi, workspace, task, proxy.port, args.timeout, scratch / "agent")
                     code, tail = r.returncode, (r.stderr or "")[-1500:]

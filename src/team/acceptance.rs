@@ -104,6 +104,13 @@ pub async fn run(
         if !path.is_file() {
             match write_test(ctx, s, task_id, &bench.originals, &code_files, &path).await {
                 Ok(()) => {}
+                // An answer with no usable test (prose, a copy of the code without an
+                // assert) is asked for once more, as a broken test is.
+                Err(why) if !rewritten => {
+                    tracing::info!(task = %task_id, "no usable acceptance test; asking again: {why}");
+                    rewritten = true;
+                    continue;
+                }
                 Err(why) => {
                     return result(
                         CheckStatus::Skipped,
@@ -153,7 +160,11 @@ fn relative(s: &Services, path: &Path) -> String {
         .into_owned()
 }
 
-/// Asks the model for the test and saves it.
+/// Put before the model's test: printed text compared as a person reads it. Small
+/// models compare "Hello, world!" with "hello world" exactly and fail right code.
+const SAID: &str = "import re as _re\n\n\ndef said(text):\n    \"\"\"Text as a person reads it: lower case, no punctuation, single spaces.\"\"\"\n    return \" \".join(_re.sub(r\"[^\\w\\s]\", \" \", str(text)).lower().split())\n\n\n";
+
+/// Asks the model for the test and saves it (after [`SAID`]).
 async fn write_test(
     ctx: &AgentContext,
     s: &Services,
@@ -199,8 +210,9 @@ Write a short Python test script: 3 to 6 `assert` statements that check the beha
 and nothing the task does not state: use its exact values and names, invent no others. When the task is about \
 a function, import it from its module (the project root is on sys.path) and call it. Only when the task asks for \
 a program or script (it prints, or takes command-line arguments), run it with \
-subprocess.run([sys.executable, \"file.py\", ...], capture_output=True, text=True) and compare its output \
-with .lower() and without punctuation unless the task gives the exact text. Reply with only one ```python block."
+subprocess.run([sys.executable, \"file.py\", ...], capture_output=True, text=True) and compare what it printed \
+with said(), which is defined for you and ignores case, punctuation and spacing: \
+assert said(result.stdout) == said(\"hello world\"). Reply with only one ```python block."
     );
     let request = ModelRequest {
         system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
@@ -225,7 +237,7 @@ with .lower() and without punctuation unless the task gives the exact text. Repl
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     }
-    std::fs::write(path, code).map_err(|e| e.to_string())?;
+    std::fs::write(path, format!("{SAID}{code}")).map_err(|e| e.to_string())?;
     let _ = ctx.append_own_board(&format!(
         "- wrote an acceptance test for the task: {}",
         relative(s, path)
@@ -282,6 +294,29 @@ mod tests {
         );
         assert!(python_block("I cannot write a test for this.").is_none());
         assert!(python_block("```json\n{}\n```").is_none());
+    }
+
+    #[test]
+    fn said_compares_printed_text_as_a_person_reads_it() {
+        if std::process::Command::new("python3")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            return;
+        }
+        let script = format!(
+            "{SAID}assert said('Hello, World!\\n') == said('hello world')\nassert said('3 apples') != said('4 apples')\n"
+        );
+        let run = std::process::Command::new("python3")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
     }
 
     #[test]

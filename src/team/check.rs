@@ -180,6 +180,9 @@ pub struct Bench {
     pub subtask: Option<SubtaskId>,
     /// The task's files as they were before it (see [`capture_originals`]).
     pub originals: Originals,
+    /// What the task names that the code must have (see [`names_to_find`]); empty for a
+    /// subtask that is only part of the task.
+    pub names: Vec<String>,
 }
 
 impl Bench {
@@ -457,6 +460,9 @@ pub async fn code(bench: &Bench, files: &[String]) -> Checks {
             ));
         }
     }
+    if !bench.names.is_empty() && !files.is_empty() {
+        results.push(names_check(bench, &files).await);
+    }
     let scanned = with_ext(
         &files,
         &["rs", "js", "mjs", "cjs", "ts", "tsx", "mts", "cts"],
@@ -472,6 +478,91 @@ pub async fn code(bench: &Bench, files: &[String]) -> Checks {
         results.push(verdict(bench, "stubs", "stub scan", &scanned, problems));
     }
     Checks { results }
+}
+
+/// The command-line flags (`--shout`) and functions (`perimeter(width, height)`) a task
+/// asks for by name, which the code must then have. Nothing when the task removes or
+/// renames things, where a name may rightly be gone.
+pub fn names_to_find(task: &str) -> Vec<String> {
+    let lower = task.to_ascii_lowercase();
+    let removes = ["remove", "delete", "drop", "rename", "get rid of"]
+        .iter()
+        .any(|word| lower.contains(word));
+    if removes {
+        return Vec::new();
+    }
+    let mut names: Vec<String> = Vec::new();
+    let mut push = |name: &str| {
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    };
+    let chars: Vec<char> = task.chars().collect();
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut i = 0;
+    while i < chars.len() {
+        let starts_word = i == 0 || !(ident(chars[i - 1]) || chars[i - 1] == '-');
+        // `--flag`
+        if starts_word && chars[i..].starts_with(&['-', '-']) {
+            let end = (i + 2..chars.len())
+                .find(|&j| !(ident(chars[j]) || chars[j] == '-'))
+                .unwrap_or(chars.len());
+            if end > i + 2 && chars[i + 2].is_ascii_alphabetic() {
+                push(&chars[i..end].iter().collect::<String>());
+            }
+            i = end.max(i + 1);
+            continue;
+        }
+        // `name(`: a function the task names
+        if starts_word && (chars[i].is_ascii_alphabetic() || chars[i] == '_') {
+            let end = (i..chars.len())
+                .find(|&j| !ident(chars[j]))
+                .unwrap_or(chars.len());
+            if chars.get(end) == Some(&'(') {
+                push(&chars[i..end].iter().collect::<String>());
+            }
+            i = end;
+            continue;
+        }
+        i += 1;
+    }
+    names
+}
+
+/// Every name the task asks for is in one of the files the team wrote: the cheapest
+/// proof that "add a --shout flag" did not end as code without one (seen on the real
+/// model: the greeting upper-cased for everyone, no flag, reported done).
+async fn names_check(bench: &Bench, files: &[String]) -> CheckResult {
+    let mut texts = Vec::new();
+    for file in files {
+        texts.push(
+            tokio::fs::read_to_string(bench.root.join(file))
+                .await
+                .unwrap_or_default(),
+        );
+    }
+    let missing: Vec<String> = bench
+        .names
+        .iter()
+        .filter(|name| !texts.iter().any(|text| has_name(text, name)))
+        .map(|name| {
+            format!(
+                "the task asks for `{name}`, but no file the team wrote has it ({})",
+                files.join(", ")
+            )
+        })
+        .collect();
+    verdict(bench, "contracts", "names the task gives", files, missing)
+}
+
+/// `name` in `text` as a whole word (so `mean` is not found in `meaning`).
+fn has_name(text: &str, name: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        !before.is_some_and(word) && !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
 }
 
 fn verdict(
@@ -864,6 +955,11 @@ pub async fn after_subtask(
         timeout: check_timeout(s),
         cancel: cancel.clone(),
         subtask: Some(subtask_id),
+        names: if spec.description.contains(s.originals(task_id).task.trim()) {
+            names_to_find(&s.originals(task_id).task)
+        } else {
+            Vec::new()
+        },
         originals: s.originals(task_id),
     };
     // What earlier attempts of this subtask wrote counts too: a retry that finds the
@@ -893,6 +989,7 @@ pub async fn after_subtask(
             "{}\n\nYou wrote the code, but it fails this check:\n{failure}\n\nFix the files with your tools so the check passes.",
             spec.description
         ),
+        context: super::subtask::with_files_now(&spec.context, &s.sandbox, &bench.originals.task),
         ..spec.clone()
     };
     sink(&format!("check failed, fixing: {}\n", checks.summary()));
@@ -934,6 +1031,7 @@ mod tests {
             cancel: CancellationToken::new(),
             subtask: None,
             originals: Arc::default(),
+            names: Vec::new(),
         }
     }
 
@@ -942,6 +1040,50 @@ mod tests {
             .arg("--version")
             .output()
             .is_ok()
+    }
+
+    #[test]
+    fn the_flags_and_functions_a_task_asks_for_are_the_names_to_find() {
+        assert_eq!(
+            names_to_find("Add a --shout flag to greet.py: with it, the greeting is upper case."),
+            ["--shout"]
+        );
+        assert_eq!(
+            names_to_find(
+                "Add a function perimeter(width, height) to geometry.py and call perimeter() from report.py."
+            ),
+            ["perimeter"]
+        );
+        assert_eq!(
+            names_to_find("Create temperature.py with c_to_f(celsius) and f_to_c(fahrenheit)."),
+            ["c_to_f", "f_to_c"]
+        );
+        assert!(
+            names_to_find("Write hello.py that prints hello world (in lower case).").is_empty()
+        );
+        assert!(names_to_find("Remove the --verbose flag and the helper log(msg).").is_empty());
+        assert!(names_to_find("Rename calc(a) to compute_total(a).").is_empty());
+        assert!(names_to_find("a well-known x--y thing").is_empty());
+    }
+
+    #[tokio::test]
+    async fn code_without_a_name_the_task_asks_for_fails_and_with_it_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("greet.sh"), "echo HELLO\n").unwrap();
+        let mut b = bench(dir.path());
+        b.names = names_to_find("Add a --shout flag to greet.sh.");
+        let without = code(&b, &["greet.sh".into()]).await;
+        let text = without.failure_text().expect("the missing flag is caught");
+        assert!(text.contains("asks for `--shout`"), "{text}");
+        std::fs::write(
+            dir.path().join("greet.sh"),
+            "if [ \"$1\" = --shout ]; then echo HELLO; else echo hello; fi\n",
+        )
+        .unwrap();
+        assert!(code(&b, &["greet.sh".into()]).await.passed());
+        assert!(has_name("x = perimeter(1, 2)", "perimeter"));
+        assert!(!has_name("the meaning", "mean"));
+        assert!(!has_name("--shouty", "--shout"));
     }
 
     #[test]

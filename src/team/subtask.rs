@@ -929,7 +929,23 @@ fn named_files_now(sandbox: &crate::tools::Sandbox, task: &str) -> String {
     if shown.is_empty() {
         return shown;
     }
-    format!("The files the task names, as they are now (already read for you):{shown}")
+    format!("{FILES_NOW}{shown}")
+}
+
+/// Where the files' text begins in a context (always its last part).
+const FILES_NOW: &str = "The files the task names, as they are now (already read for you):";
+
+/// `context` with the files' text brought up to date, for another turn after the files
+/// changed (the fix turn after a failed check): stale text would have the model edit
+/// lines that are no longer there.
+pub(super) fn with_files_now(context: &str, sandbox: &crate::tools::Sandbox, task: &str) -> String {
+    let before = context.find(FILES_NOW).map_or(context, |at| &context[..at]);
+    let files = named_files_now(sandbox, task);
+    match (before.trim_end().is_empty(), files.is_empty()) {
+        (true, _) => files,
+        (false, true) => before.trim_end().to_string(),
+        (false, false) => format!("{}\n\n{files}", before.trim_end()),
+    }
 }
 
 /// An idle bottom agent, this mid's own first, never one of `exclude`; else the least

@@ -31,10 +31,13 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         timeout: check::check_timeout(s),
         cancel: s.task_cancel(task_id).child_token(),
         subtask: None,
+        names: check::names_to_find(&s.originals(task_id).task),
         originals: s.originals(task_id),
     };
     let mut last_output = String::new();
     let mut last_failed = String::new();
+    // The files as the subtasks left them, before any fix: what a failed loop restores.
+    let mut before_fixes: Vec<(String, String)> = Vec::new();
     for round in 0..=rounds {
         let files = files_of(s, task_id);
         let mut checks = if s.config.verify.checks {
@@ -117,7 +120,19 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
             )));
         }
         for file in &fix.files {
-            let path = fix_path(s, &files_of(s, task_id), &file.path);
+            let Some(path) = fix_path(s, &files_of(s, task_id), &file.path) else {
+                let _ = ctx.append_own_board(&format!(
+                    "- the fix's {} is not a file of the task; not written",
+                    file.path
+                ));
+                continue;
+            };
+            if !before_fixes.iter().any(|(p, _)| *p == path)
+                && let Ok(absolute) = s.sandbox.resolve(&path)
+                && let Ok(content) = tokio::fs::read_to_string(&absolute).await
+            {
+                before_fixes.push((path.clone(), content));
+            }
             match s
                 .writer
                 .write_file(std::path::Path::new(&path), &file.content)
@@ -135,10 +150,43 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
             }
         }
     }
+    let restored = restore(ctx, s, &before_fixes).await;
     Err(check_failed(format!(
-        "the checks still fail after {rounds} fix round(s):\n{}",
+        "the checks still fail after {rounds} fix round(s){restored}:\n{}",
         tail(&last_output, 40)
     )))
+}
+
+/// Puts back the files as they were before the fix loop changed them: fixes that did
+/// not make the checks pass must not leave the code worse than the team wrote it (seen
+/// on the real model: a "fix" that replaced a right `stats.py` with the test's text).
+async fn restore(ctx: &AgentContext, s: &Services, before: &[(String, String)]) -> String {
+    let mut restored = Vec::new();
+    for (path, content) in before {
+        let now = match s.sandbox.resolve(path) {
+            Ok(absolute) => tokio::fs::read_to_string(&absolute).await.ok(),
+            Err(_) => continue,
+        };
+        if now.as_deref() == Some(content.as_str()) {
+            continue;
+        }
+        match s
+            .writer
+            .write_file(std::path::Path::new(path), content)
+            .await
+        {
+            Ok(_) => restored.push(path.as_str()),
+            Err(e) => tracing::warn!("{path} not restored after the fix loop: {e}"),
+        }
+    }
+    if restored.is_empty() {
+        return String::new();
+    }
+    let list = restored.join(", ");
+    let _ = ctx.append_own_board(&format!(
+        "- the fixes did not pass the checks: {list} restored as the team wrote it"
+    ));
+    format!(" ({list} restored as before the fixes)")
 }
 
 /// Every file the task touched, also those of attempts that failed.
@@ -157,22 +205,28 @@ fn files_of(s: &Services, task_id: TaskId) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Where a fix's file goes. A path that is not a file of the task nor of the workspace,
-/// but ends in the name of exactly one of the task's files, is that file: small models
-/// write `relative/path/to/solution.py` for the `solution.py` they were shown.
-fn fix_path(s: &Services, task_files: &[String], given: &str) -> String {
-    let given = given.trim();
+/// Where a fix's file goes: a file the task touched, or another file of the
+/// workspace. A path that is neither but ends in the name of exactly one of the task's
+/// files is that file (small models write `relative/path/to/solution.py` for the
+/// `solution.py` they were shown). Anything else is not written: the fix loop fixes
+/// the team's code, it does not add files (seen: the model "fixing" the acceptance
+/// test by writing a copy of it into the workspace) nor touch Conclave's own state.
+fn fix_path(s: &Services, task_files: &[String], given: &str) -> Option<String> {
+    let given = given.trim().trim_start_matches("./");
+    if std::path::Path::new(given).starts_with(".conclave") {
+        return None;
+    }
     let exists = s.sandbox.resolve(given).is_ok_and(|p| p.is_file());
     if task_files.iter().any(|f| f == given) || exists {
-        return given.to_string();
+        return Some(given.to_string());
     }
-    let name = std::path::Path::new(given).file_name();
+    let name = std::path::Path::new(given).file_name()?;
     let mut same_name = task_files
         .iter()
-        .filter(|f| name.is_some() && std::path::Path::new(f.as_str()).file_name() == name);
+        .filter(|f| std::path::Path::new(f.as_str()).file_name() == Some(name));
     match (same_name.next(), same_name.next()) {
-        (Some(only), None) => only.clone(),
-        _ => given.to_string(),
+        (Some(only), None) => Some(only.clone()),
+        _ => None,
     }
 }
 
