@@ -261,6 +261,42 @@ async fn an_approach_that_keeps_failing_is_told_to_change_course() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_call_repeated_after_being_told_to_change_course_ends_the_execution() {
+    // Seen on a 1.5B model: the same failing file_edit, twenty times over. After the
+    // "change course" answer, one more repeat ends the loop; iterations are not spent.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
+    let edit = || {
+        call(
+            "file_edit",
+            json!({ "path": "a.py", "old_text": "y = 2", "new_text": "y = 3" }),
+        )
+    };
+    let mut steps: Vec<_> = (0..10).map(|_| edit()).collect();
+    steps.push(finish("Never reached."));
+    let model = ScriptedModel::new(steps);
+    let executor = executor(dir.path(), model.clone(), settings());
+    let (result, _) = execute(&executor, &spec("Change y in a.py")).await;
+    let outcome = result.unwrap();
+    assert!(!outcome.success);
+    assert_eq!(
+        outcome.iterations, 4,
+        "three tries, the change-course answer, one repeat"
+    );
+    assert!(
+        outcome
+            .summary
+            .contains("kept repeating a failing file_edit call"),
+        "{}",
+        outcome.summary
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.py")).unwrap(),
+        "x = 1\n"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn max_iterations_returns_partial_results() {
     let dir = tempfile::tempdir().unwrap();
     let model = ScriptedModel::new(vec![

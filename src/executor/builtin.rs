@@ -63,8 +63,8 @@ use crate::tools::{Args, CallContext, ToolError, ToolOutput, ToolRegistry};
 pub const TOOL_RULES: &str = "\
 You work in a code workspace through tools. Rules:
 - Paths are relative to the workspace root.
-- Read a file before editing it, unless its contents are shown to you. file_edit needs old_text copied exactly, matching once.
-- Use file_write for new files, file_edit for small changes.
+- Read a file before changing it, unless its contents are shown to you.
+- To create a file or change a short one, write the whole file with file_write, keeping what should stay. Use file_edit (old_text copied exactly, matching once) for a small change in a long file.
 - Check your work (e.g. run the tests with bash) when you can.
 - If a tool fails, fix the arguments or try another way; never repeat a failing call.
 - When the subtask is done, stop calling tools and reply with a short summary.";
@@ -468,6 +468,8 @@ impl Output<'_, '_> {
 struct LoopState {
     /// (tool, args hash, error hash) → failures so far.
     failed_approaches: HashMap<(String, u64, u64), u32>,
+    /// Set when the model repeats a call it was told to give up: why the loop ends.
+    stuck: Option<String>,
     /// Tools whose latest call failed: open error episodes.
     failing_tools: HashSet<String>,
     /// (tool, args hash) → hash of the result of its latest success.
@@ -732,8 +734,17 @@ impl BuiltinExecutor {
         }
         out.note(&format!("▸ {tool} failed: {}", first_line(&message, 160)));
 
+        state.failed_approaches.insert(key, retry_count + 1);
+        if retry_count > max {
+            // Told to change course and still repeating the same failing call: the
+            // loop ends here instead of spending every iteration on it (seen on the
+            // real model: one file_edit sent twenty times).
+            state.stuck = Some(format!(
+                "the model kept repeating a failing {tool} call after it was told to change approach ({})",
+                first_line(&message, 160)
+            ));
+        }
         if retry_count < max {
-            state.failed_approaches.insert(key, retry_count + 1);
             tracing::info!(
                 tool,
                 kind = error.kind(),
@@ -944,6 +955,19 @@ impl BuiltinExecutor {
                 request.messages.push(text_results_message(&results));
             } else {
                 request.messages.extend(results);
+            }
+            if let Some(why) = state.stuck.take() {
+                tracing::info!(iterations, "subtask stopped: {why}");
+                out.note(&format!("▸ stopped: {why}"));
+                return Ok(ExecutionOutcome {
+                    success: false,
+                    summary: format!("Stopped: {why}.\n\n{}", state.synthesize()),
+                    partial_results: state.partial_results,
+                    files_written: state.files_written,
+                    iterations,
+                    error_count: state.error_count,
+                    recoveries: state.recoveries,
+                });
             }
         }
 

@@ -212,15 +212,17 @@ fn files_of(s: &Services, task_id: TaskId) -> Vec<String> {
 /// the team's code, it does not add files (seen: the model "fixing" the acceptance
 /// test by writing a copy of it into the workspace) nor touch Conclave's own state.
 fn fix_path(s: &Services, task_files: &[String], given: &str) -> Option<String> {
-    let given = given.trim().trim_start_matches("./");
-    if std::path::Path::new(given).starts_with(".conclave") {
+    // Inside the workspace (or nothing), relative to its root.
+    let resolved = s.sandbox.resolve(given.trim()).ok()?;
+    let relative = resolved.strip_prefix(s.sandbox.root()).ok()?;
+    if relative.starts_with(".conclave") {
         return None;
     }
-    let exists = s.sandbox.resolve(given).is_ok_and(|p| p.is_file());
-    if task_files.iter().any(|f| f == given) || exists {
-        return Some(given.to_string());
+    let given = relative.to_string_lossy().into_owned();
+    if task_files.contains(&given) || resolved.is_file() {
+        return Some(given);
     }
-    let name = std::path::Path::new(given).file_name()?;
+    let name = relative.file_name()?;
     let mut same_name = task_files
         .iter()
         .filter(|f| std::path::Path::new(f.as_str()).file_name() == Some(name));
