@@ -35,7 +35,12 @@ import os, sys, traceback, runpy
 test = os.path.abspath(sys.argv[1])
 sys.path.insert(0, os.getcwd())
 try:
-    runpy.run_path(test, run_name="__main__")
+    names = runpy.run_path(test, run_name="__main__")
+    # pytest style: test functions the script defines but never calls are called here
+    # (seen on the real model: a test that only defined `test_is_palindrome`).
+    for name, value in list(names.items()):
+        if name.startswith("test") and callable(value) and getattr(value, "__module__", None) == "__main__":
+            value()
 except SystemExit as e:
     if e.code not in (None, 0):
         print(f"the test exited with {e.code}")
@@ -317,6 +322,42 @@ mod tests {
             "{}",
             String::from_utf8_lossy(&run.stderr)
         );
+    }
+
+    #[test]
+    fn a_test_function_the_script_never_calls_still_runs() {
+        if std::process::Command::new("python3")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("doubler.py"),
+            "def double(x):\n    return x + x\n",
+        )
+        .unwrap();
+        let run = |test: &str| {
+            std::fs::write(dir.path().join("t.py"), test).unwrap();
+            std::process::Command::new("python3")
+                .args(["-c", RUNNER, "t.py"])
+                .current_dir(dir.path())
+                .output()
+                .unwrap()
+                .status
+                .code()
+        };
+        let defined =
+            "from doubler import double\n\ndef test_double():\n    assert double(2) == 5\n";
+        assert_eq!(
+            run(defined),
+            Some(1),
+            "the uncalled failing test fails the run"
+        );
+        let right = "from doubler import double\n\ndef test_double():\n    assert double(2) == 4\n\ntest_double()\n";
+        assert_eq!(run(right), Some(0));
     }
 
     #[test]

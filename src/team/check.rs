@@ -87,7 +87,8 @@ pub fn describe(results: &[CheckResult]) -> String {
 }
 
 /// The files a task names, as they were when the task began, with the task's text. The
-/// contracts check reads the promises of their functions from here.
+/// contracts check reads the promises of Python functions from here; the names check
+/// sees whether the files the task is about were changed at all.
 #[derive(Debug, Default)]
 pub struct TaskFiles {
     pub task: String,
@@ -100,11 +101,10 @@ pub type Originals = Arc<TaskFiles>;
 /// The longest original kept (it travels to the checker as an argument).
 const ORIGINAL_MAX_BYTES: usize = 64 * 1024;
 
-/// The Python files `text` (a task) names that exist under `root`, with their content.
+/// The files `text` (a task) names that exist under `root`, with their content.
 pub fn capture_originals(root: &Path, text: &str) -> Originals {
     let files = files_named(root, text)
         .into_iter()
-        .filter(|path| path.ends_with(".py"))
         .filter_map(|path| {
             let content = std::fs::read_to_string(root.join(&path)).ok()?;
             (content.len() <= ORIGINAL_MAX_BYTES).then_some((path, content))
@@ -180,9 +180,10 @@ pub struct Bench {
     pub subtask: Option<SubtaskId>,
     /// The task's files as they were before it (see [`capture_originals`]).
     pub originals: Originals,
-    /// What the task names that the code must have (see [`names_to_find`]); empty for a
-    /// subtask that is only part of the task.
-    pub names: Vec<String>,
+    /// Whether the work checked is the whole task (the task-level checks, or a subtask
+    /// carrying the task verbatim): then the names the task asks for must be in the
+    /// code and the files it names must have changed (see [`names_check`]).
+    pub whole_task: bool,
 }
 
 impl Bench {
@@ -460,8 +461,8 @@ pub async fn code(bench: &Bench, files: &[String]) -> Checks {
             ));
         }
     }
-    if !bench.names.is_empty() && !files.is_empty() {
-        results.push(names_check(bench, &files).await);
+    if bench.whole_task && !files.is_empty() {
+        results.extend(names_check(bench, &files).await);
     }
     let scanned = with_ext(
         &files,
@@ -529,10 +530,42 @@ pub fn names_to_find(task: &str) -> Vec<String> {
     names
 }
 
-/// Every name the task asks for is in one of the files the team wrote: the cheapest
-/// proof that "add a --shout flag" did not end as code without one (seen on the real
-/// model: the greeting upper-cased for everyone, no flag, reported done).
-async fn names_check(bench: &Bench, files: &[String]) -> CheckResult {
+/// What the task names is what the team worked on, the cheapest proofs that the work
+/// is the task's:
+/// - every flag or function the task asks for is in a file the team wrote (seen on the
+///   real model: "add a --shout flag" done as the greeting upper-cased for everyone);
+/// - when the task asks for changes to files it names, at least one of them changed
+///   (seen: the right change written to a new `src/stats.py`, `stats.py` untouched).
+///
+/// `None` when there is nothing to look for.
+async fn names_check(bench: &Bench, files: &[String]) -> Option<CheckResult> {
+    let task = &bench.originals.task;
+    let names = names_to_find(task);
+    let named = &bench.originals.files;
+    let named_must_change = crate::executor::builtin::asks_for_changes(task) && !named.is_empty();
+    if names.is_empty() && !named_must_change {
+        return None;
+    }
+    let mut problems = Vec::new();
+    if named_must_change {
+        let mut changed = false;
+        for (path, before) in named {
+            let now = tokio::fs::read_to_string(bench.root.join(path)).await;
+            changed |= now.map_or(true, |now| now != *before);
+        }
+        if !changed {
+            problems.push(format!(
+                "the task is about {}, but the team left {} as it was and wrote {} instead",
+                named
+                    .iter()
+                    .map(|(p, _)| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if named.len() == 1 { "it" } else { "them" },
+                files.join(", ")
+            ));
+        }
+    }
     let mut texts = Vec::new();
     for file in files {
         texts.push(
@@ -541,8 +574,7 @@ async fn names_check(bench: &Bench, files: &[String]) -> CheckResult {
                 .unwrap_or_default(),
         );
     }
-    let missing: Vec<String> = bench
-        .names
+    let missing = names
         .iter()
         .filter(|name| !texts.iter().any(|text| has_name(text, name)))
         .map(|name| {
@@ -551,8 +583,15 @@ async fn names_check(bench: &Bench, files: &[String]) -> CheckResult {
                 files.join(", ")
             )
         })
-        .collect();
-    verdict(bench, "contracts", "names the task gives", files, missing)
+        .collect::<Vec<_>>();
+    problems.extend(missing);
+    Some(verdict(
+        bench,
+        "contracts",
+        "names the task gives",
+        files,
+        problems,
+    ))
 }
 
 /// `name` in `text` as a whole word (so `mean` is not found in `meaning`).
@@ -955,11 +994,7 @@ pub async fn after_subtask(
         timeout: check_timeout(s),
         cancel: cancel.clone(),
         subtask: Some(subtask_id),
-        names: if spec.description.contains(s.originals(task_id).task.trim()) {
-            names_to_find(&s.originals(task_id).task)
-        } else {
-            Vec::new()
-        },
+        whole_task: spec.description.contains(s.originals(task_id).task.trim()),
         originals: s.originals(task_id),
     };
     // What earlier attempts of this subtask wrote counts too: a retry that finds the
@@ -1031,7 +1066,7 @@ mod tests {
             cancel: CancellationToken::new(),
             subtask: None,
             originals: Arc::default(),
-            names: Vec::new(),
+            whole_task: false,
         }
     }
 
@@ -1071,7 +1106,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("greet.sh"), "echo HELLO\n").unwrap();
         let mut b = bench(dir.path());
-        b.names = names_to_find("Add a --shout flag to greet.sh.");
+        b.whole_task = true;
+        b.originals = capture_originals(dir.path(), "Add a --shout flag to greet.sh.");
         let without = code(&b, &["greet.sh".into()]).await;
         let text = without.failure_text().expect("the missing flag is caught");
         assert!(text.contains("asks for `--shout`"), "{text}");
@@ -1084,6 +1120,45 @@ mod tests {
         assert!(has_name("x = perimeter(1, 2)", "perimeter"));
         assert!(!has_name("the meaning", "mean"));
         assert!(!has_name("--shouty", "--shout"));
+    }
+
+    #[tokio::test]
+    async fn the_right_change_in_the_wrong_file_is_caught() {
+        // Seen on a 1.5B model: the fix for stats.py written to a new src/stats.py.
+        let dir = tempfile::tempdir().unwrap();
+        let original = "def mean(values):\n    return sum(values) / len(values)\n";
+        std::fs::write(dir.path().join("stats.py"), original).unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        std::fs::write(
+            dir.path().join("src/stats.py"),
+            "def mean(values):\n    return sum(values) / len(values) if values else 0.0\n",
+        )
+        .unwrap();
+        let mut b = bench(dir.path());
+        b.whole_task = true;
+        b.originals = capture_originals(
+            dir.path(),
+            "Change the function mean in stats.py so that it returns 0.0 for an empty list.",
+        );
+        let wrong = code(&b, &["src/stats.py".into()]).await;
+        let text = wrong.failure_text().expect("stats.py untouched is caught");
+        assert!(
+            text.contains(
+                "the task is about stats.py, but the team left it as it was and wrote src/stats.py"
+            ),
+            "{text}"
+        );
+        std::fs::write(
+            dir.path().join("stats.py"),
+            "def mean(values):\n    return sum(values) / len(values) if values else 0.0\n",
+        )
+        .unwrap();
+        let right = code(&b, &["stats.py".into()]).await;
+        assert!(right.passed(), "{:?}", right.results);
+        // A subtask that is only part of the task is not held to it.
+        b.whole_task = false;
+        std::fs::write(dir.path().join("stats.py"), original).unwrap();
+        assert!(code(&b, &["src/stats.py".into()]).await.passed());
     }
 
     #[test]
@@ -1214,7 +1289,7 @@ mod tests {
     }
 
     #[test]
-    fn originals_are_the_python_files_the_task_names_inside_the_workspace() {
+    fn originals_are_the_files_the_task_names_inside_the_workspace() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
         std::fs::create_dir(dir.path().join("pkg")).unwrap();

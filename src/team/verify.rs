@@ -31,7 +31,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         timeout: check::check_timeout(s),
         cancel: s.task_cancel(task_id).child_token(),
         subtask: None,
-        names: check::names_to_find(&s.originals(task_id).task),
+        whole_task: true,
         originals: s.originals(task_id),
     };
     let mut last_output = String::new();
