@@ -272,16 +272,22 @@ fn a_missing_workspace_exits_2() {
 }
 
 #[test]
-fn a_plan_the_model_cannot_make_fails_the_task_with_exit_1_and_a_report() {
+fn a_model_that_only_answers_prose_fails_the_task_with_exit_1_and_a_report() {
+    // No plan can be read from it, so the task stays whole in one subtask (never worse
+    // than one agent); the agents make no change either, and that is what fails.
     let ws = workspace(json!([ { "text": "I would rather not plan today.", "repeat": true } ]));
     let output = conclave(ws.path(), &["Write the files", "--approve", "deny"]);
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{err}");
-    assert!(err.contains("task: invalid_response (medium)"), "{err}");
+    assert!(
+        err.contains("plan: 1 subtasks\n  1. Write the files\n"),
+        "{err}"
+    );
+    assert!(err.contains("failed (no_progress)"), "{err}");
     let reports = error_reports(ws.path());
     assert_eq!(reports.len(), 1, "{err}");
     let report = std::fs::read_to_string(&reports[0]).unwrap();
-    assert!(report.contains("**Phase**: plan"), "{report}");
+    assert!(report.contains("no_progress"), "{report}");
 }
 
 #[test]

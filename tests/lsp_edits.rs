@@ -115,8 +115,9 @@ async fn a_task_on_an_http_model_delivers_its_files_through_apply_edit() {
     let requests = model.received_requests().await.unwrap();
     assert_eq!(
         requests.len(),
-        4,
-        "plan, write, summary, and the acceptance test the team asks for (no tests ran)"
+        5,
+        "plan, write, summary, and the acceptance test the team asks for (no tests ran), \
+         asked once more when the answer holds none"
     );
     let last = String::from_utf8_lossy(&requests[3].body).into_owned();
     assert!(last.contains("short Python test script"), "{last}");

@@ -632,6 +632,9 @@ impl BuiltinExecutor {
         let (content, is_error) = match result {
             Ok(output) => {
                 let change = match tool_name.as_str() {
+                    // Also a write that left the file as it was: on a retry the work
+                    // may be there already. A task's named file left as it was before
+                    // the task is caught by the checks (`team/check.rs`).
                     name if WRITE_TOOLS.contains(&name) => true,
                     "bash" => !call
                         .arguments

@@ -461,7 +461,8 @@ pub async fn code(bench: &Bench, files: &[String]) -> Checks {
             ));
         }
     }
-    if bench.whole_task && !files.is_empty() {
+    // Also with no file written: a task that asked for changes and got none is not done.
+    if bench.whole_task {
         results.extend(names_check(bench, &files).await);
     }
     let scanned = with_ext(
@@ -554,16 +555,20 @@ async fn names_check(bench: &Bench, files: &[String]) -> Option<CheckResult> {
             changed |= now.map_or(true, |now| now != *before);
         }
         if !changed {
-            problems.push(format!(
-                "the task is about {}, but the team left {} as it was and wrote {} instead",
-                named
-                    .iter()
-                    .map(|(p, _)| p.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if named.len() == 1 { "it" } else { "them" },
-                files.join(", ")
-            ));
+            let about = named
+                .iter()
+                .map(|(p, _)| p.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let them = if named.len() == 1 { "it" } else { "them" };
+            problems.push(if files.is_empty() {
+                format!("the task asks to change {about}, but the team left {them} as it was")
+            } else {
+                format!(
+                    "the task is about {about}, but the team left {them} as it was and wrote {} instead",
+                    files.join(", ")
+                )
+            });
         }
     }
     let mut texts = Vec::new();
@@ -578,10 +583,14 @@ async fn names_check(bench: &Bench, files: &[String]) -> Option<CheckResult> {
         .iter()
         .filter(|name| !texts.iter().any(|text| has_name(text, name)))
         .map(|name| {
-            format!(
-                "the task asks for `{name}`, but no file the team wrote has it ({})",
-                files.join(", ")
-            )
+            if files.is_empty() {
+                format!("the task asks for `{name}`, but the team wrote no file")
+            } else {
+                format!(
+                    "the task asks for `{name}`, but no file the team wrote has it ({})",
+                    files.join(", ")
+                )
+            }
         })
         .collect::<Vec<_>>();
     problems.extend(missing);
@@ -1155,6 +1164,15 @@ mod tests {
         .unwrap();
         let right = code(&b, &["stats.py".into()]).await;
         assert!(right.passed(), "{:?}", right.results);
+        // Nothing written at all (the stub written back as it was, seen on a 1.5B
+        // model) is caught too.
+        std::fs::write(dir.path().join("stats.py"), original).unwrap();
+        let nothing = code(&b, &[]).await;
+        let text = nothing.failure_text().expect("no change is caught");
+        assert!(
+            text.contains("the task asks to change stats.py, but the team left it as it was"),
+            "{text}"
+        );
         // A subtask that is only part of the task is not held to it.
         b.whole_task = false;
         std::fs::write(dir.path().join("stats.py"), original).unwrap();

@@ -227,15 +227,27 @@ pub(super) fn fit_plan(
     // A task about one or two files is one agent's work, as PLANNING_RULES tells the
     // planner. Small models split it anyway ("define the function" / "implement its
     // logic"), into steps that rewrite one another's file; kept whole, the one agent
-    // sees the task verbatim and the files as they are.
+    // sees the task verbatim and the files as they are. A split that gives each file
+    // to one subtask of its own is kept: those steps cannot undo one another.
     let task_files = super::check::source_files_named(whole);
+    let per_subtask: Vec<Vec<String>> = subtasks
+        .iter()
+        .map(|st| super::check::source_files_named(&st.description))
+        .collect();
+    let one_file_each = per_subtask.iter().all(|files| files.len() == 1)
+        && per_subtask
+            .iter()
+            .map(|files| &files[0])
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+            == per_subtask.len();
     if subtasks.len() > 1
         && (1..=2).contains(&task_files.len())
-        && subtasks.iter().all(|st| {
-            super::check::source_files_named(&st.description)
-                .iter()
-                .all(|file| task_files.contains(file))
-        })
+        && per_subtask
+            .iter()
+            .flatten()
+            .all(|file| task_files.contains(file))
+        && !one_file_each
     {
         return vec![Subtask::new(whole.to_string(), Vec::new())];
     }
