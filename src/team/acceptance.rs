@@ -166,10 +166,37 @@ fn relative(s: &Services, path: &Path) -> String {
 }
 
 /// Put before the model's test: printed text compared as a person reads it. Small
-/// models compare "Hello, world!" with "hello world" exactly and fail right code.
-const SAID: &str = "import re as _re\n\n\ndef said(text):\n    \"\"\"Text as a person reads it: lower case, no punctuation, single spaces.\"\"\"\n    return \" \".join(_re.sub(r\"[^\\w\\s]\", \" \", str(text)).lower().split())\n\n\n";
+/// models compare "Hello, world!" with "hello world" exactly and fail right code. Case
+/// counts when the task is about case (seen: "print it in upper case" passed by code
+/// that never did, because `said` made every greeting equal).
+fn said_prelude(task: &str) -> String {
+    let lower = if about_case(task) { "" } else { ".lower()" };
+    format!(
+        "import re as _re\n\n\ndef said(text):\n    \"\"\"Text as a person reads it: no punctuation, single spaces{}.\"\"\"\n    return \" \".join(_re.sub(r\"[^\\w\\s]\", \" \", str(text)){lower}.split())\n\n\n",
+        if lower.is_empty() { "" } else { ", lower case" }
+    )
+}
 
-/// Asks the model for the test and saves it (after [`SAID`]).
+/// Whether the task says something about letter case.
+fn about_case(task: &str) -> bool {
+    let task = task.to_ascii_lowercase();
+    [
+        "upper case",
+        "uppercase",
+        "upper-case",
+        "lower case",
+        "lowercase",
+        "lower-case",
+        "capital",
+        "case-sensitive",
+        "case sensitive",
+        "title case",
+    ]
+    .iter()
+    .any(|word| task.contains(word))
+}
+
+/// Asks the model for the test and saves it (after [`said_prelude`]).
 async fn write_test(
     ctx: &AgentContext,
     s: &Services,
@@ -216,7 +243,7 @@ and nothing the task does not state: use its exact values and names, invent no o
 a function, import it from its module (the project root is on sys.path) and call it. Only when the task asks for \
 a program or script (it prints, or takes command-line arguments), run it with \
 subprocess.run([sys.executable, \"file.py\", ...], capture_output=True, text=True) and compare what it printed \
-with said(), which is defined for you and ignores case, punctuation and spacing: \
+with said(), which is defined for you and ignores punctuation and spacing (and case, unless the task is about case): \
 assert said(result.stdout) == said(\"hello world\"). Reply with only one ```python block."
     );
     let request = ModelRequest {
@@ -242,7 +269,7 @@ assert said(result.stdout) == said(\"hello world\"). Reply with only one ```pyth
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     }
-    std::fs::write(path, format!("{SAID}{code}")).map_err(|e| e.to_string())?;
+    std::fs::write(path, format!("{}{code}", said_prelude(&task))).map_err(|e| e.to_string())?;
     let _ = ctx.append_own_board(&format!(
         "- wrote an acceptance test for the task: {}",
         relative(s, path)
@@ -310,18 +337,24 @@ mod tests {
         {
             return;
         }
-        let script = format!(
-            "{SAID}assert said('Hello, World!\\n') == said('hello world')\nassert said('3 apples') != said('4 apples')\n"
-        );
-        let run = std::process::Command::new("python3")
-            .args(["-c", &script])
-            .output()
-            .unwrap();
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
+        let passes = |script: String| {
+            let run = std::process::Command::new("python3")
+                .args(["-c", &script])
+                .output()
+                .unwrap();
+            run.status.success()
+        };
+        let hello = "Write hello.py that prints hello world.";
+        assert!(passes(format!(
+            "{}assert said('Hello, World!\\n') == said('hello world')\nassert said('3 apples') != said('4 apples')\n",
+            said_prelude(hello)
+        )));
+        // When the task is about case, case counts.
+        let shout = "Add a --shout flag: with it, the greeting is printed in upper case.";
+        assert!(passes(format!(
+            "{}assert said('HELLO, ADA!') == said('HELLO ADA')\nassert said('Hello, Ada!') != said('HELLO ADA')\n",
+            said_prelude(shout)
+        )));
     }
 
     #[test]
