@@ -188,6 +188,36 @@ async fn a_plain_answer_is_a_successful_outcome() {
 }
 
 #[tokio::test]
+async fn done_without_any_change_on_a_change_subtask_is_no_progress() {
+    // Seen on the real model: pi answered at once, wrote nothing, and the team reported
+    // the task completed. A subtask that asks for changes needs a write, edit or command.
+    let Some(pi) = installed_pi() else { return };
+    let server = MockServer::start().await;
+    completions()
+        .respond_with(text_answer("The program prints hello world."))
+        .mount(&server)
+        .await;
+    let workspace = tempfile::tempdir().unwrap();
+    let executor = PiExecutor::new(settings(&pi, workspace.path(), &server)).unwrap();
+
+    let (result, _) = execute(
+        &executor,
+        &spec("Write a Python program in the file hello.py that prints hello world."),
+    )
+    .await;
+
+    match result {
+        Err(ExecutorError::NoProgress(message)) => {
+            assert!(message.contains("pi made none"), "{message}");
+            assert!(message.contains("prints hello world"), "{message}");
+        }
+        other => panic!("expected no progress, got {other:?}"),
+    }
+    assert!(!workspace.path().join("hello.py").exists());
+    assert!(executor.live_processes().is_empty());
+}
+
+#[tokio::test]
 async fn a_write_tool_round_trip_creates_the_file() {
     let Some(pi) = installed_pi() else { return };
     let server = MockServer::start().await;

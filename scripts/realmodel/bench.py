@@ -127,17 +127,9 @@ class Proxy:
             f.write(json.dumps(entry) + "\n")
 
     def count(self, data):
-        text = data.decode("utf-8", "replace")
         usage = None
         timings = None
-        for line in text.splitlines() if text.lstrip().startswith("data:") else [text]:
-            line = line[len("data:"):].strip() if line.startswith("data:") else line
-            if not line.startswith("{"):
-                continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
+        for event in events_of(data.decode("utf-8", "replace")):
             usage = event.get("usage") or usage
             timings = event.get("timings") or timings
         with self.lock:
@@ -148,19 +140,23 @@ class Proxy:
                 self.prompt_tokens += timings.get("prompt_n", 0) + timings.get("cache_n", 0)
                 self.completion_tokens += timings.get("predicted_n", 0)
 
-
-def answer_of(text):
-    """The answer's text and tool calls, from a JSON body or an SSE stream."""
-    chunks = []
-    calls = {}
+def events_of(text):
+    """The JSON objects of a response: its body, or each `data:` line of an SSE stream."""
     for line in text.splitlines() if text.lstrip().startswith("data:") else [text]:
         line = line[len("data:"):].strip() if line.startswith("data:") else line
         if not line.startswith("{"):
             continue
         try:
-            event = json.loads(line)
+            yield json.loads(line)
         except ValueError:
             continue
+
+
+def answer_of(text):
+    """The answer's text and tool calls, from a JSON body or an SSE stream."""
+    chunks = []
+    calls = {}
+    for event in events_of(text):
         for choice in event.get("choices") or []:
             part = choice.get("delta") or choice.get("message") or {}
             chunks.append(part.get("content") or "")
@@ -170,7 +166,6 @@ def answer_of(text):
                 slot["name"] += function.get("name") or ""
                 slot["arguments"] += function.get("arguments") or ""
     return "".join(chunks), list(calls.values())
-
 
 def conclave_config(port, timeout_s):
     return f"""[llm]

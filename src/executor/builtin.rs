@@ -580,7 +580,7 @@ fn hash_str(text: &str) -> u64 {
 }
 
 /// The first line of `text`, at most `max` characters.
-fn first_line(text: &str, max: usize) -> String {
+pub(crate) fn first_line(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or_default();
     if line.chars().count() > max {
         let cut: String = line.chars().take(max).collect();

@@ -292,6 +292,19 @@ impl PiExecutor {
         )
         .await;
         let (error, reason) = match end {
+            // "Done" with no write, edit or command on a subtask that asks for changes
+            // is no progress, as with the built-in executor (seen on the real model:
+            // pi ended at once, nothing written, and the task was reported completed).
+            FollowEnd::Finished(RunEnd::Completed(outcome))
+                if outcome.success
+                    && outcome.partial_results.is_empty()
+                    && crate::executor::builtin::asks_for_changes(&spec.description) =>
+            {
+                return Err(Stop::Error(ExecutorError::NoProgress(format!(
+                    "the subtask asked for changes and pi made none; it said: {}",
+                    crate::executor::builtin::first_line(&outcome.summary, 160)
+                ))));
+            }
             FollowEnd::Finished(RunEnd::Completed(outcome)) => return Ok(outcome),
             FollowEnd::Finished(RunEnd::Failed(error)) => return Err(Stop::Error(error)),
             FollowEnd::Finished(RunEnd::Aborted) => {
