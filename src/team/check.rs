@@ -535,8 +535,10 @@ pub fn names_to_find(task: &str) -> Vec<String> {
 /// is the task's:
 /// - every flag or function the task asks for is in a file the team wrote (seen on the
 ///   real model: "add a --shout flag" done as the greeting upper-cased for everyone);
-/// - when the task asks for changes to files it names, at least one of them changed
-///   (seen: the right change written to a new `src/stats.py`, `stats.py` untouched).
+/// - when the task asks for changes to files it names and none of them changed, the
+///   team neither wrote nothing nor wrote a file of the same name elsewhere (seen: the
+///   right change written to a new `src/stats.py`, `stats.py` untouched; the stub
+///   written back as it was).
 ///
 /// `None` when there is nothing to look for.
 async fn names_check(bench: &Bench, files: &[String]) -> Option<CheckResult> {
@@ -554,7 +556,19 @@ async fn names_check(bench: &Bench, files: &[String]) -> Option<CheckResult> {
             let now = tokio::fs::read_to_string(bench.root.join(path)).await;
             changed |= now.map_or(true, |now| now != *before);
         }
-        if !changed {
+        // Only the two shapes seen are held against the work: nothing written at all,
+        // or a file of the same name written elsewhere. A task may name files it
+        // does not change (an ACP prompt carries the earlier turns, for one).
+        let name_of = |p: &str| Path::new(p).file_name().map(|n| n.to_os_string());
+        let elsewhere: Vec<&String> = files
+            .iter()
+            .filter(|f| {
+                named
+                    .iter()
+                    .any(|(p, _)| p != *f && name_of(p) == name_of(f))
+            })
+            .collect();
+        if !changed && (files.is_empty() || !elsewhere.is_empty()) {
             let about = named
                 .iter()
                 .map(|(p, _)| p.as_str())
@@ -566,7 +580,11 @@ async fn names_check(bench: &Bench, files: &[String]) -> Option<CheckResult> {
             } else {
                 format!(
                     "the task is about {about}, but the team left {them} as it was and wrote {} instead",
-                    files.join(", ")
+                    elsewhere
+                        .iter()
+                        .map(|f| f.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )
             });
         }
@@ -1173,6 +1191,9 @@ mod tests {
             text.contains("the task asks to change stats.py, but the team left it as it was"),
             "{text}"
         );
+        // Another file written beside an unchanged named one is not held against it.
+        std::fs::write(dir.path().join("notes.txt"), "n\n").unwrap();
+        assert!(code(&b, &["notes.txt".into()]).await.passed());
         // A subtask that is only part of the task is not held to it.
         b.whole_task = false;
         std::fs::write(dir.path().join("stats.py"), original).unwrap();
