@@ -1016,13 +1016,14 @@ pub async fn after_subtask(
     if !s.config.verify.checks {
         return Ok(outcome);
     }
+    let originals = s.originals(task_id);
     let bench = Bench {
         root: s.sandbox.root().to_path_buf(),
         timeout: check_timeout(s),
         cancel: cancel.clone(),
         subtask: Some(subtask_id),
-        whole_task: spec.description.contains(s.originals(task_id).task.trim()),
-        originals: s.originals(task_id),
+        whole_task: spec.description.contains(originals.task.trim()),
+        originals,
     };
     // What earlier attempts of this subtask wrote counts too: a retry that finds the
     // work "already done" must not pass a file a previous attempt left broken.

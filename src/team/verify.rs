@@ -119,8 +119,9 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
                 fix.confidence
             )));
         }
+        let task_files = files_of(s, task_id);
         for file in &fix.files {
-            let Some(path) = fix_path(s, &files_of(s, task_id), &file.path) else {
+            let Some(path) = fix_path(s, &task_files, &file.path) else {
                 let _ = ctx.append_own_board(&format!(
                     "- the fix's {} is not a file of the task; not written",
                     file.path
