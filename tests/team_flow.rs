@@ -3,7 +3,7 @@
 mod team_support;
 
 use conclave::recovery::RecoveryAction;
-use conclave::runtime::{MessageKind, RuntimeEvent, SubtaskStatus, TaskStatus};
+use conclave::runtime::{CheckStatus, MessageKind, RuntimeEvent, SubtaskStatus, TaskStatus};
 use serde_json::json;
 use team_support::{config, plan, start, writes};
 
@@ -182,6 +182,62 @@ async fn the_coder_starts_from_the_files_the_task_names_without_reading_them() {
     let summary = team.engine.wait_for(task).await.unwrap();
     assert_eq!(summary.status, TaskStatus::Completed, "{summary:?}");
     assert_eq!(team.read("notes.txt"), "colours: red, green\n");
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "unused steps: {:?}",
+        team.model.unused_steps()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_coder_and_the_test_writer_see_the_files_a_task_points_to_without_naming() {
+    // Seen on the real model: asked for "the timeout from the project's default settings
+    // (see the other modules)", the coder invented 60 and the test writer expected the
+    // same 60, since neither saw settings.py. Both steps match only with its text shown.
+    let task_text = "Implement get_timeout() in app.py: it must return the request timeout \
+                     from this project's default settings (see the other modules) as an int.";
+    let settings = "settings.py:\n```\nDEFAULTS = {\"request_timeout_seconds\": \"45\"}\n```";
+    let team = start(
+        json!([
+            plan(&[task_text]),
+            { "match": [task_text, settings],
+              "toolCalls": [ { "name": "file_write", "arguments": { "path": "app.py", "content":
+                "from settings import DEFAULTS\n\n\ndef get_timeout():\n    return int(DEFAULTS[\"request_timeout_seconds\"])\n" } } ] },
+            { "match": "app.py", "text": "Done." },
+            { "match": ["Write a short Python test script", settings],
+              "text": "```python\nfrom app import get_timeout\nassert get_timeout() == 45\n```" }
+        ]),
+        config(),
+    )
+    .await;
+    let root = team.workspace.path();
+    std::fs::write(
+        root.join("app.py"),
+        "def get_timeout():\n    \"\"\"The timeout.\"\"\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("settings.py"),
+        "DEFAULTS = {\"request_timeout_seconds\": \"45\"}\n",
+    )
+    .unwrap();
+    let task = team.submit(task_text);
+    let summary = team.engine.wait_for(task).await.unwrap();
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(
+        summary.status,
+        TaskStatus::Completed,
+        "{:?}",
+        (detail.errors, detail.checks)
+    );
+    assert!(
+        detail
+            .checks
+            .iter()
+            .any(|c| c.status == CheckStatus::Passed && c.name.contains("acceptance")),
+        "the acceptance test ran: {:?}",
+        detail.checks
+    );
     assert!(
         team.model.unused_steps().is_empty(),
         "unused steps: {:?}",

@@ -134,6 +134,20 @@ async fn with_no_idle_peer_a_persistent_failure_goes_to_the_supervisor_who_modif
     assert_eq!(escalation.to, conclave::runtime::Recipient::Agent(mid));
     assert!(escalation.payload["metrics"].is_object());
     assert_eq!(escalation.payload["proposedSolution"]["action"], "modify");
+    let mid_board = team
+        .engine
+        .runtime()
+        .whiteboards
+        .read(
+            &conclave::runtime::Accessor::System,
+            conclave::runtime::WhiteboardId::Agent(mid),
+        )
+        .unwrap()
+        .content;
+    assert!(
+        mid_board.contains("- escalation from bottom-1-1: "),
+        "the mid's board names who escalated: {mid_board}"
+    );
     assert!(
         !messages
             .iter()
@@ -422,6 +436,10 @@ async fn replacement_carries_over_the_current_task_queue_and_whiteboard() {
                 content.contains("halfway through the parser")
                     && content.contains("Took over from bottom-1-1"),
                 "{content}"
+            );
+            assert!(
+                !content.contains(&old.id().to_string()),
+                "boards name agents, not ids: {content}"
             );
             break;
         }

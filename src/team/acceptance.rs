@@ -236,8 +236,18 @@ async fn write_test(
     } else {
         format!("\n\nThe files as they were before the task:{before}")
     };
+    // What the task points to without naming it ("see the other modules"): a test that
+    // cannot see it can only repeat the coder's guess.
+    let mut seen: Vec<String> = originals.files.iter().map(|(f, _)| f.clone()).collect();
+    seen.extend(code_files.iter().cloned());
+    let others = super::subtask::other_files_now(s.sandbox.root(), &task, &seen);
+    let others = if others.is_empty() {
+        others
+    } else {
+        format!("\n\n{others}")
+    };
     let prompt = format!(
-        "Task:\n{task}{before}\n\nDefinitions in the files now:{now}\n\n\
+        "Task:\n{task}{before}{others}\n\nDefinitions in the files now:{now}\n\n\
 Write a short Python test script: 3 to 6 `assert` statements that check the behaviour the task asks for, \
 and nothing the task does not state: use its exact values and names, invent no others. When the task is about \
 a function, import it from its module (the project root is on sys.path) and call it. Only when the task asks for \

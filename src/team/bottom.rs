@@ -97,7 +97,7 @@ impl AgentBehavior for BottomBehavior {
                 let reason = if free { "idle, taking it over" } else { "busy" };
                 ctx.append_own_board(&format!(
                     "- peer help request from {}: {}",
-                    super::subtask::sender_name(&self.services, message.from),
+                    super::subtask::agent_name(&self.services, message.from),
                     if free { "accepted" } else { "declined (busy)" }
                 ))
                 .map_err(|e| behavior_error(ctx, e))?;
@@ -115,7 +115,7 @@ impl AgentBehavior for BottomBehavior {
                     .map_err(|e| behavior_error(ctx, e))?;
             }
             other => {
-                let from = super::subtask::sender_name(&self.services, message.from);
+                let from = super::subtask::agent_name(&self.services, message.from);
                 ctx.append_own_board(&format!("- {} from {from}", other.as_str()))
                     .map_err(|e| behavior_error(ctx, e))?;
             }

@@ -133,24 +133,54 @@ pub fn files_named(root: &Path, text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Extensions of the source and text files a task works on.
+const SOURCE_EXTENSIONS: &[&str] = &[
+    "py", "pyi", "js", "mjs", "cjs", "ts", "tsx", "jsx", "rs", "go", "java", "kt", "c", "h", "cc",
+    "cpp", "hpp", "cs", "rb", "php", "swift", "lua", "sh", "bash", "toml", "json", "yaml", "yml",
+    "md", "txt", "html", "css", "scss", "sql", "xml", "ini", "cfg", "csv", "vue", "svelte",
+];
+
+fn has_source_extension(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| SOURCE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+}
+
 /// The source and text files `text` names, whether they exist yet or not: paths whose
 /// extension is a known one (so that "e.g." or "v1.5" is not taken for a file).
 pub fn source_files_named(text: &str) -> Vec<String> {
-    const EXTENSIONS: &[&str] = &[
-        "py", "pyi", "js", "mjs", "cjs", "ts", "tsx", "jsx", "rs", "go", "java", "kt", "c", "h",
-        "cc", "cpp", "hpp", "cs", "rb", "php", "swift", "lua", "sh", "bash", "toml", "json",
-        "yaml", "yml", "md", "txt", "html", "css", "scss", "sql", "xml", "ini", "cfg", "csv",
-        "vue", "svelte",
-    ];
     path_words(text)
         .into_iter()
-        .filter(|word| {
-            Path::new(word)
+        .filter(|word| has_source_extension(Path::new(word)))
+        .collect()
+}
+
+/// The workspace's files with one of `extensions` (workspace-relative, sorted), never
+/// `.gitignore`d or hidden ones (`.conclave/`, `.git/`). At most `limit` + 1 of them, so
+/// that a caller can tell a big project from a small one without walking it all.
+pub fn project_files(root: &Path, extensions: &[String], limit: usize) -> Vec<String> {
+    let mut files = Vec::new();
+    let walker = ignore::WalkBuilder::new(root)
+        .max_depth(Some(4))
+        .require_git(false)
+        .build();
+    for entry in walker.flatten() {
+        if files.len() > limit {
+            break;
+        }
+        let path = entry.path();
+        if entry.file_type().is_some_and(|t| t.is_file())
+            && path
                 .extension()
                 .and_then(|e| e.to_str())
-                .is_some_and(|e| EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
-        })
-        .collect()
+                .is_some_and(|e| extensions.iter().any(|x| x.eq_ignore_ascii_case(e)))
+            && let Ok(relative) = path.strip_prefix(root)
+        {
+            files.push(relative.to_string_lossy().replace('\\', "/"));
+        }
+    }
+    files.sort();
+    files
 }
 
 /// Words of `text` shaped like a relative path with an extension, each once, in order.

@@ -63,17 +63,16 @@ impl AgentBehavior for MidBehavior {
                         }));
                     }
                     None => {
-                        let _ = ctx.append_own_board(&format!(
-                            "- unreadable task assignment from {}",
-                            message.from
-                        ));
+                        let from = super::subtask::agent_name(&self.services, message.from);
+                        let _ = ctx
+                            .append_own_board(&format!("- unreadable task assignment from {from}"));
                     }
                 }
             }
             MessageKind::IssueEscalation => {
                 let _ = ctx.append_own_board(&format!(
                     "- escalation from {}: {}",
-                    message.from,
+                    super::subtask::agent_name(&self.services, message.from),
                     message.payload["message"]
                         .as_str()
                         .unwrap_or("(no message)")
@@ -92,7 +91,7 @@ impl AgentBehavior for MidBehavior {
                 }
             }
             other => {
-                let from = super::subtask::sender_name(&self.services, message.from);
+                let from = super::subtask::agent_name(&self.services, message.from);
                 let _ = ctx.append_own_board(&format!("- {} from {from}", other.as_str()));
             }
         }

@@ -59,7 +59,7 @@ pub async fn replace_agent(
     {
         sub.update_config(|c| c.supervisor = Some(new));
     }
-    let note = format!("\n\n_Took over from {} ({old}): {reason}_\n", config.name);
+    let note = format!("\n\n_Took over from {}: {reason}_\n", config.name);
     if let Err(e) = s.runtime.whiteboards.replace(
         &Accessor::System,
         WhiteboardId::Agent(new),
@@ -81,10 +81,7 @@ pub async fn replace_agent(
     ));
     // Report the step on every unfinished subtask the old agent held (its own idea of
     // its current task may be missing when it hung before recording it).
-    let message = format!(
-        "replaced {} by {} ({new}): {reason}",
-        config.name, new_config.name
-    );
+    let message = format!("replaced {} by {}: {reason}", config.name, new_config.name);
     let mut reported = false;
     for task in s
         .tasks

@@ -894,13 +894,16 @@ const SHOWN_FILE_MAX_BYTES: usize = 6 * 1024;
 const SHOWN_FILES_MAX_BYTES: usize = 10 * 1024;
 
 /// The files the task names, as they are now, so that the agent starts from the code
-/// rather than spending its first call reading it (a retry sees its own last try).
+/// rather than spending its first call reading it (a retry sees its own last try); then
+/// the other modules of a small project in the same languages, which a task may point to
+/// without naming them ("from the project's default settings (see the other modules)").
 /// Files too large to show are only named.
 fn named_files_now(sandbox: &crate::tools::Sandbox, task: &str) -> String {
+    let named = super::check::files_named(sandbox.root(), task);
     let mut shown = String::new();
     let mut left = SHOWN_FILES_MAX_BYTES;
-    for path in super::check::files_named(sandbox.root(), task) {
-        let Ok(content) = std::fs::read_to_string(sandbox.root().join(&path)) else {
+    for path in &named {
+        let Ok(content) = std::fs::read_to_string(sandbox.root().join(path)) else {
             continue;
         };
         if content.len() > SHOWN_FILE_MAX_BYTES.min(left) {
@@ -911,35 +914,93 @@ fn named_files_now(sandbox: &crate::tools::Sandbox, task: &str) -> String {
             continue;
         }
         left -= content.len();
-        let fence = if content.contains("```") {
-            "~~~~"
-        } else {
-            "```"
-        };
-        shown.push_str(&format!(
-            "\n{path}:\n{fence}\n{}{}{fence}\n",
-            content,
-            if content.ends_with('\n') || content.is_empty() {
-                ""
-            } else {
-                "\n"
-            }
-        ));
+        shown.push_str(&fenced(path, &content));
     }
-    if shown.is_empty() {
-        return shown;
+    let others = other_files_now(sandbox.root(), task, &named);
+    match (shown.is_empty(), others.is_empty()) {
+        (true, _) => others,
+        (false, true) => format!("{FILES_NOW}{shown}"),
+        (false, false) => format!("{FILES_NOW}{shown}\n{others}"),
     }
-    format!("{FILES_NOW}{shown}")
 }
 
 /// Where the files' text begins in a context (always its last part).
 const FILES_NOW: &str = "The files the task names, as they are now (already read for you):";
+const OTHER_FILES_NOW: &str = "Other files of the project, as they are now:";
+
+/// A project with more source files than this is not shown beyond the named files: the
+/// agent searches it with its tools.
+const OTHER_FILES_MAX: usize = 12;
+/// The most of one other file shown, and of all of them together.
+const OTHER_FILE_MAX_BYTES: usize = 2 * 1024;
+const OTHER_FILES_MAX_BYTES: usize = 4 * 1024;
+
+/// The other modules beside the files `task` names: the project's files in the same
+/// languages (by extension) other than `except`, as they are now (the small ones shown,
+/// the rest named). Empty when the task names no source file, or for a project of more
+/// than [`OTHER_FILES_MAX`] such files.
+pub(super) fn other_files_now(root: &std::path::Path, task: &str, except: &[String]) -> String {
+    let mut extensions: Vec<String> = Vec::new();
+    for path in super::check::source_files_named(task) {
+        if let Some(extension) = std::path::Path::new(&path).extension() {
+            let extension = extension.to_string_lossy().to_ascii_lowercase();
+            if !extensions.contains(&extension) {
+                extensions.push(extension);
+            }
+        }
+    }
+    if extensions.is_empty() {
+        return String::new();
+    }
+    let files = super::check::project_files(root, &extensions, OTHER_FILES_MAX);
+    if files.len() > OTHER_FILES_MAX {
+        return String::new();
+    }
+    let mut shown = String::new();
+    let mut named = Vec::new();
+    let mut left = OTHER_FILES_MAX_BYTES;
+    for path in files.iter().filter(|f| !except.contains(f)) {
+        match std::fs::read_to_string(root.join(path)) {
+            Ok(content) if content.len() <= OTHER_FILE_MAX_BYTES.min(left) => {
+                left -= content.len();
+                shown.push_str(&fenced(path, &content));
+            }
+            _ => named.push(path.as_str()),
+        }
+    }
+    if !named.is_empty() {
+        shown.push_str(&format!("\nAlso there (not shown): {}\n", named.join(", ")));
+    }
+    if shown.is_empty() {
+        return shown;
+    }
+    format!("{OTHER_FILES_NOW}{shown}")
+}
+
+/// `path` and its text in a fence the text cannot close.
+fn fenced(path: &str, content: &str) -> String {
+    let fence = if content.contains("```") {
+        "~~~~"
+    } else {
+        "```"
+    };
+    let newline = if content.ends_with('\n') || content.is_empty() {
+        ""
+    } else {
+        "\n"
+    };
+    format!("\n{path}:\n{fence}\n{content}{newline}{fence}\n")
+}
 
 /// `context` with the files' text brought up to date, for another turn after the files
 /// changed (the fix turn after a failed check): stale text would have the model edit
 /// lines that are no longer there.
 pub(super) fn with_files_now(context: &str, sandbox: &crate::tools::Sandbox, task: &str) -> String {
-    let before = context.find(FILES_NOW).map_or(context, |at| &context[..at]);
+    let start = [FILES_NOW, OTHER_FILES_NOW]
+        .iter()
+        .filter_map(|header| context.find(header))
+        .min();
+    let before = start.map_or(context, |at| &context[..at]);
     let files = named_files_now(sandbox, task);
     match (before.trim_end().is_empty(), files.is_empty()) {
         (true, _) => files,
@@ -1123,9 +1184,10 @@ fn add_new(list: &mut Vec<String>, new: Vec<String>) {
         }
     }
 }
-/// Who an agent is, as boards and messages name it: its name, `system` for Conclave
-/// itself, or a short id when the agent is gone.
-pub(super) fn sender_name(s: &Services, agent: AgentId) -> String {
+
+/// Who an agent is, as boards, messages and assignees name it: its name, `system` for
+/// Conclave itself, or a short id once the agent is gone.
+pub(super) fn agent_name(s: &Services, agent: AgentId) -> String {
     if agent == AgentId::SYSTEM {
         return agent.to_string();
     }
@@ -1133,12 +1195,4 @@ pub(super) fn sender_name(s: &Services, agent: AgentId) -> String {
         Some(a) => a.name(),
         None => agent.to_string().chars().take(8).collect(),
     }
-}
-
-pub(super) fn agent_name(s: &Services, agent: AgentId) -> String {
-    s.runtime
-        .pool
-        .get(agent)
-        .map(|a| a.name())
-        .unwrap_or_else(|| agent.to_string())
 }

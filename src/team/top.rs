@@ -86,7 +86,7 @@ impl AgentBehavior for TopBehavior {
             MessageKind::IssueEscalation => {
                 let text = format!(
                     "- escalation from {}: {}",
-                    message.from,
+                    super::subtask::agent_name(&self.services, message.from),
                     message.payload["message"]
                         .as_str()
                         .unwrap_or("(no message)")
@@ -115,7 +115,7 @@ impl AgentBehavior for TopBehavior {
                 }
             }
             other => {
-                let from = super::subtask::sender_name(&self.services, message.from);
+                let from = super::subtask::agent_name(&self.services, message.from);
                 note(format!("- {} from {from}", other.as_str()))
             }
         }
