@@ -154,9 +154,10 @@ fn a_killed_run_resumes_its_task_team_and_pending_approval() {
 #[tokio::test]
 async fn a_cleanly_stopped_run_resumes_with_a_new_team() {
     let dir = tempfile::tempdir().unwrap();
+    let [w1, w2] = writes("Create w.txt", "w.txt", "w\n");
     let engine_a = engine(
         dir.path(),
-        json!([plan(&["Create x.txt"]), { "match": "Create x.txt", "error": "unauthorized" }]),
+        json!([plan(&["Create w.txt", "Create x.txt"]), w1, w2, { "match": "Create x.txt", "error": "unauthorized" }]),
     )
     .await;
     let mut events = engine_a.subscribe();
@@ -166,11 +167,29 @@ async fn a_cleanly_stopped_run_resumes_with_a_new_team() {
             ..SubmitTask::default()
         })
         .unwrap();
-    while !matches!(
-        events.recv().await.unwrap(),
-        RuntimeEvent::ApprovalRequested(_)
-    ) {}
+    let (mut asked, mut w_done) = (false, false);
+    while !(asked && w_done) {
+        match events.recv().await.unwrap() {
+            RuntimeEvent::ApprovalRequested(_) => asked = true,
+            RuntimeEvent::TaskUpdated(summary) if summary.task_id == task => {
+                w_done = summary
+                    .subtasks
+                    .first()
+                    .is_some_and(|s| s.status == SubtaskStatus::Completed);
+            }
+            _ => {}
+        }
+    }
     let before: Vec<AgentId> = engine_a.agents().iter().map(|a| a.agent_id).collect();
+    let w_by = engine_a.task(&task.to_string()).unwrap().summary.subtasks[0]
+        .assignee
+        .expect("w.txt was assigned");
+    let w_by_name = engine_a
+        .agents()
+        .into_iter()
+        .find(|a| a.agent_id == w_by)
+        .unwrap()
+        .name;
     engine_a.shutdown().await;
     drop(engine_a);
 
@@ -182,6 +201,13 @@ async fn a_cleanly_stopped_run_resumes_with_a_new_team() {
             .iter()
             .all(|a| !before.contains(&a.agent_id)),
         "a shut-down team does not come back"
+    );
+    // The completed subtask still says who did it, by name, though that agent is gone.
+    let w = engine_b.task(&task.to_string()).unwrap().summary.subtasks[0].clone();
+    assert_eq!(w.status, SubtaskStatus::Completed);
+    assert_eq!(
+        (w.assignee, w.assignee_name.as_deref()),
+        (Some(w_by), Some(w_by_name.as_str()))
     );
     let approval = engine_b
         .approvals()

@@ -369,7 +369,8 @@ pub struct CheckResult {
     pub status: CheckStatus,
     /// Workspace-relative paths it looked at (empty for a whole-project test command).
     pub files: Vec<String>,
-    /// Why it was skipped, or the end of a failure's output.
+    /// Why it was skipped, the end of a failure's output, or what a passed acceptance
+    /// test ignored.
     pub detail: String,
     /// The subtask whose work it checked; `None` for the task-level checks.
     pub subtask_id: Option<SubtaskId>,

@@ -146,6 +146,15 @@ describe('stray input and refused starts', function()
       local subtask_line = vim.api.nvim_buf_get_lines(tasks_buf, 2, 3, false)[1]
       return subtask_line:find('[completed] bottom-', 1, true) ~= nil
     end)
+    -- A subtask done by an agent from before a restart (no longer in the team) keeps the
+    -- name the server kept for it, not an id.
+    local tasks = require('conclave.tasks')
+    local earlier = vim.deepcopy(tasks.tasks[task.taskId].task)
+    earlier.subtasks[1].assignee = '6f1c2d3e-0000-4000-8000-000000000001'
+    earlier.subtasks[1].assigneeName = 'bottom-9-9'
+    tasks.on_task_updated(tasks.tasks[task.taskId].client_id, earlier)
+    local subtask_line = vim.api.nvim_buf_get_lines(tasks_buf, 2, 3, false)[1]
+    assert.truthy(subtask_line:find('[completed] bottom-9-9', 1, true), subtask_line)
 
     capture()
     for _, key in ipairs({ 'e', '<CR>', 'c', 'r' }) do

@@ -184,3 +184,31 @@ test('workspace/applyEdit from the real server: the edited document is the one t
     server.dispose();
   }
 });
+
+test('a subtask names its assignee: the live agent, else the name it had (an agent from before a restart), else a short id', () => {
+  const gone = '6f1c2d3e-0000-4000-8000-000000000001';
+  const live = '6f1c2d3e-0000-4000-8000-000000000002';
+  const tasks = new TasksModel((id) => (id === live ? 'bottom-1-2' : undefined));
+  const subtask = (subtaskId: string, assignee: string, assigneeName?: string): lsp.SubtaskSummary => ({
+    subtaskId,
+    description: `Subtask ${subtaskId}`,
+    assignee,
+    assigneeName,
+    status: 'completed',
+    attempts: 1,
+    files: [],
+  });
+  const summary = {
+    ...task('running'),
+    subtasks: [subtask('s1', gone, 'bottom-1-1'), subtask('s2', live), subtask('s3', gone)],
+  };
+  tasks.updateTask(summary);
+  const described = summary.subtasks.map(
+    (s) => tasks.row({ kind: 'subtask', task: tasks.task('t1')!, subtask: s }).description,
+  );
+  assert.deepEqual(described, [
+    'completed · bottom-1-1 · 1 attempt',
+    'completed · bottom-1-2 · 1 attempt',
+    'completed · 6f1c2d3e · 1 attempt',
+  ]);
+});
