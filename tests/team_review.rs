@@ -478,6 +478,73 @@ async fn without_tests_the_team_writes_an_acceptance_test_that_catches_wrong_cod
 }
 
 #[tokio::test(start_paused = true)]
+async fn javascript_without_tests_gets_a_javascript_acceptance_test() {
+    if std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return;
+    }
+    // Seen on the real model: slugify replacing each character on its own, reported
+    // completed since nothing ran JavaScript code.
+    let task_text = "Implement slugify(text) in slugify.js: lower-case the text, replace every run of \
+                     characters that are not letters or digits with a single '-', and remove '-' from both ends.";
+    let wrong = "function slugify(text) {\n  return text.toLowerCase().replace(/[^a-z0-9]/g, '-').replace(/^-|-$/g, '');\n}\nmodule.exports = { slugify };\n";
+    let right = "function slugify(text) {\n  return text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');\n}\nmodule.exports = { slugify };\n";
+    let fix = json!({
+        "files": [ { "path": "slugify.js", "content": right } ],
+        "confidence": 90,
+        "explanation": "a run of other characters becomes one dash"
+    });
+    let team = start(
+        json!([
+            plan_step(&["Plan this task"], &[task_text]),
+            { "match": "Implement slugify", "toolCalls": [ { "name": "file_write", "arguments": { "path": "slugify.js", "content": wrong } } ] },
+            { "match": "updated slugify.js", "text": "Implemented slugify." },
+            { "match": ["short Node.js test script", "slugify.js: function slugify(text) {"],
+              "text": "```javascript\nconst assert = require('assert');\nconst { slugify } = require('./slugify.js');\nassert.strictEqual(slugify('Hello, World!'), 'hello-world');\n```" },
+            { "match": ["fails its checks", "hello--world"], "text": fix.to_string() }
+        ]),
+        model_review(1),
+    )
+    .await;
+    std::fs::write(
+        team.workspace.path().join("slugify.js"),
+        "function slugify(text) {}\nmodule.exports = { slugify };\n",
+    )
+    .unwrap();
+    let task = team.submit(task_text);
+    let summary = team.engine.wait_for(task).await.unwrap();
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
+    assert_eq!(team.read("slugify.js"), right);
+    let acceptance: Vec<_> = detail
+        .checks
+        .iter()
+        .filter(|c| c.name == "acceptance test (written by the team)")
+        .map(|c| c.status)
+        .collect();
+    // The fixed code passed it; the wrong code failed it, since the fix step only matches
+    // a prompt carrying the test's failure ("hello--world"), and every step ran.
+    assert_eq!(acceptance, [conclave::runtime::CheckStatus::Passed]);
+    assert!(
+        team.workspace
+            .path()
+            .join(".conclave/checks")
+            .join(task.to_string())
+            .join("acceptance_test.js")
+            .is_file()
+    );
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_acceptance_test_that_is_broken_itself_is_rewritten_once_then_skipped() {
     if !python_available() {
         return;

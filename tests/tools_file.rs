@@ -82,6 +82,74 @@ async fn file_edit_needs_exactly_one_match() {
 }
 
 #[tokio::test]
+async fn file_edit_takes_old_text_copied_loosely_when_it_matches_one_place() {
+    // Seen on a 1.5B model: old_text without the function's indentation, and in other
+    // quotes than the file's; the edit failed until the model gave up.
+    let dir = tempfile::tempdir().unwrap();
+    let greet = "def main():\n    name = \"Ada\"\n    print(f\"Hello, {name}!\")\n\n\nmain()\n";
+    std::fs::write(dir.path().join("greet.py"), greet).unwrap();
+    let tools = registry(dir.path(), ToolSettings::default());
+
+    let unindented = run(
+        &tools,
+        "file_edit",
+        json!({ "path": "greet.py", "old_text": "print(f'Hello, {name}!')",
+                "new_text": "if shout:\n    print(f'HELLO, {name.upper()}!')\nelse:\n    print(f'Hello, {name}!')" }),
+    )
+    .await
+    .unwrap();
+    assert!(unindented.progress);
+    assert!(
+        unindented.content.contains("ignoring indentation"),
+        "{}",
+        unindented.content
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("greet.py")).unwrap(),
+        "def main():\n    name = \"Ada\"\n    if shout:\n        print(f'HELLO, {name.upper()}!')\n    else:\n        print(f'Hello, {name}!')\n\n\nmain()\n",
+        "the new lines take the file's indentation"
+    );
+
+    // Part of a line, in other quotes.
+    let fragment = run(
+        &tools,
+        "file_edit",
+        json!({ "path": "greet.py", "old_text": "name = 'Ada'", "new_text": "name = 'Grace'" }),
+    )
+    .await
+    .unwrap();
+    assert!(fragment.progress);
+    assert!(
+        std::fs::read_to_string(dir.path().join("greet.py"))
+            .unwrap()
+            .contains("    name = 'Grace'\n")
+    );
+
+    // Loosely matching two places is as ambiguous as matching two exactly.
+    std::fs::write(dir.path().join("twice.py"), "x = 'a'\nif y:\n    x = 'a'\n").unwrap();
+    let twice = run(
+        &tools,
+        "file_edit",
+        json!({ "path": "twice.py", "old_text": "x = \"a\"", "new_text": "x = 'b'" }),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(twice, ToolError::AmbiguousMatch { count: 2, .. }),
+        "{twice:?}"
+    );
+    // And what matches nowhere, even loosely, is still not found.
+    let nowhere = run(
+        &tools,
+        "file_edit",
+        json!({ "path": "greet.py", "old_text": "Hello, {{name}}!", "new_text": "x" }),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(nowhere, ToolError::NoMatch { .. }), "{nowhere:?}");
+}
+
+#[tokio::test]
 async fn file_edit_copes_with_crlf_files_and_refuses_empty_old_text() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("w.txt"), "one\r\ntwo\r\n").unwrap();

@@ -7,8 +7,10 @@
 //! few `assert`s from the task itself (and the files as they were before it, not the
 //! code now: a test read off the code would only repeat its mistakes), and runs them.
 //!
-//! - The test lives in `.conclave/checks/<task>/acceptance_test.py`, never among the
-//!   user's files, and is written once per task: later fix rounds run the same test.
+//! - The test is in Python for Python code, else in JavaScript for CommonJS code (run by
+//!   node, whole; `acceptance_runner.js`). It lives in
+//!   `.conclave/checks/<task>/acceptance_test.{py,js}`, never among the user's files,
+//!   and is written once per task: later fix rounds run the same test.
 //! - It runs in a wrapper (`acceptance_runner.py`) that tells a failing code from a
 //!   broken test: an `AssertionError`, or an error raised inside the workspace's code,
 //!   fails the check (and goes to the fix loop); an error of the test itself (a wrong
@@ -39,28 +41,66 @@ const TEST_BROKEN_EXIT: i32 = 3;
 /// 3: the test itself is broken.
 const RUNNER: &str = include_str!("acceptance_runner.py");
 
-/// Whether the acceptance test applies: Python code changed, and no test ran.
+/// Runs a JavaScript test (`node -e JS_RUNNER TEST`), whole: the same exit codes.
+const JS_RUNNER: &str = include_str!("acceptance_runner.js");
+
+/// The languages the team writes acceptance tests in, each for code of its own kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Language {
+    Python,
+    /// CommonJS (`.js`, `.cjs`), run by node.
+    JavaScript,
+}
+
+impl Language {
+    fn extension(self) -> &'static str {
+        match self {
+            Language::Python => "py",
+            Language::JavaScript => "js",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Language::Python => "Python",
+            Language::JavaScript => "JavaScript",
+        }
+    }
+}
+
+/// Whether the acceptance test applies: Python or JavaScript code changed, and no test
+/// ran.
 pub fn wanted(s: &Services, files: &[String], tests: &[CheckResult]) -> bool {
     s.config.verify.acceptance_tests
         && s.model.is_some()
         && tests.iter().all(|r| r.status == CheckStatus::Skipped)
-        && files.iter().any(|f| is_python_code(f))
+        && files.iter().any(|f| language_of(f).is_some())
 }
 
-fn is_python_code(path: &str) -> bool {
+/// The language of a code file that is not itself a test.
+fn language_of(path: &str) -> Option<Language> {
     let name = Path::new(path)
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("");
-    name.ends_with(".py") && !name.starts_with("test_") && !name.ends_with("_test.py")
+    if name.ends_with(".py") && !name.starts_with("test_") && !name.ends_with("_test.py") {
+        return Some(Language::Python);
+    }
+    let test_like = [".test.", ".spec.", "_test."]
+        .iter()
+        .any(|t| name.contains(t));
+    ((name.ends_with(".js") || name.ends_with(".cjs"))
+        && !test_like
+        && !path.contains("node_modules/"))
+    .then_some(Language::JavaScript)
 }
 
-fn test_path(s: &Services, task_id: TaskId) -> PathBuf {
+fn test_path(s: &Services, task_id: TaskId, language: Language) -> PathBuf {
     s.workspace
         .join(".conclave")
         .join("checks")
         .join(task_id.to_string())
-        .join("acceptance_test.py")
+        .join(format!("acceptance_test.{}", language.extension()))
 }
 
 /// Writes the test if there is none yet for this task, runs it, and says how it went.
@@ -71,10 +111,19 @@ pub async fn run(
     bench: &Bench,
     files: &[String],
 ) -> CheckResult {
-    let path = test_path(s, task_id);
+    // Python when Python changed, else JavaScript: one test per task.
+    let language = if files
+        .iter()
+        .any(|f| language_of(f) == Some(Language::Python))
+    {
+        Language::Python
+    } else {
+        Language::JavaScript
+    };
+    let path = test_path(s, task_id, language);
     let code_files: Vec<String> = files
         .iter()
-        .filter(|f| is_python_code(f))
+        .filter(|f| language_of(f) == Some(language))
         .cloned()
         .collect();
     let result = |status, detail: String| CheckResult {
@@ -89,7 +138,17 @@ pub async fn run(
     let mut rewritten = false;
     loop {
         if !path.is_file() {
-            match write_test(ctx, s, task_id, &bench.originals, &code_files, &path).await {
+            match write_test(
+                ctx,
+                s,
+                task_id,
+                &bench.originals,
+                &code_files,
+                &path,
+                language,
+            )
+            .await
+            {
                 Ok(()) => {}
                 // An answer with no usable test (prose, a copy of the code without an
                 // assert) is asked for once more, as a broken test is.
@@ -107,15 +166,19 @@ pub async fn run(
             }
         }
         let test = path.to_string_lossy().into_owned();
-        let (task_file, originals) = write_runner_inputs(&path, &bench.originals);
-        let ran = bench
-            .run_program(
-                "python3",
-                &["-c".into(), RUNNER.into(), test, task_file, originals],
-            )
-            .await;
+        let (program, ran) = match language {
+            Language::Python => {
+                let (task_file, originals) = write_runner_inputs(&path, &bench.originals);
+                let args = ["-c".into(), RUNNER.into(), test, task_file, originals];
+                ("python3", bench.run_program("python3", &args).await)
+            }
+            Language::JavaScript => {
+                let args = ["-e".into(), JS_RUNNER.into(), test];
+                ("node", bench.run_program("node", &args).await)
+            }
+        };
         let Some((code, output)) = ran else {
-            return result(CheckStatus::Skipped, "python3 is not installed".into());
+            return result(CheckStatus::Skipped, format!("{program} is not installed"));
         };
         let shown = format!(
             "{}\n\nThe test ({}):\n{}",
@@ -213,7 +276,7 @@ fn about_case(task: &str) -> bool {
     .any(|word| task.contains(word))
 }
 
-/// Asks the model for the test and saves it (after [`said_prelude`]).
+/// Asks the model for the test and saves it (a Python one after [`said_prelude`]).
 async fn write_test(
     ctx: &AgentContext,
     s: &Services,
@@ -221,6 +284,7 @@ async fn write_test(
     originals: &Originals,
     code_files: &[String],
     path: &Path,
+    language: Language,
 ) -> Result<(), String> {
     let model = s.model.clone().ok_or("no model is configured")?;
     let task = s
@@ -240,10 +304,7 @@ async fn write_test(
         {
             let defs: Vec<&str> = content
                 .lines()
-                .filter(|l| {
-                    let l = l.trim_start();
-                    l.starts_with("def ") || l.starts_with("async def ") || l.starts_with("class ")
-                })
+                .filter(|l| is_definition(l, language))
                 .collect();
             now.push_str(&format!("\n{file}: {}", defs.join(" | ")));
         }
@@ -263,18 +324,26 @@ async fn write_test(
     } else {
         format!("\n\n{others}")
     };
-    let prompt = format!(
-        "Task:\n{task}{before}{others}\n\nDefinitions in the files now:{now}\n\n\
-Write a short Python test script: 3 to 6 `assert` statements that check the behaviour the task asks for, \
-and nothing the task does not state: use its exact values and names, invent no others. \
-Check single values and short results (`square(3) == 9`, `len(rows) == 15`, `rows[2] == \"c\"`): never write \
-out a long expected list or text by hand. When the task is about \
+    let what = "that check the behaviour the task asks for, and nothing the task does not state: use its exact \
+values and names, invent no others. Check single values and short results (`square(3) == 9`, `len(rows) == 15`, \
+`rows[2] == \"c\"`): never write out a long expected list or text by hand.";
+    let how = match language {
+        Language::Python => format!(
+            "Write a short Python test script: 3 to 6 `assert` statements {what} When the task is about \
 a function, import it from its module (the project root is on sys.path) and call it. Only when the task asks for \
 a program or script (it prints, or takes command-line arguments), run it with \
 subprocess.run([sys.executable, \"file.py\", ...], capture_output=True, text=True) and compare what it printed \
 with said(), which is defined for you and ignores punctuation and spacing (and case, unless the task is about case): \
 assert said(result.stdout) == said(\"hello world\"). Reply with only one ```python block."
-    );
+        ),
+        Language::JavaScript => format!(
+            "Write a short Node.js test script: `const assert = require('assert');`, the module required \
+with a path from the project root (`const {{ slugify }} = require('./slugify.js');`), then 3 to 6 \
+`assert.strictEqual` or `assert.deepStrictEqual` calls {what} Reply with only one ```javascript block."
+        ),
+    };
+    let prompt =
+        format!("Task:\n{task}{before}{others}\n\nDefinitions in the files now:{now}\n\n{how}");
     let request = ModelRequest {
         system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
         messages: vec![ChatMessage::user(prompt)],
@@ -286,9 +355,10 @@ assert said(result.stdout) == said(\"hello world\"). Reply with only one ```pyth
         .complete(&request, &mut |_: &str| {})
         .await
         .map_err(|e| e.to_string())?;
-    let code = python_block(&answer.text).ok_or_else(|| {
+    let code = code_block(&answer.text, language).ok_or_else(|| {
         format!(
-            "the model's answer had no Python code: \"{}\"",
+            "the model's answer had no {} code: \"{}\"",
+            language.name(),
             first_line(&answer.text)
         )
     })?;
@@ -298,7 +368,11 @@ assert said(result.stdout) == said(\"hello world\"). Reply with only one ```pyth
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     }
-    std::fs::write(path, format!("{}{code}", said_prelude(&task))).map_err(|e| e.to_string())?;
+    let prelude = match language {
+        Language::Python => said_prelude(&task),
+        Language::JavaScript => String::new(),
+    };
+    std::fs::write(path, format!("{prelude}{code}")).map_err(|e| e.to_string())?;
     let _ = ctx.append_own_board(&format!(
         "- wrote an acceptance test for the task: {}",
         relative(s, path)
@@ -306,9 +380,31 @@ assert said(result.stdout) == said(\"hello world\"). Reply with only one ```pyth
     Ok(())
 }
 
-/// The first fenced code block (```python, ```py or bare ```), or the whole answer
-/// when it is code without a fence.
-fn python_block(text: &str) -> Option<String> {
+/// A line that defines something a test can call.
+fn is_definition(line: &str, language: Language) -> bool {
+    let l = line.trim_start();
+    match language {
+        Language::Python => {
+            l.starts_with("def ") || l.starts_with("async def ") || l.starts_with("class ")
+        }
+        Language::JavaScript => {
+            l.starts_with("function ")
+                || l.starts_with("async function ")
+                || l.starts_with("class ")
+                || l.starts_with("module.exports")
+                || l.starts_with("exports.")
+                || ((l.starts_with("const ") || l.starts_with("let ")) && l.contains("=>"))
+        }
+    }
+}
+
+/// The first fenced code block in `language` (or a bare ```), or the whole answer when
+/// it is code without a fence.
+fn code_block(text: &str, language: Language) -> Option<String> {
+    let tags: &[&str] = match language {
+        Language::Python => &["python", "py", "python3"],
+        Language::JavaScript => &["javascript", "js", "node", "nodejs"],
+    };
     let mut inside = false;
     let mut block = Vec::new();
     for line in text.lines() {
@@ -318,7 +414,7 @@ fn python_block(text: &str) -> Option<String> {
                 break;
             }
             let lang = trimmed.trim_start_matches('`').trim().to_ascii_lowercase();
-            if lang.is_empty() || lang == "python" || lang == "py" || lang == "python3" {
+            if lang.is_empty() || tags.contains(&lang.as_str()) {
                 inside = true;
             }
             continue;
@@ -329,7 +425,13 @@ fn python_block(text: &str) -> Option<String> {
     }
     let code = if block.is_empty() {
         let plain = text.trim();
-        (plain.starts_with("import ") || plain.starts_with("from ") || plain.starts_with("assert "))
+        let starts: &[&str] = match language {
+            Language::Python => &["import ", "from ", "assert "],
+            Language::JavaScript => &["const ", "require(", "assert"],
+        };
+        starts
+            .iter()
+            .any(|start| plain.starts_with(start))
             .then(|| plain.to_string())?
     } else {
         block.join("\n")
@@ -345,16 +447,25 @@ mod tests {
     fn the_test_is_the_fenced_python_block() {
         let answer = "Here it is:\n```python\nfrom solution import f\nassert f(1) == 2\n```\nDone.";
         assert_eq!(
-            python_block(answer).unwrap(),
+            code_block(answer, Language::Python).unwrap(),
             "from solution import f\nassert f(1) == 2\n"
         );
         assert_eq!(
-            python_block("assert 1 == 1").unwrap(),
+            code_block("assert 1 == 1", Language::Python).unwrap(),
             "assert 1 == 1\n",
             "unfenced code is taken as it is"
         );
-        assert!(python_block("I cannot write a test for this.").is_none());
-        assert!(python_block("```json\n{}\n```").is_none());
+        assert!(code_block("I cannot write a test for this.", Language::Python).is_none());
+        assert!(code_block("```json\n{}\n```", Language::Python).is_none());
+        assert_eq!(
+            code_block(
+                "```javascript\nconst assert = require('assert');\n```",
+                Language::JavaScript
+            )
+            .unwrap(),
+            "const assert = require('assert');\n"
+        );
+        assert!(code_block("```python\nassert 1\n```", Language::JavaScript).is_none());
     }
 
     #[test]
@@ -494,11 +605,74 @@ mod tests {
     }
 
     #[test]
+    fn a_javascript_test_runs_from_the_project_root_and_tells_wrong_code_from_a_broken_test() {
+        if std::process::Command::new("node")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let checks = dir.path().join(".conclave/checks/t");
+        std::fs::create_dir_all(&checks).unwrap();
+        let run = |code: &str, test: &str| {
+            std::fs::write(dir.path().join("slugify.js"), code).unwrap();
+            let path = checks.join("acceptance_test.js");
+            std::fs::write(&path, test).unwrap();
+            let out = std::process::Command::new("node")
+                .args(["-e", JS_RUNNER])
+                .arg(&path)
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        };
+        let test = "const assert = require('assert');\nconst { slugify } = require('./slugify.js');\n\
+                    assert.strictEqual(slugify('Hello, World!'), 'hello-world');\n";
+        let right = "module.exports = { slugify: (t) => t.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') };\n";
+        assert_eq!(run(right, test).0, Some(0));
+        // Seen on the real model: every character replaced on its own, so runs of them
+        // make "hello--world"; reported completed when nothing ran the code.
+        let wrong = "module.exports = { slugify: (t) => t.toLowerCase().replace(/[^a-z0-9]/g, '-').replace(/^-|-$/g, '') };\n";
+        let (code, output) = run(wrong, test);
+        assert_eq!(code, Some(1), "{output}");
+        assert!(output.contains("hello--world"), "{output}");
+        let throws = "module.exports = { slugify: (t) => t.nope() };\n";
+        assert_eq!(
+            run(throws, test).0,
+            Some(1),
+            "an error inside the code is the code's"
+        );
+        let misnamed = test
+            .replace("{ slugify }", "{ slug }")
+            .replace("slugify('", "slug('");
+        assert_eq!(
+            run(right, &misnamed).0,
+            Some(TEST_BROKEN_EXIT),
+            "a name the test got wrong"
+        );
+        let missing = test.replace("./slugify.js", "./slug.js");
+        assert_eq!(
+            run(right, &missing).0,
+            Some(TEST_BROKEN_EXIT),
+            "a module the test got wrong"
+        );
+    }
+
+    #[test]
     fn only_python_code_that_is_not_a_test_asks_for_one() {
-        assert!(is_python_code("solution.py"));
-        assert!(is_python_code("pkg/mod.py"));
-        assert!(!is_python_code("test_solution.py"));
-        assert!(!is_python_code("solution_test.py"));
-        assert!(!is_python_code("README.md"));
+        assert_eq!(language_of("solution.py"), Some(Language::Python));
+        assert_eq!(language_of("pkg/mod.py"), Some(Language::Python));
+        assert_eq!(language_of("test_solution.py"), None);
+        assert_eq!(language_of("solution_test.py"), None);
+        assert_eq!(language_of("README.md"), None);
+        assert_eq!(language_of("slugify.js"), Some(Language::JavaScript));
+        assert_eq!(language_of("lib/util.cjs"), Some(Language::JavaScript));
+        assert_eq!(language_of("slugify.test.js"), None);
+        assert_eq!(language_of("node_modules/x/index.js"), None);
     }
 }

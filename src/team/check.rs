@@ -516,11 +516,7 @@ pub async fn code(bench: &Bench, files: &[String]) -> Checks {
 /// asks for by name, which the code must then have. Nothing when the task removes or
 /// renames things, where a name may rightly be gone.
 pub fn names_to_find(task: &str) -> Vec<String> {
-    let lower = task.to_ascii_lowercase();
-    let removes = ["remove", "delete", "drop", "rename", "get rid of"]
-        .iter()
-        .any(|word| lower.contains(word));
-    if removes {
+    if removes_or_renames(task) {
         return Vec::new();
     }
     let mut names: Vec<String> = Vec::new();
@@ -561,8 +557,19 @@ pub fn names_to_find(task: &str) -> Vec<String> {
     names
 }
 
+/// Whether a task takes things away or moves them, so that a name or a file it gives
+/// may rightly be gone afterwards.
+fn removes_or_renames(task: &str) -> bool {
+    let lower = task.to_ascii_lowercase();
+    ["remove", "delete", "drop", "rename", "get rid of", "move"]
+        .iter()
+        .any(|word| lower.contains(word))
+}
+
 /// What the task names is what the team worked on, the cheapest proofs that the work
 /// is the task's:
+/// - every file the task names is there when the work is done (seen on the real model:
+///   "write a script count_lines.py" done as a `src/main.rs` printing hello);
 /// - every flag or function the task asks for is in a file the team wrote (seen on the
 ///   real model: "add a --shout flag" done as the greeting upper-cased for everyone);
 /// - when the task asks for changes to files it names and none of them changed, the
@@ -575,11 +582,39 @@ async fn names_check(bench: &Bench, files: &[String]) -> Option<CheckResult> {
     let task = &bench.originals.task;
     let names = names_to_find(task);
     let named = &bench.originals.files;
-    let named_must_change = crate::executor::builtin::asks_for_changes(task) && !named.is_empty();
-    if names.is_empty() && !named_must_change {
+    let asks_for_changes = crate::executor::builtin::asks_for_changes(task);
+    let named_must_change = asks_for_changes && !named.is_empty();
+    let absent: Vec<String> = if asks_for_changes && !removes_or_renames(task) {
+        source_files_named(task)
+            .into_iter()
+            .filter(|path| !bench.root.join(path).is_file())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if names.is_empty() && !named_must_change && absent.is_empty() {
         return None;
     }
+    let name_of = |p: &str| Path::new(p).file_name().map(|n| n.to_os_string());
     let mut problems = Vec::new();
+    for path in &absent {
+        let instead: Vec<&str> = files
+            .iter()
+            .filter(|f| name_of(f) == name_of(path))
+            .map(|f| f.as_str())
+            .collect();
+        problems.push(match (instead.is_empty(), files.is_empty()) {
+            (false, _) => format!(
+                "the task asks for {path}, but the team wrote {} instead",
+                instead.join(", ")
+            ),
+            (true, true) => format!("the task asks for {path}, but the team wrote no file"),
+            (true, false) => format!(
+                "the task asks for {path}, but there is no such file (the team wrote {})",
+                files.join(", ")
+            ),
+        });
+    }
     if named_must_change {
         let mut changed = false;
         for (path, before) in named {
@@ -589,7 +624,6 @@ async fn names_check(bench: &Bench, files: &[String]) -> Option<CheckResult> {
         // Only the two shapes seen are held against the work: nothing written at all,
         // or a file of the same name written elsewhere. A task may name files it
         // does not change (an ACP prompt carries the earlier turns, for one).
-        let name_of = |p: &str| Path::new(p).file_name().map(|n| n.to_os_string());
         let elsewhere: Vec<&String> = files
             .iter()
             .filter(|f| {
@@ -1229,6 +1263,45 @@ mod tests {
         b.whole_task = false;
         std::fs::write(dir.path().join("stats.py"), original).unwrap();
         assert!(code(&b, &["src/stats.py".into()]).await.passed());
+    }
+
+    #[tokio::test]
+    async fn a_file_the_task_asks_for_must_be_there() {
+        // Seen on a 1.5B model: "write a script count_lines.py" done as a src/main.rs
+        // printing hello, and reported completed.
+        let dir = tempfile::tempdir().unwrap();
+        let task = "Write a script count_lines.py that prints the number of non-empty lines.";
+        let mut b = bench(dir.path());
+        b.whole_task = true;
+        b.originals = capture_originals(dir.path(), task);
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/main.rs"), "Hello, world!\n").unwrap();
+        let text = code(&b, &["src/main.rs".into()])
+            .await
+            .failure_text()
+            .expect("the missing script is caught");
+        assert!(
+            text.contains("the task asks for count_lines.py, but there is no such file (the team wrote src/main.rs)"),
+            "{text}"
+        );
+        std::fs::write(dir.path().join("src/count_lines.py"), "print(3)\n").unwrap();
+        let text = code(&b, &["src/count_lines.py".into()])
+            .await
+            .failure_text()
+            .expect("the script in another directory is caught");
+        assert!(
+            text.contains(
+                "the task asks for count_lines.py, but the team wrote src/count_lines.py instead"
+            ),
+            "{text}"
+        );
+        std::fs::write(dir.path().join("count_lines.py"), "print(3)\n").unwrap();
+        let there = code(&b, &["count_lines.py".into()]).await;
+        assert!(there.passed(), "{:?}", there.results);
+        // A task that moves or removes files may leave a named one gone.
+        std::fs::write(dir.path().join("src/helpers.py"), "X = 1\n").unwrap();
+        b.originals = capture_originals(dir.path(), "Move helpers.py into src/helpers.py.");
+        assert!(code(&b, &["src/helpers.py".into()]).await.passed());
     }
 
     #[test]
