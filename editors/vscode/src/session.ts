@@ -132,10 +132,14 @@ export class Session implements vscode.Disposable {
       if (this.shownBinaryMessage === binary.message) return;
       this.shownBinaryMessage = binary.message;
       this.output.error(binary.message);
-      const choice = await vscode.window.showErrorMessage(binary.message, 'Open Settings');
-      if (choice === 'Open Settings') {
-        void vscode.commands.executeCommand('workbench.action.openSettings', 'conclave.serverPath');
-      }
+      // Not awaited: a start that waited for the toast to be dismissed would hold off every
+      // restart, also the one a late-loaded `conclave.serverPath` asks for (seen in
+      // code-server after a window reload, whose user settings can arrive after activation).
+      void vscode.window.showErrorMessage(binary.message, 'Open Settings').then((choice) => {
+        if (choice === 'Open Settings') {
+          void vscode.commands.executeCommand('workbench.action.openSettings', 'conclave.serverPath');
+        }
+      });
       return;
     }
     this.shownBinaryMessage = undefined;
