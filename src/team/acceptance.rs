@@ -41,7 +41,7 @@ const TEST_BROKEN_EXIT: i32 = 3;
 /// 3: the test itself is broken.
 const RUNNER: &str = include_str!("acceptance_runner.py");
 
-/// Runs a JavaScript test (`node -e JS_RUNNER TEST`), whole: the same exit codes.
+/// Runs a JavaScript test (`node -e JS_RUNNER TEST TASK_FILE`), whole: the same exit codes.
 const JS_RUNNER: &str = include_str!("acceptance_runner.js");
 
 /// The languages the team writes acceptance tests in, each for code of its own kind.
@@ -166,14 +166,14 @@ pub async fn run(
             }
         }
         let test = path.to_string_lossy().into_owned();
+        let (task_file, originals) = write_runner_inputs(&path, &bench.originals);
         let (program, ran) = match language {
             Language::Python => {
-                let (task_file, originals) = write_runner_inputs(&path, &bench.originals);
                 let args = ["-c".into(), RUNNER.into(), test, task_file, originals];
                 ("python3", bench.run_program("python3", &args).await)
             }
             Language::JavaScript => {
-                let args = ["-e".into(), JS_RUNNER.into(), test];
+                let args = ["-e".into(), JS_RUNNER.into(), test, task_file];
                 ("node", bench.run_program("node", &args).await)
             }
         };
@@ -597,6 +597,14 @@ mod tests {
         assert_eq!(code, Some(1), "{output}");
         assert!(output.contains("spread([1, 4]) == 3"), "{output}");
 
+        // A function the task names missing from the module it names is the code's
+        // failure; imported from a module the task does not name, the test's.
+        let lost_mean = "def spread(xs):\n    return max(xs) - min(xs)\n";
+        let (code, output) = run_on_stats(task, lost_mean, before, test);
+        assert_eq!(code, Some(1), "{output}");
+        let wrong_module = "from statistics_helpers import mean\nassert mean([]) == 0.0\n";
+        let (code, _) = run_on_stats(task, right, before, wrong_module);
+        assert_eq!(code, Some(TEST_BROKEN_EXIT));
         // A test whose only failures are about other code, and that checks nothing of
         // the task, is broken itself (rewritten once, then skipped), never a pass.
         let beside_the_point = "from stats import spread\nassert spread([]) == 0.0\n";
@@ -616,6 +624,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let checks = dir.path().join(".conclave/checks/t");
         std::fs::create_dir_all(&checks).unwrap();
+        let task = checks.join("task.txt");
+        std::fs::write(
+            &task,
+            "Implement slugify(text) in slugify.js. Keep it exported.",
+        )
+        .unwrap();
         let run = |code: &str, test: &str| {
             std::fs::write(dir.path().join("slugify.js"), code).unwrap();
             let path = checks.join("acceptance_test.js");
@@ -623,6 +637,7 @@ mod tests {
             let out = std::process::Command::new("node")
                 .args(["-e", JS_RUNNER])
                 .arg(&path)
+                .arg(&task)
                 .current_dir(dir.path())
                 .output()
                 .unwrap();
@@ -660,6 +675,15 @@ mod tests {
             run(right, &missing).0,
             Some(TEST_BROKEN_EXIT),
             "a module the test got wrong"
+        );
+        // Seen on the real model: the export the task said to keep was dropped. The
+        // test is right; the code lacks what the task names.
+        let unexported = "function slugify(t) {\n  return t.toLowerCase();\n}\n";
+        let (code, output) = run(unexported, test);
+        assert_eq!(code, Some(1), "{output}");
+        assert!(
+            output.contains("does not export a function the task names"),
+            "{output}"
         );
     }
 

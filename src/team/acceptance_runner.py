@@ -23,6 +23,7 @@ ORIGINALS = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] el
 ROOT = os.getcwd()
 BROKEN = 3
 sys.path.insert(0, ROOT)
+TASK_WORDS = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", open(TASK_FILE).read())) if TASK_FILE else set()
 
 
 def under(path, directory):
@@ -41,9 +42,24 @@ def in_workspace_code(filename):
 
 def raised_in_code(error):
     """Whether `error` came from the workspace's code rather than the test's own mistake."""
+    if lacks_task_name(error):
+        return True
     if isinstance(error, (ImportError, SyntaxError)):
         return False
     return any(in_workspace_code(f.filename) for f in traceback.extract_tb(error.__traceback__))
+
+
+def lacks_task_name(error):
+    """A module the task names lacks a function the task names: the code's failure, not
+    the test's (`from solution import fizzbuzz` when solution.py lost it)."""
+    text = str(error)
+    found = re.search(r"cannot import name '(\w+)' from '([\w.]+)'", text) or re.search(
+        r"module '([\w.]+)' has no attribute '(\w+)'", text
+    )
+    if not found or not isinstance(error, (ImportError, AttributeError)):
+        return False
+    name, module = found.groups() if isinstance(error, ImportError) else found.groups()[::-1]
+    return name in TASK_WORDS and module.split(".")[-1] in TASK_WORDS
 
 
 class Outcomes:
@@ -137,9 +153,7 @@ def main():
         sys.exit(BROKEN)
     asserts = {n.lineno: n for n in ast.walk(tree) if isinstance(n, ast.Assert)}
     tree = SoftAsserts().visit(tree)
-    task_words = set()
-    if TASK_FILE:
-        task_words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", open(TASK_FILE).read()))
+    task_words = TASK_WORDS
 
     now = Outcomes()
     try:
