@@ -52,6 +52,7 @@ export class Session implements vscode.Disposable {
   private starting: Promise<void> | undefined;
   /** The last missing-binary message shown, so a repeated start does not show it again. */
   private shownBinaryMessage: string | undefined;
+  private lookedAgainForSettings = false;
   /** The error `initialize` failed with, for the current client. */
   private initializeError: unknown;
   /** The last lines the current server wrote to stderr (a failed start is explained there). */
@@ -129,6 +130,14 @@ export class Session implements vscode.Disposable {
     const binary = await checkBinary(settings.serverPath, root);
     if (!binary.ok) {
       this.statusBar.showStopped('Conclave: no server', binary.message);
+      // A remote host (code-server after a reload) can deliver user settings after
+      // activation, at times without a change event: look once more a little later.
+      if (!settings.serverPath.trim() && !this.lookedAgainForSettings) {
+        this.lookedAgainForSettings = true;
+        setTimeout(() => {
+          if (readSettings().serverPath.trim() && !this.current) void this.start();
+        }, 3000);
+      }
       if (this.shownBinaryMessage === binary.message) return;
       this.shownBinaryMessage = binary.message;
       this.output.error(binary.message);
