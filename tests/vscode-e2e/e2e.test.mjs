@@ -184,15 +184,7 @@ before(async () => {
       'update.mode': 'none',
     }),
   );
-  // The binary is also on code-server's PATH, as after `cargo install`: after a window
-  // reload code-server sometimes never hands the extension host its user settings (seen
-  // here about once in six runs: `conclave.serverPath` read as unset for the whole 90 s).
-  const env = {
-    ...process.env,
-    PATH: `${dirname(BIN)}:${process.env.PATH ?? ''}`,
-    XDG_CONFIG_HOME: join(root, 'config'),
-    XDG_DATA_HOME: join(root, 'data'),
-  };
+  const env = { ...process.env, XDG_CONFIG_HOME: join(root, 'config'), XDG_DATA_HOME: join(root, 'data') };
   execFileSync(CODE_SERVER, ['--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', VSIX], {
     env,
     stdio: 'pipe',

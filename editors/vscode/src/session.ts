@@ -52,7 +52,7 @@ export class Session implements vscode.Disposable {
   private starting: Promise<void> | undefined;
   /** The last missing-binary message shown, so a repeated start does not show it again. */
   private shownBinaryMessage: string | undefined;
-  private lookedAgainForSettings = false;
+  private lateSettingsWatch: ReturnType<typeof setInterval> | undefined;
   /** The error `initialize` failed with, for the current client. */
   private initializeError: unknown;
   /** The last lines the current server wrote to stderr (a failed start is explained there). */
@@ -115,6 +115,21 @@ export class Session implements vscode.Disposable {
     return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
   }
 
+  /** Polls for a `conclave.serverPath` that arrives late (every 2 s, for a minute). */
+  private watchForLateServerPath(): void {
+    if (this.lateSettingsWatch) return;
+    let left = 30;
+    this.lateSettingsWatch = setInterval(() => {
+      left -= 1;
+      const found = readSettings().serverPath.trim() !== '';
+      if (found || left <= 0 || this.current) {
+        clearInterval(this.lateSettingsWatch);
+        this.lateSettingsWatch = undefined;
+        if (found && !this.current) void this.start();
+      }
+    }, 2000);
+  }
+
   start(): Promise<void> {
     this.starting ??= this.doStart().finally(() => (this.starting = undefined));
     return this.starting;
@@ -130,14 +145,9 @@ export class Session implements vscode.Disposable {
     const binary = await checkBinary(settings.serverPath, root);
     if (!binary.ok) {
       this.statusBar.showStopped('Conclave: no server', binary.message);
-      // A remote host (code-server after a reload) can deliver user settings after
-      // activation, at times without a change event: look once more a little later.
-      if (!settings.serverPath.trim() && !this.lookedAgainForSettings) {
-        this.lookedAgainForSettings = true;
-        setTimeout(() => {
-          if (readSettings().serverPath.trim() && !this.current) void this.start();
-        }, 3000);
-      }
+      // A remote host (code-server after a reload) can deliver user settings well after
+      // activation, at times without a change event: keep looking for a while.
+      if (!settings.serverPath.trim()) this.watchForLateServerPath();
       if (this.shownBinaryMessage === binary.message) return;
       this.shownBinaryMessage = binary.message;
       this.output.error(binary.message);
@@ -301,6 +311,7 @@ export class Session implements vscode.Disposable {
   }
 
   dispose(): void {
+    if (this.lateSettingsWatch) clearInterval(this.lateSettingsWatch);
     for (const d of this.clientDisposables) d.dispose();
     for (const d of this.disposables) d.dispose();
     this.models.dispose();
