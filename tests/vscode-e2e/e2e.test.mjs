@@ -109,7 +109,16 @@ async function until(what, check, ms = 60000) {
     await new Promise((r) => setTimeout(r, 250));
   }
   await screenshot(`timeout-${what.replace(/\W+/g, '-')}`).catch(() => undefined);
-  throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
+  // What the person would see, for a failure on a machine whose screenshots are gone.
+  const seen = await page
+    .evaluate(() => ({
+      statusBar: [...document.querySelectorAll('.statusbar-item')].map((e) => e.textContent?.trim()).filter((t) => t?.includes('Conclave')),
+      notifications: [...document.querySelectorAll('.notification-toast, .notifications-center .notification-list-item')].map((e) => e.textContent?.trim()),
+    }))
+    .catch((error) => ({ page: String(error) }));
+  throw new Error(
+    `timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)}; on screen: ${JSON.stringify(seen)})`,
+  );
 }
 
 const statusBar = () => page.locator('.statusbar-item', { hasText: 'Conclave:' }).first();
@@ -167,13 +176,19 @@ before(async () => {
   workspace = join(root, 'workspace');
   const userData = join(root, 'user-data');
   const extensions = join(root, 'extensions');
-  for (const dir of [workspace, join(userData, 'User'), extensions, join(root, 'config')]) mkdirSync(dir, { recursive: true });
+  for (const dir of [workspace, join(userData, 'User'), join(userData, 'Machine'), extensions, join(root, 'config')]) {
+    mkdirSync(dir, { recursive: true });
+  }
   writeFileSync(join(workspace, 'script.json'), JSON.stringify(SCRIPT, null, 2));
   writeFileSync(join(workspace, 'conclave.toml'), CONFIG);
+  // A code-server window is a remote window: VS Code drops machine-scoped settings such as
+  // `conclave.serverPath` from the (browser-side) user settings and takes them from the
+  // remote machine's settings. From User/settings.json the path arrived only when the
+  // extension host started before the setting's scope was known: in most runs, not all.
+  writeFileSync(join(userData, 'Machine/settings.json'), JSON.stringify({ 'conclave.serverPath': BIN }));
   writeFileSync(
     join(userData, 'User/settings.json'),
     JSON.stringify({
-      'conclave.serverPath': BIN,
       'workbench.startupEditor': 'none',
       'security.workspace.trust.enabled': false,
       'workbench.tips.enabled': false,

@@ -42,12 +42,28 @@ function searchPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
   return undefined;
 }
 
-/** Checks that the binary exists, is executable and answers `--version` with "conclave x.y.z". */
+/**
+ * In a remote window (SSH, WSL, a container, code-server) the binary is looked for on the
+ * remote machine, and VS Code takes a machine-scoped setting such as `conclave.serverPath`
+ * from the Remote settings only: one put in the User settings is ignored there.
+ */
+function remoteHint(remoteName: string | undefined): string {
+  return remoteName
+    ? ` This is a remote window (${remoteName}): the path is one on the remote machine, and VS Code reads "conclave.serverPath" from the Remote settings, not the User settings.`
+    : '';
+}
+
+/**
+ * Checks that the binary exists, is executable and answers `--version` with "conclave x.y.z".
+ * `remoteName` is `vscode.env.remoteName`: a missing binary's message then says where the
+ * setting must go.
+ */
 export async function checkBinary(
   serverPath: string | undefined,
   workspaceRoot: string | undefined,
   env: NodeJS.ProcessEnv = process.env,
   timeoutMs = 10000,
+  remoteName?: string,
 ): Promise<BinaryCheck> {
   const path = locateBinary(serverPath, workspaceRoot, env);
   const shown = serverPath?.trim() || 'conclave';
@@ -56,14 +72,19 @@ export async function checkBinary(
       ok: false,
       reason: 'not_found',
       path: shown,
-      message: `Conclave: the server binary "${shown}" was not found${serverPath?.trim() ? '' : ' on PATH'}. ${FIX}`,
+      message: `Conclave: the server binary "${shown}" was not found${serverPath?.trim() ? '' : ' on PATH'}. ${FIX}${remoteHint(remoteName)}`,
     };
   }
   try {
     const stat = statSync(path);
     if (!stat.isFile()) throw new Error('not a file');
   } catch {
-    return { ok: false, reason: 'not_found', path, message: `Conclave: the server binary ${path} does not exist. ${FIX}` };
+    return {
+      ok: false,
+      reason: 'not_found',
+      path,
+      message: `Conclave: the server binary ${path} does not exist. ${FIX}${remoteHint(remoteName)}`,
+    };
   }
   try {
     accessSync(path, constants.X_OK);

@@ -52,7 +52,6 @@ export class Session implements vscode.Disposable {
   private starting: Promise<void> | undefined;
   /** The last missing-binary message shown, so a repeated start does not show it again. */
   private shownBinaryMessage: string | undefined;
-  private lateSettingsWatch: ReturnType<typeof setInterval> | undefined;
   /** The error `initialize` failed with, for the current client. */
   private initializeError: unknown;
   /** The last lines the current server wrote to stderr (a failed start is explained there). */
@@ -115,21 +114,6 @@ export class Session implements vscode.Disposable {
     return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
   }
 
-  /** Polls for a `conclave.serverPath` that arrives late (every 2 s, for a minute). */
-  private watchForLateServerPath(): void {
-    if (this.lateSettingsWatch) return;
-    let left = 30;
-    this.lateSettingsWatch = setInterval(() => {
-      left -= 1;
-      const found = readSettings().serverPath.trim() !== '';
-      if (found || left <= 0 || this.current) {
-        clearInterval(this.lateSettingsWatch);
-        this.lateSettingsWatch = undefined;
-        if (found && !this.current) void this.start();
-      }
-    }, 2000);
-  }
-
   start(): Promise<void> {
     this.starting ??= this.doStart().finally(() => (this.starting = undefined));
     return this.starting;
@@ -142,21 +126,20 @@ export class Session implements vscode.Disposable {
       return;
     }
     const settings = readSettings();
-    const binary = await checkBinary(settings.serverPath, root);
+    const remote = vscode.env.remoteName;
+    const binary = await checkBinary(settings.serverPath, root, process.env, undefined, remote);
     if (!binary.ok) {
       this.statusBar.showStopped('Conclave: no server', binary.message);
-      // A remote host (code-server after a reload) can deliver user settings well after
-      // activation, at times without a change event: keep looking for a while.
-      if (!settings.serverPath.trim()) this.watchForLateServerPath();
       if (this.shownBinaryMessage === binary.message) return;
       this.shownBinaryMessage = binary.message;
       this.output.error(binary.message);
       // Not awaited: a start that waited for the toast to be dismissed would hold off every
-      // restart, also the one a late-loaded `conclave.serverPath` asks for (seen in
-      // code-server after a window reload, whose user settings can arrive after activation).
+      // restart, also the one a changed `conclave.serverPath` asks for.
       void vscode.window.showErrorMessage(binary.message, 'Open Settings').then((choice) => {
         if (choice === 'Open Settings') {
-          void vscode.commands.executeCommand('workbench.action.openSettings', 'conclave.serverPath');
+          // A remote window takes the path from the Remote settings only (see checkBinary).
+          const settingsCommand = remote ? 'workbench.action.openRemoteSettings' : 'workbench.action.openSettings';
+          void vscode.commands.executeCommand(settingsCommand, 'conclave.serverPath');
         }
       });
       return;
@@ -311,7 +294,6 @@ export class Session implements vscode.Disposable {
   }
 
   dispose(): void {
-    if (this.lateSettingsWatch) clearInterval(this.lateSettingsWatch);
     for (const d of this.clientDisposables) d.dispose();
     for (const d of this.disposables) d.dispose();
     this.models.dispose();

@@ -116,6 +116,13 @@ test('binary checks: the real binary, a missing one, a non-executable one, one w
     const onPath = await checkBinary('', undefined, { PATH: dir });
     assert.equal(!onPath.ok && onPath.reason, 'not_found');
     assert.match(!onPath.ok ? onPath.message : '', /not found on PATH/);
+    assert.doesNotMatch(!onPath.ok ? onPath.message : '', /remote/i, 'a local window says nothing of remotes');
+    const remote = await checkBinary(join(dir, 'conclave'), undefined, { PATH: dir }, undefined, 'ssh-remote');
+    assert.match(
+      !remote.ok ? remote.message : '',
+      /remote window \(ssh-remote\).*Remote settings, not the User settings/,
+      'in a remote window the message says where the setting must go',
+    );
 
     const plain = join(dir, 'plain');
     writeFileSync(plain, 'not a program');
