@@ -108,6 +108,7 @@ fn main() {
         description: "Read small.txt and summarise it.".into(),
         system_prompt: "You are a bottom-layer coder.".into(),
         context: String::new(),
+        target_files: Vec::new(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

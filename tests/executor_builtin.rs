@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use conclave::config::CommandPolicy;
 use conclave::executor::builtin::{BuiltinExecutor, BuiltinSettings, TOOL_RULES};
-use conclave::executor::{ExecutionOutcome, Executor, ExecutorError, SubtaskSpec};
+use conclave::executor::{ExecutionOutcome, Executor, ExecutorError, SubtaskSpec, TargetFile};
 use conclave::model::{
     ChatMessage, DeltaSink, ModelError, ModelProvider, ModelRequest, ModelResponse, StopReason,
     ToolCall, Usage,
@@ -164,6 +164,7 @@ fn spec(description: &str) -> SubtaskSpec {
         description: description.into(),
         system_prompt: "You are a careful bottom-layer coder.".into(),
         context: String::new(),
+        target_files: Vec::new(),
     }
 }
 
@@ -757,6 +758,61 @@ async fn a_nudge_that_works_ends_in_success() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_whole_file_answered_in_a_code_block_is_written() {
+    // Seen on a 1.5B model: the implementation in prose, twice, and never a tool call.
+    let dir = tempfile::tempdir().unwrap();
+    let stub = "def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n    pass\n";
+    std::fs::write(dir.path().join("solution.py"), stub).unwrap();
+    let model = ScriptedModel::new(vec![
+        finish(
+            "To implement add in solution.py, you can use the file_write function:\n\n```python\ndef add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n    return a + b\n```\n\nThen run it with:\n```bash\npython3 -c 'import solution'\n```",
+        ),
+        finish("solution.py now adds."),
+    ]);
+    let first = executor(dir.path(), model.clone(), settings());
+    let mut spec = spec("Implement add() in solution.py");
+    spec.target_files = vec![TargetFile {
+        path: "solution.py".into(),
+        content: Some(stub.into()),
+    }];
+    let (result, output) = execute(&first, &spec).await;
+    let outcome = result.unwrap();
+    assert!(outcome.success, "{outcome:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("solution.py")).unwrap(),
+        "def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n    return a + b\n"
+    );
+    assert_eq!(outcome.files_written, vec![PathBuf::from("solution.py")]);
+    assert!(
+        output.contains("gave solution.py in a code block and made no tool call"),
+        "{output}"
+    );
+    // The model is told what happened to its block.
+    let users = user_messages(&model);
+    assert!(
+        users[1].starts_with("Tool results: (your answer gave the file whole in a code block")
+            && users[1].contains("[file_write: ok]"),
+        "{users:?}"
+    );
+
+    // Once the subtask has changed something, a block in the summary is only a summary.
+    let model = ScriptedModel::new(vec![
+        call(
+            "file_write",
+            json!({ "path": "solution.py", "content": "def add(a, b):\n    return a + b\n" }),
+        ),
+        finish("Done:\n```python\ndef add(a, b):\n    return b + a\n```"),
+    ]);
+    let second = executor(dir.path(), model.clone(), settings());
+    let (result, _) = execute(&second, &spec).await;
+    assert!(result.unwrap().success);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("solution.py")).unwrap(),
+        "def add(a, b):\n    return a + b\n"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_question_needs_no_changes() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("main.py"), "print(1)\n").unwrap();
@@ -1001,7 +1057,7 @@ async fn writing_the_file_back_unchanged_does_not_make_a_failed_edit() {
     let model = ScriptedModel::new(vec![
         call(
             "file_edit",
-            json!({ "path": "s.py", "old_text": "", "new_text": "\"\"\"Doc.\"\"\"" }),
+            json!({ "path": "s.py", "old_text": "def g():", "new_text": "\"\"\"Doc.\"\"\"" }),
         ),
         call(
             "file_write",

@@ -94,6 +94,7 @@ fn spec(description: &str) -> SubtaskSpec {
         description: description.into(),
         system_prompt: "You are Conclave bottom agent Ada.".into(),
         context: "The team agreed on plain text files.".into(),
+        target_files: Vec::new(),
     }
 }
 

@@ -44,6 +44,12 @@ async fn file_edit_needs_exactly_one_match() {
     .unwrap_err();
     assert!(matches!(none, ToolError::NoMatch { .. }), "{none:?}");
     assert!(none.to_string().contains("not found in a.txt"), "{none}");
+    // The model is shown what to copy old_text from: this small file, whole.
+    assert!(
+        none.to_string()
+            .contains("a.txt holds:\n```\nalpha\nbeta\nalpha\ngamma\n```"),
+        "{none}"
+    );
 
     let several = run(
         &tools,
@@ -150,7 +156,7 @@ async fn file_edit_takes_old_text_copied_loosely_when_it_matches_one_place() {
 }
 
 #[tokio::test]
-async fn file_edit_copes_with_crlf_files_and_refuses_empty_old_text() {
+async fn file_edit_copes_with_crlf_files_and_appends_on_empty_old_text() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("w.txt"), "one\r\ntwo\r\n").unwrap();
     let tools = registry(dir.path(), ToolSettings::default());
@@ -166,16 +172,22 @@ async fn file_edit_copes_with_crlf_files_and_refuses_empty_old_text() {
         "1\r\n2\r\n"
     );
 
-    let empty = run(
+    // An empty old_text appends (small models write it so to add a function).
+    let appended = run(
         &tools,
         "file_edit",
-        json!({ "path": "w.txt", "old_text": "", "new_text": "x" }),
+        json!({ "path": "w.txt", "old_text": "", "new_text": "3" }),
     )
     .await
-    .unwrap_err();
+    .unwrap();
     assert!(
-        matches!(empty, ToolError::InvalidArguments { .. }),
-        "{empty:?}"
+        appended.summary.contains("appended 1 line"),
+        "{}",
+        appended.summary
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("w.txt")).unwrap(),
+        "1\r\n2\r\n3\r\n"
     );
     let missing = run(
         &tools,

@@ -11,6 +11,8 @@
 //! - Tool calls written as text (a ```` ```json ```` block, `<tool_call>` tags, a bare
 //!   object naming a tool; [`super::text_calls`]) are run like native ones; their
 //!   results go back as one user message, since such servers may not accept tool turns.
+//! - A whole file the task names, answered in a code block with no tool call while the
+//!   subtask is not done, is written with `file_write` ([`super::code_answer`]).
 //! - An answer without tool calls is not success by itself. When the subtask asks for
 //!   changes ([`asks_for_changes`]) and nothing was changed, or the last file change
 //!   failed, the model is told once to use its tools; if it stops again, the execution
@@ -48,7 +50,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::{ExecutionOutcome, Executor, ExecutorError, OutputSink, SubtaskSpec, text_calls};
+use super::{
+    ExecutionOutcome, Executor, ExecutorError, OutputSink, SubtaskSpec, code_answer, text_calls,
+};
 use crate::config::Config;
 use crate::model::{
     ChatMessage, ModelError, ModelProvider, ModelRequest, ModelResponse, StopReason, ToolCall,
@@ -797,8 +801,11 @@ impl Executor for BuiltinExecutor {
 }
 
 /// The user message carrying the results of tool calls the model wrote as text.
-fn text_results_message(results: &[ChatMessage]) -> ChatMessage {
+fn text_results_message(results: &[ChatMessage], why: &str) -> ChatMessage {
     let mut text = String::from(TEXT_RESULTS_HEADER);
+    if !why.is_empty() {
+        text.push_str(&format!(" ({why})"));
+    }
     for result in results {
         if let ChatMessage::Tool {
             name,
@@ -891,6 +898,24 @@ impl BuiltinExecutor {
                 response.tool_calls = found;
                 !response.tool_calls.is_empty()
             };
+            // A whole file answered in a code block while the subtask is not done yet:
+            // written as the file_write it stands for (see `code_answer`).
+            let from_code_block = response.tool_calls.is_empty()
+                && response.stop_reason != StopReason::MaxTokens
+                && self.tools.find("file_write").is_some()
+                && state.unfinished(asks_for_changes).is_some()
+                && match code_answer::file_write_in(&response.text, &spec.target_files) {
+                    Some(call) => {
+                        out.note(&format!(
+                            "▸ the answer gave {} in a code block and made no tool call: writing it with file_write",
+                            call.arguments["path"].as_str().unwrap_or("a file")
+                        ));
+                        response.tool_calls = vec![call];
+                        true
+                    }
+                    None => false,
+                };
+            let textual = textual || from_code_block;
             normalise_calls(&mut response.tool_calls, iterations);
             request.messages.push(if textual {
                 ChatMessage::Assistant {
@@ -954,8 +979,13 @@ impl BuiltinExecutor {
                 }
                 results.push(self.run_tool(call, &ctx, &mut state, &mut out).await?);
             }
-            if textual {
-                request.messages.push(text_results_message(&results));
+            if from_code_block {
+                request.messages.push(text_results_message(
+                    &results,
+                    "your answer gave the file whole in a code block and made no tool call, so the block was written with file_write",
+                ));
+            } else if textual {
+                request.messages.push(text_results_message(&results, ""));
             } else {
                 request.messages.extend(results);
             }

@@ -7,6 +7,7 @@
 
 pub mod breaker;
 pub mod builtin;
+pub mod code_answer;
 pub mod pi;
 pub mod text_calls;
 
@@ -30,6 +31,19 @@ pub struct SubtaskSpec {
     pub system_prompt: String,
     /// Whiteboard context the agent may read, already rendered as markdown.
     pub context: String,
+    /// The source files the task names, as they are now: a whole one answered in a code
+    /// block instead of a tool call is written (see [`code_answer`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub target_files: Vec<TargetFile>,
+}
+
+/// A source file the task names, and its text now (`None`: not there yet).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetFile {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
 }
 
 /// What an execution produced.

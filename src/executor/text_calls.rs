@@ -104,7 +104,19 @@ fn tagged(text: &str) -> Vec<(usize, usize, &str)> {
 
 /// Fenced code blocks: (start, end, body, whether the info string is empty, `json`,
 /// `tool_call`, `tool_code` or similar). An unclosed last fence runs to the end of the text.
-fn fenced(text: &str) -> Vec<(usize, usize, &str, bool)> {
+/// A fenced block of a model's answer: ```` ```info ```` … ```` ``` ````, the closing
+/// fence optional at the end of the text.
+pub(super) struct Fence<'a> {
+    /// Byte range of the whole block, fences included.
+    pub start: usize,
+    pub end: usize,
+    /// The info string, lower case (`json`, `python`, or empty).
+    pub info: String,
+    pub body: &'a str,
+}
+
+/// The fenced blocks of `text`, in order.
+pub(super) fn fences(text: &str) -> Vec<Fence<'_>> {
     let mut out = Vec::new();
     let mut pos = 0;
     while let Some(offset) = text[pos..].find("```") {
@@ -119,14 +131,29 @@ fn fenced(text: &str) -> Vec<(usize, usize, &str, bool)> {
             Some(close) => (body_start + close, body_start + close + 3),
             None => (text.len(), text.len()),
         };
-        let wanted = info.is_empty()
-            || info.starts_with("json")
-            || info.starts_with("tool")
-            || info == "function";
-        out.push((start, end, &text[body_start..body_end], wanted));
+        out.push(Fence {
+            start,
+            end,
+            info,
+            body: &text[body_start..body_end],
+        });
         pos = end.max(start + 3);
     }
     out
+}
+
+/// Fenced blocks that may hold a call: untagged, `json`, `tool…` or `function`.
+fn fenced(text: &str) -> Vec<(usize, usize, &str, bool)> {
+    fences(text)
+        .into_iter()
+        .map(|f| {
+            let wanted = f.info.is_empty()
+                || f.info.starts_with("json")
+                || f.info.starts_with("tool")
+                || f.info == "function";
+            (f.start, f.end, f.body, wanted)
+        })
+        .collect()
 }
 
 /// Where the JSON object or array starting at `start` ends (exclusive), by brackets

@@ -169,7 +169,7 @@ pub fn repair_json(text: &str) -> String {
                 .map(|end| end - body)
             {
                 let content: String = chars[body..body + len].iter().collect();
-                out.push_str(&serde_json::to_string(&content).unwrap_or_default());
+                out.push_str(&serde_json::to_string(&dedent_block(&content)).unwrap_or_default());
                 skip_to = body + len + 3;
                 continue;
             }
@@ -212,6 +212,41 @@ pub fn repair_json(text: &str) -> String {
         }
     }
     out
+}
+
+/// A triple-quoted block as the model meant it: a block that opens on a line of its own
+/// and is indented as a whole (`"""\n      def f():\n          …\n      """`, seen on a 1.5B
+/// model) loses its first line break and the indentation all its lines share, as
+/// Python's `textwrap.dedent` would. A block starting on the quotes' line is kept as is.
+fn dedent_block(content: &str) -> String {
+    let Some(rest) = content
+        .strip_prefix('\n')
+        .or_else(|| content.strip_prefix("\r\n"))
+    else {
+        return content.to_string();
+    };
+    let shared = rest
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start_matches([' ', '\t']).len())
+        .min()
+        .unwrap_or(0);
+    let mut out: Vec<&str> = rest
+        .split('\n')
+        .map(|l| {
+            if l.trim().is_empty() {
+                ""
+            } else {
+                &l[shared..]
+            }
+        })
+        .collect();
+    // The closing quotes' own indentation is not a line of the file.
+    if out.len() > 1 && out.last() == Some(&"") {
+        out.pop();
+        return format!("{}\n", out.join("\n"));
+    }
+    out.join("\n")
 }
 
 /// The length of the balanced `{...}` at the start of `text`, skipping braces in strings.
@@ -410,6 +445,13 @@ mod tests {
         let answer = "```json\n{\"files\": [{\"path\": \"a.py\", \"content\": \"\"\"def f():\n    return \"x\"\n\"\"\"}], \"confidence\": 80, \"explanation\": \"x\"}\n```";
         let value = extract_json_object(answer).unwrap();
         assert_eq!(value["files"][0]["content"], "def f():\n    return \"x\"\n");
+        // Opened on a line of its own and indented as a whole (seen): dedented.
+        let indented = "{\"files\": [{\"path\": \"a.py\", \"content\": \"\"\"\n      def f():\n          return 1\n\n      x = f()\n      \"\"\"}]}";
+        let value = extract_json_object(indented).unwrap();
+        assert_eq!(
+            value["files"][0]["content"],
+            "def f():\n    return 1\n\nx = f()\n"
+        );
         // Without its closing quotes it is left as it was (and stays invalid).
         assert_eq!(repair_json("{\"a\": \"\"\"x}"), "{\"a\": \"\"\"x}");
     }

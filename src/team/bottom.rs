@@ -158,6 +158,13 @@ async fn run_subtask(
         description: assignment.description.clone(),
         system_prompt: ctx.system_prompt(RESPONSIBILITIES),
         context: assignment.context.clone(),
+        target_files: services
+            .tasks
+            .get(assignment.task_id)
+            .map(|task| {
+                super::subtask::target_files_now(&services.sandbox, super::plan::task_text(&task))
+            })
+            .unwrap_or_default(),
     };
     let limit = Duration::from_millis(
         assignment

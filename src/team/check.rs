@@ -1117,6 +1117,7 @@ pub async fn after_subtask(
             spec.description
         ),
         context: super::subtask::with_files_now(&spec.context, &s.sandbox, &bench.originals.task),
+        target_files: super::subtask::target_files_now(&s.sandbox, &bench.originals.task),
         ..spec.clone()
     };
     sink(&format!("check failed, fixing: {}\n", checks.summary()));

@@ -1009,6 +1009,21 @@ pub(super) fn with_files_now(context: &str, sandbox: &crate::tools::Sandbox, tas
     }
 }
 
+/// The source files `task` names, with their text now: an executor writes a whole one
+/// that the model answered in a code block instead of a tool call.
+pub(super) fn target_files_now(
+    sandbox: &crate::tools::Sandbox,
+    task: &str,
+) -> Vec<crate::executor::TargetFile> {
+    super::check::source_files_named(task)
+        .into_iter()
+        .map(|path| crate::executor::TargetFile {
+            content: std::fs::read_to_string(sandbox.root().join(&path)).ok(),
+            path,
+        })
+        .collect()
+}
+
 /// An idle bottom agent, this mid's own first, never one of `exclude`; else the least
 /// busy of its subordinates.
 pub(super) fn pick_bottom(

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use super::bash::{ApprovalHook, ApprovalOutcome, FileChangeRequest};
+use super::edit_match;
 use super::sandbox::Sandbox;
 use super::writer::{Fnv1a, WorkspaceWriter, WriteStatus};
 use super::{Args, CallContext, Tool, ToolError, ToolOutput};
@@ -370,9 +371,9 @@ async fn write_output(
     })
 }
 
-/// `file_edit {path, old_text, new_text}`: replaces one exact, unique occurrence; failing
-/// that, the one place `old_text` matches ignoring indentation and quote style (the new
-/// text then takes the file's indentation).
+/// `file_edit {path, old_text, new_text}`: replaces the one place `old_text` names, found
+/// exactly or the ways small models copy text (see [`edit_match`]); an empty `old_text`
+/// appends.
 pub struct FileEdit {
     sandbox: Sandbox,
     writer: Arc<dyn WorkspaceWriter>,
@@ -405,7 +406,7 @@ impl Tool for FileEdit {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "file_edit".into(),
-            description: "Replace old_text with new_text in a file. old_text must match exactly once (whitespace included).".into(),
+            description: "Replace old_text with new_text in a file. old_text must match exactly one place (copy it from the file, whitespace included). An empty old_text appends new_text to the file.".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -445,11 +446,6 @@ impl FileEdit {
         let path = args.str("path")?;
         let old_text = args.str("old_text")?;
         let new_text = args.str("new_text")?;
-        if old_text.is_empty() {
-            return Err(ToolError::invalid(
-                "`old_text` is empty; to create or overwrite a whole file use file_write",
-            ));
-        }
         if old_text == new_text {
             return Err(ToolError::invalid(
                 "`old_text` and `new_text` are identical; nothing would change",
@@ -463,126 +459,18 @@ impl FileEdit {
         )
         .await?;
 
-        let (old, new) = match text.matches(old_text).count() {
-            // Models write "\n"; files written on Windows hold "\r\n". Try that once.
-            0 if text.contains("\r\n") && !old_text.contains("\r\n") => (
-                old_text.replace('\n', "\r\n"),
-                new_text.replace('\n', "\r\n"),
-            ),
-            _ => (old_text.to_string(), new_text.to_string()),
-        };
-        match text.matches(old.as_str()).count() {
-            0 => {}
-            1 => {
-                let edited = text.replacen(old.as_str(), &new, 1);
-                let detail = format!(
-                    "replaced {} line(s) with {}",
-                    old.lines().count().max(1),
-                    new.lines().count()
-                );
-                return Ok((relative, edited, detail));
-            }
-            count => {
-                return Err(ToolError::AmbiguousMatch {
-                    path: relative,
-                    count,
-                });
-            }
-        }
-        // Small models copy code loosely: indentation dropped, other quotes. One place
-        // that matches that way is the place meant; two are ambiguous, as above.
-        match loose_matches(&text, &old).as_slice() {
-            [] => Err(ToolError::NoMatch { path: relative }),
-            [found] => {
-                let new = found.reindent(&new);
-                let edited = format!("{}{new}{}", &text[..found.start], &text[found.end..]);
-                let detail = format!(
-                    "replaced {} line(s) with {} (old_text matched ignoring indentation and quote style)",
-                    text[found.start..found.end].lines().count().max(1),
-                    new.lines().count()
-                );
-                Ok((relative, edited, detail))
-            }
-            many => Err(ToolError::AmbiguousMatch {
+        match edit_match::apply(&text, old_text, new_text, &relative.display().to_string()) {
+            Ok(edit_match::Applied { edited, detail }) => Ok((relative, edited, detail)),
+            Err(edit_match::Miss::NotFound { nearest }) => Err(ToolError::NoMatch {
                 path: relative,
-                count: many.len(),
+                nearest,
+            }),
+            Err(edit_match::Miss::Ambiguous { count }) => Err(ToolError::AmbiguousMatch {
+                path: relative,
+                count,
             }),
         }
     }
-}
-
-/// Where `old` matches `text` loosely: its lines equal to whole lines of the file once
-/// both are trimmed and `'` is read as `"` (a one-line `old` may also be part of a
-/// line).
-#[derive(Debug, PartialEq)]
-struct LooseMatch {
-    /// Byte range in the file.
-    start: usize,
-    end: usize,
-    /// The indentation of the matched lines in the file, and of `old`'s first line.
-    indent: String,
-    old_indent: String,
-}
-
-impl LooseMatch {
-    /// `new` at the file's indentation where the model wrote it at another.
-    fn reindent(&self, new: &str) -> String {
-        if self.indent == self.old_indent {
-            return new.to_string();
-        }
-        new.split('\n')
-            .map(|line| match line.strip_prefix(self.old_indent.as_str()) {
-                Some(rest) if !line.trim().is_empty() => format!("{}{rest}", self.indent),
-                _ => line.to_string(),
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-}
-
-fn loose_matches(text: &str, old: &str) -> Vec<LooseMatch> {
-    let same = |a: &str, b: &str| a.trim().replace('\'', "\"") == b.trim().replace('\'', "\"");
-    let indent_of = |line: &str| line[..line.len() - line.trim_start().len()].to_string();
-    let wanted: Vec<&str> = old.trim_matches('\n').lines().collect();
-    if wanted.iter().all(|l| l.trim().is_empty()) {
-        return Vec::new();
-    }
-    // Byte offsets of each line of the file (without its line break).
-    let mut lines: Vec<(usize, &str)> = Vec::new();
-    let mut at = 0;
-    for line in text.split_inclusive('\n') {
-        lines.push((at, line.trim_end_matches(['\n', '\r'])));
-        at += line.len();
-    }
-    let mut found: Vec<LooseMatch> = lines
-        .windows(wanted.len())
-        .filter(|window| window.iter().zip(&wanted).all(|((_, l), w)| same(l, w)))
-        .map(|window| {
-            let (start, first) = window[0];
-            let (last_start, last) = window[window.len() - 1];
-            LooseMatch {
-                start,
-                end: last_start + last.len(),
-                indent: indent_of(first),
-                old_indent: indent_of(wanted[0]),
-            }
-        })
-        .collect();
-    if found.is_empty() && wanted.len() == 1 {
-        // Part of a line, in other quotes: the same length once quotes are alike.
-        let needle = wanted[0].trim().replace('\'', "\"");
-        let haystack = text.replace('\'', "\"");
-        found = haystack
-            .match_indices(&needle)
-            .map(|(start, _)| LooseMatch {
-                start,
-                end: start + needle.len(),
-                indent: String::new(),
-                old_indent: String::new(),
-            })
-            .collect();
-    }
-    found
 }
 
 #[cfg(test)]

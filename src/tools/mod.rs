@@ -15,6 +15,7 @@
 
 pub mod args;
 pub mod bash;
+pub(crate) mod edit_match;
 pub mod file;
 pub mod http;
 pub mod registry;
@@ -123,11 +124,13 @@ pub enum ToolError {
     },
     #[error("{} looks like a binary file; only text files can be read or edited", path.display())]
     Binary { path: PathBuf },
+    /// `nearest` is the text to copy `old_text` from (the file, or its closest lines).
     #[error(
-        "old_text was not found in {}; read the file and copy the text exactly, including whitespace and indentation",
-        path.display()
+        "old_text was not found in {}; copy old_text exactly from the file, or write the whole file with file_write{}",
+        path.display(),
+        if nearest.is_empty() { String::new() } else { format!("\n{nearest}") }
     )]
-    NoMatch { path: PathBuf },
+    NoMatch { path: PathBuf, nearest: String },
     #[error(
         "old_text matches {count} places in {}; include more surrounding lines so that it matches exactly one",
         path.display()

@@ -1,0 +1,577 @@
+//! Where `file_edit` puts `new_text`: the place `old_text` names, found the way small
+//! models write it. Each rule below was seen failing edits on a real 1.5B model.
+//!
+//! In order; the first rule that finds exactly one place wins, and two places are
+//! ambiguous and stop the search:
+//! 1. `old_text` exactly as written, then with the file's CRLF line breaks;
+//! 2. with its escapes decoded, when the model escaped twice (`\n`, `\"` as two characters);
+//! 3. loosely: lines trimmed and `'` read as `"` (a one-line `old_text` may be part of a
+//!    line), `new_text` then taking the file's indentation;
+//! 4. approximately: the one run of lines at least 90% alike, character by character,
+//!    once lines are trimmed (a docstring copied with a typo, a line left out).
+//!
+//! With no place found, a `new_text` that is the whole file (it starts as the file does
+//! and is about as long) replaces the file. An empty `old_text` appends `new_text` (in
+//! Python before a closing `if __name__ == "__main__":` block, so the script still runs
+//! it last). Otherwise the miss carries the text to copy from: the whole file when it is
+//! small, else the lines closest to `old_text`.
+
+use similar::TextDiff;
+
+/// Least character similarity (0..1) for an approximate match.
+const APPROXIMATE_AT_LEAST: f32 = 0.9;
+/// An approximate match needs this many non-blank characters in `old_text`: below it, a
+/// few characters' difference is a different line.
+const APPROXIMATE_MIN_CHARS: usize = 20;
+/// Files longer than this are not searched approximately (cost grows with lines × length).
+const APPROXIMATE_MAX_FILE_LINES: usize = 2000;
+const APPROXIMATE_MAX_OLD_LINES: usize = 60;
+/// A file this small is shown whole when `old_text` is not found.
+const SHOW_WHOLE_FILE_LINES: usize = 60;
+const SHOW_WHOLE_FILE_BYTES: usize = 3000;
+/// Lines of context around the closest lines shown for a larger file.
+const NEAREST_CONTEXT_LINES: usize = 3;
+
+/// The edited file and what the edit did, in words for the model.
+#[derive(Debug, PartialEq)]
+pub(super) struct Applied {
+    pub edited: String,
+    pub detail: String,
+}
+
+#[derive(Debug, PartialEq)]
+pub(super) enum Miss {
+    /// Nowhere: `nearest` is the text to copy `old_text` from.
+    NotFound {
+        nearest: String,
+    },
+    Ambiguous {
+        count: usize,
+    },
+}
+
+/// `file_name` is the path shown to the model; a `.py` name makes an append go before
+/// the script's main block.
+pub(super) fn apply(text: &str, old: &str, new: &str, file_name: &str) -> Result<Applied, Miss> {
+    let whole_file = || Applied {
+        edited: new.to_string(),
+        detail: format!(
+            "old_text was {}, but new_text is the whole file (it starts as {file_name} does and is about as long), so {file_name} now holds new_text",
+            if old.is_empty() { "empty" } else { "not found" }
+        ),
+    };
+    if old.is_empty() {
+        // The whole file as new_text means "this is the file", not "add a second copy".
+        return Ok(if is_whole_file(text, new) {
+            whole_file()
+        } else {
+            append(text, new, file_name.ends_with(".py"))
+        });
+    }
+    if let Some(applied) = find_place(text, old, new)? {
+        return Ok(applied);
+    }
+    if is_whole_file(text, new) {
+        return Ok(whole_file());
+    }
+    Err(Miss::NotFound {
+        nearest: nearest(text, old, file_name),
+    })
+}
+
+/// Rules 1 to 4: the one place `old` names, if there is one.
+fn find_place(text: &str, old: &str, new: &str) -> Result<Option<Applied>, Miss> {
+    let variants = variants(text, old, new);
+    for (old, new, how) in &variants {
+        match text.matches(old.as_str()).count() {
+            0 => {}
+            1 => {
+                let detail = format!(
+                    "replaced {} line(s) with {}{how}",
+                    old.lines().count().max(1),
+                    new.lines().count()
+                );
+                return Ok(Some(Applied {
+                    edited: text.replacen(old.as_str(), new, 1),
+                    detail,
+                }));
+            }
+            count => return Err(Miss::Ambiguous { count }),
+        }
+    }
+    for (old, new, how) in &variants {
+        match loose_matches(text, old).as_slice() {
+            [] => {}
+            [found] => {
+                let how = format!("old_text matched ignoring indentation and quote style{how}");
+                return Ok(Some(found.apply(text, new, &how)));
+            }
+            many => return Err(Miss::Ambiguous { count: many.len() }),
+        }
+    }
+    // The last reading is the likeliest: escapes decoded, the file's line breaks.
+    let (old, new, how) = variants.last().expect("variants holds old_text as given");
+    Ok(approximate_match(text, old).map(|(found, alike)| {
+        let how = format!(
+            "old_text matched approximately ({:.0}% alike){how}; check the result",
+            alike * 100.0
+        );
+        found.apply(text, new, &how)
+    }))
+}
+
+/// (old, new, how they were read): in the file's line breaks (CRLF or not), as given,
+/// then with escapes decoded.
+fn variants(text: &str, old: &str, new: &str) -> Vec<(String, String, &'static str)> {
+    let crlf = text.contains("\r\n");
+    let with_breaks = |s: &str| {
+        if crlf && !s.contains("\r\n") {
+            s.replace('\n', "\r\n")
+        } else {
+            s.to_string()
+        }
+    };
+    let mut out = vec![(with_breaks(old), with_breaks(new), "")];
+    if with_breaks(old) != old {
+        out.push((old.to_string(), new.to_string(), ""));
+    }
+    let decoded = unescape(old);
+    if decoded != old {
+        out.push((
+            with_breaks(&decoded),
+            with_breaks(&unescape(new)),
+            " (its escapes, written twice, were decoded)",
+        ));
+    }
+    out
+}
+
+/// `\n`, `\t`, `\"`, `\'` and `\\` written as two characters, read as one.
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some(q @ ('"' | '\'' | '\\')) => out.push(q),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+/// A place in the file found other than exactly.
+#[derive(Debug, PartialEq)]
+struct LooseMatch {
+    /// Byte range in the file.
+    start: usize,
+    end: usize,
+    /// The indentation of the matched lines in the file, and of `old`'s first line.
+    indent: String,
+    old_indent: String,
+}
+
+impl LooseMatch {
+    fn apply(&self, text: &str, new: &str, how: &str) -> Applied {
+        let new = self.reindent(new);
+        Applied {
+            edited: format!("{}{new}{}", &text[..self.start], &text[self.end..]),
+            detail: format!(
+                "replaced {} line(s) with {} ({how})",
+                text[self.start..self.end].lines().count().max(1),
+                new.lines().count()
+            ),
+        }
+    }
+
+    /// `new` at the file's indentation where the model wrote it at another.
+    fn reindent(&self, new: &str) -> String {
+        if self.indent == self.old_indent {
+            return new.to_string();
+        }
+        new.split('\n')
+            .map(|line| match line.strip_prefix(self.old_indent.as_str()) {
+                Some(rest) if !line.trim().is_empty() => format!("{}{rest}", self.indent),
+                _ => line.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// A line as the loose rules compare it: trimmed, `'` read as `"`.
+fn normalized(line: &str) -> String {
+    line.trim().replace('\'', "\"")
+}
+
+fn indent_of(line: &str) -> String {
+    line[..line.len() - line.trim_start().len()].to_string()
+}
+
+/// Each line of `text` with the byte offset it starts at (without its line break).
+fn lines_at(text: &str) -> Vec<(usize, &str)> {
+    let mut lines = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        lines.push((at, line.trim_end_matches(['\n', '\r'])));
+        at += line.len();
+    }
+    lines
+}
+
+/// The span of a run of file lines, for `new` written at `old_first_line`'s indentation.
+fn span(window: &[(usize, &str)], old_first_line: &str) -> LooseMatch {
+    let (start, first) = window[0];
+    let (last_start, last) = window[window.len() - 1];
+    LooseMatch {
+        start,
+        end: last_start + last.len(),
+        indent: indent_of(first),
+        old_indent: indent_of(old_first_line),
+    }
+}
+
+/// Rule 3: `old`'s lines equal to whole lines of the file once both are normalized (a
+/// one-line `old` may also be part of a line).
+fn loose_matches(text: &str, old: &str) -> Vec<LooseMatch> {
+    let wanted: Vec<&str> = old.trim_matches(['\n', '\r']).lines().collect();
+    if wanted.iter().all(|l| l.trim().is_empty()) {
+        return Vec::new();
+    }
+    let wanted_normalized: Vec<String> = wanted.iter().map(|l| normalized(l)).collect();
+    let lines = lines_at(text);
+    let mut found: Vec<LooseMatch> = lines
+        .windows(wanted.len())
+        .filter(|window| {
+            window
+                .iter()
+                .zip(&wanted_normalized)
+                .all(|((_, l), w)| normalized(l) == *w)
+        })
+        .map(|window| span(window, wanted[0]))
+        .collect();
+    if found.is_empty() && wanted.len() == 1 {
+        // Part of a line, in other quotes: the same length once quotes are alike.
+        let needle = wanted_normalized[0].as_str();
+        let haystack = text.replace('\'', "\"");
+        found = haystack
+            .match_indices(needle)
+            .map(|(start, _)| LooseMatch {
+                start,
+                end: start + needle.len(),
+                indent: String::new(),
+                old_indent: String::new(),
+            })
+            .collect();
+    }
+    found
+}
+
+/// Non-blank lines, normalized, one string.
+fn joined(lines: impl IntoIterator<Item = impl AsRef<str>>) -> String {
+    lines
+        .into_iter()
+        .map(|l| normalized(l.as_ref()))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Rule 4: the one run of file lines (as many as `old` has, or one more or fewer) whose
+/// text is at least 90% alike to `old`'s, with no other run (not overlapping it) nearly
+/// as alike. Returns the place and how alike it is.
+fn approximate_match(text: &str, old: &str) -> Option<(LooseMatch, f32)> {
+    let wanted: Vec<&str> = old.trim_matches(['\n', '\r']).lines().collect();
+    let target = joined(&wanted);
+    let lines = lines_at(text);
+    if target.chars().filter(|c| !c.is_whitespace()).count() < APPROXIMATE_MIN_CHARS
+        || wanted.len() > APPROXIMATE_MAX_OLD_LINES
+        || lines.len() > APPROXIMATE_MAX_FILE_LINES
+    {
+        return None;
+    }
+    let mut scored: Vec<(f32, usize, usize)> = Vec::new(); // (alike, first line, line count)
+    for count in [
+        wanted.len(),
+        wanted.len() + 1,
+        wanted.len().saturating_sub(1),
+    ] {
+        if count == 0 || count > lines.len() {
+            continue;
+        }
+        for (first, window) in lines.windows(count).enumerate() {
+            // A run must start and end on a line with text, as old_text does.
+            if window[0].1.trim().is_empty() || window[count - 1].1.trim().is_empty() {
+                continue;
+            }
+            let here = joined(window.iter().map(|(_, l)| *l));
+            // Similarity is at most 2·min/(a+b) of the lengths: skip runs that cannot reach it.
+            let (a, b) = (here.len() as f32, target.len() as f32);
+            if 2.0 * a.min(b) / (a + b) < APPROXIMATE_AT_LEAST {
+                continue;
+            }
+            let alike = TextDiff::from_chars(here.as_str(), target.as_str()).ratio();
+            if alike >= APPROXIMATE_AT_LEAST - 0.05 {
+                scored.push((alike, first, count));
+            }
+        }
+    }
+    scored.sort_by(|x, y| y.0.total_cmp(&x.0));
+    let &(best, first, count) = scored.first()?;
+    if best < APPROXIMATE_AT_LEAST {
+        return None;
+    }
+    // Another place nearly as alike, not overlapping: ambiguous, so no match.
+    let overlaps = |f: usize, c: usize| f < first + count && first < f + c;
+    if scored
+        .iter()
+        .skip(1)
+        .any(|&(alike, f, c)| alike > best - 0.05 && !overlaps(f, c))
+    {
+        return None;
+    }
+    Some((span(&lines[first..first + count], wanted[0]), best))
+}
+
+/// `new` is the whole file: it starts with the file's first line and has at least 70% of
+/// its lines (counting lines with text), in a file of three such lines or more.
+pub(crate) fn is_whole_file(text: &str, new: &str) -> bool {
+    let first = |s: &str| {
+        s.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(normalized)
+    };
+    let count = |s: &str| s.lines().filter(|l| !l.trim().is_empty()).count();
+    let (file_lines, new_lines) = (count(text), count(new));
+    file_lines >= 3 && first(text) == first(new) && new_lines * 10 >= file_lines * 7
+}
+
+/// An empty `old_text`: `new` at the end of the file, in Python before a closing
+/// `if __name__ == "__main__":` block.
+fn append(text: &str, new: &str, python: bool) -> Applied {
+    let br = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let addition = new.trim_matches(['\n', '\r']).replace("\r\n", "\n");
+    let added = addition.lines().count();
+    let addition = format!("{}{br}", addition.replace('\n', br));
+    if python && let Some(at) = main_block_start(text) {
+        let before = text[..at].trim_end_matches(['\n', '\r']);
+        return Applied {
+            edited: format!("{before}{br}{br}{br}{addition}{br}{br}{}", &text[at..]),
+            detail: format!(
+                "old_text was empty: inserted {added} line(s) before the `if __name__ == \"__main__\":` block"
+            ),
+        };
+    }
+    let separator = if text.is_empty() || text.ends_with('\n') {
+        ""
+    } else {
+        br
+    };
+    Applied {
+        edited: format!("{text}{separator}{addition}"),
+        detail: format!("old_text was empty: appended {added} line(s) at the end of the file"),
+    }
+}
+
+/// Where a Python file's closing main block starts: an unindented
+/// `if __name__ == "__main__":` followed only by indented or blank lines.
+fn main_block_start(text: &str) -> Option<usize> {
+    let lines = lines_at(text);
+    let index = lines.iter().rposition(|(_, l)| {
+        l.starts_with("if __name__") && l.contains("__main__") && l.trim_end().ends_with(':')
+    })?;
+    lines[index + 1..]
+        .iter()
+        .all(|(_, l)| l.trim().is_empty() || l.starts_with([' ', '\t']))
+        .then_some(lines[index].0)
+}
+
+/// The text to copy `old_text` from: a small file whole, else the run of lines sharing
+/// the most lines with `old_text`, with a few lines around it.
+fn nearest(text: &str, old: &str, file_name: &str) -> String {
+    let lines = lines_at(text);
+    if lines.len() <= SHOW_WHOLE_FILE_LINES && text.len() <= SHOW_WHOLE_FILE_BYTES {
+        return format!(
+            "{file_name} holds:\n```\n{}\n```",
+            text.trim_end_matches('\n')
+        );
+    }
+    let wanted: Vec<String> = old
+        .lines()
+        .map(normalized)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let count = wanted.len().clamp(1, lines.len());
+    let shared = |window: &[(usize, &str)]| {
+        window
+            .iter()
+            .filter(|(_, l)| {
+                let l = normalized(l);
+                !l.is_empty()
+                    && wanted
+                        .iter()
+                        .any(|w| *w == l || (w.len() > 8 && l.contains(w.as_str())))
+            })
+            .count()
+    };
+    let Some((first, best)) = lines
+        .windows(count)
+        .enumerate()
+        .map(|(first, window)| (first, shared(window)))
+        .max_by_key(|&(first, shared)| (shared, std::cmp::Reverse(first)))
+    else {
+        return String::new();
+    };
+    if best == 0 {
+        return format!(
+            "no line of {file_name} is like old_text; read the file (file_read) before editing it"
+        );
+    }
+    let from = first.saturating_sub(NEAREST_CONTEXT_LINES);
+    let to = (first + count + NEAREST_CONTEXT_LINES).min(lines.len());
+    let shown: Vec<&str> = lines[from..to].iter().map(|(_, l)| *l).collect();
+    format!(
+        "the lines of {file_name} closest to old_text (lines {}-{}):\n```\n{}\n```",
+        from + 1,
+        to,
+        shown.join("\n")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn applied(text: &str, old: &str, new: &str) -> Applied {
+        apply(text, old, new, "m.py").unwrap_or_else(|miss| panic!("{miss:?}"))
+    }
+
+    #[test]
+    fn twice_escaped_old_text_is_read_with_its_escapes_decoded() {
+        // Seen: old_text `def calc(prices):\n    \"\"\"The sum…` with `\n` and `\"` literal.
+        let text = "def calc(prices):\n    \"\"\"The sum.\"\"\"\n    return sum(prices)\n";
+        let done = applied(
+            text,
+            r#"def calc(prices):\n    \"\"\"The sum.\"\"\""#,
+            r#"def compute_total(prices):\n    \"\"\"The sum.\"\"\""#,
+        );
+        assert_eq!(
+            done.edited,
+            "def compute_total(prices):\n    \"\"\"The sum.\"\"\"\n    return sum(prices)\n"
+        );
+        assert!(done.detail.contains("escapes"), "{}", done.detail);
+        // A file that holds `\n` literally is matched as written, never decoded.
+        let literal = "print(\"a\\nb\")\n";
+        assert_eq!(
+            applied(literal, "print(\"a\\nb\")", "print(\"a\\tb\")").edited,
+            "print(\"a\\tb\")\n"
+        );
+    }
+
+    #[test]
+    fn a_docstring_copied_with_a_typo_matches_approximately() {
+        // Seen: a stray `\n"` inside the docstring line of old_text.
+        let text = "def total_value(items):\n    \"The total value of (price, quantity) pairs.\"\n    total = 0\n    for price, quantity in items:\n        total += price\n    return total\n";
+        let done = applied(
+            text,
+            "def total_value(items):\n    \"The total value of (price, quantity) pairs.\n\"\n    total = 0\n    for price, quantity in items:\n        total += price",
+            "def total_value(items):\n    \"The total value of (price, quantity) pairs.\"\n    total = 0\n    for price, quantity in items:\n        total += price * quantity",
+        );
+        assert!(
+            done.edited
+                .contains("total += price * quantity\n    return total\n"),
+            "{}",
+            done.edited
+        );
+        assert!(done.detail.contains("approximately"), "{}", done.detail);
+    }
+
+    #[test]
+    fn approximate_matching_refuses_short_text_and_two_alike_places() {
+        let text = "x = compute(alpha)\ny = 1\n";
+        assert!(matches!(
+            apply(text, "x = compute(alphb)", "x = 2", "m.py"),
+            Err(Miss::NotFound { .. })
+        ));
+        let twice = "def f(a):\n    return alpha_value + 1000000\n\ndef g(a):\n    return alpha_value + 1000001\n";
+        assert!(matches!(
+            apply(
+                twice,
+                "    return alpha_value + 1000002",
+                "    return a",
+                "m.py"
+            ),
+            Err(Miss::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn new_text_that_is_the_whole_file_replaces_it() {
+        // Seen: old_text "--shout" (not in the file), new_text the whole new greet.py.
+        let text = "import argparse\n\n\ndef main():\n    args = parse()\n    print(args.name)\n";
+        let new = "import argparse\n\n\ndef main():\n    args = parse()\n    if args.shout:\n        print(args.name.upper())\n    else:\n        print(args.name)\n";
+        let done = applied(text, "--shout", new);
+        assert_eq!(done.edited, new);
+        assert!(done.detail.contains("whole file"), "{}", done.detail);
+        // A short new_text starting like the file is an edit that missed, not the file.
+        assert!(matches!(
+            apply(text, "--shout", "import argparse\nimport sys\n", "m.py"),
+            Err(Miss::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn empty_old_text_appends_before_the_main_block() {
+        let script = "def area(w, h):\n    return w * h\n\n\nif __name__ == \"__main__\":\n    print(area(2, 3))\n";
+        let done = applied(script, "", "def perimeter(w, h):\n    return 2 * (w + h)");
+        assert_eq!(
+            done.edited,
+            "def area(w, h):\n    return w * h\n\n\ndef perimeter(w, h):\n    return 2 * (w + h)\n\n\nif __name__ == \"__main__\":\n    print(area(2, 3))\n"
+        );
+        let plain = apply("a = 1", "", "b = 2\n", "notes.txt").unwrap();
+        assert_eq!(plain.edited, "a = 1\nb = 2\n");
+        assert!(plain.detail.contains("appended 1 line"), "{}", plain.detail);
+        // The whole file as new_text with an empty old_text replaces, never duplicates.
+        let whole = "def area(w, h):\n    return w * h\n\n\nif __name__ == \"__main__\":\n    print(area(4, 5))\n";
+        assert_eq!(applied(script, "", whole).edited, whole);
+    }
+
+    #[test]
+    fn a_miss_shows_a_small_file_whole_and_the_closest_lines_of_a_large_one() {
+        let small = "DEFAULTS = {\"retries\": \"3\"}\n";
+        let Err(Miss::NotFound { nearest }) =
+            apply(small, "DEFAULTS['retries'] = '3'", "x", "s.py")
+        else {
+            panic!("expected a miss");
+        };
+        assert_eq!(
+            nearest,
+            "s.py holds:\n```\nDEFAULTS = {\"retries\": \"3\"}\n```"
+        );
+
+        let large: String = (0..200).map(|i| format!("value_{i} = {i}\n")).collect();
+        let Err(Miss::NotFound { nearest }) = apply(
+            &large,
+            "value_100 = 'a hundred'\nvalue_101 = 101",
+            "x",
+            "big.py",
+        ) else {
+            panic!("expected a miss");
+        };
+        assert!(
+            nearest.starts_with("the lines of big.py closest to old_text (lines 98-105)"),
+            "{nearest}"
+        );
+        assert!(nearest.contains("value_101 = 101"), "{nearest}");
+    }
+}
