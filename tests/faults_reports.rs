@@ -99,7 +99,7 @@ async fn a_verify_command_that_keeps_failing() {
         json!([
             plan(&["Create v.txt"]),
             w1, w2,
-            { "match": "fails", "text": "{\"explanation\": \"cannot fix\", \"confidence\": 0.1, \"files\": []}", "repeat": true }
+            { "match": "fails its checks", "text": "{\"explanation\": \"cannot fix\", \"confidence\": 0.1, \"files\": []}", "repeat": true }
         ]),
         config,
     )

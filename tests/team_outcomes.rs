@@ -84,7 +84,7 @@ async fn the_verify_loop_fixes_a_failing_test() {
         json!([
             plan(&["Write answer.txt"]),
             w1, w2,
-            { "match": "expected answer = 42", "text": "```json\n{\"files\": [{\"path\": \"answer.txt\", \"content\": \"answer = 42\\n\"}], \"confidence\": 90, \"explanation\": \"off by one\"}\n```" }
+            { "match": ["fails its checks", "expected answer = 42"], "text": "```json\n{\"files\": [{\"path\": \"answer.txt\", \"content\": \"answer = 42\\n\"}], \"confidence\": 90, \"explanation\": \"off by one\"}\n```" }
         ]),
         config,
     )
@@ -117,6 +117,56 @@ async fn the_verify_loop_fixes_a_failing_test() {
 
 // Real time, as above.
 #[tokio::test]
+async fn a_fix_round_is_first_made_by_a_coder_with_its_tools() {
+    // On the real model the structured fix answers failed (a format example echoed
+    // back, the test copied over the code) where tool calls worked.
+    let mut config = config();
+    config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
+    let [w1, w2] = writes("Write answer.txt", "answer.txt", "answer = 41\n");
+    let team = start(
+        json!([
+            plan(&["Write answer.txt"]),
+            w1, w2,
+            { "match": ["does not pass this check", "expected answer = 42", "Record the answer"],
+              "toolCalls": [ { "name": "file_edit", "arguments": { "path": "answer.txt", "old_text": "answer = 41", "new_text": "answer = 42" } } ] },
+            { "match": "updated answer.txt", "text": "Fixed the answer." }
+        ]),
+        config,
+    )
+    .await;
+    let task = team.submit("Record the answer");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(
+        summary.status,
+        TaskStatus::Completed,
+        "{:?}",
+        team.engine.task(&task.to_string())
+    );
+    assert_eq!(team.read("answer.txt"), "answer = 42\n");
+    let steps = team
+        .store
+        .recovery_steps(Some(task.to_string()))
+        .await
+        .unwrap();
+    let messages: Vec<&str> = steps.iter().map(|s| s.message.as_str()).collect();
+    assert!(
+        messages[0].contains("fix round 1 of 3 with tools wrote answer.txt"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].contains("passes after 1 fix round"),
+        "{messages:?}"
+    );
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}
+
+// Real time, as above.
+#[tokio::test]
 async fn a_fix_written_the_way_small_models_write_it_still_lands_in_the_right_file() {
     // Seen on a 1.5B model: the path copied from the answer format's example, the
     // file's content in Python's triple quotes.
@@ -127,7 +177,7 @@ async fn a_fix_written_the_way_small_models_write_it_still_lands_in_the_right_fi
         json!([
             plan(&["Write answer.txt"]),
             w1, w2,
-            { "match": "expected answer = 42", "text": "```json\n{\"files\": [{\"path\": \"relative/path/to/answer.txt\", \"content\": \"\"\"answer = 42\n\"\"\"}], \"confidence\": 90, \"explanation\": \"off by one\"}\n```" }
+            { "match": ["fails its checks", "expected answer = 42"], "text": "```json\n{\"files\": [{\"path\": \"relative/path/to/answer.txt\", \"content\": \"\"\"answer = 42\n\"\"\"}], \"confidence\": 90, \"explanation\": \"off by one\"}\n```" }
         ]),
         config,
     )
@@ -150,6 +200,45 @@ async fn a_fix_written_the_way_small_models_write_it_still_lands_in_the_right_fi
 
 // Real time, as above.
 #[tokio::test]
+async fn a_fix_never_rewrites_a_test_of_the_project() {
+    // Seen on the real model: "Fix the bug so that the test passes. Do not change the
+    // test.", and the fix loop wrote the code under test over the test file.
+    let mut config = config();
+    config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
+    let [w1, w2] = writes("Write answer.txt", "answer.txt", "answer = 41\n");
+    let team = start(
+        json!([
+            plan(&["Write answer.txt"]),
+            w1, w2,
+            { "match": ["fails its checks", "expected answer = 42"], "text": "{\"files\": [{\"path\": \"test_answer.py\", \"content\": \"answer = 42\\n\"}, {\"path\": \"answer.txt\", \"content\": \"answer = 42\\n\"}], \"confidence\": 90, \"explanation\": \"fixed\"}" }
+        ]),
+        config,
+    )
+    .await;
+    std::fs::write(
+        team.workspace.path().join("test_answer.py"),
+        "assert True\n",
+    )
+    .unwrap();
+    let task = team.submit("Record the answer");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(
+        summary.status,
+        TaskStatus::Completed,
+        "{:?}",
+        team.engine.task(&task.to_string())
+    );
+    assert_eq!(team.read("answer.txt"), "answer = 42\n");
+    assert_eq!(
+        team.read("test_answer.py"),
+        "assert True\n",
+        "the project's test is untouched"
+    );
+    team.engine.shutdown().await;
+}
+
+// Real time, as above.
+#[tokio::test]
 async fn fixes_that_do_not_pass_are_rolled_back_to_what_the_team_wrote() {
     // The check can never pass; the one fix round replaces the file with junk. The task
     // fails, honestly, and the file is back as the subtask wrote it.
@@ -162,7 +251,7 @@ async fn fixes_that_do_not_pass_are_rolled_back_to_what_the_team_wrote() {
         json!([
             plan(&["Write answer.txt"]),
             w1, w2,
-            { "match": "never pleased", "text": "{\"files\": [{\"path\": \"answer.txt\", \"content\": \"import answer\\nassert answer\\n\"}], \"confidence\": 90, \"explanation\": \"rewrote it\"}" }
+            { "match": ["fails its checks", "never pleased"], "text": "{\"files\": [{\"path\": \"answer.txt\", \"content\": \"import answer\\nassert answer\\n\"}], \"confidence\": 90, \"explanation\": \"rewrote it\"}" }
         ]),
         config,
     )
@@ -193,7 +282,7 @@ async fn a_low_confidence_fix_is_asked_for_and_not_applied_when_rejected() {
         json!([
             plan(&["Write state.txt"]),
             w1, w2,
-            { "match": "fails", "text": "{\"files\": [{\"path\": \"state.txt\", \"content\": \"fixed\\n\"}], \"confidence\": 30, \"explanation\": \"a guess\"}" }
+            { "match": "fails its checks", "text": "{\"files\": [{\"path\": \"state.txt\", \"content\": \"fixed\\n\"}], \"confidence\": 30, \"explanation\": \"a guess\"}" }
         ]),
         config,
     )

@@ -478,6 +478,59 @@ async fn without_tests_the_team_writes_an_acceptance_test_that_catches_wrong_cod
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_fix_given_in_a_code_block_instead_of_json_is_used() {
+    if !python_available() {
+        return;
+    }
+    // Seen on the real model: the fix answered as prose and the file in a code block,
+    // twice, the round spent although the file in the block was the fix.
+    let team = start(
+        json!([
+            plan_step(&["Plan this task"], &["Implement double in calc.py."]),
+            { "match": "Implement double", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return x + 1\n" } } ] },
+            { "match": "updated calc.py", "text": "Implemented double." },
+            { "match": "short Python test script", "text": "```python\nfrom calc import double\nassert double(2) == 4\n```" },
+            { "match": ["fails its checks", "Files the team wrote:\n--- calc.py"],
+              "text": "The function adds one. Here is the fixed calc.py:\n\n```python\ndef double(x):\n    \"\"\"Return twice x.\"\"\"\n    return 2 * x\n```\n\nConfidence: 90" }
+        ]),
+        model_review(1),
+    )
+    .await;
+    std::fs::write(
+        team.workspace.path().join("calc.py"),
+        "def double(x):\n    \"\"\"Return twice x.\"\"\"\n",
+    )
+    .unwrap();
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Implement double in calc.py.");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
+    assert_eq!(
+        team.read("calc.py"),
+        "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return 2 * x\n"
+    );
+    let mut steps = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let RuntimeEvent::Recovery(step) = event {
+            steps.push(step.message.clone());
+        }
+    }
+    assert!(
+        steps
+            .iter()
+            .any(|m| m.contains("fix round 1 of 3 (confidence 90): The function adds one.")),
+        "{steps:?}"
+    );
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn javascript_without_tests_gets_a_javascript_acceptance_test() {
     if std::process::Command::new("node")
         .arg("--version")

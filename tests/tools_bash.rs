@@ -272,6 +272,11 @@ async fn commands_run_in_the_workspace_root() {
         out.content
     );
     assert!(out.progress, "a successful command is progress");
+    // `timeout_ms: 0` (a small model's "no particular limit") runs with the default.
+    let out = run(&tools, json!({ "command": "echo ran", "timeout_ms": 0 }))
+        .await
+        .unwrap();
+    assert!(out.content.contains("ran"), "{}", out.content);
 }
 
 #[tokio::test]

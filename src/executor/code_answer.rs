@@ -24,9 +24,21 @@ use crate::tools::edit_match::is_whole_file;
 /// How far before a block the text may name its file ("Here is the updated greet.py:").
 const NAMED_WITHIN_BYTES: usize = 200;
 
-/// The `file_write` call a code block of `text` stands for, if one clearly does.
+/// The `file_write` call a code block of `text` stands for, if one clearly does: the
+/// last of [`whole_files_in`].
 pub fn file_write_in(text: &str, targets: &[TargetFile]) -> Option<ToolCall> {
-    let mut chosen = None;
+    let (path, content) = whole_files_in(text, targets).pop()?;
+    Some(ToolCall {
+        id: String::new(),
+        name: "file_write".into(),
+        arguments: json!({ "path": path, "content": content }),
+    })
+}
+
+/// Each code block of `text` that is clearly one whole file of `targets` (see the module
+/// documentation), in order, as (path, content ending in a line break).
+pub fn whole_files_in(text: &str, targets: &[TargetFile]) -> Vec<(String, String)> {
+    let mut found = Vec::new();
     for fence in fences(text) {
         let body = fence.body.trim_matches('\n');
         if body.trim().is_empty() || leaves_something_out(body) {
@@ -51,15 +63,10 @@ pub fn file_write_in(text: &str, targets: &[TargetFile]) -> Option<ToolCall> {
             _ => fits.iter().copied().find(named),
         };
         if let Some(target) = target {
-            chosen = Some((target.path.clone(), format!("{body}\n")));
+            found.push((target.path.clone(), format!("{body}\n")));
         }
     }
-    let (path, content) = chosen?;
-    Some(ToolCall {
-        id: String::new(),
-        name: "file_write".into(),
-        arguments: json!({ "path": path, "content": content }),
-    })
+    found
 }
 
 /// Whether `text` names `path` as a word of its own (`test_greet.py` does not name

@@ -25,6 +25,24 @@ pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 /// Used when neither the request nor the configuration sets `max_tokens`.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
+/// An answer whose last this many bytes are one short unit over and over is a model
+/// caught in a loop. Seen on a 1.5B model: `\u0020` written 800 times into a tool call's
+/// arguments for 214 s, until the token limit. The stream is then stopped and the call
+/// fails as malformed, which the call-level retry sends again.
+const LOOPING_TAIL_BYTES: usize = 1_500;
+const LOOPING_UNIT_MAX_BYTES: usize = 64;
+/// Looked for each time the answer has grown by this much.
+const LOOP_CHECK_EVERY_BYTES: usize = 256;
+
+/// The unit `text` ends repeating, when its last [`LOOPING_TAIL_BYTES`] are one unit of
+/// at most [`LOOPING_UNIT_MAX_BYTES`] repeated.
+fn looping_unit(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let tail = bytes.get(bytes.len().checked_sub(LOOPING_TAIL_BYTES)?..)?;
+    let period = (1..=LOOPING_UNIT_MAX_BYTES).find(|&p| tail[p..] == tail[..tail.len() - p])?;
+    Some(String::from_utf8_lossy(&tail[tail.len() - period..]).into_owned())
+}
+
 /// Settings of one OpenAI-compatible endpoint.
 #[derive(Clone, Debug)]
 pub struct OpenAiConfig {
@@ -154,6 +172,11 @@ impl OpenAiProvider {
                 return Err(self.stream_error(&chunk, data));
             }
             state.apply(&chunk, on_delta);
+            if let Some(unit) = state.looping() {
+                return Err(self.malformed(format!(
+                    "the model was caught in a loop, writing {unit:?} over and over; its answer was stopped"
+                )));
+            }
         }
         if !saw_done && state.finish_reason.is_none() {
             return Err(ModelError::Connection {
@@ -349,9 +372,29 @@ struct StreamState {
     calls: BTreeMap<usize, ToolCallParts>,
     finish_reason: Option<String>,
     usage: Usage,
+    /// How long the answer was when it was last looked at for a loop.
+    loop_checked_at: usize,
 }
 
 impl StreamState {
+    /// The unit the text or a tool call's arguments end repeating, looked at each time
+    /// the answer has grown by [`LOOP_CHECK_EVERY_BYTES`].
+    fn looping(&mut self) -> Option<String> {
+        let length = self.text.len()
+            + self
+                .calls
+                .values()
+                .map(|c| c.arguments.len())
+                .sum::<usize>();
+        if length < self.loop_checked_at + LOOP_CHECK_EVERY_BYTES {
+            return None;
+        }
+        self.loop_checked_at = length;
+        std::iter::once(self.text.as_str())
+            .chain(self.calls.values().map(|c| c.arguments.as_str()))
+            .find_map(looping_unit)
+    }
+
     fn apply(&mut self, chunk: &Value, on_delta: DeltaSink<'_>) {
         if let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) {
             if let Some(delta) = choice.get("delta") {
@@ -536,6 +579,34 @@ mod tests {
         let mid_stream = "data: {\"error\":{\"type\":\"server_error\",\"message\":\"boom\"}}\n\n";
         let err = read_bytewise(mid_stream).await.0.unwrap_err();
         assert!(matches!(err, ModelError::Http { status: 500, .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn an_answer_caught_in_a_loop_is_stopped_as_malformed() {
+        // Seen: a file_write whose content became `\u0020` repeated to the token limit.
+        let start = "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"file_write\",\"arguments\":\"{\\\"content\\\": \\\"def f():\\\\n\"}}]}}]}\n\n";
+        let again = "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\\u0020\\\\u0020\\\\u0020\\\\u0020\"}}]}}]}\n\n";
+        let mut sse = start.to_string();
+        for _ in 0..200 {
+            sse.push_str(again);
+        }
+        sse.push_str("data: [DONE]\n\n");
+        let err = read_bytewise(&sse).await.0.unwrap_err();
+        assert!(matches!(err, ModelError::Malformed { .. }), "{err}");
+        assert!(err.to_string().contains("caught in a loop"), "{err}");
+        assert!(err.to_string().contains(r#""\\u0020""#), "{err}");
+
+        // Long text that is not one unit over and over goes through.
+        let lines: String = (0..300)
+            .map(|i| {
+                format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"line {i}\\n\"}}}}]}}\n\n")
+            })
+            .collect();
+        let answer = read_bytewise(&format!("{lines}data: [DONE]\n\n"))
+            .await
+            .0
+            .unwrap();
+        assert!(answer.text.ends_with("line 299\n"));
     }
 
     #[test]

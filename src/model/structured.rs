@@ -38,6 +38,17 @@ pub async fn ask_json_streaming<T: StructuredOutput>(
     request: &ModelRequest,
     on_delta: &mut (dyn FnMut(&str) + Send),
 ) -> Result<T, ModelError> {
+    ask_json_or(model, request, on_delta, &|_: &str| None).await
+}
+
+/// [`ask_json_streaming`], with another reading of an answer that holds no usable JSON
+/// (`otherwise`), tried on each answer before it is given up on.
+pub async fn ask_json_or<T: StructuredOutput>(
+    model: &dyn ModelProvider,
+    request: &ModelRequest,
+    on_delta: &mut (dyn FnMut(&str) + Send),
+    otherwise: &(dyn Fn(&str) -> Option<T> + Sync),
+) -> Result<T, ModelError> {
     let mut request = request.clone();
     request.tools.clear();
     request.system = if request.system.is_empty() {
@@ -48,7 +59,10 @@ pub async fn ask_json_streaming<T: StructuredOutput>(
     let first = model.complete(&request, &mut *on_delta).await?;
     let problem = match parse_answer::<T>(&first.text) {
         Ok(value) => return Ok(value),
-        Err(problem) => problem,
+        Err(problem) => match otherwise(&first.text) {
+            Some(value) => return Ok(value),
+            None => problem,
+        },
     };
     tracing::info!(provider = model.name(), %problem, "structured answer unusable; asking again");
     request.messages.push(ChatMessage::Assistant {
@@ -60,6 +74,12 @@ pub async fn ask_json_streaming<T: StructuredOutput>(
         T::INSTRUCTIONS
     )));
     let second = model.complete(&request, on_delta).await?;
+    if let Some(value) = parse_answer::<T>(&second.text)
+        .ok()
+        .or_else(|| otherwise(&second.text))
+    {
+        return Ok(value);
+    }
     parse_answer::<T>(&second.text).map_err(|problem| ModelError::InvalidStructuredOutput {
         message: format!(
             "{problem} (after one correction); the answer began: \"{}\"",
@@ -175,6 +195,12 @@ pub fn repair_json(text: &str) -> String {
             }
         }
         if in_string {
+            // `"""` cannot be inside a JSON string: a docstring copied into one (seen).
+            if !escaped && chars[i..].starts_with(&['"', '"', '"']) {
+                out.push_str("\\\"\\\"\\\"");
+                skip_to = i + 3;
+                continue;
+            }
             match (escaped, c) {
                 (true, _) => {
                     escaped = false;
@@ -445,6 +471,13 @@ mod tests {
         let answer = "```json\n{\"files\": [{\"path\": \"a.py\", \"content\": \"\"\"def f():\n    return \"x\"\n\"\"\"}], \"confidence\": 80, \"explanation\": \"x\"}\n```";
         let value = extract_json_object(answer).unwrap();
         assert_eq!(value["files"][0]["content"], "def f():\n    return \"x\"\n");
+        // A docstring's quotes inside a JSON string (seen): read as quotes.
+        let docstring = "{\"files\": [{\"path\": \"a.py\", \"content\": \"def f():\\n    \"\"\"Doc.\"\"\"\\n    return 1\\n\"}]}";
+        let value = extract_json_object(docstring).unwrap();
+        assert_eq!(
+            value["files"][0]["content"],
+            "def f():\n    \"\"\"Doc.\"\"\"\n    return 1\n"
+        );
         // Opened on a line of its own and indented as a whole (seen): dedented.
         let indented = "{\"files\": [{\"path\": \"a.py\", \"content\": \"\"\"\n      def f():\n          return 1\n\n      x = f()\n      \"\"\"}]}";
         let value = extract_json_object(indented).unwrap();

@@ -609,6 +609,25 @@ mod tests {
     }
 
     #[test]
+    fn an_exit_of_the_test_itself_is_a_broken_test_and_of_the_code_a_failure() {
+        if !installed("python3") {
+            return;
+        }
+        let task = "Change the function mean in stats.py so that it returns 0.0 for an empty list.";
+        let before = "def mean(xs):\n    return sum(xs) / len(xs)\n";
+        // Seen: the "test" was a copy of the script, exiting on its missing argument.
+        let script_copy = "import sys\nif len(sys.argv) != 2:\n    print('Usage: python stats.py <file>')\n    sys.exit(1)\n";
+        let (code, output) = run_on_stats(task, before, before, script_copy);
+        assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+        // The code under test exiting is the code's failure.
+        let exits = "import sys\n\n\ndef mean(xs):\n    sys.exit(2)\n";
+        let test = "from stats import mean\nassert mean([]) == 0.0\n";
+        let (code, output) = run_on_stats(task, exits, before, test);
+        assert_eq!(code, Some(1), "{output}");
+        assert!(output.contains("the test exited with 2"), "{output}");
+    }
+
+    #[test]
     fn a_javascript_test_runs_from_the_project_root_and_tells_wrong_code_from_a_broken_test() {
         if !installed("node") {
             return;

@@ -890,7 +890,7 @@ pub fn marked_stubs(path: &str, text: &str) -> Vec<String> {
         .collect()
 }
 
-fn is_test_file(path: &str) -> bool {
+pub(super) fn is_test_file(path: &str) -> bool {
     let name = Path::new(path)
         .file_name()
         .and_then(|n| n.to_str())

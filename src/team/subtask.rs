@@ -750,7 +750,7 @@ async fn attempt(
     let assignment = SubtaskAssignment {
         task_id: task.id,
         subtask_id,
-        description: description.to_string(),
+        description: as_the_agent_reads_it(s, task.id, description),
         attempt,
         context: context_for(s, task.id, earlier_failure),
         time_limit_ms: Some(time_left.as_millis().max(1) as u64),
@@ -835,6 +835,26 @@ fn about_the_work(kind: FailureKind) -> bool {
     )
 }
 
+/// The one subtask of a task, as its agent reads it: the task verbatim first, then the
+/// planner's other words for the change (seen on the real model: "Add a --shout flag to
+/// greet.py…" planned as "Write a function greet_upper()…", and the agent did that
+/// instead of the task). A subtask of several, one that is the task, or an answer
+/// instead of a change is read as planned (the task is in the context then).
+fn as_the_agent_reads_it(s: &Services, task_id: TaskId, description: &str) -> String {
+    let Some(task) = s.tasks.get(task_id) else {
+        return description.to_string();
+    };
+    let whole = super::plan::task_text(&task);
+    match task.subtasks.as_slice() {
+        [_] if !description.contains(whole)
+            && crate::executor::builtin::asks_for_changes(description) =>
+        {
+            format!("{whole}\n\nHow the planner put it: {description}")
+        }
+        _ => description.to_string(),
+    }
+}
+
 /// The longest account of an earlier failure put in a retry's prompt.
 const EARLIER_FAILURE_MAX_CHARS: usize = 1_500;
 
@@ -847,7 +867,12 @@ fn context_for(s: &Services, task_id: TaskId, earlier_failure: Option<&Failure>)
     // Every bottom agent sees the whole task verbatim, unless its subtask is the task.
     let whole = super::plan::task_text(&task);
     let mut context = match task.subtasks.as_slice() {
-        [only] if only.description.contains(whole) => String::new(),
+        [only]
+            if only.description.contains(whole)
+                || crate::executor::builtin::asks_for_changes(&only.description) =>
+        {
+            String::new()
+        }
         [_] => format!("This subtask is the whole task below, as the person wrote it:\n{whole}\n"),
         _ => format!(
             "This subtask is one part of the task below; do only your part.\nThe whole task:\n{whole}\n"

@@ -1,8 +1,12 @@
 //! Code and tests together: once a task's subtasks are done, the mid checks the code
 //! (`check.rs`: syntax, stubs, then `verify.command` or the tests found); on failure it
-//! extracts the errors, asks the model for a fix, writes it and checks again, at most
-//! `verify.maxRounds` rounds. A fix the model rates under
-//! `verify.minConfidence` goes to the user as a fileChange approval instead.
+//! extracts the errors, has them fixed and checks again, at most `verify.maxRounds`
+//! rounds. Each round first has a coder fix the code with its tools (the executor, whose
+//! writes pass the file-change approvals like any other); only when that changes
+//! nothing is the model asked for the files whole (JSON, or a task file whole in a code
+//! block), and a fix it rates under `verify.minConfidence` goes to the user as a
+//! fileChange approval instead. A loop that ends failing puts the files back as the
+//! subtasks left them.
 
 use std::sync::Arc;
 
@@ -10,7 +14,8 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::{Services, acceptance, check, first_line, recovery_event};
-use crate::model::structured::{Fix, ask_json};
+use crate::executor::{SubtaskSpec, TargetFile, code_answer};
+use crate::model::structured::{FileContent, Fix, ask_json_or};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::{Failure, FailureKind};
 use crate::recovery::{RecoveryAction, Severity};
@@ -80,6 +85,28 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         last_failed.clone_from(&what);
         if round == rounds {
             break;
+        }
+        // The round's fix is first a coder's with its tools (on the real model the
+        // structured answers below failed where tool calls worked: a format example
+        // echoed back, the test copied over the code); when that changes nothing, the
+        // model is asked for the files whole.
+        let written = fix_with_tools(ctx, s, task_id, &last_output, &mut before_fixes).await;
+        if !written.is_empty() {
+            s.recovery(recovery_event(
+                task_id,
+                None,
+                ctx.id(),
+                RecoveryAction::Retry,
+                Severity::Medium,
+                round + 1,
+                rounds,
+                format!(
+                    "{what} failed; fix round {} of {rounds} with tools wrote {}",
+                    round + 1,
+                    written.join(", ")
+                ),
+            ));
+            continue;
         }
         // An answer that cannot be used costs its round, not the task: the next round
         // checks again and asks again (seen on the real model: a fix whose file
@@ -158,6 +185,79 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
     )))
 }
 
+/// A fix made by the executor with its tools, as a subtask's own fix turn is
+/// (`check::after_subtask`): the task, the failure and the files as they are now. The
+/// files it may change are kept first, for [`restore`]; what it writes counts as the
+/// task's files, and is checked by the next round like any fix. Returns the files it
+/// wrote.
+async fn fix_with_tools(
+    ctx: &AgentContext,
+    s: &Services,
+    task_id: TaskId,
+    output: &str,
+    before_fixes: &mut Vec<(String, String)>,
+) -> Vec<String> {
+    let (Some(executor), Some(task)) = (s.executor.clone(), s.tasks.get(task_id)) else {
+        return Vec::new();
+    };
+    let whole = super::plan::task_text(&task);
+    let targets = super::subtask::target_files_now(&s.sandbox, whole);
+    let mut keep: Vec<String> = files_of(s, task_id);
+    keep.extend(targets.iter().map(|t| t.path.clone()));
+    for path in keep {
+        if !before_fixes.iter().any(|(p, _)| *p == path)
+            && let Ok(absolute) = s.sandbox.resolve(&path)
+            && let Ok(content) = tokio::fs::read_to_string(&absolute).await
+        {
+            before_fixes.push((path, content));
+        }
+    }
+    let spec = SubtaskSpec {
+        // Writes are the last subtask's, so editors show them with the task's files.
+        subtask_id: task
+            .subtasks
+            .last()
+            .map(|st| st.id.to_string())
+            .unwrap_or_default(),
+        description: format!(
+            "{whole}\n\nThe team's code for this task does not pass this check:\n{}\n\n\
+             Fix the team's files with your tools so that the check passes. \
+             A test shown above is Conclave's check: never change it or copy it into a file.",
+            extract_errors(output)
+        ),
+        system_prompt: ctx.system_prompt(super::bottom::RESPONSIBILITIES),
+        context: super::subtask::with_files_now("", &s.sandbox, whole),
+        target_files: targets,
+    };
+    let mut said = String::new();
+    let mut sink = |text: &str| said.push_str(text);
+    let cancel = s.task_cancel(task_id).child_token();
+    let written: Vec<String> = match executor.execute(&spec, cancel, &mut sink).await {
+        Ok(outcome) => outcome
+            .files_written
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect(),
+        Err(e) => {
+            let _ = ctx.append_own_board(&format!("- the fix with tools did not run: {e}"));
+            return Vec::new();
+        }
+    };
+    s.tasks.update(task_id, |t| {
+        for path in &written {
+            if !t.files_written.contains(path) {
+                t.files_written.push(path.clone());
+            }
+        }
+    });
+    let _ = ctx.append_own_board(&if written.is_empty() {
+        "- the fix with tools changed nothing".to_string()
+    } else {
+        format!("- the fix with tools wrote {}", written.join(", "))
+    });
+    written
+}
+
 /// Puts back the files as they were before the fix loop changed them: fixes that did
 /// not make the checks pass must not leave the code worse than the team wrote it (seen
 /// on the real model: a "fix" that replaced a right `stats.py` with the test's text).
@@ -211,7 +311,8 @@ fn files_of(s: &Services, task_id: TaskId) -> Vec<String> {
 /// files is that file (small models write `relative/path/to/solution.py` for the
 /// `solution.py` they were shown). Anything else is not written: the fix loop fixes
 /// the team's code, it does not add files (seen: the model "fixing" the acceptance
-/// test by writing a copy of it into the workspace) nor touch Conclave's own state.
+/// test by writing a copy of it into the workspace), rewrite a test of the project that
+/// the team did not write, nor touch Conclave's own state.
 fn fix_path(s: &Services, task_files: &[String], given: &str) -> Option<String> {
     // Inside the workspace (or nothing), relative to its root.
     let resolved = s.sandbox.resolve(given.trim()).ok()?;
@@ -220,8 +321,13 @@ fn fix_path(s: &Services, task_files: &[String], given: &str) -> Option<String> 
         return None;
     }
     let given = relative.to_string_lossy().into_owned();
-    if task_files.contains(&given) || resolved.is_file() {
+    if task_files.contains(&given) {
         return Some(given);
+    }
+    // The project's own tests judge the team's code: a fix makes them pass, it does not
+    // rewrite them (seen: the test file replaced by a copy of the code under test).
+    if resolved.is_file() {
+        return (!check::is_test_file(&given)).then_some(given);
     }
     let name = relative.file_name()?;
     let mut same_name = task_files
@@ -289,19 +395,66 @@ async fn ask_for_fix(
             sources.push_str(&format!("\n--- {path}\n{shown}\n"));
         }
     }
+    // The team's files first, the failure after them: a small model shown the test
+    // first copied the test into the team's file (seen).
     let request = ModelRequest {
         system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
         messages: vec![ChatMessage::user(format!(
-            "The team's code fails its checks ({command}).\n\n{}\n\nFiles the team wrote:{sources}\n\nGive the whole new content of each file to change.",
+            "The team's code fails its checks ({command}).\n\nFiles the team wrote:{sources}\n\n{}\n\n\
+             A test shown above is Conclave's check of the team's code: never change it or copy it into a file. \
+             Change the team's files so that the checks pass, and give the whole new content of each file to change.",
             extract_errors(output)
         ))],
         tools: Vec::new(),
         max_tokens: 4096,
         temperature: s.config.llm.temperature,
     };
-    ask_json::<Fix>(model.as_ref(), &request)
-        .await
-        .map_err(|e| e.to_string())
+    // An answer with no usable JSON that gives a task file whole in a code block (a small
+    // model's way) is that fix; unrated, it counts as rated at the threshold.
+    let targets: Vec<TargetFile> = files
+        .iter()
+        .take(4)
+        .map(|path| TargetFile {
+            content: s
+                .sandbox
+                .resolve(path)
+                .ok()
+                .and_then(|absolute| std::fs::read_to_string(absolute).ok()),
+            path: path.clone(),
+        })
+        .collect();
+    let threshold = s.config.verify.min_confidence;
+    let from_code_blocks = |text: &str| {
+        let files = code_answer::whole_files_in(text, &targets);
+        (!files.is_empty()).then(|| Fix {
+            files: files
+                .into_iter()
+                .map(|(path, content)| FileContent { path, content })
+                .collect(),
+            confidence: stated_confidence(text).unwrap_or(threshold),
+            explanation: first_line(text.split("```").next().unwrap_or_default()),
+        })
+    };
+    ask_json_or::<Fix>(
+        model.as_ref(),
+        &request,
+        &mut |_: &str| {},
+        &from_code_blocks,
+    )
+    .await
+    .map_err(|e| e.to_string())
+}
+
+/// A rating the model wrote in words: "confidence: 80", "Confidence 80%".
+fn stated_confidence(text: &str) -> Option<u8> {
+    let lower = text.to_ascii_lowercase();
+    let after = &lower[lower.find("confidence")? + "confidence".len()..];
+    let digits: String = after
+        .trim_start_matches(|c: char| !c.is_ascii_digit() && c != '\n')
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse::<u8>().ok().filter(|n| *n <= 100)
 }
 
 /// A low-confidence fix, shown to the person as a diff of its first file.
@@ -351,6 +504,15 @@ async fn approved_by_person(s: &Services, task_id: TaskId, ctx: &AgentContext, f
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_rating_in_words_is_read() {
+        use super::stated_confidence;
+        assert_eq!(stated_confidence("Fixed it.\nConfidence: 80%"), Some(80));
+        assert_eq!(stated_confidence("confidence 35"), Some(35));
+        assert_eq!(stated_confidence("I am confident."), None);
+        assert_eq!(stated_confidence("Confidence: high\n42 lines"), None);
+    }
+
     #[test]
     fn located_errors_come_first() {
         let output =

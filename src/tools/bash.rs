@@ -242,8 +242,10 @@ impl Tool for Bash {
         if command.trim().is_empty() {
             return Err(ToolError::invalid("`command` is empty"));
         }
+        // `timeout_ms: 0` (seen on a small model) means "no particular limit", not "none at all".
         let mut timeout = args
             .opt_u64("timeout_ms")?
+            .filter(|ms| *ms > 0)
             .map(Duration::from_millis)
             .unwrap_or(self.settings.default_timeout)
             .min(self.settings.max_timeout);
