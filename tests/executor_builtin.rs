@@ -813,6 +813,33 @@ async fn a_whole_file_answered_in_a_code_block_is_written() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_successful_call_sent_a_third_time_ends_the_execution() {
+    // Seen on a 1.5B model: one file_write sent 30 times, the "already succeeded" note
+    // ignored, until the run's time was up.
+    let dir = tempfile::tempdir().unwrap();
+    let write = || {
+        call(
+            "file_write",
+            json!({ "path": "geometry.py", "content": "def perimeter(w, h):\n    return 2 * (w + h)\n" }),
+        )
+    };
+    let model = ScriptedModel::new(vec![write(), write(), write(), write(), write()]);
+    let executor = executor(dir.path(), model.clone(), settings());
+    let (result, output) = execute(&executor, &spec("Add perimeter to geometry.py")).await;
+    let outcome = result.unwrap();
+    assert!(outcome.success, "{outcome:?}");
+    // The first call creates the file; the next ones leave it unchanged, the same result
+    // each time: the third of those ends it.
+    assert_eq!(
+        model.requests().len(),
+        4,
+        "ended at the third identical result"
+    );
+    assert_eq!(outcome.files_written, vec![PathBuf::from("geometry.py")]);
+    assert!(output.contains("came a third time"), "{output}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_question_needs_no_changes() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("main.py"), "print(1)\n").unwrap();

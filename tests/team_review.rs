@@ -598,7 +598,7 @@ async fn javascript_without_tests_gets_a_javascript_acceptance_test() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_acceptance_test_that_is_broken_itself_is_rewritten_once_then_skipped() {
+async fn an_acceptance_test_that_is_broken_itself_is_rewritten_once_then_the_task_is_not_done() {
     if !python_available() {
         return;
     }
@@ -618,7 +618,23 @@ async fn an_acceptance_test_that_is_broken_itself_is_rewritten_once_then_skipped
     let summary = team.engine.wait_for(task).await.unwrap();
 
     let detail = team.engine.task(&task.to_string()).unwrap();
-    assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
+    // Nothing checked the code against the task: not done, and the code is kept.
+    assert_eq!(summary.status, TaskStatus::Failed, "{:?}", detail.checks);
+    assert!(
+        detail
+            .errors
+            .last()
+            .unwrap()
+            .failure
+            .message
+            .starts_with("nothing could check that the code does what the task asks"),
+        "{:?}",
+        detail.errors
+    );
+    assert_eq!(
+        team.read("greet.py"),
+        "def hello(name):\n    return f\"hello {name}\"\n"
+    );
     let acceptance = detail
         .checks
         .iter()

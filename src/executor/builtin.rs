@@ -487,6 +487,11 @@ struct LoopState {
     changed: bool,
     /// The latest failed file change not followed by a successful one: (tool, error).
     failed_change: Option<(String, String)>,
+    /// Set when the model repeats a call that already succeeded after it was told so:
+    /// it takes the work as done and cannot say so (seen: one file_write sent 30 times).
+    repeating_success: bool,
+    /// (tool, args hash) → how often a successful call came again with the same result.
+    success_repeats: HashMap<(String, u64), u32>,
 }
 
 /// Why an answer without tool calls does not finish the subtask.
@@ -707,6 +712,14 @@ impl BuiltinExecutor {
             }
         }
         if repeat {
+            let count = state
+                .success_repeats
+                .entry((tool.to_string(), args_hash))
+                .or_insert(0);
+            *count += 1;
+            if *count >= 2 {
+                state.repeating_success = true;
+            }
             format!(
                 "{}\n\n(This exact call already succeeded with the same result. If the subtask is done, stop calling tools and reply with a short summary.)",
                 output.content
@@ -988,6 +1001,25 @@ impl BuiltinExecutor {
                 request.messages.push(text_results_message(&results, ""));
             } else {
                 request.messages.extend(results);
+            }
+            if state.repeating_success {
+                // The same successful call a third time: the model holds the work done.
+                // Whether it is, the subtask's checks decide.
+                tracing::info!(iterations, "subtask ended: a successful call repeated");
+                out.note("▸ the same successful call came a third time: taking the work as done");
+                let success = state.unfinished(asks_for_changes).is_none();
+                return Ok(ExecutionOutcome {
+                    success,
+                    summary: format!(
+                        "The model repeated a call that had already succeeded.\n\n{}",
+                        state.synthesize()
+                    ),
+                    partial_results: state.partial_results,
+                    files_written: state.files_written,
+                    iterations,
+                    error_count: state.error_count,
+                    recoveries: state.recoveries,
+                });
             }
             if let Some(why) = state.stuck.take() {
                 tracing::info!(iterations, "subtask stopped: {why}");

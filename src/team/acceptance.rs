@@ -14,9 +14,11 @@
 //! - It runs in a wrapper (`acceptance_runner.py`) that tells a failing code from a
 //!   broken test: an `AssertionError`, or an error raised inside the workspace's code,
 //!   fails the check (and goes to the fix loop); an error of the test itself (a wrong
-//!   import, a name it never defined, a syntax error) makes it skip, after one rewrite.
-//!   A test the model could not write is a skip too, saying why; never a failure of the
-//!   task.
+//!   import, a name it never defined, a syntax error) is rewritten once. A test still
+//!   broken skips the check, saying why, and since nothing then checked the code
+//!   against the task, the task is not reported done (`verify.rs`: it fails, the code
+//!   left as the team wrote it). A test the model could not write at all is a plain
+//!   skip. unittest-style tests (`self.assertEqual`…) run as the asserts they stand for.
 //! - Each assert is judged on its own. One that only calls functions the task does not
 //!   name, and that the code as it was before the task fails too, asked for something
 //!   the task never did (seen: "make `mean([])` return 0.0" tested with
@@ -32,6 +34,21 @@ use crate::runtime::{AgentContext, CheckResult, CheckStatus, TaskId};
 
 /// The check's name, as `getTask` and the boards show it.
 pub const NAME: &str = "acceptance test (written by the team)";
+
+/// How a skipped acceptance check begins its detail: no test, or a broken one.
+const NOT_WRITTEN: &str = "the team could not write an acceptance test";
+const BROKEN: &str = "the acceptance test the team wrote is broken itself";
+
+/// Whether `result` is an acceptance check skipped because the test the team wrote was
+/// broken, also when written again: the team meant to check the code and could not, so
+/// nothing says the code does what the task asks, and the task is not done
+/// (`verify.rs`). A test the model gave no answer for, or a checker that is not
+/// installed, is a plain skip.
+pub fn unverified(result: &CheckResult) -> bool {
+    result.name == NAME
+        && result.status == CheckStatus::Skipped
+        && result.detail.starts_with(BROKEN)
+}
 
 /// How the wrapper tells a broken test from a failing code.
 const TEST_BROKEN_EXIT: i32 = 3;
@@ -158,10 +175,7 @@ pub async fn run(
                     continue;
                 }
                 Err(why) => {
-                    return result(
-                        CheckStatus::Skipped,
-                        format!("the team could not write an acceptance test: {why}"),
-                    );
+                    return result(CheckStatus::Skipped, format!("{NOT_WRITTEN}: {why}"));
                 }
             }
         }
@@ -199,10 +213,7 @@ pub async fn run(
                 rewritten = true;
             }
             Some(TEST_BROKEN_EXIT) => {
-                return result(
-                    CheckStatus::Skipped,
-                    format!("the acceptance test the team wrote is broken itself:\n{shown}"),
-                );
+                return result(CheckStatus::Skipped, format!("{BROKEN}:\n{shown}"));
             }
             _ => return result(CheckStatus::Failed, shown),
         }
@@ -606,6 +617,24 @@ mod tests {
         let beside_the_point = "from stats import spread\nassert spread([]) == 0.0\n";
         let (code, output) = run_on_stats(task, right, before, beside_the_point);
         assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+    }
+
+    #[test]
+    fn a_unittest_style_test_runs_its_checks_as_asserts() {
+        if !installed("python3") {
+            return;
+        }
+        let task = "Change the function mean in stats.py so that it returns 0.0 for an empty list.";
+        let before = "def mean(xs):\n    return sum(xs) / len(xs)\n";
+        let right = "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n";
+        // Seen: a TestCase ending in unittest.main(), which in the runner ran no test,
+        // and `sys` used without its import.
+        let test = "import unittest\nfrom stats import mean\n\n\nclass TestMean(unittest.TestCase):\n    def test_empty(self):\n        self.assertEqual(mean([]), 0.0)\n\n    def test_two(self):\n        self.assertTrue(mean([1, 3]) == 2)\n        self.assertIn(sys.platform, (sys.platform,))\n\n\nif __name__ == \"__main__\":\n    unittest.main(argv=[''])\n";
+        let (code, output) = run_on_stats(task, right, before, test);
+        assert_eq!(code, Some(0), "{output}");
+        let (code, output) = run_on_stats(task, before, before, test);
+        assert_eq!(code, Some(1), "{output}");
+        assert!(output.contains("ZeroDivisionError"), "{output}");
     }
 
     #[test]

@@ -104,14 +104,73 @@ class SoftAsserts(ast.NodeTransformer):
         return ast.fix_missing_locations(ast.copy_location(guarded, node))
 
 
+# unittest's checks, as the plain asserts they stand for: `self.assertEqual(a, b)` is
+# `assert a == b`, judged like any other assert.
+COMPARISONS = {
+    "assertEqual": ast.Eq, "assertEquals": ast.Eq, "assertNotEqual": ast.NotEq,
+    "assertIn": ast.In, "assertNotIn": ast.NotIn, "assertIs": ast.Is, "assertIsNot": ast.IsNot,
+    "assertGreater": ast.Gt, "assertGreaterEqual": ast.GtE, "assertLess": ast.Lt,
+    "assertLessEqual": ast.LtE,
+}
+
+
+class UnittestAsserts(ast.NodeTransformer):
+    """`self.assertEqual(a, b)` and its kin, as statements, become `assert` statements."""
+
+    def visit_Expr(self, node):
+        call = node.value
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Name)
+            and call.func.value.id == "self"
+            and not call.keywords
+        ):
+            return node
+        name, args = call.func.attr, call.args
+        if name in COMPARISONS and len(args) >= 2:
+            test = ast.Compare(args[0], [COMPARISONS[name]()], [args[1]])
+        elif name == "assertTrue" and args:
+            test = args[0]
+        elif name == "assertFalse" and args:
+            test = ast.UnaryOp(ast.Not(), args[0])
+        elif name in ("assertIsNone", "assertIsNotNone") and args:
+            op = ast.Is() if name == "assertIsNone" else ast.IsNot()
+            test = ast.Compare(args[0], [op], [ast.Constant(None)])
+        else:
+            return node
+        return ast.fix_missing_locations(ast.copy_location(ast.Assert(test=test, msg=None), node))
+
+
 def execute(tree, outcomes):
-    namespace = {"__name__": "__main__", "__file__": TEST, "_conclave_outcomes": outcomes}
+    import json, math, subprocess, unittest  # noqa: E401 (a test may use them unimported)
+
+    # A test's own `unittest.main()` would look for tests in this runner, find none and
+    # exit: its TestCase classes are run below instead.
+    unittest.main = lambda *args, **kwargs: None
+    namespace = {
+        "__name__": "__main__",
+        "__file__": TEST,
+        "_conclave_outcomes": outcomes,
+        "sys": sys, "os": os, "re": re, "json": json, "math": math, "subprocess": subprocess,
+    }
     exec(compile(tree, TEST, "exec"), namespace)
     # pytest style: test functions the script defines but never calls are called here
     # (seen on the real model: a test that only defined `test_is_palindrome`).
     for name, value in list(namespace.items()):
         if name.startswith("test") and callable(value) and getattr(value, "__module__", None) == "__main__":
-            value()
+            if not isinstance(value, type):
+                value()
+    # unittest style: each test method of each TestCase the script defines.
+    for value in list(namespace.values()):
+        if isinstance(value, type) and issubclass(value, unittest.TestCase) and value.__module__ == "__main__":
+            for method in sorted(m for m in dir(value) if m.startswith("test")):
+                case = value(method)
+                case.setUp()
+                try:
+                    getattr(case, method)()
+                finally:
+                    case.tearDown()
     return namespace
 
 
@@ -151,6 +210,7 @@ def main():
     except SyntaxError:
         traceback.print_exc()
         sys.exit(BROKEN)
+    tree = ast.fix_missing_locations(UnittestAsserts().visit(tree))
     asserts = {n.lineno: n for n in ast.walk(tree) if isinstance(n, ast.Assert)}
     tree = SoftAsserts().visit(tree)
     task_words = TASK_WORDS

@@ -61,6 +61,15 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         }
         check::record(s, task_id, None, &checks.results);
         let _ = ctx.append_own_board(&format!("- checks (round {round}): {}", checks.summary()));
+        // "Completed" means checked: code no working test ran is not done, whatever
+        // the other checks say (seen: a test that ran nothing, and a task reported done
+        // whose greeting had lost its "!"). No fix round can help: the code is kept.
+        if let Some(unchecked) = checks.results.iter().find(|r| acceptance::unverified(r)) {
+            return Err(check_failed(format!(
+                "nothing could check that the code does what the task asks ({}); the code is left as the team wrote it: review it, or set verify.command to a test of it",
+                first_line(&unchecked.detail)
+            )));
+        }
         if checks.passed() {
             if round > 0 {
                 s.recovery(recovery_event(

@@ -29,6 +29,12 @@ const APPROXIMATE_MAX_OLD_LINES: usize = 60;
 /// A file this small is shown whole when `old_text` is not found.
 const SHOW_WHOLE_FILE_LINES: usize = 60;
 const SHOW_WHOLE_FILE_BYTES: usize = 3000;
+/// How much of the file, in tenths of its words, a whole new file keeps in order: a fix
+/// of a small file changes a good part of it (`return x + 1` → `return 2 * x` is two of
+/// nine words).
+const WHOLE_FILE_KEPT_TENTHS: usize = 6;
+/// A file of fewer words is never taken as replaced whole: too little to tell.
+const WHOLE_FILE_MIN_WORDS: usize = 4;
 /// Lines of context around the closest lines shown for a larger file.
 const NEAREST_CONTEXT_LINES: usize = 3;
 
@@ -342,18 +348,29 @@ fn approximate_match(text: &str, old: &str) -> Option<(LooseMatch, f32)> {
     Some((span(&lines[first..first + count], wanted[0]), best))
 }
 
-/// `new` is the whole file: it starts with the file's first line and has at least 70% of
-/// its lines (counting lines with text), in a file of three such lines or more.
+/// `new` is the whole file: at least 60% of the file's words are in it, in order (the
+/// file's text with a docstring reflowed, an import added, a body filled in), in a file
+/// of a few words or more. Code to add beside the file shares few of its words in order.
+/// Seen: an empty `old_text` with the whole new file, led by a new import line, which
+/// an append would have put after the old file.
 pub(crate) fn is_whole_file(text: &str, new: &str) -> bool {
-    let first = |s: &str| {
-        s.lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(normalized)
+    let words = |s: &str| -> Vec<String> {
+        s.split_whitespace()
+            .map(|w| w.replace('\'', "\""))
+            .collect()
     };
-    let count = |s: &str| s.lines().filter(|l| !l.trim().is_empty()).count();
-    let (file_lines, new_lines) = (count(text), count(new));
-    file_lines >= 3 && first(text) == first(new) && new_lines * 10 >= file_lines * 7
+    let (file, new) = (words(text), words(new));
+    if file.len() < WHOLE_FILE_MIN_WORDS || new.len() * 10 < file.len() * 8 {
+        return false;
+    }
+    let kept: usize = similar::capture_diff_slices(similar::Algorithm::Myers, &file, &new)
+        .iter()
+        .filter_map(|op| match op {
+            similar::DiffOp::Equal { len, .. } => Some(*len),
+            _ => None,
+        })
+        .sum();
+    kept * 10 >= file.len() * WHOLE_FILE_KEPT_TENTHS
 }
 
 /// An empty `old_text`: `new` at the end of the file, in Python before a closing
@@ -528,6 +545,21 @@ mod tests {
             apply(text, "--shout", "import argparse\nimport sys\n", "m.py"),
             Err(Miss::NotFound { .. })
         ));
+    }
+
+    #[test]
+    fn the_whole_file_led_by_a_new_import_replaces_it_and_code_beside_it_appends() {
+        // Seen: an empty old_text and the whole file, a typing import first and the
+        // docstring on one line: appended, it left two definitions and a broken file.
+        let stub = "def fizzbuzz(n: int) -> list:\n    \"\"\"Return the strings for 1..n: Fizz for\n    multiples of 3, else the number.\"\"\"\n";
+        let whole = "from typing import *\n\n\ndef fizzbuzz(n: int) -> list:\n    \"\"\"Return the strings for 1..n: Fizz for multiples of 3, else the number.\"\"\"\n    return [str(i) for i in range(1, n + 1)]\n";
+        assert_eq!(applied(stub, "", whole).edited, whole);
+        let beside = "def buzz(n):\n    return [i for i in range(n) if i % 5 == 0]\n";
+        assert!(
+            applied(stub, "", beside)
+                .edited
+                .starts_with(stub.trim_end())
+        );
     }
 
     #[test]
