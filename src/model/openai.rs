@@ -29,8 +29,8 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// caught in a loop. Seen on a 1.5B model: `\u0020` written 800 times into a tool call's
 /// arguments for 214 s, until the token limit. The stream is then stopped and the call
 /// fails as malformed, which the call-level retry sends again.
-const LOOPING_TAIL_BYTES: usize = 1_500;
-const LOOPING_UNIT_MAX_BYTES: usize = 64;
+const LOOPING_TAIL_BYTES: usize = 2_400;
+const LOOPING_UNIT_MAX_BYTES: usize = 400;
 /// Looked for each time the answer has grown by this much.
 const LOOP_CHECK_EVERY_BYTES: usize = 256;
 

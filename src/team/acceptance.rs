@@ -638,6 +638,25 @@ mod tests {
     }
 
     #[test]
+    fn a_test_that_never_runs_the_project_is_broken() {
+        if !installed("python3") {
+            return;
+        }
+        let task = "Write a Python program in the file stats.py that prints hello world.";
+        let code = "print('hello world')\n";
+        // Seen: asserts on a helper the test defined itself, failing, then "fixed" in
+        // the team's code for three rounds.
+        let test = "import subprocess\n\ndef say(s):\n    return s.replace(' ', '')\n\nassert say('hello world') == 'helloworld'\nassert say('Hello, world!') == 'helloworld'\n";
+        let (exit, output) = run_on_stats(task, code, "", test);
+        assert_eq!(exit, Some(TEST_BROKEN_EXIT), "{output}");
+        assert!(output.contains("never runs the team's code"), "{output}");
+        // Running the script is running the project.
+        let runs = "import subprocess, sys\nout = subprocess.run([sys.executable, 'stats.py'], capture_output=True, text=True).stdout\nassert out.strip() == 'hello world'\n";
+        let (exit, output) = run_on_stats(task, code, "", runs);
+        assert_eq!(exit, Some(0), "{output}");
+    }
+
+    #[test]
     fn an_exit_of_the_test_itself_is_a_broken_test_and_of_the_code_a_failure() {
         if !installed("python3") {
             return;
