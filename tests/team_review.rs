@@ -608,7 +608,7 @@ async fn an_acceptance_test_that_is_broken_itself_is_rewritten_once_then_the_tas
             { "match": "Write greet.py", "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.py", "content": "def hello(name):\n    return f\"hello {name}\"\n" } } ] },
             { "match": "created greet.py", "text": "Wrote greet.py." },
             // Twice a test that calls a name it never imported: the test is at fault.
-            { "match": "short Python test script", "text": "```python\nassert hello_world('a') == 'hello a'\n```", "times": 2 }
+            { "match": "short Python test script", "text": "```python\nimport greet\nassert hello_world('a') == 'hello a'\n```", "times": 2 }
         ]),
         model_review(1),
     )

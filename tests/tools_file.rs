@@ -200,6 +200,38 @@ async fn file_edit_copes_with_crlf_files_and_appends_on_empty_old_text() {
 }
 
 #[tokio::test]
+async fn conclave_state_is_not_the_tools_to_write() {
+    // Seen: a fix round that rewrote the team's acceptance test instead of the code.
+    let dir = tempfile::tempdir().unwrap();
+    let test = dir.path().join(".conclave/checks/t/acceptance_test.js");
+    std::fs::create_dir_all(test.parent().unwrap()).unwrap();
+    std::fs::write(&test, "assert(true)\n").unwrap();
+    let tools = registry(dir.path(), ToolSettings::default());
+    for (tool, args) in [
+        (
+            "file_write",
+            json!({ "path": ".conclave/checks/t/acceptance_test.js", "content": "" }),
+        ),
+        (
+            "file_write",
+            json!({ "path": "./.conclave/new.txt", "content": "x" }),
+        ),
+        (
+            "file_edit",
+            json!({ "path": ".conclave/checks/t/acceptance_test.js", "old_text": "true", "new_text": "1" }),
+        ),
+    ] {
+        let refused = run(&tools, tool, args).await.unwrap_err();
+        assert!(
+            refused.to_string().contains("Conclave's own state"),
+            "{refused}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&test).unwrap(), "assert(true)\n");
+    assert!(!dir.path().join(".conclave/new.txt").exists());
+}
+
+#[tokio::test]
 async fn file_write_reports_created_updated_and_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     let tools = registry(dir.path(), ToolSettings::default());

@@ -44,6 +44,7 @@ class Proxy:
         self.fault_rate = fault_rate
         self.random = random.Random(seed)
         self.lock = threading.Lock()
+        self.in_flight = 0
         self.reset()
         proxy = self
 
@@ -82,6 +83,8 @@ class Proxy:
                     method="POST" if body is not None else "GET",
                     headers={"Content-Type": "application/json"},
                 )
+                with proxy.lock:
+                    proxy.in_flight += 1
                 try:
                     with urllib.request.urlopen(request, timeout=900) as response:
                         status, headers, data = response.status, response.headers, response.read()
@@ -89,6 +92,9 @@ class Proxy:
                     status, headers, data = e.code, e.headers, e.read()
                 except Exception as e:  # the server went away: a 502 the agent can see
                     status, headers, data = 502, {}, json.dumps({"error": {"message": str(e)}}).encode()
+                finally:
+                    with proxy.lock:
+                        proxy.in_flight -= 1
                 if chat:
                     proxy.count(data)
                     proxy.record(body, status, data)
@@ -101,6 +107,14 @@ class Proxy:
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def settle(self, limit_s=900):
+        """Waits until no forwarded call is in flight: a run killed at its time limit
+        leaves its last call generating on the model server, which would otherwise eat
+        into the next run's time."""
+        deadline = time.monotonic() + limit_s
+        while self.in_flight > 0 and time.monotonic() < deadline:
+            time.sleep(1)
 
     def reset(self, transcript=None):
         with self.lock:
@@ -268,6 +282,7 @@ def main():
                     shutil.copytree(task_dir / "files", workspace)
                 else:
                     workspace.mkdir()
+                proxy.settle()
                 proxy.reset(scratch / "transcript.jsonl" if args.keep else None)
                 started = time.monotonic()
                 try:

@@ -513,6 +513,19 @@ impl Unfinished {
 }
 
 impl LoopState {
+    /// How the execution ended, with what the loop gathered.
+    fn outcome(self, success: bool, summary: String, iterations: u32) -> ExecutionOutcome {
+        ExecutionOutcome {
+            success,
+            summary,
+            partial_results: self.partial_results,
+            files_written: self.files_written,
+            iterations,
+            error_count: self.error_count,
+            recoveries: self.recoveries,
+        }
+    }
+
     /// Whether an answer without tool calls may end the subtask.
     fn unfinished(&self, asks_for_changes: bool) -> Option<Unfinished> {
         if let Some((tool, error)) = &self.failed_change {
@@ -974,15 +987,7 @@ impl BuiltinExecutor {
                     recoveries = state.recoveries,
                     "subtask finished"
                 );
-                return Ok(ExecutionOutcome {
-                    success: true,
-                    summary,
-                    partial_results: state.partial_results,
-                    files_written: state.files_written,
-                    iterations,
-                    error_count: state.error_count,
-                    recoveries: state.recoveries,
-                });
+                return Ok(state.outcome(true, summary, iterations));
             }
 
             let mut results = Vec::with_capacity(response.tool_calls.len());
@@ -1008,31 +1013,17 @@ impl BuiltinExecutor {
                 tracing::info!(iterations, "subtask ended: a successful call repeated");
                 out.note("▸ the same successful call came a third time: taking the work as done");
                 let success = state.unfinished(asks_for_changes).is_none();
-                return Ok(ExecutionOutcome {
-                    success,
-                    summary: format!(
-                        "The model repeated a call that had already succeeded.\n\n{}",
-                        state.synthesize()
-                    ),
-                    partial_results: state.partial_results,
-                    files_written: state.files_written,
-                    iterations,
-                    error_count: state.error_count,
-                    recoveries: state.recoveries,
-                });
+                let summary = format!(
+                    "The model repeated a call that had already succeeded.\n\n{}",
+                    state.synthesize()
+                );
+                return Ok(state.outcome(success, summary, iterations));
             }
             if let Some(why) = state.stuck.take() {
                 tracing::info!(iterations, "subtask stopped: {why}");
                 out.note(&format!("▸ stopped: {why}"));
-                return Ok(ExecutionOutcome {
-                    success: false,
-                    summary: format!("Stopped: {why}.\n\n{}", state.synthesize()),
-                    partial_results: state.partial_results,
-                    files_written: state.files_written,
-                    iterations,
-                    error_count: state.error_count,
-                    recoveries: state.recoveries,
-                });
+                let summary = format!("Stopped: {why}.\n\n{}", state.synthesize());
+                return Ok(state.outcome(false, summary, iterations));
             }
         }
 
@@ -1042,15 +1033,8 @@ impl BuiltinExecutor {
             partial = state.partial_results.len(),
             "subtask stopped at max iterations"
         );
-        Ok(ExecutionOutcome {
-            success: false,
-            summary: state.synthesize(),
-            partial_results: state.partial_results,
-            files_written: state.files_written,
-            iterations,
-            error_count: state.error_count,
-            recoveries: state.recoveries,
-        })
+        let summary = state.synthesize();
+        Ok(state.outcome(false, summary, iterations))
     }
 
     /// The end of an execution whose model stopped, after the nudge, without the work
@@ -1083,18 +1067,13 @@ impl BuiltinExecutor {
                     "the model's {tool} call failed ({error}) and it stopped without making the change; it said: {said}"
                 )))
             }
-            Unfinished::ChangeFailed { tool, error } => Ok(ExecutionOutcome {
-                success: false,
-                summary: format!(
+            Unfinished::ChangeFailed { tool, error } => {
+                let summary = format!(
                     "The model stopped although its last {tool} call failed ({error}), so that change was not made.\n\n{}",
                     state.synthesize()
-                ),
-                partial_results: state.partial_results,
-                files_written: state.files_written,
-                iterations,
-                error_count: state.error_count,
-                recoveries: state.recoveries,
-            }),
+                );
+                Ok(state.outcome(false, summary, iterations))
+            }
         }
     }
 }

@@ -99,8 +99,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         // structured answers below failed where tool calls worked: a format example
         // echoed back, the test copied over the code); when that changes nothing, the
         // model is asked for the files whole.
-        let written = fix_with_tools(ctx, s, task_id, &last_output, &mut before_fixes).await;
-        if !written.is_empty() {
+        let fix_round = |how: String| {
             s.recovery(recovery_event(
                 task_id,
                 None,
@@ -109,12 +108,12 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
                 Severity::Medium,
                 round + 1,
                 rounds,
-                format!(
-                    "{what} failed; fix round {} of {rounds} with tools wrote {}",
-                    round + 1,
-                    written.join(", ")
-                ),
+                format!("{what} failed; fix round {} of {rounds} {how}", round + 1),
             ));
+        };
+        let written = fix_with_tools(ctx, s, task_id, &last_output, &mut before_fixes).await;
+        if !written.is_empty() {
+            fix_round(format!("with tools wrote {}", written.join(", ")));
             continue;
         }
         // An answer that cannot be used costs its round, not the task: the next round
@@ -134,16 +133,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
                 format!("gave no usable fix: {}", first_line(&problem)),
             ),
         };
-        s.recovery(recovery_event(
-            task_id,
-            None,
-            ctx.id(),
-            RecoveryAction::Retry,
-            Severity::Medium,
-            round + 1,
-            rounds,
-            format!("{what} failed; fix round {} of {rounds} {said}", round + 1),
-        ));
+        fix_round(said);
         let Some(fix) = fix else {
             continue;
         };

@@ -324,6 +324,7 @@ impl Tool for FileWrite {
     /// With `fileChanges = "ask"`, the person approves the change here, outside the
     /// step timeout.
     async fn authorize(&self, args: &Args, ctx: &CallContext) -> Result<(), ToolError> {
+        not_conclave_state(args.str("path")?)?;
         match &self.review {
             Some(review) => {
                 review
@@ -337,11 +338,27 @@ impl Tool for FileWrite {
     async fn call(&self, args: &Args, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
         let path = args.str("path")?;
         let content = args.str("content")?;
+        not_conclave_state(path)?;
         if let Some(review) = &self.review {
             review.confirm(Path::new(path), content, ctx).await?;
         }
         write_output(&*self.writer, Path::new(path), content, None).await
     }
+}
+
+/// Conclave's own state (`.conclave/`: its checks, history and reports) is not the
+/// team's to write. Seen on the real model: a fix round that rewrote the team's
+/// acceptance test instead of the code.
+fn not_conclave_state(path: &str) -> Result<(), ToolError> {
+    let first = Path::new(path.trim())
+        .components()
+        .find(|c| !matches!(c, std::path::Component::CurDir));
+    if first.is_some_and(|c| c.as_os_str() == ".conclave") {
+        return Err(ToolError::invalid(format!(
+            "{path} is Conclave's own state (its checks, history and reports): change the project's files instead"
+        )));
+    }
+    Ok(())
 }
 
 /// Writes and describes the result; `detail` says what an edit changed.
@@ -444,6 +461,7 @@ impl FileEdit {
     /// The file as the edit would leave it: (relative path, new content, what changed).
     async fn edited(&self, args: &Args) -> Result<(PathBuf, String, String), ToolError> {
         let path = args.str("path")?;
+        not_conclave_state(path)?;
         let old_text = args.str("old_text")?;
         let new_text = args.str("new_text")?;
         if old_text == new_text {
