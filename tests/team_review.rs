@@ -607,8 +607,10 @@ async fn an_acceptance_test_that_is_broken_itself_is_rewritten_once_then_the_tas
             plan_step(&["Plan this task"], &["Write greet.py with hello(name)."]),
             { "match": "Write greet.py", "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.py", "content": "def hello(name):\n    return f\"hello {name}\"\n" } } ] },
             { "match": "created greet.py", "text": "Wrote greet.py." },
-            // Twice a test that calls a name it never imported: the test is at fault.
-            { "match": "short Python test script", "text": "```python\nimport greet\nassert hello_world('a') == 'hello a'\n```", "times": 2 }
+            // Twice a test that calls a name it never imported: the test is at fault. The
+            // rewrite is told why the first one could not be used.
+            { "match": ["short Python test script", "Your previous test could not be used: NameError"], "text": "```python\nimport greet\nassert hello_world('a') == 'hello a'\n```" },
+            { "match": "short Python test script", "text": "```python\nimport greet\nassert hello_world('a') == 'hello a'\n```" }
         ]),
         model_review(1),
     )
@@ -627,7 +629,7 @@ async fn an_acceptance_test_that_is_broken_itself_is_rewritten_once_then_the_tas
             .unwrap()
             .failure
             .message
-            .starts_with("nothing could check that the code does what the task asks"),
+            .starts_with("nothing could check that the code does what the task asks: the test the team wrote was broken twice (NameError"),
         "{:?}",
         detail.errors
     );

@@ -50,6 +50,13 @@ pub fn unverified(result: &CheckResult) -> bool {
         && result.detail.starts_with(BROKEN)
 }
 
+/// What was wrong with the test of an [`unverified`] check, in a line.
+pub fn why_unverified(result: &CheckResult) -> String {
+    let output = result.detail.split_once('\n').map_or("", |(_, rest)| rest);
+    let output = output.split("\n\nThe test (").next().unwrap_or(output);
+    broken_because(output)
+}
+
 /// How the wrapper tells a broken test from a failing code.
 const TEST_BROKEN_EXIT: i32 = 3;
 
@@ -153,6 +160,8 @@ pub async fn run(
         at: chrono::Utc::now(),
     };
     let mut rewritten = false;
+    // Why the last test could not be used, for its rewrite.
+    let mut previous_problem: Option<String> = None;
     loop {
         if !path.is_file() {
             match write_test(
@@ -163,6 +172,7 @@ pub async fn run(
                 &code_files,
                 &path,
                 language,
+                previous_problem.as_deref(),
             )
             .await
             {
@@ -171,6 +181,7 @@ pub async fn run(
                 // assert) is asked for once more, as a broken test is.
                 Err(why) if !rewritten => {
                     tracing::info!(task = %task_id, "no usable acceptance test; asking again: {why}");
+                    previous_problem = Some(why);
                     rewritten = true;
                     continue;
                 }
@@ -209,6 +220,7 @@ pub async fn run(
             Some(TEST_BROKEN_EXIT) if !rewritten => {
                 // A broken test says nothing about the code: write it once more.
                 tracing::info!(task = %task_id, "the acceptance test is broken; rewriting it: {}", first_line(&output));
+                previous_problem = Some(broken_because(&output));
                 let _ = std::fs::remove_file(&path);
                 rewritten = true;
             }
@@ -288,6 +300,7 @@ fn about_case(task: &str) -> bool {
 }
 
 /// Asks the model for the test and saves it (a Python one after [`said_prelude`]).
+#[allow(clippy::too_many_arguments)]
 async fn write_test(
     ctx: &AgentContext,
     s: &Services,
@@ -296,6 +309,7 @@ async fn write_test(
     code_files: &[String],
     path: &Path,
     language: Language,
+    previous: Option<&str>,
 ) -> Result<(), String> {
     let model = s.model.clone().ok_or("no model is configured")?;
     let task = s
@@ -353,8 +367,17 @@ with a path from the project root (`const {{ slugify }} = require('./slugify.js'
 `assert.strictEqual` or `assert.deepStrictEqual` calls {what} Reply with only one ```javascript block."
         ),
     };
-    let prompt =
-        format!("Task:\n{task}{before}{others}\n\nDefinitions in the files now:{now}\n\n{how}");
+    // A rewrite is told what was wrong with the last test (seen: the same mistake twice).
+    let previous = previous
+        .map(|why| {
+            format!(
+                "\n\nYour previous test could not be used: {why}. Write a new one that avoids that."
+            )
+        })
+        .unwrap_or_default();
+    let prompt = format!(
+        "Task:\n{task}{before}{others}\n\nDefinitions in the files now:{now}\n\n{how}{previous}"
+    );
     let request = ModelRequest {
         system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
         messages: vec![ChatMessage::user(prompt)],
@@ -389,6 +412,21 @@ with a path from the project root (`const {{ slugify }} = require('./slugify.js'
         relative(s, path)
     ));
     Ok(())
+}
+
+/// What made a test broken, in a line: the runner's own verdict when it gave one, else
+/// the error that ended the traceback.
+fn broken_because(output: &str) -> String {
+    let lines: Vec<&str> = output
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines
+        .iter()
+        .find(|l| l.starts_with("the test "))
+        .or(lines.last())
+        .map_or_else(|| "it was broken".to_string(), |l| l.to_string())
 }
 
 /// A line that defines something a test can call.

@@ -65,9 +65,9 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         // the other checks say (seen: a test that ran nothing, and a task reported done
         // whose greeting had lost its "!"). No fix round can help: the code is kept.
         if let Some(unchecked) = checks.results.iter().find(|r| acceptance::unverified(r)) {
+            let why = acceptance::why_unverified(unchecked);
             return Err(check_failed(format!(
-                "nothing could check that the code does what the task asks ({}); the code is left as the team wrote it: review it, or set verify.command to a test of it",
-                first_line(&unchecked.detail)
+                "nothing could check that the code does what the task asks: the test the team wrote was broken twice ({why}); the code is left as the team wrote it: review it, or set verify.command to a test of it"
             )));
         }
         if checks.passed() {
