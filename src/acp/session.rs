@@ -269,9 +269,11 @@ impl Session {
         let (request, title) = self.task_for(&prompt)?;
         // Subscribed before submitting, so nothing the task does is missed.
         let events = engine.subscribe();
+        // Named before the task starts: a fast first write (a scripted model, a cached
+        // answer) went to the disk instead of the editor while no session was named.
+        *self.workspace.writing.lock().expect("writing") = Some(self.id.clone());
         let task = engine.submit(request).map_err(engine_error)?;
         *self.running.lock().expect("running") = Some(task);
-        *self.workspace.writing.lock().expect("writing") = Some(self.id.clone());
         {
             let mut file = self.file.lock().expect("session file");
             file.turns.push(Turn {

@@ -7,8 +7,8 @@
 //! the task names:
 //! - the fence's language is the file's, or it names none;
 //! - the block leaves nothing out (no `...` line, no "rest of the code" comment);
-//! - the file is not there yet, or the block is all of it: it starts as the file does and
-//!   is about as long ([`is_whole_file`]), and it differs from it;
+//! - the file is not there yet, or the block is all of it: it keeps most of the file's
+//!   words in order ([`is_whole_file`]), and it differs from it;
 //! - one such file fits, or the text just before the block names the one it is.
 //!
 //! The last such block wins: an answer ends with its final version. The write then goes

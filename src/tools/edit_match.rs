@@ -10,8 +10,8 @@
 //! 4. approximately: the one run of lines at least 90% alike, character by character,
 //!    once lines are trimmed (a docstring copied with a typo, a line left out).
 //!
-//! With no place found, a `new_text` that is the whole file (it starts as the file does
-//! and is about as long) replaces the file. An empty `old_text` appends `new_text` (in
+//! With no place found, a `new_text` that is the whole file (it keeps most of the file's
+//! words in order) replaces the file. An empty `old_text` appends `new_text` (in
 //! Python before a closing `if __name__ == "__main__":` block, so the script still runs
 //! it last). Otherwise the miss carries the text to copy from: the whole file when it is
 //! small, else the lines closest to `old_text`.
@@ -62,7 +62,7 @@ pub(super) fn apply(text: &str, old: &str, new: &str, file_name: &str) -> Result
     let whole_file = || Applied {
         edited: new.to_string(),
         detail: format!(
-            "old_text was {}, but new_text is the whole file (it starts as {file_name} does and is about as long), so {file_name} now holds new_text",
+            "old_text was {}, but new_text is the whole file (it keeps most of {file_name}'s words in order), so {file_name} now holds new_text",
             if old.is_empty() { "empty" } else { "not found" }
         ),
     };
