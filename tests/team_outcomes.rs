@@ -165,6 +165,62 @@ async fn a_fix_round_is_first_made_by_a_coder_with_its_tools() {
     team.engine.shutdown().await;
 }
 
+// Real time: python3 and bash run for real.
+#[tokio::test]
+async fn a_fix_round_that_rewrites_the_acceptance_test_with_bash_does_not_pass_the_task() {
+    // Seen on the real model: a fix round's coder made the team's test pass by
+    // rewriting it. The file tools refuse `.conclave/`; `bash` does not.
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return;
+    }
+    let mut config = config();
+    config.approvals.commands = conclave::config::CommandPolicy::Auto;
+    let tamper = "for t in .conclave/checks/*/acceptance_test.py; do printf 'import calc\\nassert True\\n' > \"$t\"; done";
+    let team = start(
+        json!([
+            plan(&["Implement double in calc.py."]),
+            { "match": "Implement double", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def double(x):\n    return x + 1\n" } } ] },
+            { "match": "updated calc.py", "text": "Implemented double." },
+            { "match": "short Python test script", "text": "```python\nfrom calc import double\nassert double(2) == 4\n```" },
+            { "match": "does not pass this check", "toolCalls": [ { "name": "bash", "arguments": { "command": tamper } } ], "repeat": true },
+            { "match": "exit code", "text": "The test passes now.", "repeat": true },
+            { "match": "fails its checks", "text": "The test passes now.", "repeat": true },
+            { "match": "Reply again", "text": "The test passes now.", "repeat": true }
+        ]),
+        config,
+    )
+    .await;
+    std::fs::write(
+        team.workspace.path().join("calc.py"),
+        "def double(x):\n    pass\n",
+    )
+    .unwrap();
+    let task = team.submit("Implement double in calc.py.");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_ne!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
+    let test = team
+        .workspace
+        .path()
+        .join(".conclave/checks")
+        .join(task.to_string())
+        .join("acceptance_test.py");
+    let test = std::fs::read_to_string(test).unwrap();
+    assert!(test.contains("assert double(2) == 4"), "{test}");
+    let acceptance = detail
+        .checks
+        .iter()
+        .rev()
+        .find(|c| c.name == "acceptance test (written by the team)")
+        .expect("the acceptance check is on the task");
+    assert_eq!(acceptance.status, conclave::runtime::CheckStatus::Failed);
+    team.engine.shutdown().await;
+}
+
 // Real time, as above.
 #[tokio::test]
 async fn a_fix_written_the_way_small_models_write_it_still_lands_in_the_right_file() {

@@ -196,6 +196,7 @@ impl Engine {
             replaced: DashMap::new(),
             replacements: tokio::sync::watch::channel(0).0,
             originals: DashMap::new(),
+            acceptance_tests: DashMap::new(),
             mode,
         });
         if let Some(metered) = &metered {

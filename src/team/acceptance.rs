@@ -176,7 +176,9 @@ pub async fn run(
             )
             .await
             {
-                Ok(()) => {}
+                Ok(written) => {
+                    s.acceptance_tests.insert(task_id, written);
+                }
                 // An answer with no usable test (prose, a copy of the code without an
                 // assert) is asked for once more, as a broken test is.
                 Err(why) if !rewritten => {
@@ -190,6 +192,7 @@ pub async fn run(
                 }
             }
         }
+        put_back_if_changed(ctx, s, task_id, &path);
         let test = path.to_string_lossy().into_owned();
         let (task_file, originals) = write_runner_inputs(&path, &bench.originals);
         let (program, ran) = match language {
@@ -222,6 +225,7 @@ pub async fn run(
                 tracing::info!(task = %task_id, "the acceptance test is broken; rewriting it: {}", first_line(&output));
                 previous_problem = Some(broken_because(&output));
                 let _ = std::fs::remove_file(&path);
+                s.acceptance_tests.remove(&task_id);
                 rewritten = true;
             }
             Some(TEST_BROKEN_EXIT) => {
@@ -229,6 +233,25 @@ pub async fn run(
             }
             _ => return result(CheckStatus::Failed, shown),
         }
+    }
+}
+
+/// The test as the team wrote it, back on disk if something changed it since (seen on
+/// the real model: a fix round's coder rewrote the test to pass; the file tools refuse
+/// `.conclave/`, but `bash` can still write there).
+fn put_back_if_changed(ctx: &AgentContext, s: &Services, task_id: TaskId, path: &Path) {
+    let Some(written) = s.acceptance_tests.get(&task_id).map(|t| t.clone()) else {
+        return;
+    };
+    if std::fs::read_to_string(path).ok().as_deref() == Some(written.as_str()) {
+        return;
+    }
+    tracing::warn!(task = %task_id, "the acceptance test was changed after it was written; putting it back");
+    if std::fs::write(path, &written).is_ok() {
+        let _ = ctx.append_own_board(&format!(
+            "- the acceptance test {} had been changed by the team's code or tools; it was put back as written",
+            relative(s, path)
+        ));
     }
 }
 
@@ -310,7 +333,7 @@ async fn write_test(
     path: &Path,
     language: Language,
     previous: Option<&str>,
-) -> Result<(), String> {
+) -> Result<String, String> {
     let model = s.model.clone().ok_or("no model is configured")?;
     let task = s
         .tasks
@@ -406,12 +429,13 @@ with a path from the project root (`const {{ slugify }} = require('./slugify.js'
         Language::Python => said_prelude(&task),
         Language::JavaScript => String::new(),
     };
-    std::fs::write(path, format!("{prelude}{code}")).map_err(|e| e.to_string())?;
+    let written = format!("{prelude}{code}");
+    std::fs::write(path, &written).map_err(|e| e.to_string())?;
     let _ = ctx.append_own_board(&format!(
         "- wrote an acceptance test for the task: {}",
         relative(s, path)
     ));
-    Ok(())
+    Ok(written)
 }
 
 /// What made a test broken, in a line: the runner's own verdict when it gave one, else
@@ -655,6 +679,45 @@ mod tests {
         let beside_the_point = "from stats import spread\nassert spread([]) == 0.0\n";
         let (code, output) = run_on_stats(task, right, before, beside_the_point);
         assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+    }
+
+    #[test]
+    fn a_float_written_out_is_compared_at_the_precision_it_is_written() {
+        if !installed("python3") {
+            return;
+        }
+        // Seen on the real model: right code failed by `f_to_c(0) == -17.78`.
+        let mean = "def mean(xs):\n    return sum(xs) / len(xs)\n";
+        let task = "Write mean(xs) in stats.py.";
+        let code = |test: &str, task: &str| run_on_stats(task, mean, "", test).0;
+        let test = "from stats import mean\nassert mean([1, 2, 2]) == 1.67\nassert mean([0.1, 0.2]) == 0.15\n";
+        assert_eq!(code(test, task), Some(0));
+        let unittest = "import unittest\nfrom stats import mean\nclass T(unittest.TestCase):\n    def test_mean(self):\n        self.assertAlmostEqual(mean([1, 2, 2]), 1.6667, places=3)\n";
+        assert_eq!(code(unittest, task), Some(0));
+        // One decimal is not a rounded value, and a wrong value stays wrong.
+        assert_eq!(
+            code(
+                "from stats import mean\nassert mean([1, 2, 2]) == 1.7\n",
+                task
+            ),
+            Some(1)
+        );
+        assert_eq!(
+            code(
+                "from stats import mean\nassert mean([1, 2, 2]) == 1.66\n",
+                task
+            ),
+            Some(1)
+        );
+        // When the task is about rounding, the digits are what it asks for.
+        let rounding = "Write mean(xs) in stats.py, rounded to 2 decimal places.";
+        assert_eq!(
+            code(
+                "from stats import mean\nassert mean([1, 2, 2]) == 1.67\n",
+                rounding
+            ),
+            Some(1)
+        );
     }
 
     #[test]

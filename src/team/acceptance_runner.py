@@ -124,7 +124,7 @@ class UnittestAsserts(ast.NodeTransformer):
             and isinstance(call.func, ast.Attribute)
             and isinstance(call.func.value, ast.Name)
             and call.func.value.id == "self"
-            and not call.keywords
+            and (not call.keywords or call.func.attr == "assertAlmostEqual")
         ):
             return node
         name, args = call.func.attr, call.args
@@ -134,12 +134,77 @@ class UnittestAsserts(ast.NodeTransformer):
             test = args[0]
         elif name == "assertFalse" and args:
             test = ast.UnaryOp(ast.Not(), args[0])
+        elif name in ("assertAlmostEqual", "assertNotAlmostEqual") and len(args) >= 2:
+            # unittest's own meaning: round(a - b, places) == 0, places 7 unless given.
+            places = args[2] if len(args) > 2 else next(
+                (k.value for k in call.keywords if k.arg == "places"), ast.Constant(7)
+            )
+            difference = ast.BinOp(args[0], ast.Sub(), args[1])
+            rounded = ast.Call(ast.Name("round", ast.Load()), [difference, places], [])
+            op = ast.Eq() if name == "assertAlmostEqual" else ast.NotEq()
+            test = ast.Compare(rounded, [op], [ast.Constant(0)])
         elif name in ("assertIsNone", "assertIsNotNone") and args:
             op = ast.Is() if name == "assertIsNone" else ast.IsNot()
             test = ast.Compare(args[0], [op], [ast.Constant(None)])
         else:
             return node
         return ast.fix_missing_locations(ast.copy_location(ast.Assert(test=test, msg=None), node))
+
+
+# Words of a task about rounding: there a float's digits are what is asked, and are
+# compared exactly.
+ROUNDING_WORDS = {"round", "rounded", "rounding", "rounds", "decimal", "decimals", "places", "precision", "digits"}
+
+
+def written_decimals(node, source):
+    """The digits after the point of a float written out in the test (`-17.78`: 2)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    if not (isinstance(node, ast.Constant) and type(node.value) is float):
+        return None
+    text = ast.get_source_segment(source, node) or repr(node.value)
+    if "e" in text.lower() or "." not in text:
+        return None
+    return len(text.split(".", 1)[1])
+
+
+class WrittenFloats(ast.NodeTransformer):
+    """`f_to_c(0) == -17.78` holds for -17.777…: a float written out in the test is
+    compared at the precision it is written with (seen: right code failed by a test that
+    wrote the value a person would). Ordinary float error (0.1 + 0.2 == 0.3) is let
+    through too. A task about rounding keeps the digits exact."""
+
+    def __init__(self, source, rounding_task):
+        self.source = source
+        self.rounding_task = rounding_task
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            return node
+        left, right = node.left, node.comparators[0]
+        digits = written_decimals(right, self.source)
+        if digits is None:
+            digits = written_decimals(left, self.source)
+        if digits is None:
+            return node
+        if self.rounding_task:
+            digits = -1
+        call = ast.Call(ast.Name("_conclave_same_float", ast.Load()), [left, right, ast.Constant(digits)], [])
+        result = call if isinstance(node.ops[0], ast.Eq) else ast.UnaryOp(ast.Not(), call)
+        return ast.copy_location(result, node)
+
+
+def same_float(a, b, digits):
+    import math
+
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+    if not numbers:
+        return a == b
+    if a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12):
+        return True
+    # Written with two or more decimals, the value was rounded by whoever wrote it.
+    return digits >= 2 and abs(a - b) <= 0.5 * 10 ** -digits + 1e-12
 
 
 def execute(tree, outcomes):
@@ -152,6 +217,7 @@ def execute(tree, outcomes):
         "__name__": "__main__",
         "__file__": TEST,
         "_conclave_outcomes": outcomes,
+        "_conclave_same_float": same_float,
         "sys": sys, "os": os, "re": re, "json": json, "math": math, "subprocess": subprocess,
     }
     exec(compile(tree, TEST, "exec"), namespace)
@@ -199,7 +265,8 @@ def project_calls(node, namespace, directory):
     found = []
     for owner, name in called(node):
         file = source_file(namespace, owner, name)
-        if file and under(file, directory) and os.path.abspath(file) != TEST:
+        # (`<string>`: the runner's own helpers, run with `python3 -c`.)
+        if file and not file.startswith("<") and under(file, directory) and os.path.abspath(file) != TEST:
             found.append((name, file))
     return found
 
@@ -238,6 +305,8 @@ def main():
         print("the test never runs the team's code: it imports no module of the project and runs no program")
         sys.exit(BROKEN)
     tree = ast.fix_missing_locations(UnittestAsserts().visit(tree))
+    rounding_task = bool({w.lower() for w in TASK_WORDS} & ROUNDING_WORDS)
+    tree = ast.fix_missing_locations(WrittenFloats(open(TEST).read(), rounding_task).visit(tree))
     asserts = {n.lineno: n for n in ast.walk(tree) if isinstance(n, ast.Assert)}
     tree = SoftAsserts().visit(tree)
     task_words = TASK_WORDS

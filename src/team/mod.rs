@@ -89,6 +89,9 @@ pub struct Services {
     /// Per unfinished task: the files it names as they were when it began, for the
     /// contracts check (`check.rs`).
     pub originals: DashMap<TaskId, check::Originals>,
+    /// Per unfinished task: its acceptance test as the team wrote it. A test changed on
+    /// disk since (a coder's `bash` wrote over it) is put back before it runs.
+    pub acceptance_tests: DashMap<TaskId, String>,
     /// `.conclave/sessions/<session>/`, where ERROR_REPORT.md goes.
     pub session_dir: PathBuf,
     /// `serve`, `run` or `demo`, for reports.
