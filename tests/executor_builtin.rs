@@ -165,6 +165,7 @@ fn spec(description: &str) -> SubtaskSpec {
         system_prompt: "You are a careful bottom-layer coder.".into(),
         context: String::new(),
         target_files: Vec::new(),
+        task_names: Vec::new(),
     }
 }
 
@@ -809,6 +810,49 @@ async fn a_whole_file_answered_in_a_code_block_is_written() {
     assert_eq!(
         std::fs::read_to_string(dir.path().join("solution.py")).unwrap(),
         "def add(a, b):\n    return a + b\n"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_whole_file_with_the_flag_the_task_asks_for_after_a_change_is_written() {
+    // Seen on a 1.5B model: an edit that "succeeded" without the flag, then the answer
+    // "The updated greet.py will look like this:" with the whole file, flag and all.
+    let dir = tempfile::tempdir().unwrap();
+    let greet = "import argparse\n\n\ndef main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument(\"name\")\n    args = parser.parse_args()\n    print(f\"Hello, {args.name}!\")\n\n\nif __name__ == \"__main__\":\n    main()\n";
+    std::fs::write(dir.path().join("greet.py"), greet).unwrap();
+    let with_flag = "import argparse\n\n\ndef main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument(\"name\")\n    parser.add_argument(\"--shout\", action=\"store_true\")\n    args = parser.parse_args()\n    greeting = f\"Hello, {args.name}!\"\n    print(greeting.upper() if args.shout else greeting)\n\n\nif __name__ == \"__main__\":\n    main()\n";
+    let model = ScriptedModel::new(vec![
+        call(
+            "file_edit",
+            json!({ "path": "greet.py", "old_text": "Hello, {args.name}!", "new_text": "HELLO, {args.name}!" }),
+        ),
+        finish(&format!(
+            "To add the --shout flag, the updated greet.py will look like this:\n\n```python\n{with_flag}```"
+        )),
+        finish("greet.py has the --shout flag."),
+    ]);
+    let executor = executor(dir.path(), model.clone(), settings());
+    let mut spec = spec("Add a --shout flag to greet.py: with it, the greeting is upper case.");
+    spec.target_files = vec![TargetFile {
+        path: "greet.py".into(),
+        content: Some(greet.into()),
+    }];
+    spec.task_names = vec!["--shout".into()];
+    let (result, _) = execute(&executor, &spec).await;
+    let outcome = result.unwrap();
+    assert!(outcome.success, "{outcome:?}");
+    assert_eq!(outcome.summary, "greet.py has the --shout flag.");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("greet.py")).unwrap(),
+        with_flag
+    );
+    let users = user_messages(&model);
+    assert!(
+        users
+            .last()
+            .unwrap()
+            .contains("with what the task asks for, which the file lacked"),
+        "{users:?}"
     );
 }
 

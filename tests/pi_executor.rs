@@ -95,6 +95,7 @@ fn spec(description: &str) -> SubtaskSpec {
         system_prompt: "You are Conclave bottom agent Ada.".into(),
         context: "The team agreed on plain text files.".into(),
         target_files: Vec::new(),
+        task_names: Vec::new(),
     }
 }
 

@@ -165,6 +165,62 @@ async fn a_fix_round_is_first_made_by_a_coder_with_its_tools() {
     team.engine.shutdown().await;
 }
 
+// Real time: python3 runs for real.
+#[tokio::test]
+async fn a_file_a_coder_showed_in_its_answer_and_did_not_write_is_tried_by_the_checks() {
+    // Seen on the real model: `split(" ")` written back, then the answer "The updated
+    // word_count should look like this:" with `split()`, which the test wanted.
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return;
+    }
+    let buggy = "def word_count(text):\n    return len(text.split(\" \"))\n";
+    let fixed = "def word_count(text):\n    return len(text.split())\n";
+    let team = start(
+        json!([
+            plan(&["Fix the bug in textutil.py"]),
+            { "match": "Fix the bug", "toolCalls": [ { "name": "file_write", "arguments": { "path": "textutil.py", "content": format!("# counts words\n{buggy}") } } ] },
+            { "match": "updated textutil.py", "text": format!("To fix it, word_count should look like this:\n\n```python\n# counts words\n{fixed}```\n") }
+        ]),
+        config(),
+    )
+    .await;
+    std::fs::write(team.workspace.path().join("textutil.py"), buggy).unwrap();
+    std::fs::write(
+        team.workspace.path().join("test_textutil.py"),
+        "import unittest\n\nfrom textutil import word_count\n\n\nclass T(unittest.TestCase):\n    def test_any_whitespace(self):\n        self.assertEqual(word_count(\"a  b c\"), 3)\n",
+    )
+    .unwrap();
+    let task = team.submit(
+        "The test in test_textutil.py fails. Fix the bug in textutil.py so that the test passes.",
+    );
+    let summary = team.engine.wait_for(task).await.unwrap();
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
+    assert_eq!(team.read("textutil.py"), format!("# counts words\n{fixed}"));
+    let steps = team
+        .store
+        .recovery_steps(Some(task.to_string()))
+        .await
+        .unwrap();
+    assert!(
+        steps.iter().any(|s| s.message.contains(
+            "the version of textutil.py a coder gave in its answer and did not write passes"
+        )),
+        "{:?}",
+        steps.iter().map(|s| &s.message).collect::<Vec<_>>()
+    );
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}
+
 // Real time: python3 and bash run for real.
 #[tokio::test]
 async fn a_fix_round_that_rewrites_the_acceptance_test_with_bash_does_not_pass_the_task() {

@@ -370,3 +370,57 @@ async fn arguments_sent_as_a_json_string_work() {
             .is_ok()
     );
 }
+
+#[tokio::test]
+async fn a_python_file_written_without_a_standard_import_it_uses_gets_it() {
+    // Seen on a 1.5B model: `re.sub` with no `import re`, a NameError through three fix
+    // rounds whose answers said "import re" and never wrote it.
+    let dir = tempfile::tempdir().unwrap();
+    let tools = registry(dir.path(), ToolSettings::default());
+    let code = "def is_palindrome(text):\n    kept = re.sub(r'[^a-z0-9]', '', text.lower())\n    return kept == kept[::-1]\n";
+    let written = run(
+        &tools,
+        "file_write",
+        json!({ "path": "solution.py", "content": code }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("solution.py")).unwrap(),
+        format!("import re\n\n\n{code}")
+    );
+    assert!(
+        written.content.contains("added `import re`"),
+        "the model is told: {}",
+        written.content
+    );
+    // An edit that brings in a new module gets its import too; other files never.
+    let edited = run(
+        &tools,
+        "file_edit",
+        json!({ "path": "solution.py", "old_text": "    return kept == kept[::-1]", "new_text": "    return kept == kept[::-1] and math.isfinite(1)" }),
+    )
+    .await
+    .unwrap();
+    assert!(
+        edited.content.contains("added `import math`"),
+        "{}",
+        edited.content
+    );
+    assert!(
+        std::fs::read_to_string(dir.path().join("solution.py"))
+            .unwrap()
+            .starts_with("import math\nimport re\n\n\n")
+    );
+    run(
+        &tools,
+        "file_write",
+        json!({ "path": "notes.md", "content": "use re.sub\n" }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.md")).unwrap(),
+        "use re.sub\n"
+    );
+}

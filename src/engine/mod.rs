@@ -197,6 +197,7 @@ impl Engine {
             replacements: tokio::sync::watch::channel(0).0,
             originals: DashMap::new(),
             acceptance_tests: DashMap::new(),
+            proposed_files: DashMap::new(),
             mode,
         });
         if let Some(metered) = &metered {

@@ -51,7 +51,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::{
-    ExecutionOutcome, Executor, ExecutorError, OutputSink, SubtaskSpec, code_answer, text_calls,
+    ExecutionOutcome, Executor, ExecutorError, OutputSink, SubtaskSpec, TargetFile, code_answer,
+    text_calls,
 };
 use crate::config::Config;
 use crate::model::{
@@ -523,6 +524,7 @@ impl LoopState {
             iterations,
             error_count: self.error_count,
             recoveries: self.recoveries,
+            proposed_files: Vec::new(),
         }
     }
 
@@ -877,6 +879,8 @@ impl BuiltinExecutor {
         let mut state = LoopState::default();
         let mut iterations = 0;
         let mut nudged = false;
+        // A whole file in the answer once the model held the work done: written once.
+        let mut final_block_written = false;
         let mut overflows = 0;
         let mut tighter: Option<ContextBudget> = None;
 
@@ -926,12 +930,17 @@ impl BuiltinExecutor {
             };
             // A whole file answered in a code block while the subtask is not done yet:
             // written as the file_write it stands for (see `code_answer`).
+            let unfinished = state.unfinished(asks_for_changes).is_some();
             let from_code_block = response.tool_calls.is_empty()
                 && response.stop_reason != StopReason::MaxTokens
                 && self.tools.find("file_write").is_some()
-                && state.unfinished(asks_for_changes).is_some()
-                && match code_answer::file_write_in(&response.text, &spec.target_files) {
+                && (unfinished || !final_block_written)
+                && match self
+                    .code_block_write(&response.text, spec, unfinished)
+                    .await
+                {
                     Some(call) => {
+                        final_block_written |= !unfinished;
                         out.note(&format!(
                             "▸ the answer gave {} in a code block and made no tool call: writing it with file_write",
                             call.arguments["path"].as_str().unwrap_or("a file")
@@ -987,7 +996,9 @@ impl BuiltinExecutor {
                     recoveries = state.recoveries,
                     "subtask finished"
                 );
-                return Ok(state.outcome(true, summary, iterations));
+                let mut outcome = state.outcome(true, summary, iterations);
+                outcome.proposed_files = self.proposed_in(&response.text, spec).await;
+                return Ok(outcome);
             }
 
             let mut results = Vec::with_capacity(response.tool_calls.len());
@@ -1000,7 +1011,11 @@ impl BuiltinExecutor {
             if from_code_block {
                 request.messages.push(text_results_message(
                     &results,
-                    "your answer gave the file whole in a code block and made no tool call, so the block was written with file_write",
+                    if final_block_written && !unfinished {
+                        "your answer gave the file whole in a code block with what the task asks for, which the file lacked, so the block was written with file_write"
+                    } else {
+                        "your answer gave the file whole in a code block and made no tool call, so the block was written with file_write"
+                    },
                 ));
             } else if textual {
                 request.messages.push(text_results_message(&results, ""));
@@ -1035,6 +1050,56 @@ impl BuiltinExecutor {
         );
         let summary = state.synthesize();
         Ok(state.outcome(false, summary, iterations))
+    }
+
+    /// The `file_write` a code block of `text` stands for (see [`code_answer`]). While
+    /// the subtask is `unfinished`, against the files as the subtask began; once the
+    /// model holds it done, only a block with a name the task asks for that the file as
+    /// it is now lacks.
+    async fn code_block_write(
+        &self,
+        text: &str,
+        spec: &SubtaskSpec,
+        unfinished: bool,
+    ) -> Option<ToolCall> {
+        let targets = &spec.target_files;
+        if unfinished {
+            return code_answer::file_write_in(text, targets);
+        }
+        if spec.task_names.is_empty() {
+            return None;
+        }
+        let mut now = Vec::new();
+        for target in targets {
+            if let Some(content) = self.tools.current_text(&target.path).await {
+                now.push(TargetFile {
+                    path: target.path.clone(),
+                    content: Some(content),
+                });
+            }
+        }
+        code_answer::missing_names_written_in(text, &now, &spec.task_names)
+    }
+
+    /// The whole files of the task a final answer shows, different from them as they are
+    /// now (see [`ExecutionOutcome::proposed_files`]).
+    async fn proposed_in(&self, text: &str, spec: &SubtaskSpec) -> Vec<TargetFile> {
+        let mut now = Vec::new();
+        for target in &spec.target_files {
+            if let Some(content) = self.tools.current_text(&target.path).await {
+                now.push(TargetFile {
+                    path: target.path.clone(),
+                    content: Some(content),
+                });
+            }
+        }
+        code_answer::whole_files_in(text, &now)
+            .into_iter()
+            .map(|(path, content)| TargetFile {
+                path,
+                content: Some(content),
+            })
+            .collect()
     }
 
     /// The end of an execution whose model stopped, after the nudge, without the work

@@ -35,6 +35,45 @@ pub fn file_write_in(text: &str, targets: &[TargetFile]) -> Option<ToolCall> {
     })
 }
 
+/// Once the model holds the subtask done: the `file_write` of the last whole file in
+/// `text` that has a name the task asks for (`--shout`) which the file as it is now
+/// (`targets`, read again) lacks. Seen on the real model: an edit that "succeeded"
+/// without the flag, then an answer showing the whole file with it. A block that only
+/// restates the file in other words is a summary, and is left alone.
+pub fn missing_names_written_in(
+    text: &str,
+    targets: &[TargetFile],
+    task_names: &[String],
+) -> Option<ToolCall> {
+    let (path, content) = whole_files_in(text, targets)
+        .into_iter()
+        .filter(|(path, content)| {
+            let now = targets
+                .iter()
+                .find(|t| t.path == *path)
+                .and_then(|t| t.content.as_deref())
+                .unwrap_or_default();
+            task_names
+                .iter()
+                .any(|name| has_word(content, name) && !has_word(now, name))
+        })
+        .next_back()?;
+    Some(ToolCall {
+        id: String::new(),
+        name: "file_write".into(),
+        arguments: json!({ "path": path, "content": content }),
+    })
+}
+
+/// Whether `text` has `name` as a word of its own (`--shout`, not `--shouty`).
+fn has_word(text: &str, name: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    text.match_indices(name).any(|(at, _)| {
+        !text[..at].chars().next_back().is_some_and(word)
+            && !text[at + name.len()..].chars().next().is_some_and(word)
+    })
+}
+
 /// Each code block of `text` that is clearly one whole file of `targets` (see the module
 /// documentation), in order, as (path, content ending in a line break).
 pub fn whole_files_in(text: &str, targets: &[TargetFile]) -> Vec<(String, String)> {

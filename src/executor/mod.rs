@@ -35,6 +35,11 @@ pub struct SubtaskSpec {
     /// block instead of a tool call is written (see [`code_answer`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target_files: Vec<TargetFile>,
+    /// The flags and functions the task asks for by name (`--shout`, `perimeter`): once
+    /// the model holds the work done, a whole file in its answer that has one of them and
+    /// the file lacks is written (see [`code_answer`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_names: Vec<String>,
 }
 
 /// A source file the task names, and its text now (`None`: not there yet).
@@ -63,6 +68,11 @@ pub struct ExecutionOutcome {
     pub error_count: u32,
     /// Tool failures followed by a success of the same tool.
     pub recoveries: u32,
+    /// Whole files the model's final answer showed in code blocks, different from the
+    /// files as they are: not written, but the team's checks may try them (seen on the
+    /// real model: the file written with the bug, the answer after it showing the fix).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proposed_files: Vec<TargetFile>,
 }
 
 /// Why an execution could not produce an outcome at all.

@@ -197,7 +197,15 @@ pub async fn run(
         let (task_file, originals) = write_runner_inputs(&path, &bench.originals);
         let (program, ran) = match language {
             Language::Python => {
-                let args = ["-c".into(), RUNNER.into(), test, task_file, originals];
+                let second = if rewritten { "rewritten" } else { "first" };
+                let args = [
+                    "-c".into(),
+                    RUNNER.into(),
+                    test,
+                    task_file,
+                    originals,
+                    second.into(),
+                ];
                 ("python3", bench.run_program("python3", &args).await)
             }
             Language::JavaScript => {
@@ -609,6 +617,17 @@ mod tests {
     /// Runs `test` with the runner in a workspace holding `stats.py` now, and `before`
     /// as the task's original `stats.py`: the exit code and output.
     fn run_on_stats(task: &str, now: &str, before: &str, test: &str) -> (Option<i32>, String) {
+        run_on_stats_as(task, now, before, test, "first")
+    }
+
+    /// As [`run_on_stats`], for the team's `first` or `rewritten` test.
+    fn run_on_stats_as(
+        task: &str,
+        now: &str,
+        before: &str,
+        test: &str,
+        which: &str,
+    ) -> (Option<i32>, String) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("stats.py"), now).unwrap();
         let checks = dir.path().join(".conclave/checks/t");
@@ -622,7 +641,12 @@ mod tests {
         let (task_file, originals) = write_runner_inputs(&test_path, &originals);
         let run = std::process::Command::new("python3")
             .args(["-c", RUNNER])
-            .args([test_path.to_string_lossy().as_ref(), &task_file, &originals])
+            .args([
+                test_path.to_string_lossy().as_ref(),
+                &task_file,
+                &originals,
+                which,
+            ])
             .current_dir(dir.path())
             .output()
             .unwrap();
@@ -679,6 +703,28 @@ mod tests {
         let beside_the_point = "from stats import spread\nassert spread([]) == 0.0\n";
         let (code, output) = run_on_stats(task, right, before, beside_the_point);
         assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+    }
+
+    #[test]
+    fn a_long_expected_value_written_by_hand_is_a_broken_first_test() {
+        if !installed("python3") {
+            return;
+        }
+        // Seen on the real model: `fizzbuzz(9) == ['1', …, '9']`, wrong in its ninth
+        // item, failed right code through three fix rounds.
+        let task = "Implement evens(n) in stats.py: the even numbers below n.";
+        let evens = "def evens(n):\n    return [i for i in range(0, n, 2)]\n";
+        let long = "from stats import evens\nassert evens(4) == [0, 2]\nassert evens(19) == [0, 2, 4, 6, 8, 10, 12, 14, 16, 17]\n";
+        let (code, output) = run_on_stats(task, evens, "", long);
+        assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+        assert!(output.contains("long expected values"), "{output}");
+        assert!(output.contains("assert evens(19) =="), "{output}");
+        // The rewrite is judged as written: its long value counts.
+        let (code, _) = run_on_stats_as(task, evens, "", long, "rewritten");
+        assert_eq!(code, Some(1));
+        // Long inputs are not expected values.
+        let long_input = "from stats import evens\nassert len(evens(20)) == 10\nassert max([evens(n)[-1] for n in [3, 5, 7, 9, 11, 13, 15, 17, 19]]) == 18\n";
+        assert_eq!(run_on_stats(task, evens, "", long_input).0, Some(0));
     }
 
     #[test]

@@ -20,6 +20,8 @@ import traceback
 TEST = os.path.abspath(sys.argv[1])
 TASK_FILE = sys.argv[2] if len(sys.argv) > 2 else ""
 ORIGINALS = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] else ""
+# The team's second test for the task: its long hand-written values are let be.
+REWRITTEN = len(sys.argv) > 4 and sys.argv[4] == "rewritten"
 ROOT = os.getcwd()
 BROKEN = 3
 sys.path.insert(0, ROOT)
@@ -295,6 +297,33 @@ def runs_project_code(tree):
     return False
 
 
+LONG_ITEMS = 8
+
+
+def long_expected_values(tree, source):
+    """Asserts that compare with a long value written out by hand: a list of more than
+    LONG_ITEMS items, or text of more than LONG_ITEMS lines. Seen on the real model:
+    `fizzbuzz(9) == ['1', '2', 'Fizz', …, '9']`, wrong in its ninth item, failing right
+    code."""
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare)):
+            continue
+        for side in [node.test.left, *node.test.comparators]:
+            if isinstance(side, ast.Call) and len(side.args) == 1:  # said("…")
+                side = side.args[0]
+            items = len(side.elts) if isinstance(side, (ast.List, ast.Tuple, ast.Set)) else 0
+            if isinstance(side, ast.Dict):
+                items = len(side.keys)
+            if isinstance(side, ast.Constant) and isinstance(side.value, str):
+                items = side.value.count("\n") + 1
+            if items > LONG_ITEMS:
+                shown = ast.get_source_segment(source, node) or f"line {node.lineno}"
+                found.append(shown if len(shown) <= 100 else shown[:97] + "...")
+                break
+    return found
+
+
 def main():
     try:
         tree = ast.parse(open(TEST).read(), TEST)
@@ -303,6 +332,13 @@ def main():
         sys.exit(BROKEN)
     if not runs_project_code(tree):
         print("the test never runs the team's code: it imports no module of the project and runs no program")
+        sys.exit(BROKEN)
+    long_values = long_expected_values(tree, open(TEST).read())
+    if long_values and not REWRITTEN:
+        print(
+            f"the test writes out long expected values by hand, which are easy to get wrong "
+            f"(`{long_values[0]}`): check single items, lengths and short results instead"
+        )
         sys.exit(BROKEN)
     tree = ast.fix_missing_locations(UnittestAsserts().visit(tree))
     rounding_task = bool({w.lower() for w in TASK_WORDS} & ROUNDING_WORDS)

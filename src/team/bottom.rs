@@ -165,6 +165,11 @@ async fn run_subtask(
                 super::subtask::target_files_now(&services.sandbox, super::plan::task_text(&task))
             })
             .unwrap_or_default(),
+        task_names: services
+            .tasks
+            .get(assignment.task_id)
+            .map(|task| super::check::names_to_find(super::plan::task_text(&task)))
+            .unwrap_or_default(),
     };
     let limit = Duration::from_millis(
         assignment
@@ -194,6 +199,9 @@ async fn run_subtask(
     // Done means checked (team/check.rs): the work is checked, the executor gets one
     // turn to fix what fails, and a check that still fails is a failed report.
     let mut check_failure = None;
+    if let Ok(Ok(outcome)) = &result {
+        super::verify::keep_proposed(services, assignment.task_id, outcome);
+    }
     let result = match result {
         Ok(Ok(outcome)) if outcome.success => {
             let mut sink = |text: &str| live.push(text);

@@ -1123,6 +1123,7 @@ pub async fn after_subtask(
     sink(&format!("check failed, fixing: {}\n", checks.summary()));
     match executor.execute(&fix, cancel, sink).await {
         Ok(fixed) => {
+            super::verify::keep_proposed(s, task_id, &fixed);
             for path in fixed.files_written {
                 if !outcome.files_written.contains(&path) {
                     outcome.files_written.push(path);

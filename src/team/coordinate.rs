@@ -253,6 +253,7 @@ async fn finish(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId, outcome:
     s.cancels.remove(&task_id);
     s.originals.remove(&task_id);
     s.acceptance_tests.remove(&task_id);
+    s.proposed_files.remove(&task_id);
     if let Some(record) = record {
         report_upward(ctx, &record);
         let _ = ctx.append_own_board(&format!("- task \"{}\": {:?}", record.title, record.status));

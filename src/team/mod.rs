@@ -92,6 +92,10 @@ pub struct Services {
     /// Per unfinished task: its acceptance test as the team wrote it. A test changed on
     /// disk since (a coder's `bash` wrote over it) is put back before it runs.
     pub acceptance_tests: DashMap<TaskId, String>,
+    /// Per unfinished task: whole files a coder's final answer showed and did not write
+    /// ([`crate::executor::ExecutionOutcome::proposed_files`]); the fix loop tries them
+    /// before it asks for a fix (`verify.rs`).
+    pub proposed_files: DashMap<TaskId, Vec<crate::executor::TargetFile>>,
     /// `.conclave/sessions/<session>/`, where ERROR_REPORT.md goes.
     pub session_dir: PathBuf,
     /// `serve`, `run` or `demo`, for reports.

@@ -14,7 +14,7 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::{Services, acceptance, check, first_line, recovery_event};
-use crate::executor::{SubtaskSpec, TargetFile, code_answer};
+use crate::executor::{ExecutionOutcome, SubtaskSpec, TargetFile, code_answer};
 use crate::model::structured::{FileContent, Fix, ask_json_or};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::{Failure, FailureKind};
@@ -44,21 +44,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
     // The files as the subtasks left them, before any fix: what a failed loop restores.
     let mut before_fixes: Vec<(String, String)> = Vec::new();
     for round in 0..=rounds {
-        let files = files_of(s, task_id);
-        let mut checks = if s.config.verify.checks {
-            check::code(&bench, &files).await
-        } else {
-            check::Checks::default()
-        };
-        // Tests of code that does not even compile would only repeat the error.
-        if checks.passed() {
-            let mut tests = check::tests(&bench, s.config.verify.command.as_deref(), &files).await;
-            // No test ran: the team writes one from the task (acceptance.rs).
-            if acceptance::wanted(s, &files, &tests.results) {
-                tests.results = vec![acceptance::run(ctx, s, task_id, &bench, &files).await];
-            }
-            checks.results.extend(tests.results);
-        }
+        let checks = check_all(ctx, s, task_id, &bench).await;
         check::record(s, task_id, None, &checks.results);
         let _ = ctx.append_own_board(&format!("- checks (round {round}): {}", checks.summary()));
         // "Completed" means checked: code no working test ran is not done, whatever
@@ -94,6 +80,23 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         last_failed.clone_from(&what);
         if round == rounds {
             break;
+        }
+        // A version of a file a coder showed in its answer and never wrote: the checks
+        // choose, before any model call.
+        if let Some((path, passed)) = try_proposed(ctx, s, task_id, &bench, &mut before_fixes).await
+        {
+            check::record(s, task_id, None, &passed.results);
+            s.recovery(recovery_event(
+                task_id,
+                None,
+                ctx.id(),
+                RecoveryAction::Recovered,
+                Severity::Medium,
+                round + 1,
+                rounds,
+                format!("{what} failed; the version of {path} a coder gave in its answer and did not write passes, and is kept"),
+            ));
+            return Ok(());
         }
         // The round's fix is first a coder's with its tools (on the real model the
         // structured answers below failed where tool calls worked: a format example
@@ -160,9 +163,10 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
             {
                 before_fixes.push((path.clone(), content));
             }
+            let (content, _) = crate::tools::file::with_imports(&path, &file.content);
             match s
                 .writer
-                .write_file(std::path::Path::new(&path), &file.content)
+                .write_file(std::path::Path::new(&path), &content)
                 .await
             {
                 Ok(outcome) => {
@@ -227,16 +231,20 @@ async fn fix_with_tools(
         system_prompt: ctx.system_prompt(super::bottom::RESPONSIBILITIES),
         context: super::subtask::with_files_now("", &s.sandbox, whole),
         target_files: targets,
+        task_names: super::check::names_to_find(whole),
     };
     let mut said = String::new();
     let mut sink = |text: &str| said.push_str(text);
     let cancel = s.task_cancel(task_id).child_token();
     let written: Vec<String> = match executor.execute(&spec, cancel, &mut sink).await {
-        Ok(outcome) => outcome
-            .files_written
-            .iter()
-            .map(|p| p.to_string_lossy().into_owned())
-            .collect(),
+        Ok(outcome) => {
+            keep_proposed(s, task_id, &outcome);
+            outcome
+                .files_written
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect()
+        }
         Err(e) => {
             let _ = ctx.append_own_board(&format!("- the fix with tools did not run: {e}"));
             return Vec::new();
@@ -290,6 +298,106 @@ async fn restore(ctx: &AgentContext, s: &Services, before: &[(String, String)]) 
 }
 
 /// Every file the task touched, also those of attempts that failed.
+/// The task's checks: the code's (syntax, stubs, names), then, when they pass, its tests
+/// (`verify.command`, the project's, or the team's acceptance test).
+async fn check_all(
+    ctx: &AgentContext,
+    s: &Services,
+    task_id: TaskId,
+    bench: &check::Bench,
+) -> check::Checks {
+    let files = files_of(s, task_id);
+    let mut checks = if s.config.verify.checks {
+        check::code(bench, &files).await
+    } else {
+        check::Checks::default()
+    };
+    // Tests of code that does not even compile would only repeat the error.
+    if checks.passed() {
+        let mut tests = check::tests(bench, s.config.verify.command.as_deref(), &files).await;
+        // No test ran: the team writes one from the task (acceptance.rs).
+        if acceptance::wanted(s, &files, &tests.results) {
+            tests.results = vec![acceptance::run(ctx, s, task_id, bench, &files).await];
+        }
+        checks.results.extend(tests.results);
+    }
+    checks
+}
+
+/// Keeps the files a coder's final answer showed and did not write, for
+/// [`try_proposed`].
+pub(super) fn keep_proposed(s: &Services, task_id: TaskId, outcome: &ExecutionOutcome) {
+    if outcome.proposed_files.is_empty() {
+        return;
+    }
+    let mut kept = s.proposed_files.entry(task_id).or_default();
+    for file in &outcome.proposed_files {
+        if !kept.contains(file) {
+            kept.push(file.clone());
+        }
+    }
+}
+
+/// Tries each kept version of a task file (see [`keep_proposed`]) in place of the file:
+/// the first with which every check passes stays, and is returned with those checks;
+/// any other is put back. Seen on the real model: `split(" ")` written, and the answer
+/// after it showing the file with `split()`, which the project's test wanted.
+async fn try_proposed(
+    ctx: &AgentContext,
+    s: &Services,
+    task_id: TaskId,
+    bench: &check::Bench,
+    before_fixes: &mut Vec<(String, String)>,
+) -> Option<(String, check::Checks)> {
+    let proposed = s
+        .proposed_files
+        .remove(&task_id)
+        .map(|(_, files)| files)
+        .unwrap_or_default();
+    let task_files = files_of(s, task_id);
+    for file in proposed {
+        let (Some(content), Some(path)) = (file.content, fix_path(s, &task_files, &file.path))
+        else {
+            continue;
+        };
+        let Ok(absolute) = s.sandbox.resolve(&path) else {
+            continue;
+        };
+        let Ok(now) = tokio::fs::read_to_string(&absolute).await else {
+            continue;
+        };
+        let (content, _) = crate::tools::file::with_imports(&path, &content);
+        if now == content {
+            continue;
+        }
+        if !before_fixes.iter().any(|(p, _)| *p == path) {
+            before_fixes.push((path.clone(), now.clone()));
+        }
+        let shown = std::path::Path::new(&path);
+        if s.writer.write_file(shown, &content).await.is_err() {
+            continue;
+        }
+        let checks = check_all(ctx, s, task_id, bench).await;
+        let checked = !checks.results.iter().any(acceptance::unverified);
+        if checks.passed() && checked {
+            s.tasks.update(task_id, |t| {
+                if !t.files_written.contains(&path) {
+                    t.files_written.push(path.clone());
+                }
+            });
+            let _ = ctx.append_own_board(&format!(
+                "- the version of {path} a coder showed in its answer passes the checks: kept"
+            ));
+            return Some((path, checks));
+        }
+        let _ = ctx.append_own_board(&format!(
+            "- the version of {path} a coder showed in its answer fails the checks too: put back"
+        ));
+        let _ = s.writer.write_file(shown, &now).await;
+    }
+    None
+}
+
 fn files_of(s: &Services, task_id: TaskId) -> Vec<String> {
     s.tasks
         .get(task_id)

@@ -13,7 +13,7 @@
 //! With no place found, a `new_text` that is the whole file (it keeps most of the file's
 //! words in order) replaces the file. An empty `old_text` appends `new_text` (in
 //! Python before a closing `if __name__ == "__main__":` block, so the script still runs
-//! it last). Otherwise the miss carries the text to copy from: the whole file when it is
+//! it last), except that Python definitions the file already has are replaced. Otherwise the miss carries the text to copy from: the whole file when it is
 //! small, else the lines closest to `old_text`.
 
 use similar::TextDiff;
@@ -68,11 +68,14 @@ pub(super) fn apply(text: &str, old: &str, new: &str, file_name: &str) -> Result
     };
     if old.is_empty() {
         // The whole file as new_text means "this is the file", not "add a second copy".
-        return Ok(if is_whole_file(text, new) {
-            whole_file()
-        } else {
-            append(text, new, file_name.ends_with(".py"))
-        });
+        if is_whole_file(text, new) {
+            return Ok(whole_file());
+        }
+        let python = file_name.ends_with(".py");
+        if python && let Some(applied) = redefine(text, new, file_name) {
+            return Ok(applied);
+        }
+        return Ok(append(text, new, python));
     }
     if let Some(applied) = find_place(text, old, new)? {
         return Ok(applied);
@@ -400,6 +403,148 @@ fn append(text: &str, new: &str, python: bool) -> Applied {
     }
 }
 
+/// A top-level Python definition (`def`, `async def` or `class`, with its decorators):
+/// its name and its span of text, trailing blank lines left out.
+struct Definition {
+    name: String,
+    start: usize,
+    end: usize,
+}
+
+/// The name a top-level line defines, if it starts a definition.
+fn defined_name(line: &str) -> Option<&str> {
+    let rest = ["def ", "async def ", "class "]
+        .iter()
+        .find_map(|keyword| line.strip_prefix(keyword))?;
+    let end = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
+/// The top-level definitions of Python `text`, and its other top-level lines (imports,
+/// assignments, the main block) as (offset, line).
+fn python_definitions(text: &str) -> (Vec<Definition>, Vec<(usize, &str)>) {
+    let lines = lines_at(text);
+    let mut definitions: Vec<Definition> = Vec::new();
+    let mut others = Vec::new();
+    let mut decorators_from: Option<usize> = None;
+    let mut open: Option<Definition> = None;
+    for (i, &(at, line)) in lines.iter().enumerate() {
+        if line.starts_with('#') {
+            // A comment between definitions belongs to neither.
+            continue;
+        }
+        let top_level = !line.trim().is_empty() && !line.starts_with([' ', '\t']);
+        if !top_level {
+            if line.trim().is_empty() {
+                continue;
+            }
+            if let Some(definition) = open.as_mut() {
+                definition.end = at + line.len();
+            }
+            continue;
+        }
+        // A top-level line closes the definition before it (`)` and `]` close a
+        // signature or a literal written over several lines).
+        if line.starts_with([')', ']', '}']) {
+            if let Some(definition) = open.as_mut() {
+                definition.end = at + line.len();
+            }
+            continue;
+        }
+        definitions.extend(open.take());
+        if line.starts_with('@') {
+            decorators_from.get_or_insert(at);
+            continue;
+        }
+        if let Some(name) = defined_name(line) {
+            open = Some(Definition {
+                name: name.to_string(),
+                start: decorators_from.take().unwrap_or(at),
+                end: at + line.len(),
+            });
+        } else {
+            decorators_from = None;
+            others.push(lines[i]);
+        }
+    }
+    definitions.extend(open);
+    (definitions, others)
+}
+
+/// An empty `old_text` whose `new_text` redefines functions or classes the Python file
+/// already has: those definitions are replaced, the new ones appended, new imports put
+/// with the file's imports. Seen: `def is_palindrome(…)` with its body, appended after
+/// the stub of the same name, which the file then kept as its first definition.
+/// `None` when `new_text` is not only definitions and imports, or redefines nothing.
+fn redefine(text: &str, new: &str, file_name: &str) -> Option<Applied> {
+    let (new_definitions, new_others) = python_definitions(new);
+    let imports = |l: &str| l.starts_with("import ") || l.starts_with("from ");
+    if !new_others.iter().all(|(_, l)| imports(l)) {
+        return None;
+    }
+    let (definitions, others) = python_definitions(text);
+    let existing = |name: &str| definitions.iter().find(|d| d.name == name);
+    let mut replaced: Vec<(&Definition, &str)> = new_definitions
+        .iter()
+        .filter_map(|n| existing(&n.name).map(|d| (d, &new[n.start..n.end])))
+        .collect();
+    if replaced.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = replaced
+        .iter()
+        .map(|(d, _)| format!("`{}`", d.name))
+        .collect();
+    replaced.sort_by_key(|(d, _)| std::cmp::Reverse(d.start));
+    let mut edited = text.to_string();
+    for (definition, with) in &replaced {
+        edited.replace_range(definition.start..definition.end, with);
+    }
+    let mut detail = format!(
+        "old_text was empty, and new_text defines {}, which {file_name} already defines: replaced {}",
+        names.join(", "),
+        if names.len() == 1 {
+            "that definition"
+        } else {
+            "those definitions"
+        }
+    );
+    let added: Vec<&str> = new_definitions
+        .iter()
+        .filter(|n| existing(&n.name).is_none())
+        .map(|n| &new[n.start..n.end])
+        .collect();
+    if !added.is_empty() {
+        edited = append(&edited, &added.join("\n\n\n"), true).edited;
+        detail.push_str(&format!("; added {}", added.len()));
+    }
+    let have: Vec<&str> = others.iter().map(|(_, l)| l.trim()).collect();
+    let new_imports: Vec<&str> = new_others
+        .iter()
+        .map(|(_, l)| l.trim())
+        .filter(|l| !have.contains(l))
+        .collect();
+    if !new_imports.is_empty() {
+        // With the file's imports, else before its first definition.
+        let at = others
+            .iter()
+            .find(|(_, l)| imports(l))
+            .map(|(at, _)| *at)
+            .or_else(|| definitions.iter().map(|d| d.start).min())
+            .unwrap_or(0);
+        let spacing = if others.iter().any(|(_, l)| imports(l)) {
+            "\n"
+        } else {
+            "\n\n\n"
+        };
+        edited.insert_str(at, &format!("{}{spacing}", new_imports.join("\n")));
+        detail.push_str(&format!("; added {}", new_imports.join(", ")));
+    }
+    Some(Applied { edited, detail })
+}
+
 /// Where a Python file's closing main block starts: an unindented
 /// `if __name__ == "__main__":` followed only by indented or blank lines.
 fn main_block_start(text: &str) -> Option<usize> {
@@ -560,6 +705,44 @@ mod tests {
                 .edited
                 .starts_with(stub.trim_end())
         );
+    }
+
+    #[test]
+    fn empty_old_text_redefining_a_python_function_replaces_its_definition() {
+        // Seen: `def is_palindrome` with a body appended after the stub of the same name.
+        let stub = "\"\"\"Text helpers.\"\"\"\n\n\ndef is_palindrome(text: str) -> bool:\n    \"\"\"True when text reads the same backwards.\"\"\"\n\n\n@cache\ndef shout(text):\n    return text.upper()\n\n\nif __name__ == \"__main__\":\n    print(is_palindrome(\"abba\"))\n";
+        let body = "import re\n\ndef is_palindrome(text: str) -> bool:\n    r = re.sub('[^a-z0-9]', '', text.lower())\n    return r == r[::-1]\n\n\ndef whisper(text):\n    return text.lower()\n";
+        let done = applied(stub, "", body);
+        assert_eq!(
+            done.edited,
+            "\"\"\"Text helpers.\"\"\"\n\n\nimport re\n\n\ndef is_palindrome(text: str) -> bool:\n    r = re.sub('[^a-z0-9]', '', text.lower())\n    return r == r[::-1]\n\n\n@cache\ndef shout(text):\n    return text.upper()\n\n\ndef whisper(text):\n    return text.lower()\n\n\nif __name__ == \"__main__\":\n    print(is_palindrome(\"abba\"))\n"
+        );
+        assert!(
+            done.detail
+                .contains("defines `is_palindrome`, which m.py already defines")
+                && done.detail.contains("added import re"),
+            "{}",
+            done.detail
+        );
+        // A decorated definition is replaced with its decorators.
+        let shout = applied(
+            stub,
+            "",
+            "@cache\ndef shout(text):\n    return text.upper() + \"!\"\n",
+        );
+        assert!(
+            shout
+                .edited
+                .contains("@cache\ndef shout(text):\n    return text.upper() + \"!\"\n\n\nif")
+        );
+        assert_eq!(shout.edited.matches("@cache").count(), 1);
+        // Code that is not only definitions still appends.
+        let mixed = applied(
+            stub,
+            "",
+            "def is_palindrome(t):\n    return True\n\nprint(1)\n",
+        );
+        assert!(mixed.detail.contains("inserted"), "{}", mixed.detail);
     }
 
     #[test]

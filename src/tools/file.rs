@@ -10,10 +10,10 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use super::bash::{ApprovalHook, ApprovalOutcome, FileChangeRequest};
-use super::edit_match;
 use super::sandbox::Sandbox;
 use super::writer::{Fnv1a, WorkspaceWriter, WriteStatus};
 use super::{Args, CallContext, Tool, ToolError, ToolOutput};
+use super::{edit_match, python_imports};
 use crate::model::ToolSpec;
 
 /// Bytes inspected for a NUL when deciding whether a file is binary (as git does).
@@ -103,6 +103,19 @@ impl FileRead {
     pub fn with_editor(mut self, editor: Arc<dyn WorkspaceWriter>) -> FileRead {
         self.editor = Some(editor);
         self
+    }
+
+    /// The whole text of the file at `path`, as `file_read` would read it.
+    pub async fn text(&self, path: &str) -> Option<String> {
+        load_text(
+            &self.sandbox,
+            path,
+            self.settings.max_file_bytes,
+            self.editor.as_deref(),
+        )
+        .await
+        .ok()
+        .map(|(_, text)| text)
     }
 }
 
@@ -324,25 +337,48 @@ impl Tool for FileWrite {
     /// With `fileChanges = "ask"`, the person approves the change here, outside the
     /// step timeout.
     async fn authorize(&self, args: &Args, ctx: &CallContext) -> Result<(), ToolError> {
-        not_conclave_state(args.str("path")?)?;
+        let path = args.str("path")?;
+        not_conclave_state(path)?;
+        let (content, _) = with_imports(path, args.str("content")?);
         match &self.review {
-            Some(review) => {
-                review
-                    .approve(Path::new(args.str("path")?), args.str("content")?, ctx)
-                    .await
-            }
+            Some(review) => review.approve(Path::new(path), &content, ctx).await,
             None => Ok(()),
         }
     }
 
     async fn call(&self, args: &Args, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
         let path = args.str("path")?;
-        let content = args.str("content")?;
         not_conclave_state(path)?;
+        let (content, added) = with_imports(path, args.str("content")?);
         if let Some(review) = &self.review {
-            review.confirm(Path::new(path), content, ctx).await?;
+            review.confirm(Path::new(path), &content, ctx).await?;
         }
-        write_output(&*self.writer, Path::new(path), content, None).await
+        let detail = added.map(|added| format!("{} bytes; {added}", content.len()));
+        write_output(&*self.writer, Path::new(path), &content, detail).await
+    }
+}
+
+/// A Python file's content with the standard-library imports it uses and lacks (see
+/// [`python_imports`]), and what was added, in words for the model.
+pub(crate) fn with_imports(path: &str, content: &str) -> (String, Option<String>) {
+    if !path.ends_with(".py") {
+        return (content.to_string(), None);
+    }
+    match python_imports::complete(content) {
+        Some((completed, lines)) => {
+            let added = lines
+                .iter()
+                .map(|l| format!("`{l}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            (
+                completed,
+                Some(format!(
+                    "added {added}: the code uses it and did not import it"
+                )),
+            )
+        }
+        None => (content.to_string(), None),
     }
 }
 
@@ -478,7 +514,12 @@ impl FileEdit {
         .await?;
 
         match edit_match::apply(&text, old_text, new_text, &relative.display().to_string()) {
-            Ok(edit_match::Applied { edited, detail }) => Ok((relative, edited, detail)),
+            Ok(edit_match::Applied { edited, detail }) => {
+                match with_imports(&relative.to_string_lossy(), &edited) {
+                    (edited, Some(added)) => Ok((relative, edited, format!("{detail}; {added}"))),
+                    (edited, None) => Ok((relative, edited, detail)),
+                }
+            }
             Err(edit_match::Miss::NotFound { nearest }) => Err(ToolError::NoMatch {
                 path: relative,
                 nearest,

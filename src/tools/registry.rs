@@ -85,6 +85,8 @@ pub struct ToolRegistry {
     retry: RetryPolicy,
     retry_listener: Option<RetryListener>,
     jitter: Jitter,
+    /// The `file_read` tool, for [`ToolRegistry::current_text`].
+    reader: Option<Arc<FileRead>>,
 }
 
 impl ToolRegistry {
@@ -99,9 +101,11 @@ impl ToolRegistry {
         let mut registry = ToolRegistry::empty();
         registry.timeout_grace = settings.timeout_grace;
         registry.retry = RetryPolicy::from_config(&settings.call_retry);
-        registry.register(Arc::new(
+        let reader = Arc::new(
             FileRead::new(sandbox.clone(), settings.files.clone()).with_editor(writer.clone()),
-        ));
+        );
+        registry.register(reader.clone());
+        registry.reader = Some(reader);
         // With `fileChanges = "ask"` and no approver, changes are refused like commands.
         let review = (settings.file_changes == FileChangePolicy::Ask)
             .then(|| ChangeReview::new(sandbox.clone(), approver.clone()));
@@ -137,6 +141,7 @@ impl ToolRegistry {
             retry: RetryPolicy::from_config(&CallRetryConfig::default()),
             retry_listener: None,
             jitter: backoff::random_jitter(),
+            reader: None,
         }
     }
 
@@ -175,6 +180,12 @@ impl ToolRegistry {
     }
 
     /// The specs to offer the model, in registration order.
+    /// The text of the workspace file at `path` as the tools see it (the editor's copy
+    /// first), when there is a `file_read` tool and the file can be read.
+    pub async fn current_text(&self, path: &str) -> Option<String> {
+        self.reader.as_ref()?.text(path).await
+    }
+
     pub fn specs(&self) -> &[ToolSpec] {
         &self.specs
     }

@@ -169,6 +169,7 @@ impl RunTracker {
             iterations: self.iterations,
             error_count: self.error_count,
             recoveries: self.recoveries,
+            proposed_files: Vec::new(),
         }
     }
 
