@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use super::Services;
 use crate::executor::{ExecutionOutcome, Executor, SubtaskSpec};
 use crate::runtime::{CheckResult, CheckStatus, SubtaskId, TaskId};
+use crate::tools::process_group::GroupKiller;
 
 /// A check's output kept on the task record and shown to a model: its end, which is
 /// where compilers and test runners put the verdict.
@@ -297,6 +298,10 @@ struct Ran {
     output: String,
 }
 
+/// More processes than this in one check's group at once is a runaway, stopped (seen:
+/// a program that ran itself with `subprocess`, one copy waiting on the next).
+const MAX_CHECK_PROCESSES: usize = 64;
+
 fn run_blocking(
     root: &Path,
     program: &str,
@@ -320,36 +325,53 @@ fn run_blocking(
         Ok(f) => f,
         Err(e) => return failed(e.to_string()),
     };
+    use std::os::unix::process::CommandExt;
     let mut child = match std::process::Command::new(program)
         .args(args)
         .current_dir(root)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
+        .process_group(0)
         .spawn()
     {
         Ok(child) => child,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) => return failed(format!("{program} could not start: {e}")),
     };
+    // Whatever the check started goes with it, when it ends or is stopped.
+    let group = GroupKiller::new(child.id());
     let started = std::time::Instant::now();
+    let mut polls: u32 = 0;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) => {}
             Err(e) => return failed(e.to_string()),
         }
-        if cancel.is_cancelled() || started.elapsed() > timeout {
+        polls += 1;
+        let runaway = polls % 25 == 0
+            && group
+                .as_ref()
+                .and_then(GroupKiller::size)
+                .is_some_and(|n| n > MAX_CHECK_PROCESSES);
+        if cancel.is_cancelled() || started.elapsed() > timeout || runaway {
+            drop(group);
             let _ = child.kill();
             let _ = child.wait();
             return failed(if cancel.is_cancelled() {
                 "cancelled".into()
+            } else if runaway {
+                format!(
+                    "stopped: it started more than {MAX_CHECK_PROCESSES} processes at once (does the program run itself?)"
+                )
             } else {
                 format!("did not finish within {} s", timeout.as_secs())
             });
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    drop(group);
     use std::io::{Read, Seek};
     let mut bytes = Vec::new();
     let _ = output_file.seek(std::io::SeekFrom::Start(0));
@@ -1169,6 +1191,44 @@ mod tests {
             .arg("--version")
             .output()
             .is_ok()
+    }
+
+    #[tokio::test]
+    async fn a_program_that_runs_itself_is_stopped_with_everything_it_started() {
+        if !python() || !cfg!(target_os = "linux") {
+            return;
+        }
+        // Seen on the real model: hello.py written as a copy of the acceptance test, so
+        // it ran itself, each copy waiting on the next, until memory ran out.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("hello.py"),
+            "import subprocess, sys\nsubprocess.run([sys.executable, 'hello.py'])\n",
+        )
+        .unwrap();
+        let b = bench(dir.path());
+        let (code, output) = b
+            .run_program("python3", &["hello.py".to_string()])
+            .await
+            .unwrap();
+        assert_eq!(code, None);
+        assert!(output.contains("started more than"), "{output}");
+        // None of the copies is left running.
+        let root = dir.path().canonicalize().unwrap();
+        let running = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(Result::ok)
+                .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == root))
+                .count()
+        };
+        for _ in 0..50 {
+            if running() == 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(running(), 0, "processes of the check are left");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use async_trait::async_trait;
 use serde_json::json;
 use tokio::io::AsyncReadExt;
 
+use super::process_group::GroupKiller;
 use super::sandbox::Sandbox;
 use super::{Args, CallContext, HeadTail, Tool, ToolError, ToolOutput};
 use crate::config::CommandPolicy;
@@ -350,28 +351,6 @@ pub fn repeatable_command(command: &str) -> bool {
         })
 }
 
-/// Kills a process group when dropped, so that a cancelled or timed-out call cannot
-/// leave processes behind.
-struct GroupKiller {
-    pgid: libc::pid_t,
-}
-
-impl GroupKiller {
-    fn kill(&self) {
-        // SAFETY: killpg only takes integers. `pgid` is the id of a group we created for
-        // our child (checked > 1 at construction), never 0, which would be our own group.
-        unsafe {
-            libc::killpg(self.pgid, libc::SIGKILL);
-        }
-    }
-}
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 async fn run_command(
     settings: &BashSettings,
     command: &str,
@@ -393,18 +372,16 @@ async fn run_command(
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| ToolError::io(&settings.shell, &e))?;
-    let pgid = child
+    let killer = child
         .id()
-        .and_then(|id| libc::pid_t::try_from(id).ok())
-        .filter(|&id| id > 1)
+        .and_then(GroupKiller::new)
         .ok_or_else(|| ToolError::Io {
             path: settings.shell.clone(),
             kind: std::io::ErrorKind::Other,
             message: "the shell exited before its process group could be tracked".to_string(),
         })?;
-    let killer = GroupKiller { pgid };
     tracing::debug!(
-        pgid,
+        pgid = killer.pgid(),
         timeout_ms = timeout.as_millis() as u64,
         "command started"
     );
@@ -459,7 +436,7 @@ async fn run_command(
             },
             () = async { if let Some(grace) = grace.as_mut() { grace.await } }, if grace.is_some() => {
                 // Something left the group (setsid) and kept a pipe open; stop reading.
-                tracing::warn!(pgid, "command output still open after its group was killed");
+                tracing::warn!(pgid = killer.pgid(), "command output still open after its group was killed");
                 break;
             },
         }
@@ -470,12 +447,15 @@ async fn run_command(
         let _ = tokio::time::timeout(settings.kill_grace, child.wait()).await;
     }
     if cancelled {
-        tracing::info!(pgid, "command cancelled; process group killed");
+        tracing::info!(
+            pgid = killer.pgid(),
+            "command cancelled; process group killed"
+        );
         return Err(ToolError::Cancelled);
     }
     if timed_out {
         tracing::info!(
-            pgid,
+            pgid = killer.pgid(),
             timeout_ms = timeout.as_millis() as u64,
             "command timed out; process group killed"
         );

@@ -18,6 +18,7 @@ pub mod bash;
 pub(crate) mod edit_match;
 pub mod file;
 pub mod http;
+pub mod process_group;
 mod python_imports;
 pub mod registry;
 pub mod sandbox;
