@@ -425,3 +425,42 @@ async fn a_command_that_may_change_things_is_not_run_again_after_a_timeout() {
     assert_eq!(runs.lines().count(), 1, "ran once: {runs:?}");
     assert!(retries.lock().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_program_that_runs_itself_is_stopped_long_before_its_timeout() {
+    if !cfg!(target_os = "linux")
+        || std::process::Command::new("python3")
+            .arg("--version")
+            .output()
+            .is_err()
+    {
+        return;
+    }
+    // Seen on the real model: hello.py ran itself with subprocess, each copy waiting on
+    // the next, until the machine ran out of memory.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("hello.py"),
+        "import subprocess, sys\nsubprocess.run([sys.executable, 'hello.py'])\n",
+    )
+    .unwrap();
+    let tools = registry(dir.path(), settings(CommandPolicy::Auto), None);
+    let error = run(
+        &tools,
+        json!({ "command": "python3 hello.py", "timeout_ms": 600_000 }),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(error, ToolError::CommandFailed { .. })
+            && error.to_string().contains("started more than"),
+        "{error}"
+    );
+    let root = dir.path().canonicalize().unwrap();
+    let left = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == root))
+        .count();
+    assert_eq!(left, 0, "copies of the program are left running");
+}

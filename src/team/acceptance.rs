@@ -197,14 +197,14 @@ pub async fn run(
         let (task_file, originals) = write_runner_inputs(&path, &bench.originals);
         let (program, ran) = match language {
             Language::Python => {
-                let second = if rewritten { "rewritten" } else { "first" };
+                let which = if rewritten { "rewritten" } else { "first" };
                 let args = [
                     "-c".into(),
                     RUNNER.into(),
                     test,
                     task_file,
                     originals,
-                    second.into(),
+                    which.into(),
                 ];
                 ("python3", bench.run_program("python3", &args).await)
             }
@@ -725,6 +725,26 @@ mod tests {
         // Long inputs are not expected values.
         let long_input = "from stats import evens\nassert len(evens(20)) == 10\nassert max([evens(n)[-1] for n in [3, 5, 7, 9, 11, 13, 15, 17, 19]]) == 18\n";
         assert_eq!(run_on_stats(task, evens, "", long_input).0, Some(0));
+    }
+
+    #[test]
+    fn what_a_program_printed_is_compared_without_its_line_break() {
+        if !installed("python3") {
+            return;
+        }
+        // Seen on the real model: `result.stdout == "hello world"` failed right code.
+        let task = "Write a program stats.py that prints hello world.";
+        let test = |expected: &str| {
+            format!(
+                "import subprocess, sys\nresult = subprocess.run([sys.executable, 'stats.py'], capture_output=True, text=True)\nassert result.stdout == {expected:?}\n"
+            )
+        };
+        let hello = "print('hello world')\n";
+        assert_eq!(
+            run_on_stats(task, hello, "", &test("hello world")).0,
+            Some(0)
+        );
+        assert_eq!(run_on_stats(task, hello, "", &test("hello")).0, Some(1));
     }
 
     #[test]

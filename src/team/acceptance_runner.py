@@ -171,7 +171,9 @@ def written_decimals(node, source):
 
 
 class WrittenFloats(ast.NodeTransformer):
-    """`f_to_c(0) == -17.78` holds for -17.777…: a float written out in the test is
+    """Values compared as the person who wrote the test meant them. What a program
+    printed is compared without surrounding whitespace. `f_to_c(0) == -17.78` holds for
+    -17.777…: a float written out in the test is
     compared at the precision it is written with (seen: right code failed by a test that
     wrote the value a person would). Ordinary float error (0.1 + 0.2 == 0.3) is let
     through too. A task about rounding keeps the digits exact."""
@@ -185,6 +187,12 @@ class WrittenFloats(ast.NodeTransformer):
         if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
             return node
         left, right = node.left, node.comparators[0]
+        if printed(left) or printed(right):
+            # `result.stdout == "hello world"`: what a program printed, compared without
+            # the line break print() ends it with (seen: right code failed by "\n").
+            call = ast.Call(ast.Name("_conclave_same_text", ast.Load()), [left, right], [])
+            result = call if isinstance(node.ops[0], ast.Eq) else ast.UnaryOp(ast.Not(), call)
+            return ast.copy_location(result, node)
         digits = written_decimals(right, self.source)
         if digits is None:
             digits = written_decimals(left, self.source)
@@ -195,6 +203,21 @@ class WrittenFloats(ast.NodeTransformer):
         call = ast.Call(ast.Name("_conclave_same_float", ast.Load()), [left, right, ast.Constant(digits)], [])
         result = call if isinstance(node.ops[0], ast.Eq) else ast.UnaryOp(ast.Not(), call)
         return ast.copy_location(result, node)
+
+
+def printed(node):
+    """Whether `node` is what a program printed: `result.stdout`, `proc.stderr`."""
+    return isinstance(node, ast.Attribute) and node.attr in ("stdout", "stderr")
+
+
+def same_text(a, b):
+    if isinstance(a, bytes):
+        a = a.decode(errors="replace")
+    if isinstance(b, bytes):
+        b = b.decode(errors="replace")
+    if isinstance(a, str) and isinstance(b, str):
+        return a.replace("\r\n", "\n").strip() == b.replace("\r\n", "\n").strip()
+    return a == b
 
 
 def same_float(a, b, digits):
@@ -220,6 +243,7 @@ def execute(tree, outcomes):
         "__file__": TEST,
         "_conclave_outcomes": outcomes,
         "_conclave_same_float": same_float,
+        "_conclave_same_text": same_text,
         "sys": sys, "os": os, "re": re, "json": json, "math": math, "subprocess": subprocess,
     }
     exec(compile(tree, TEST, "exec"), namespace)

@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use super::Services;
 use crate::executor::{ExecutionOutcome, Executor, SubtaskSpec};
 use crate::runtime::{CheckResult, CheckStatus, SubtaskId, TaskId};
-use crate::tools::process_group::GroupKiller;
+use crate::tools::process_group::{GroupKiller, RUNAWAY_PROCESSES};
 
 /// A check's output kept on the task record and shown to a model: its end, which is
 /// where compilers and test runners put the verdict.
@@ -298,10 +298,6 @@ struct Ran {
     output: String,
 }
 
-/// More processes than this in one check's group at once is a runaway, stopped (seen:
-/// a program that ran itself with `subprocess`, one copy waiting on the next).
-const MAX_CHECK_PROCESSES: usize = 64;
-
 fn run_blocking(
     root: &Path,
     program: &str,
@@ -354,7 +350,7 @@ fn run_blocking(
             && group
                 .as_ref()
                 .and_then(GroupKiller::size)
-                .is_some_and(|n| n > MAX_CHECK_PROCESSES);
+                .is_some_and(|n| n > RUNAWAY_PROCESSES);
         if cancel.is_cancelled() || started.elapsed() > timeout || runaway {
             drop(group);
             let _ = child.kill();
@@ -363,7 +359,7 @@ fn run_blocking(
                 "cancelled".into()
             } else if runaway {
                 format!(
-                    "stopped: it started more than {MAX_CHECK_PROCESSES} processes at once (does the program run itself?)"
+                    "stopped: it started more than {RUNAWAY_PROCESSES} processes at once (does the program run itself?)"
                 )
             } else {
                 format!("did not finish within {} s", timeout.as_secs())
@@ -839,6 +835,42 @@ def gives(fn):
             return True
         todo.extend(ast.iter_child_nodes(node))
     return False
+def unbound(tree):
+    # Names read and bound nowhere in the module, nor built in: (name, line) of the first
+    # read. Seen on the real model: report.py rewritten as main() alone, its import of
+    # area, its WIDTH and HEIGHT and its main block gone.
+    import builtins
+    bound = set(dir(builtins)) | {"__file__", "__name__", "__doc__", "__builtins__", "__spec__", "__path__", "__package__", "__loader__", "__annotations__", "__class__"}
+    reads = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return {}
+                bound.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                reads.setdefault(node.id, node.lineno)
+            else:
+                bound.add(node.id)
+        for field in ("name", "rest"):
+            value = getattr(node, field, None)
+            if type(node).__name__.startswith("Match") and isinstance(value, str):
+                bound.add(value)
+    return {name: line for name, line in reads.items() if name not in bound}
+def main_block(tree):
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) and "__main__" in ast.unparse(node.test):
+            return node
+    return None
 def header(source, fn):
     lines = source.splitlines()
     end = fn.body[0].end_lineno if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(getattr(fn.body[0], "value", None), ast.Constant) else fn.lineno
@@ -870,6 +902,28 @@ for path, original in json.loads(sys.argv[1]):
         if why and not gives(new):
             keep = f" Keep the signature and docstring:\n{header(original, old)}" if promised else ""
             print(f"{path}:{new.lineno}: `{name}` must return its result ({why}), but it never returns a value; return it instead of printing it.{keep}")
+    tree = ast.parse(source, path)
+    old_tree = None
+    if original is not None:
+        try:
+            old_tree = ast.parse(original, path)
+        except Exception:
+            old_tree = None
+    # Only names the file did not already leave unbound are the team's doing.
+    already = unbound(old_tree) if old_tree is not None else {}
+    for name, line in sorted(unbound(tree).items(), key=lambda item: item[1]):
+        if name in already:
+            continue
+        had = ""
+        if old_tree is not None:
+            for node in old_tree.body:
+                binds = isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                if binds and name in {getattr(n, "id", None) or getattr(n, "asname", None) or (getattr(n, "name", None) or "").split(".")[0] for n in ast.walk(node)}:
+                    had = f"; before the task the file had:\n{ast.get_source_segment(original, node)}\nput it back"
+                    break
+        print(f"{path}:{line}: `{name}` is used but never defined or imported{had}")
+    if old_tree is not None and main_block(old_tree) is not None and main_block(tree) is None and "__main__" not in task:
+        print(f"{path}: its `if __name__ == \"__main__\":` block was in the file before the task and is gone, so running the file does nothing: put it back as it was:\n{ast.get_source_segment(original, main_block(old_tree))}")
 "#;
 
 async fn python_contracts(bench: &Bench, files: &[String]) -> CheckResult {
@@ -1491,6 +1545,59 @@ mod tests {
         .unwrap();
         let renamed = code(&b, &["stats.py".into()]).await;
         assert!(renamed.passed(), "{:?}", renamed.results);
+    }
+
+    #[tokio::test]
+    async fn a_script_rewritten_without_its_imports_names_and_main_block_is_caught() {
+        if !python() {
+            return;
+        }
+        // Seen on the real model: report.py rewritten as main() alone, and a test that
+        // only imported it passed the task.
+        let dir = tempfile::tempdir().unwrap();
+        let report = "from geometry import area\n\nWIDTH, HEIGHT = 3, 4\n\n\ndef main():\n    print(f\"area: {area(WIDTH, HEIGHT)}\")\n\n\nif __name__ == \"__main__\":\n    main()\n";
+        std::fs::write(dir.path().join("report.py"), report).unwrap();
+        std::fs::write(
+            dir.path().join("geometry.py"),
+            "def area(w, h):\n    return w * h\n",
+        )
+        .unwrap();
+        let mut b = bench(dir.path());
+        b.originals = capture_originals(
+            dir.path(),
+            "Change report.py so that after the area line it also prints the perimeter.",
+        );
+        std::fs::write(
+            dir.path().join("report.py"),
+            "def main():\n    print(f\"area: {area(WIDTH, HEIGHT)}\")\n    print(f\"perimeter: {perimeter(WIDTH, HEIGHT)}\")\n",
+        )
+        .unwrap();
+        let broken = code(&b, &["report.py".into()]).await;
+        let text = broken.failure_text().expect("the lost parts are caught");
+        assert!(
+            text.contains("`area` is used but never defined or imported; before the task the file had:\nfrom geometry import area"),
+            "{text}"
+        );
+        assert!(text.contains("`WIDTH` is used but never defined"), "{text}");
+        assert!(
+            text.contains("`perimeter` is used but never defined or imported"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "`if __name__ == \"__main__\":` block was in the file before the task and is gone"
+            ),
+            "{text}"
+        );
+
+        // Done right, nothing is said; names bound in any way count as defined.
+        std::fs::write(
+            dir.path().join("report.py"),
+            "from geometry import area\nimport os.path as p\n\nWIDTH, HEIGHT = 3, 4\n\n\ndef perimeter(w, h):\n    return 2 * (w + h)\n\n\ndef main(*args, **kw):\n    try:\n        total = [x for x in range(3) if (y := x)]\n    except ValueError as e:\n        print(e)\n    print(f\"area: {area(WIDTH, HEIGHT)}\", p, total, y, args, kw, len)\n    print(f\"perimeter: {perimeter(WIDTH, HEIGHT)}\")\n\n\nif __name__ == \"__main__\":\n    main()\n",
+        )
+        .unwrap();
+        let right = code(&b, &["report.py".into()]).await;
+        assert!(right.passed(), "{:?}", right.results);
     }
 
     #[test]

@@ -297,7 +297,6 @@ async fn restore(ctx: &AgentContext, s: &Services, before: &[(String, String)]) 
     format!(" ({list} restored as before the fixes)")
 }
 
-/// Every file the task touched, also those of attempts that failed.
 /// The task's checks: the code's (syntax, stubs, names), then, when they pass, its tests
 /// (`verify.command`, the project's, or the team's acceptance test).
 async fn check_all(
@@ -398,6 +397,7 @@ async fn try_proposed(
     None
 }
 
+/// Every file the task touched, also those of attempts that failed.
 fn files_of(s: &Services, task_id: TaskId) -> Vec<String> {
     s.tasks
         .get(task_id)

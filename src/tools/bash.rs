@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use serde_json::json;
 use tokio::io::AsyncReadExt;
 
-use super::process_group::GroupKiller;
+use super::process_group::{GroupKiller, RUNAWAY_PROCESSES};
 use super::sandbox::Sandbox;
 use super::{Args, CallContext, HeadTail, Tool, ToolError, ToolOutput};
 use crate::config::CommandPolicy;
@@ -400,13 +400,17 @@ async fn run_command(
     let mut status: Option<ExitStatus> = None;
     let mut timed_out = false;
     let mut cancelled = false;
+    // How often the group's processes are counted: a command that keeps starting
+    // copies of itself is stopped long before its timeout (see `process_group`).
+    let mut census = tokio::time::interval(Duration::from_millis(500));
+    let mut runaway = false;
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
     // Armed once the group is killed: how long the pipes may take to close.
     let mut grace: Option<Pin<Box<tokio::time::Sleep>>> = None;
 
     while out_open || err_open {
-        let finished = status.is_some() || timed_out || cancelled;
+        let finished = status.is_some() || timed_out || cancelled || runaway;
         tokio::select! {
             read = stdout.read(&mut out_buf), if out_open => match read {
                 Ok(0) | Err(_) => out_open = false,
@@ -427,6 +431,13 @@ async fn run_command(
                 killer.kill();
                 grace = Some(Box::pin(tokio::time::sleep(settings.kill_grace)));
             },
+            _ = census.tick(), if !finished => {
+                if killer.size().is_some_and(|n| n > RUNAWAY_PROCESSES) {
+                    runaway = true;
+                    killer.kill();
+                    grace = Some(Box::pin(tokio::time::sleep(settings.kill_grace)));
+                }
+            },
             () = cancel.cancelled(), if !finished => {
                 // Kill and wait for the pipes like a timeout, so that when the call
                 // returns, the command's processes are gone.
@@ -442,9 +453,22 @@ async fn run_command(
         }
     }
 
-    if timed_out || cancelled {
+    if timed_out || cancelled || runaway {
         // Reap the killed shell; SIGKILL cannot be ignored, so this is quick.
         let _ = tokio::time::timeout(settings.kill_grace, child.wait()).await;
+    }
+    if runaway {
+        tracing::info!(
+            pgid = killer.pgid(),
+            "command stopped: a runaway process group"
+        );
+        return Err(ToolError::CommandFailed {
+            exit_code: None,
+            output: format!(
+                "stopped: the command started more than {RUNAWAY_PROCESSES} processes at once (does the program run itself?)\n{}",
+                render_streams(&out, &err)
+            ),
+        });
     }
     if cancelled {
         tracing::info!(

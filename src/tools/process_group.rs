@@ -3,6 +3,9 @@
 //! model: a program that ran itself with `subprocess`, each copy waiting on the next;
 //! killing only the first left the chain growing until the machine ran out of memory).
 
+/// More processes than this in one command's group at once is a runaway, stopped.
+pub const RUNAWAY_PROCESSES: usize = 64;
+
 /// Kills a process group when dropped, so that a cancelled or timed-out command cannot
 /// leave processes behind.
 pub struct GroupKiller {
