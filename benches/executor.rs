@@ -109,6 +109,7 @@ fn main() {
         system_prompt: "You are a bottom-layer coder.".into(),
         context: String::new(),
         target_files: Vec::new(),
+        task_names: Vec::new(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -47,7 +47,7 @@ pub fn missing_names_written_in(
 ) -> Option<ToolCall> {
     let (path, content) = whole_files_in(text, targets)
         .into_iter()
-        .filter(|(path, content)| {
+        .rfind(|(path, content)| {
             let now = targets
                 .iter()
                 .find(|t| t.path == *path)
@@ -56,8 +56,7 @@ pub fn missing_names_written_in(
             task_names
                 .iter()
                 .any(|name| has_word(content, name) && !has_word(now, name))
-        })
-        .next_back()?;
+        })?;
     Some(ToolCall {
         id: String::new(),
         name: "file_write".into(),

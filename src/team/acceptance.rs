@@ -728,6 +728,38 @@ mod tests {
     }
 
     #[test]
+    fn a_passing_test_that_checks_nothing_the_task_names_is_broken() {
+        if !installed("python3") {
+            return;
+        }
+        // Seen on the real model: "add a --shout flag" passed by a test of an invented
+        // `greet_upper` helper, while the greeting without the flag had changed.
+        let now = "import sys\n\n\ndef mean(xs):\n    return sum(xs) / len(xs)\n\n\ndef spread(xs):\n    return max(xs) - min(xs)\n\n\nif __name__ == '__main__':\n    print(mean([1, 2]) if '--mean' in sys.argv else spread([1, 2]))\n";
+        let helper_only = "from stats import mean\nassert mean([2, 4]) == 3\n";
+        let (code, output) = run_on_stats("Add a --mean flag to stats.py.", now, "", helper_only);
+        assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+        assert!(
+            output.contains("--mean, a command-line flag, but the test never runs the program"),
+            "{output}"
+        );
+        let runs_it = "import subprocess, sys\nr = subprocess.run([sys.executable, 'stats.py', '--mean'], capture_output=True, text=True)\nassert r.stdout == '1.5'\n";
+        assert_eq!(
+            run_on_stats("Add a --mean flag to stats.py.", now, "", runs_it).0,
+            Some(0)
+        );
+
+        let task = "Implement spread(xs) in stats.py.";
+        let (code, output) = run_on_stats(task, now, "", helper_only);
+        assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+        assert!(
+            output.contains("checks only mean, which the task does not name; it must check spread"),
+            "{output}"
+        );
+        let about_it = "from stats import mean, spread\nassert mean([2, 4]) == 3\nresult = spread([1, 5])\nassert result == 4\n";
+        assert_eq!(run_on_stats(task, now, "", about_it).0, Some(0));
+    }
+
+    #[test]
     fn what_a_program_printed_is_compared_without_its_line_break() {
         if !installed("python3") {
             return;

@@ -25,7 +25,8 @@ REWRITTEN = len(sys.argv) > 4 and sys.argv[4] == "rewritten"
 ROOT = os.getcwd()
 BROKEN = 3
 sys.path.insert(0, ROOT)
-TASK_WORDS = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", open(TASK_FILE).read())) if TASK_FILE else set()
+TASK_TEXT = open(TASK_FILE).read() if TASK_FILE else ""
+TASK_WORDS = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", TASK_TEXT))
 
 
 def under(path, directory):
@@ -282,7 +283,7 @@ def source_file(namespace, owner, name):
     target = namespace.get(name) if owner is None else getattr(namespace.get(owner), name, None)
     try:
         return inspect.getfile(target)
-    except TypeError:
+    except (TypeError, OSError):
         return None
 
 
@@ -348,6 +349,67 @@ def long_expected_values(tree, source):
     return found
 
 
+def defined_in_project(namespace):
+    """The functions and classes of the project's modules the test reached (all of a
+    module's, also when the test imported only one of them)."""
+    def in_project(value):
+        try:
+            file = inspect.getfile(value)
+        except (TypeError, OSError):
+            return False
+        return not file.startswith("<") and under(file, ROOT) and os.path.abspath(file) != TEST
+
+    modules = set()
+    for value in list(namespace.values()):
+        if inspect.ismodule(value) and in_project(value):
+            modules.add(value)
+        elif (inspect.isfunction(value) or inspect.isclass(value)) and in_project(value):
+            module = sys.modules.get(value.__module__)
+            if module is not None:
+                modules.add(module)
+    names = set()
+    for module in modules:
+        for member in vars(module).values():
+            if (inspect.isfunction(member) or inspect.isclass(member)) and member.__module__ == module.__name__:
+                names.add(member.__name__)
+    return names
+
+
+def beside_the_task(tree, namespace, passed, asserts):
+    """Why a test that passed still checked nothing the task asks for, or None. Seen on
+    the real model: "add a --shout flag" tested only through a `greet_upper` helper the
+    planner had invented, while the greeting without the flag had changed."""
+    source = open(TEST).read()
+    for flag in re.findall(r"(?<![\w-])--[A-Za-z][\w-]*", TASK_TEXT):
+        if flag not in source or not runs_program(tree):
+            return f"the task asks for {flag}, a command-line flag, but the test never runs the program with it"
+    named = defined_in_project(namespace) & TASK_WORDS
+    if not named:
+        return None
+    for line in passed:
+        calls = project_calls(asserts[line], namespace, ROOT)
+        if not calls or any(name in named for name, _ in calls):
+            return None
+    checked = sorted({name for line in passed for name, _ in project_calls(asserts[line], namespace, ROOT)})
+    return (
+        f"the test checks only {', '.join(checked)}, which the task does not name; "
+        f"it must check {', '.join(sorted(named))}"
+    )
+
+
+def runs_program(tree):
+    """Whether the test runs a program (subprocess, os.system, runpy)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                if func.value.id in ("subprocess", "runpy") or (func.value.id == "os" and func.attr in ("system", "popen")):
+                    return True
+            if isinstance(func, ast.Name) and func.id in ("run", "check_output", "call", "Popen", "system", "popen", "run_path"):
+                return True
+    return False
+
+
 def main():
     try:
         tree = ast.parse(open(TEST).read(), TEST)
@@ -393,6 +455,10 @@ def main():
     if not now.failed:
         if not now.passed:
             print("the test ran no assert")
+            sys.exit(BROKEN)
+        beside = beside_the_task(tree, namespace, now.passed, asserts)
+        if beside:
+            print(beside)
             sys.exit(BROKEN)
         sys.exit(0)
 

@@ -13,7 +13,10 @@
 //!   removal does). Both are read from the files as they were when the task began
 //!   ([`Originals`]), so rewriting a function over its docstring does not erase what
 //!   it was asked to do. (Seen on the real model: a
-//!   `fizzbuzz` documented to return a list, rewritten to print, reported done.)
+//!   `fizzbuzz` documented to return a list, rewritten to print, reported done.) A
+//!   file must also bind every name it reads (an import, a constant or a function lost
+//!   in a rewrite is quoted from the file as it was), and keep its
+//!   `if __name__ == "__main__":` block.
 //! - **tests**: `verify.command` when set; else the tests the task wrote; else the
 //!   project's own test command for the language touched (pytest or unittest,
 //!   `cargo test`, `npm test`).
