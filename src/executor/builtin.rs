@@ -1069,21 +1069,12 @@ impl BuiltinExecutor {
         if spec.task_names.is_empty() {
             return None;
         }
-        let mut now = Vec::new();
-        for target in targets {
-            if let Some(content) = self.tools.current_text(&target.path).await {
-                now.push(TargetFile {
-                    path: target.path.clone(),
-                    content: Some(content),
-                });
-            }
-        }
+        let now = self.targets_now(spec).await;
         code_answer::missing_names_written_in(text, &now, &spec.task_names)
     }
 
-    /// The whole files of the task a final answer shows, different from them as they are
-    /// now (see [`ExecutionOutcome::proposed_files`]).
-    async fn proposed_in(&self, text: &str, spec: &SubtaskSpec) -> Vec<TargetFile> {
+    /// The task's files that exist, with their text as the tools read it now.
+    async fn targets_now(&self, spec: &SubtaskSpec) -> Vec<TargetFile> {
         let mut now = Vec::new();
         for target in &spec.target_files {
             if let Some(content) = self.tools.current_text(&target.path).await {
@@ -1093,6 +1084,13 @@ impl BuiltinExecutor {
                 });
             }
         }
+        now
+    }
+
+    /// The whole files of the task a final answer shows, different from them as they are
+    /// now (see [`ExecutionOutcome::proposed_files`]).
+    async fn proposed_in(&self, text: &str, spec: &SubtaskSpec) -> Vec<TargetFile> {
+        let now = self.targets_now(spec).await;
         code_answer::whole_files_in(text, &now)
             .into_iter()
             .map(|(path, content)| TargetFile {

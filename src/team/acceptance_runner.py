@@ -310,16 +310,19 @@ def runs_project_code(tree):
                 path = os.path.join(ROOT, *name.split("."))
                 if os.path.isfile(path + ".py") or os.path.isdir(path):
                     return True
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-                if func.value.id == "subprocess" or (func.value.id == "os" and func.attr in ("system", "popen")):
-                    return True
-            if isinstance(func, ast.Name) and func.id in ("run", "check_output", "call", "Popen", "system", "popen", "runpy"):
-                return True
-            if isinstance(func, ast.Attribute) and func.attr in ("run_path", "run_module"):
-                return True
+        if isinstance(node, ast.Call) and starts_program(node.func):
+            return True
     return False
+
+
+def starts_program(func):
+    """Whether a call to `func` runs a program: subprocess, os.system, runpy."""
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        if func.value.id == "subprocess" or (func.value.id == "os" and func.attr in ("system", "popen")):
+            return True
+    if isinstance(func, ast.Name) and func.id in ("run", "check_output", "call", "Popen", "system", "popen", "runpy"):
+        return True
+    return isinstance(func, ast.Attribute) and func.attr in ("run_path", "run_module")
 
 
 LONG_ITEMS = 8
@@ -399,15 +402,7 @@ def beside_the_task(tree, namespace, passed, asserts):
 
 def runs_program(tree):
     """Whether the test runs a program (subprocess, os.system, runpy)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-                if func.value.id in ("subprocess", "runpy") or (func.value.id == "os" and func.attr in ("system", "popen")):
-                    return True
-            if isinstance(func, ast.Name) and func.id in ("run", "check_output", "call", "Popen", "system", "popen", "run_path"):
-                return True
-    return False
+    return any(isinstance(node, ast.Call) and starts_program(node.func) for node in ast.walk(tree))
 
 
 def main():
