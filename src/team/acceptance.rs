@@ -24,6 +24,9 @@
 //!   the task never did (seen: "make `mean([])` return 0.0" tested with
 //!   `spread([]) == 0.0`, failing right code): it is ignored, and the check says so. The
 //!   same assert passing before the task is a regression, and fails the check.
+//! - What small models get wrong in a test and the runner can mend, it mends and says
+//!   so: a project module or function used without its import is imported. A long
+//!   hand-written value the code fails is blamed on the first test, not the code.
 
 use std::path::{Path, PathBuf};
 
@@ -354,6 +357,7 @@ async fn write_test(
         before.push_str(&format!("\n--- {file}\n{shown}\n"));
     }
     let mut now = String::new();
+    let mut defined: Vec<(String, String)> = Vec::new();
     for file in code_files.iter().take(6) {
         if let Ok(absolute) = s.sandbox.resolve(file)
             && let Ok(content) = tokio::fs::read_to_string(&absolute).await
@@ -363,6 +367,11 @@ async fn write_test(
                 .filter(|l| is_definition(l, language))
                 .collect();
             now.push_str(&format!("\n{file}: {}", defs.join(" | ")));
+            defined.extend(
+                defs.iter()
+                    .filter_map(|l| defined_name(l, language))
+                    .map(|name| (file.clone(), name)),
+            );
         }
     }
     let before = if before.is_empty() {
@@ -380,22 +389,38 @@ async fn write_test(
     } else {
         format!("\n\n{others}")
     };
-    let what = "that check the behaviour the task asks for, and nothing the task does not state: use its exact \
-values and names, invent no others. Check single values and short results (`square(3) == 9`, `len(rows) == 15`, \
-`rows[2] == \"c\"`): never write out a long expected list or text by hand.";
+    // The examples name the task's own function: a small model copies an example
+    // as it is (seen: `from hello import square` in the test of a hello-world program).
+    let task_function = task_function(&task, &defined);
+    let what = format!(
+        "that check the behaviour the task asks for, and nothing the task does not state: use its exact \
+values and names, invent no others. Check single values and short results{}: never write out a long expected \
+list or text by hand.",
+        short_result_examples(task_function.as_ref().map(|(_, name)| name.as_str()))
+    );
     let how = match language {
         Language::Python => format!(
             "Write a short Python test script: 3 to 6 `assert` statements {what} When the task is about \
-a function, import it from its module (the project root is on sys.path) and call it. Only when the task asks for \
+a function, import it from its module{} (the project root is on sys.path) and call it. Only when the task asks for \
 a program or script (it prints, or takes command-line arguments), run it with \
 subprocess.run([sys.executable, \"file.py\", ...], capture_output=True, text=True) and compare what it printed \
 with said(), which is defined for you and ignores punctuation and spacing (and case, unless the task is about case): \
-assert said(result.stdout) == said(\"hello world\"). Reply with only one ```python block."
+assert said(result.stdout) == said(\"hello world\"). Reply with only one ```python block.",
+            task_function
+                .as_ref()
+                .map(|(file, name)| format!(" (`from {} import {name}`)", python_module(file)))
+                .unwrap_or_default()
         ),
         Language::JavaScript => format!(
             "Write a short Node.js test script: `const assert = require('assert');`, the module required \
-with a path from the project root (`const {{ slugify }} = require('./slugify.js');`), then 3 to 6 \
-`assert.strictEqual` or `assert.deepStrictEqual` calls {what} Reply with only one ```javascript block."
+with a path from the project root (`const {{ {name} }} = require('./{file}');`), then 3 to 6 \
+`assert.strictEqual` or `assert.deepStrictEqual` calls {what} Reply with only one ```javascript block.",
+            name = task_function
+                .as_ref()
+                .map_or("name", |(_, name)| name.as_str()),
+            file = task_function
+                .as_ref()
+                .map_or("file.js", |(file, _)| file.as_str()),
         ),
     };
     // A rewrite is told what was wrong with the last test (seen: the same mistake twice).
@@ -459,6 +484,62 @@ fn broken_because(output: &str) -> String {
         .find(|l| l.starts_with("the test "))
         .or(lines.last())
         .map_or_else(|| "it was broken".to_string(), |l| l.to_string())
+}
+
+/// The function of the task's code that the task names, as (file, name): the first
+/// one in the task's own words.
+fn task_function(task: &str, defined: &[(String, String)]) -> Option<(String, String)> {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut first: Option<(usize, &(String, String))> = None;
+    for entry in defined {
+        let at = task
+            .match_indices(entry.1.as_str())
+            .map(|(i, _)| i)
+            .find(|&i| !task[..i].ends_with(word) && !task[i + entry.1.len()..].starts_with(word));
+        if let Some(at) = at
+            && first.is_none_or(|(earliest, _)| at < earliest)
+        {
+            first = Some((at, entry));
+        }
+    }
+    first.map(|(_, entry)| entry.clone())
+}
+
+/// Examples of short checks, on the task's function when there is one; none at all
+/// when there is not, as any other name would be copied.
+fn short_result_examples(function: Option<&str>) -> String {
+    function.map_or_else(String::new, |f| {
+        format!(" (`{f}(…) == …` with one value, `len({f}(…)) == …`, `{f}(…)[2] == …`)")
+    })
+}
+
+/// The module a Python file is imported as: `pkg/util.py` is `pkg.util`.
+fn python_module(file: &str) -> String {
+    file.trim_start_matches("./")
+        .trim_end_matches(".py")
+        .replace('/', ".")
+}
+
+/// The name a definition line (see [`is_definition`]) defines, when it names one.
+fn defined_name(line: &str, language: Language) -> Option<String> {
+    let l = line.trim_start();
+    let starts: &[&str] = match language {
+        Language::Python => &["async def ", "def ", "class "],
+        Language::JavaScript => &[
+            "async function ",
+            "function ",
+            "class ",
+            "const ",
+            "let ",
+            "exports.",
+        ],
+    };
+    let rest = starts.iter().find_map(|start| l.strip_prefix(start))?;
+    let name: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
+        .collect();
+    (!name.is_empty()).then_some(name)
 }
 
 /// A line that defines something a test can call.
@@ -659,6 +740,73 @@ mod tests {
     }
 
     #[test]
+    fn a_function_the_test_calls_without_importing_it_is_imported_from_the_project() {
+        if !installed("python3") {
+            return;
+        }
+        let task = "Change the function mean in stats.py so that it returns 0.0 for an empty list.";
+        let before = "def mean(xs):\n    return sum(xs) / len(xs)\n";
+        let right = "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n";
+        // Seen on the real model: no import at all, which ran no code of the project.
+        let unimported = "assert mean([]) == 0.0\nassert mean([1, 3]) == 2.0\n";
+        let (code, output) = run_on_stats(task, right, before, unimported);
+        assert_eq!(code, Some(0), "{output}");
+        assert!(
+            output.contains("imported mean from stats: the test used it without importing it"),
+            "{output}"
+        );
+        let (code, output) = run_on_stats(task, before, before, unimported);
+        assert_eq!(code, Some(1), "the unchanged code still fails it: {output}");
+        // A name no module of the project defines is still the test's own mistake.
+        let module = "assert stats.mean([]) == 0.0\n";
+        let (code, output) = run_on_stats(task, right, before, module);
+        assert_eq!(code, Some(0), "{output}");
+        assert!(
+            output.contains("imported stats: the test used the module"),
+            "{output}"
+        );
+        let invented = "assert average([]) == 0.0\n";
+        let (code, output) = run_on_stats(task, right, before, invented);
+        assert_eq!(code, Some(3), "{output}");
+    }
+
+    #[test]
+    fn the_test_prompt_s_examples_name_the_task_s_function_or_none() {
+        let defined: Vec<(String, String)> = [
+            ("stats.py", "def spread(xs):"),
+            ("stats.py", "def mean(xs):"),
+            ("lib/util.py", "class Meaner:"),
+        ]
+        .iter()
+        .filter_map(|(file, line)| {
+            defined_name(line, Language::Python).map(|name| (file.to_string(), name))
+        })
+        .collect();
+        let task = "Change the function mean in stats.py so that spread stays the same.";
+        let found = task_function(task, &defined).unwrap();
+        assert_eq!(
+            found,
+            ("stats.py".to_string(), "mean".to_string()),
+            "the first named"
+        );
+        assert!(short_result_examples(Some(&found.1)).contains("`mean(…) == …`"));
+        assert_eq!(python_module("lib/util.py"), "lib.util");
+        assert!(
+            task_function("Write a program that prints the mean.", &[]).is_none(),
+            "a program task has no function"
+        );
+        assert!(
+            task_function("Make it meaner.", &defined).is_none(),
+            "a name only inside a word is not named"
+        );
+        assert_eq!(short_result_examples(None), "", "no invented name to copy");
+        assert_eq!(
+            defined_name("const slugify = (text) => {", Language::JavaScript).as_deref(),
+            Some("slugify")
+        );
+    }
+
+    #[test]
     fn an_assert_about_code_the_task_does_not_name_counts_only_if_it_held_before() {
         if !installed("python3") {
             return;
@@ -706,7 +854,7 @@ mod tests {
     }
 
     #[test]
-    fn a_long_expected_value_written_by_hand_is_a_broken_first_test() {
+    fn a_long_expected_value_written_by_hand_that_fails_is_a_broken_first_test() {
         if !installed("python3") {
             return;
         }
@@ -722,6 +870,11 @@ mod tests {
         // The rewrite is judged as written: its long value counts.
         let (code, _) = run_on_stats_as(task, evens, "", long, "rewritten");
         assert_eq!(code, Some(1));
+        // A long value the code matches is a check like any other (seen: a right
+        // FizzBuzz list thrown away).
+        let right =
+            "from stats import evens\nassert evens(19) == [0, 2, 4, 6, 8, 10, 12, 14, 16, 18]\n";
+        assert_eq!(run_on_stats(task, evens, "", right).0, Some(0));
         // Long inputs are not expected values.
         let long_input = "from stats import evens\nassert len(evens(20)) == 10\nassert max([evens(n)[-1] for n in [3, 5, 7, 9, 11, 13, 15, 17, 19]]) == 18\n";
         assert_eq!(run_on_stats(task, evens, "", long_input).0, Some(0));
