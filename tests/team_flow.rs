@@ -282,3 +282,55 @@ async fn code_without_the_flag_the_task_asks_for_goes_back_with_the_files_as_the
         team.model.unused_steps()
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_code_that_failed_its_checks_starts_from_the_files_as_found() {
+    // Seen on a 1.5B model: each retry of "add a --shout flag" built on the last one's
+    // broken greet.py until no attempt could save it. The attempt after a failed one is
+    // given the file as the subtask found it, and told its changes were undone.
+    let task_text = "Add a --shout flag to greet.sh: with it, the greeting is in upper case.";
+    let team = start(
+        json!([
+            plan(&[task_text]),
+            { "match": ["fails this check", "asks for `--shout`"],
+              "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.sh", "content": "echo HELLO HELLO\n" } } ] },
+            { "match": [task_text, "were undone", "greet.sh:\n```\necho hello\n```"],
+              "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.sh", "content": "if [ \"$1\" = --shout ]; then echo HELLO; else echo hello; fi\n" } } ] },
+            { "match": task_text,
+              "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.sh", "content": "echo HELLO\n" } } ] },
+            { "match": "greet.sh", "text": "Done.", "repeat": true }
+        ]),
+        config(),
+    )
+    .await;
+    std::fs::write(team.workspace.path().join("greet.sh"), "echo hello\n").unwrap();
+    let task = team.submit(task_text);
+    let summary = team.engine.wait_for(task).await.unwrap();
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(
+        summary.status,
+        TaskStatus::Completed,
+        "{:?}",
+        (&detail.errors, &detail.checks)
+    );
+    assert!(team.read("greet.sh").contains("--shout"));
+    assert_eq!(summary.subtasks[0].attempts, 2, "{summary:?}");
+    let mid = team
+        .engine
+        .agents()
+        .into_iter()
+        .find(|a| a.layer == conclave::runtime::Layer::Mid)
+        .unwrap();
+    let board = team
+        .engine
+        .whiteboard(&format!("agent:{}", mid.agent_id))
+        .unwrap();
+    assert!(
+        board
+            .content
+            .contains("greet.sh put back as the subtask found it"),
+        "the mid says what it undid: {}",
+        board.content
+    );
+    team.engine.shutdown().await;
+}

@@ -806,7 +806,7 @@ async fn python_scan(
 /// A function promises a value by its return annotation (not None) or a docstring that
 /// starts with "Return"; it keeps the promise by a `return <value>` or a `yield`.
 const PYTHON_CONTRACTS: &str = r#"
-import ast, json, re, sys
+import ast, json, os, re, sys
 def functions(tree):
     found = {}
     def visit(body, prefix):
@@ -879,9 +879,90 @@ def header(source, fn):
     end = fn.body[0].end_lineno if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(getattr(fn.body[0], "value", None), ast.Constant) else fn.lineno
     start = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
     return "\n".join(lines[start - 1:end])
+def top_names(tree):
+    # What a module defines at its top level (also under a top-level if/try); None when
+    # that cannot be known: a star import, a module __getattr__.
+    names = set()
+    for node in tree.body:
+        for n in ast.walk(node):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if n.name == "__getattr__" and n in tree.body:
+                    return None
+                names.add(n.name)
+            elif isinstance(n, ast.alias):
+                if n.name == "*":
+                    return None
+                names.add(n.asname or n.name.split(".")[0])
+            elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                names.add(n.id)
+    return names
+def module_file(module, importer):
+    for base in (".", os.path.dirname(importer) or "."):
+        stem = os.path.join(base, *module.split("."))
+        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+            if os.path.isfile(candidate):
+                return os.path.normpath(candidate)
+    return None
+def project_files():
+    found = []
+    for directory, subdirectories, files in os.walk("."):
+        subdirectories[:] = [d for d in subdirectories if not d.startswith((".", "__")) and d not in ("node_modules", "venv", "env", "site-packages") and directory.count(os.sep) < 3]
+        found += [os.path.normpath(os.path.join(directory, f)) for f in files if f.endswith(".py")]
+    return sorted(found)[:300]
+def source(path, cache={}):
+    if path not in cache:
+        try:
+            cache[path] = open(path, encoding="utf-8").read()
+        except Exception:
+            cache[path] = None
+    return cache[path]
+def parsed(path, text=None, cache={}):
+    key = (path, text)
+    if key not in cache:
+        try:
+            cache[key] = ast.parse(text if text is not None else source(path), path)
+        except Exception:
+            cache[key] = None
+    return cache[key]
+def broken_imports(changed, whole_task):
+    # `from mathx import calc` where the project's mathx.py does not define calc: a name
+    # the task's change took from a module while a file still imports it (seen on the
+    # real model: calc renamed to compute_total, main.py left importing calc, reported
+    # done), or an import the team wrote of a name that is not there. Checking one
+    # subtask, only its own files count: another subtask may still update the rest.
+    problems = []
+    for importer in (project_files() if whole_task else sorted(changed)):
+        tree = parsed(importer)
+        if tree is None:
+            continue
+        original = changed.get(importer)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+                continue
+            target = module_file(node.module, importer)
+            target_tree = parsed(target) if target else None
+            names_now = top_names(target_tree) if target_tree else None
+            if names_now is None:
+                continue
+            before_tree = parsed(target, changed[target]) if changed.get(target) is not None else None
+            names_before = (top_names(before_tree) or set()) if before_tree else set()
+            for alias in node.names:
+                name = alias.name
+                if name == "*" or name in names_now or os.path.isfile(os.path.join(os.path.dirname(target), name + ".py")):
+                    continue
+                statement = ast.get_source_segment(source(importer), node) or ""
+                if name in names_before:
+                    problems.append(f"{importer}:{node.lineno}: imports `{name}` from {node.module}, but {target} no longer defines it (it did before the task): change the import and every use of `{name}` to what {target} defines now")
+                elif importer in changed and (original is None or statement not in original):
+                    problems.append(f"{importer}:{node.lineno}: imports `{name}` from {node.module}, but {target} does not define it")
+    return problems
 task = sys.argv[2] if len(sys.argv) > 2 else ""
+whole_task = len(sys.argv) > 3 and sys.argv[3] == "whole"
 named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", task))
-for path, original in json.loads(sys.argv[1]):
+pairs = json.loads(sys.argv[1])
+for problem in broken_imports({os.path.normpath(p): o for p, o in pairs}, whole_task):
+    print(problem)
+for path, original in pairs:
     try:
         source = open(path, encoding="utf-8").read()
         now = functions(ast.parse(source, path))
@@ -947,6 +1028,7 @@ async fn python_contracts(bench: &Bench, files: &[String]) -> CheckResult {
         PYTHON_CONTRACTS.to_string(),
         serde_json::to_string(&pairs).unwrap_or_else(|_| "[]".into()),
         bench.originals.task.clone(),
+        if bench.whole_task { "whole" } else { "subtask" }.to_string(),
     ];
     python_scan(bench, "contracts", "function contracts", args, files).await
 }
@@ -1600,6 +1682,70 @@ mod tests {
         )
         .unwrap();
         let right = code(&b, &["report.py".into()]).await;
+        assert!(right.passed(), "{:?}", right.results);
+    }
+
+    #[tokio::test]
+    async fn an_import_of_a_name_the_task_took_from_a_module_is_caught() {
+        if !python() {
+            return;
+        }
+        // Seen on the real model: calc renamed to compute_total in mathx.py, main.py
+        // left importing calc, and the task reported done.
+        let dir = tempfile::tempdir().unwrap();
+        let main = "from mathx import calc\n\nif __name__ == \"__main__\":\n    print(calc([1.25, 2.5]))\n";
+        std::fs::write(dir.path().join("main.py"), main).unwrap();
+        std::fs::write(
+            dir.path().join("mathx.py"),
+            "def calc(prices):\n    return round(sum(prices), 2)\n",
+        )
+        .unwrap();
+        let mut b = bench(dir.path());
+        b.originals = capture_originals(
+            dir.path(),
+            "Rename the function calc in mathx.py to compute_total, and update its caller in main.py.",
+        );
+        std::fs::write(
+            dir.path().join("mathx.py"),
+            "def compute_total(prices):\n    return round(sum(prices), 2)\n",
+        )
+        .unwrap();
+        // One subtask that changed only mathx.py: another may still update main.py.
+        let first_step = code(&b, &["mathx.py".into()]).await;
+        assert!(first_step.passed(), "{:?}", first_step.results);
+        // The whole task: main.py, untouched, is caught.
+        b.whole_task = true;
+        let text = code(&b, &["mathx.py".into()])
+            .await
+            .failure_text()
+            .expect("the stale import is caught");
+        assert!(
+            text.contains("main.py:1: imports `calc` from mathx, but mathx.py no longer defines it (it did before the task)"),
+            "{text}"
+        );
+        // An import the team wrote of a name that is not there is caught too.
+        std::fs::write(
+            dir.path().join("main.py"),
+            "from mathx import compute_totals\n\nif __name__ == \"__main__\":\n    print(compute_totals([1.25, 2.5]))\n",
+        )
+        .unwrap();
+        let text = code(&b, &["mathx.py".into(), "main.py".into()])
+            .await
+            .failure_text()
+            .expect("the wrong import is caught");
+        assert!(
+            text.contains(
+                "main.py:1: imports `compute_totals` from mathx, but mathx.py does not define it"
+            ),
+            "{text}"
+        );
+        // Done right, nothing is said.
+        std::fs::write(
+            dir.path().join("main.py"),
+            "from mathx import compute_total\n\nif __name__ == \"__main__\":\n    print(compute_total([1.25, 2.5]))\n",
+        )
+        .unwrap();
+        let right = code(&b, &["mathx.py".into(), "main.py".into()]).await;
         assert!(right.passed(), "{:?}", right.results);
     }
 

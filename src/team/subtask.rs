@@ -178,6 +178,7 @@ async fn run_subtask(
         },
     };
     let mut tried: Vec<AgentId> = Vec::new();
+    let as_found = files_as_found(s, &task, &description);
     // `recovery.subtaskTimeoutMs` bounds all attempts together; waits between them
     // (backoff, the provider, a person) are not work and do not count.
     let limit = Duration::from_millis(s.config.recovery.subtask_timeout_ms.max(1));
@@ -452,6 +453,13 @@ async fn run_subtask(
             .flatten()
             .unwrap_or(1);
         after_wait = false;
+        let earlier_failure = history.last_failure().filter(|f| about_the_work(f.kind));
+        let undone = match earlier_failure {
+            Some(f) if f.kind == FailureKind::CheckFailed => {
+                undo_failed_attempt(ctx, s, &as_found).await
+            }
+            _ => Vec::new(),
+        };
         let started = Instant::now();
         let with_person = s.approvals.time_with_person(subtask_id);
         let report = attempt(
@@ -461,7 +469,7 @@ async fn run_subtask(
             subtask_id,
             assignee,
             &description,
-            history.last_failure().filter(|f| about_the_work(f.kind)),
+            earlier_failure.map(|f| (f, undone.as_slice())),
             attempts,
             limit - spent,
         )
@@ -742,7 +750,7 @@ async fn attempt(
     subtask_id: SubtaskId,
     assignee: AgentId,
     description: &str,
-    earlier_failure: Option<&Failure>,
+    earlier_failure: Option<(&Failure, &[String])>,
     attempt: u32,
     time_left: Duration,
 ) -> Attempt {
@@ -815,6 +823,36 @@ async fn attempt(
     }
 }
 
+/// The files the task and the subtask name, as the subtask found them (those that
+/// existed): what a retry after code that failed its checks starts again from.
+fn files_as_found(s: &Services, task: &TaskRecord, description: &str) -> Vec<(String, String)> {
+    let named = format!("{}\n{description}", super::plan::task_text(task));
+    target_files_now(&s.sandbox, &named)
+        .into_iter()
+        .filter_map(|file| Some((file.path, file.content?)))
+        .collect()
+}
+
+/// Puts back the files an attempt left failing their checks, after its own fix turn:
+/// the next attempt starts again from the files as the subtask found them, told why
+/// (seen on the real model: each retry of "add a --shout flag" built on the last one's
+/// broken greet.py — `HELLO, {name}!{name}!`, then an IndentationError — until no
+/// attempt could save it). Returns the files put back.
+async fn undo_failed_attempt(
+    ctx: &AgentContext,
+    s: &Services,
+    as_found: &[(String, String)],
+) -> Vec<String> {
+    let undone = super::verify::put_back(s, as_found).await;
+    if !undone.is_empty() {
+        let _ = ctx.append_own_board(&format!(
+            "- the last attempt's code failed its checks: {} put back as the subtask found it",
+            undone.join(", ")
+        ));
+    }
+    undone
+}
+
 fn subtask_files(s: &Services, task_id: TaskId, subtask_id: SubtaskId) -> Vec<String> {
     s.tasks
         .get(task_id)
@@ -860,7 +898,11 @@ const EARLIER_FAILURE_MAX_CHARS: usize = 1_500;
 
 /// The task, what earlier subtasks produced, why the last attempt at this subtask
 /// failed and the files the task names as they are now: the bottom agent's context.
-fn context_for(s: &Services, task_id: TaskId, earlier_failure: Option<&Failure>) -> String {
+fn context_for(
+    s: &Services,
+    task_id: TaskId,
+    earlier_failure: Option<(&Failure, &[String])>,
+) -> String {
     let Some(task) = s.tasks.get(task_id) else {
         return String::new();
     };
@@ -894,12 +936,20 @@ fn context_for(s: &Services, task_id: TaskId, earlier_failure: Option<&Failure>)
         context.push_str("\nAlready done by the team:\n");
         context.push_str(&done.join("\n"));
     }
-    if let Some(failure) = earlier_failure {
+    if let Some((failure, undone)) = earlier_failure {
         if !context.is_empty() {
             context.push('\n');
         }
+        let how = if undone.is_empty() {
+            "Start from the files as they are now and fix that.".to_string()
+        } else {
+            format!(
+                "Its changes to {} were undone: do the subtask again from the files as they are now, and avoid that mistake.",
+                undone.join(", ")
+            )
+        };
         context.push_str(&format!(
-            "An earlier attempt at this subtask failed ({}):\n{}\nStart from the files as they are now and fix that.\n",
+            "An earlier attempt at this subtask failed ({}):\n{}\n{how}\n",
             failure.kind,
             crate::tools::truncate_text(&failure.message, EARLIER_FAILURE_MAX_CHARS)
         ));

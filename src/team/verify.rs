@@ -269,6 +269,20 @@ async fn fix_with_tools(
 /// not make the checks pass must not leave the code worse than the team wrote it (seen
 /// on the real model: a "fix" that replaced a right `stats.py` with the test's text).
 async fn restore(ctx: &AgentContext, s: &Services, before: &[(String, String)]) -> String {
+    let restored = put_back(s, before).await;
+    if restored.is_empty() {
+        return String::new();
+    }
+    let list = restored.join(", ");
+    let _ = ctx.append_own_board(&format!(
+        "- the fixes did not pass the checks: {list} restored as the team wrote it"
+    ));
+    format!(" ({list} restored as before the fixes)")
+}
+
+/// Writes back each of `before` (path, content) that differs now, through the editor
+/// when there is one. Returns the paths written.
+pub(super) async fn put_back(s: &Services, before: &[(String, String)]) -> Vec<String> {
     let mut restored = Vec::new();
     for (path, content) in before {
         let now = match s.sandbox.resolve(path) {
@@ -283,18 +297,11 @@ async fn restore(ctx: &AgentContext, s: &Services, before: &[(String, String)]) 
             .write_file(std::path::Path::new(path), content)
             .await
         {
-            Ok(_) => restored.push(path.as_str()),
-            Err(e) => tracing::warn!("{path} not restored after the fix loop: {e}"),
+            Ok(_) => restored.push(path.clone()),
+            Err(e) => tracing::warn!("{path} not put back: {e}"),
         }
     }
-    if restored.is_empty() {
-        return String::new();
-    }
-    let list = restored.join(", ");
-    let _ = ctx.append_own_board(&format!(
-        "- the fixes did not pass the checks: {list} restored as the team wrote it"
-    ));
-    format!(" ({list} restored as before the fixes)")
+    restored
 }
 
 /// The task's checks: the code's (syntax, stubs, names), then, when they pass, its tests
