@@ -771,6 +771,40 @@ mod tests {
     }
 
     #[test]
+    fn a_forgotten_call_another_python_and_a_cut_off_answer_are_mended() {
+        if !installed("python3") {
+            return;
+        }
+        let task = "Change the function mean in stats.py so that it returns 0.0 for an empty list.";
+        let before = "def mean(xs):\n    return sum(xs) / len(xs)\n";
+        let right = "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n\n\nif __name__ == '__main__':\n    print(mean([]))\n";
+        // Seen on the real model: `check_hello_world()` defined and never called, which
+        // ran no assert; and `["python", …]`, which a machine may not have.
+        let uncalled = "import subprocess\n\ndef check_empty():\n    result = subprocess.run(['python', 'stats.py'], capture_output=True, text=True)\n    assert result.stdout == '0.0'\n";
+        let (code, output) = run_on_stats(task, right, before, uncalled);
+        assert_eq!(code, Some(0), "{output}");
+        let (code, output) = run_on_stats(task, before, before, uncalled);
+        assert_eq!(
+            code,
+            Some(1),
+            "the check runs, and fails the old code: {output}"
+        );
+        // Seen: 24 asserts, the last cut off by the token limit mid-string.
+        let cut = "from stats import mean\nassert mean([]) == 0.0\nassert mean([2, 4]) == 3\nassert mean([1, 2, 3, 4, 5, 6, 7, 8, 9]) == \"5";
+        let (code, output) = run_on_stats(task, right, before, cut);
+        assert_eq!(code, Some(0), "{output}");
+        assert!(
+            output.contains("the test was cut off at line 4"),
+            "{output}"
+        );
+        let (code, _) = run_on_stats(task, before, before, cut);
+        assert_eq!(code, Some(1), "the complete asserts still check");
+        // A syntax error before the end is the test's own: broken.
+        let wrong = "from stats import mean\nassert mean([]) == == 0.0\nassert mean([2, 4]) == 3\nassert mean([1]) == 1\nassert mean([2]) == 2\n";
+        assert_eq!(run_on_stats(task, right, before, wrong).0, Some(3));
+    }
+
+    #[test]
     fn the_test_prompt_s_examples_name_the_task_s_function_or_none() {
         let defined: Vec<(String, String)> = [
             ("stats.py", "def spread(xs):"),

@@ -250,9 +250,11 @@ def execute(tree, outcomes):
     }
     exec(compile(tree, TEST, "exec"), namespace)
     # pytest style: test functions the script defines but never calls are called here
-    # (seen on the real model: a test that only defined `test_is_palindrome`).
+    # (seen on the real model: a test that only defined `test_is_palindrome`, and one
+    # that only defined `check_hello_world()`).
+    uncalled = uncalled_functions(tree)
     for name, value in list(namespace.items()):
-        if name.startswith("test") and callable(value) and getattr(value, "__module__", None) == "__main__":
+        if (name.startswith("test") or name in uncalled) and callable(value) and getattr(value, "__module__", None) == "__main__":
             if not isinstance(value, type):
                 value()
     # unittest style: each test method of each TestCase the script defines.
@@ -266,6 +268,54 @@ def execute(tree, outcomes):
                 finally:
                     case.tearDown()
     return namespace
+
+
+def uncalled_functions(tree):
+    """Functions the test defines at its top level, never mentions again, and can call
+    without arguments: its checks, which it forgot to run."""
+    mentioned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and not node.name.startswith("_")
+        and node.name not in mentioned
+        and len(node.args.args) + len(node.args.posonlyargs) <= len(node.args.defaults)
+        and not node.args.kwonlyargs
+    }
+
+
+class SameInterpreter(ast.NodeTransformer):
+    """`subprocess.run(["python", "hello.py"])` runs with the interpreter running the
+    test: a machine may have no `python`, or another one."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if starts_program(node.func) and node.args and isinstance(node.args[0], ast.List):
+            first = node.args[0].elts[:1]
+            if first and isinstance(first[0], ast.Constant) and first[0].value in ("python", "python3"):
+                executable = ast.Attribute(value=ast.Name(id="sys", ctx=ast.Load()), attr="executable", ctx=ast.Load())
+                node.args[0].elts[0] = ast.copy_location(executable, first[0])
+        return node
+
+
+def parse_test(text):
+    """The test's syntax tree, and a note when only its complete part could be read: an
+    answer cut off by the model's token limit ends in an unfinished line (seen: 24
+    asserts and an unterminated string), and the asserts before it still check."""
+    try:
+        return ast.parse(text, TEST), None
+    except SyntaxError as error:
+        lines = text.splitlines()
+        if error.lineno is None or error.lineno < len(lines) - 2:
+            raise
+        for end in range(min(error.lineno, len(lines)) - 1, 0, -1):
+            try:
+                tree = ast.parse("\n".join(lines[:end]), TEST)
+            except SyntaxError:
+                continue
+            return tree, f"the test was cut off at line {error.lineno}: the lines before it ran"
+        raise
 
 
 def called(node):
@@ -480,10 +530,13 @@ def runs_program(tree):
 
 def main():
     try:
-        tree = ast.parse(open(TEST).read(), TEST)
+        tree, cut = parse_test(open(TEST).read())
     except SyntaxError:
         traceback.print_exc()
         sys.exit(BROKEN)
+    if cut:
+        print(cut)
+    tree = ast.fix_missing_locations(SameInterpreter().visit(tree))
     for note in import_project_names(tree):
         print(note)
     if not runs_project_code(tree):

@@ -580,6 +580,7 @@ pub fn names_to_find(task: &str) -> Vec<String> {
 
 /// Whether a task takes things away or moves them, so that a name or a file it gives
 /// may rightly be gone afterwards.
+/// (`PYTHON_CONTRACTS` reads a task with the same words.)
 fn removes_or_renames(task: &str) -> bool {
     let lower = task.to_ascii_lowercase();
     ["remove", "delete", "drop", "rename", "get rid of", "move"]
@@ -869,6 +870,33 @@ def unbound(tree):
             if type(node).__name__.startswith("Match") and isinstance(value, str):
                 bound.add(value)
     return {name: line for name, line in reads.items() if name not in bound}
+def unparsed_options(tree):
+    # `args.shout` read where args came from an argparse parser that never adds
+    # --shout: an AttributeError whenever the program runs (seen on the real model: the
+    # if/else for --shout written, the add_argument for it never). (name, line) of each;
+    # nothing when the parser is built in ways not read here.
+    results, dests = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "parse_args":
+            results.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr in ("add_subparsers", "set_defaults", "parse_known_args", "add_mutually_exclusive_group"):
+            return []
+        if node.func.attr == "add_argument":
+            strings = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if len(strings) != len(node.args) or not strings:
+                return []
+            dest = [k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)]
+            longs = [o for o in strings if o.startswith("--")]
+            name = (dest or longs or strings)[0]
+            dests.add(name.lstrip("-").replace("-", "_"))
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) and node.value.id in results:
+            if node.attr not in dests and not node.attr.startswith("_"):
+                found.setdefault(node.attr, node.lineno)
+    return sorted(found.items(), key=lambda item: item[1])
 def main_block(tree):
     for node in tree.body:
         if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) and "__main__" in ast.unparse(node.test):
@@ -924,7 +952,7 @@ def parsed(path, text=None, cache={}):
         except Exception:
             cache[key] = None
     return cache[key]
-def broken_imports(changed, whole_task):
+def broken_imports(changed, whole_task, task):
     # `from mathx import calc` where the project's mathx.py does not define calc: a name
     # the task's change took from a module while a file still imports it (seen on the
     # real model: calc renamed to compute_total, main.py left importing calc, reported
@@ -952,7 +980,12 @@ def broken_imports(changed, whole_task):
                     continue
                 statement = ast.get_source_segment(source(importer), node) or ""
                 if name in names_before:
-                    problems.append(f"{importer}:{node.lineno}: imports `{name}` from {node.module}, but {target} no longer defines it (it did before the task): change the import and every use of `{name}` to what {target} defines now")
+                    # (The same words as removes_or_renames in check.rs.)
+                    if any(w in task.lower() for w in ("remove", "delete", "drop", "rename", "get rid of", "move")):
+                        how = f"change the import and every use of `{name}` to what {target} defines now"
+                    else:
+                        how = f"put `{name}` back in {target} as it was (the task does not remove it)"
+                    problems.append(f"{importer}:{node.lineno}: imports `{name}` from {node.module}, but {target} no longer defines it (it did before the task): {how}")
                 elif importer in changed and (original is None or statement not in original):
                     problems.append(f"{importer}:{node.lineno}: imports `{name}` from {node.module}, but {target} does not define it")
     return problems
@@ -960,7 +993,7 @@ task = sys.argv[2] if len(sys.argv) > 2 else ""
 whole_task = len(sys.argv) > 3 and sys.argv[3] == "whole"
 named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", task))
 pairs = json.loads(sys.argv[1])
-for problem in broken_imports({os.path.normpath(p): o for p, o in pairs}, whole_task):
+for problem in broken_imports({os.path.normpath(p): o for p, o in pairs}, whole_task, task):
     print(problem)
 for path, original in pairs:
     try:
@@ -1006,6 +1039,12 @@ for path, original in pairs:
                     had = f"; before the task the file had:\n{ast.get_source_segment(original, node)}\nput it back"
                     break
         print(f"{path}:{line}: `{name}` is used but never defined or imported{had}")
+    unparsed_before = {name for name, _ in unparsed_options(old_tree)} if old_tree is not None else set()
+    for name, line in unparsed_options(tree):
+        if name in unparsed_before:
+            continue
+        option = name.replace("_", "-")
+        print(f"{path}:{line}: `args.{name}` is read, but the parser never adds `--{option}`: add it, for a flag with parser.add_argument(\"--{option}\", action=\"store_true\")")
     if old_tree is not None and main_block(old_tree) is not None and main_block(tree) is None and "__main__" not in task:
         print(f"{path}: its `if __name__ == \"__main__\":` block was in the file before the task and is gone, so running the file does nothing: put it back as it was:\n{ast.get_source_segment(original, main_block(old_tree))}")
 "#;
@@ -1686,6 +1725,33 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_option_read_that_the_parser_never_adds_is_caught() {
+        if !python() {
+            return;
+        }
+        // Seen on the real model: the if/else for --shout written, its add_argument never.
+        let dir = tempfile::tempdir().unwrap();
+        let b = bench(dir.path());
+        let without = "import argparse\n\n\ndef main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument(\"name\")\n    args = parser.parse_args()\n    if args.shout:\n        print(f\"HELLO, {args.name.upper()}!\")\n    else:\n        print(f\"Hello, {args.name}!\")\n\n\nif __name__ == \"__main__\":\n    main()\n";
+        std::fs::write(dir.path().join("greet.py"), without).unwrap();
+        let text = code(&b, &["greet.py".into()])
+            .await
+            .failure_text()
+            .expect("the missing option is caught");
+        assert!(
+            text.contains("greet.py:8: `args.shout` is read, but the parser never adds `--shout`: add it, for a flag with parser.add_argument(\"--shout\", action=\"store_true\")"),
+            "{text}"
+        );
+        let with = without.replace(
+            "    args = parser.parse_args()",
+            "    parser.add_argument(\"-s\", \"--shout\", action=\"store_true\")\n    args = parser.parse_args()",
+        );
+        std::fs::write(dir.path().join("greet.py"), with).unwrap();
+        let right = code(&b, &["greet.py".into()]).await;
+        assert!(right.passed(), "{:?}", right.results);
+    }
+
+    #[tokio::test]
     async fn an_import_of_a_name_the_task_took_from_a_module_is_caught() {
         if !python() {
             return;
@@ -1747,6 +1813,30 @@ mod tests {
         .unwrap();
         let right = code(&b, &["mathx.py".into(), "main.py".into()]).await;
         assert!(right.passed(), "{:?}", right.results);
+        // A task that removes nothing: the name goes back where it was (seen: geometry.py
+        // rewritten as `perimeter` alone, report.py still importing `area`).
+        b.originals = Arc::new(TaskFiles {
+            task: "Add a function total_tax to mathx.py; main.py prints the total.".into(),
+            files: vec![(
+                "mathx.py".into(),
+                "def compute_total(prices):\n    return round(sum(prices), 2)\n".into(),
+            )],
+        });
+        std::fs::write(
+            dir.path().join("mathx.py"),
+            "def total_tax(prices):\n    return 0\n",
+        )
+        .unwrap();
+        let text = code(&b, &["mathx.py".into()])
+            .await
+            .failure_text()
+            .expect("the lost function is caught");
+        assert!(
+            text.contains(
+                "put `compute_total` back in mathx.py as it was (the task does not remove it)"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
