@@ -775,8 +775,8 @@ mod tests {
         if !installed("python3") {
             return;
         }
-        let task = "Change the function mean in stats.py so that it returns 0.0 for an empty list.";
-        let before = "def mean(xs):\n    return sum(xs) / len(xs)\n";
+        let task = "Change stats.py so that running it prints 0.0, the mean of an empty list.";
+        let before = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\nif __name__ == '__main__':\n    print(mean([]))\n";
         let right = "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n\n\nif __name__ == '__main__':\n    print(mean([]))\n";
         // Seen on the real model: `check_hello_world()` defined and never called, which
         // ran no assert; and `["python", …]`, which a machine may not have.
@@ -802,6 +802,31 @@ mod tests {
         // A syntax error before the end is the test's own: broken.
         let wrong = "from stats import mean\nassert mean([]) == == 0.0\nassert mean([2, 4]) == 3\nassert mean([1]) == 1\nassert mean([2]) == 2\n";
         assert_eq!(run_on_stats(task, right, before, wrong).0, Some(3));
+    }
+
+    #[test]
+    fn a_first_test_that_runs_a_program_for_a_function_task_is_broken() {
+        if !installed("python3") {
+            return;
+        }
+        // Seen on the real model: "total_value in inventory.py returns a wrong result"
+        // tested by running inventory.py and expecting six lines of "100".
+        let task = "Change the function mean in stats.py so that it returns 0.0 for an empty list.";
+        let right = "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n";
+        let program = "import subprocess, sys\nresult = subprocess.run([sys.executable, 'stats.py'], capture_output=True, text=True)\nassert result.stdout == '0.0'\n";
+        let (code, output) = run_on_stats(task, right, "", program);
+        assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+        assert!(
+            output.contains("the task is about a function, mean (from stats): import it"),
+            "{output}"
+        );
+        // The rewrite is judged as it is; a task about a program may run one.
+        assert_eq!(
+            run_on_stats_as(task, right, "", program, "rewritten").0,
+            Some(1)
+        );
+        let printing = "Change stats.py so that it prints the mean of an empty list as 0.0.";
+        assert_eq!(run_on_stats(printing, right, "", program).0, Some(1));
     }
 
     #[test]

@@ -349,21 +349,46 @@ def project_calls(node, namespace, directory):
     return found
 
 
+# Words of a task about a program rather than a function.
+PROGRAM_WORDS = {
+    "print", "prints", "printed", "output", "outputs", "program", "script", "command",
+    "argument", "arguments", "argv", "cli", "flag", "stdout", "console", "run", "runs",
+}
+
+
+def imports_project_module(tree):
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            path = os.path.join(ROOT, *name.split("."))
+            if os.path.isfile(path + ".py") or os.path.isdir(path):
+                return True
+    return False
+
+
+def program_instead_of_function(tree):
+    """The function a task is about, when the test only runs a program instead of
+    calling it (seen on the real model: "total_value in inventory.py returns a wrong
+    result" tested by running inventory.py and expecting six lines of "100")."""
+    if {w.lower() for w in TASK_WORDS} & PROGRAM_WORDS or re.search(r"(^|\s)--?[A-Za-z]", TASK_TEXT):
+        return None
+    if imports_project_module(tree) or not runs_program(tree):
+        return None
+    for module, names in project_modules():
+        named = sorted(n for n in names & TASK_WORDS if not n.isupper())
+        if named and module.split(".")[-1] in TASK_WORDS:
+            return f"{named[0]} (from {module})"
+    return None
+
+
 def runs_project_code(tree):
     """Whether the test imports a module of the project or runs a program: a test that
     does neither checks only itself (seen: asserts on a helper the test defined)."""
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            for name in names:
-                path = os.path.join(ROOT, *name.split("."))
-                if os.path.isfile(path + ".py") or os.path.isdir(path):
-                    return True
-        if isinstance(node, ast.Call) and starts_program(node.func):
-            return True
-    return False
+    return imports_project_module(tree) or runs_program(tree)
 
 
 def starts_program(func):
@@ -541,6 +566,10 @@ def main():
         print(note)
     if not runs_project_code(tree):
         print("the test never runs the team's code: it imports no module of the project and runs no program")
+        sys.exit(BROKEN)
+    function = program_instead_of_function(tree)
+    if function and not REWRITTEN:
+        print(f"the test runs a program, but the task is about a function, {function}: import it and check what it returns")
         sys.exit(BROKEN)
     long_values = long_expected_values(tree, open(TEST).read())
     tree = ast.fix_missing_locations(UnittestAsserts().visit(tree))
