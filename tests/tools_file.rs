@@ -424,3 +424,47 @@ async fn a_python_file_written_without_a_standard_import_it_uses_gets_it() {
         "use re.sub\n"
     );
 }
+
+#[tokio::test]
+async fn python_escaped_twice_into_one_line_is_written_with_its_line_breaks() {
+    // Seen on a 1.5B model: `def word_count(text):\n    return …` as one line with
+    // `\n` written as two characters, a syntax error through three fix rounds.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("textutil.py"),
+        "def word_count(text):\n    return len(text.split(\" \"))\n",
+    )
+    .unwrap();
+    let tools = registry(dir.path(), ToolSettings::default());
+    let one_line = r#"def word_count(text):\n    \"Words.\"\n    return len(text.split())\n"#;
+    let written = run(
+        &tools,
+        "file_write",
+        json!({ "path": "textutil.py", "content": one_line }),
+    )
+    .await
+    .unwrap();
+    let right = "def word_count(text):\n    \"Words.\"\n    return len(text.split())\n";
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("textutil.py")).unwrap(),
+        right
+    );
+    assert!(
+        written.content.contains("escaped twice, were decoded"),
+        "{}",
+        written.content
+    );
+    // The same in an edit's new text.
+    let edited = r#"def word_count(text):\n    return len(text.split()) or 0"#;
+    run(
+        &tools,
+        "file_edit",
+        json!({ "path": "textutil.py", "old_text": right.trim_end(), "new_text": edited }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("textutil.py")).unwrap(),
+        "def word_count(text):\n    return len(text.split()) or 0\n"
+    );
+}

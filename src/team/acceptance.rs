@@ -794,11 +794,22 @@ mod tests {
         let (code, output) = run_on_stats(task, right, before, cut);
         assert_eq!(code, Some(0), "{output}");
         assert!(
-            output.contains("the test was cut off at line 4"),
+            output.contains("cut off at line 4 (the end of the model"),
             "{output}"
         );
         let (code, _) = run_on_stats(task, before, before, cut);
         assert_eq!(code, Some(1), "the complete asserts still check");
+        // A `said` of the test's own is left out: the given one compares printed text
+        // (seen: one that kept "!" and the line break).
+        let own_said = "import subprocess, sys\n\ndef said(s):\n    return s.replace(' ', '').lower()\n\nassert said(subprocess.run([sys.executable, 'stats.py'], capture_output=True, text=True).stdout) == said('0.0')\n";
+        let (code, output) = run_on_stats(
+            task,
+            right,
+            before,
+            &format!("{}{own_said}", said_prelude(task)),
+        );
+        assert_eq!(code, Some(0), "{output}");
+        assert!(output.contains("own said() was left out"), "{output}");
         // A syntax error before the end is the test's own: broken.
         let wrong = "from stats import mean\nassert mean([]) == == 0.0\nassert mean([2, 4]) == 3\nassert mean([1]) == 1\nassert mean([2]) == 2\n";
         assert_eq!(run_on_stats(task, right, before, wrong).0, Some(3));

@@ -299,6 +299,17 @@ class SameInterpreter(ast.NodeTransformer):
         return node
 
 
+def without_own_said(tree):
+    """The test without its own `said` when it redefines the one it was given (seen on
+    the real model: a `said` that kept the "!" and the line break, failing "Hello,
+    World!" against "hello world"). Returns whether there was one."""
+    given = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "said"]
+    if len(given) < 2:
+        return False
+    tree.body = [n for n in tree.body if n is given[0] or n not in given[1:]]
+    return True
+
+
 def parse_test(text):
     """The test's syntax tree, and a note when only its complete part could be read: an
     answer cut off by the model's token limit ends in an unfinished line (seen: 24
@@ -314,7 +325,7 @@ def parse_test(text):
                 tree = ast.parse("\n".join(lines[:end]), TEST)
             except SyntaxError:
                 continue
-            return tree, f"the test was cut off at line {error.lineno}: the lines before it ran"
+            return tree, f"cut off at line {error.lineno} (the end of the model's answer): the lines before it ran"
         raise
 
 
@@ -562,6 +573,8 @@ def main():
     if cut:
         print(cut)
     tree = ast.fix_missing_locations(SameInterpreter().visit(tree))
+    if without_own_said(tree):
+        print("the test's own said() was left out: the one given to it compares printed text")
     for note in import_project_names(tree):
         print(note)
     if not runs_project_code(tree):

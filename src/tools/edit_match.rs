@@ -155,6 +155,25 @@ fn variants(text: &str, old: &str, new: &str) -> Vec<(String, String, &'static s
     out
 }
 
+/// Python code the model escaped twice, decoded: one line with no real line break whose
+/// `\n`s start indented lines or definitions (seen on the real model: `def
+/// word_count(text):\n    \"The number…` written as one line, a syntax error through
+/// three fix rounds). `None` when the text is not that.
+pub(crate) fn twice_escaped_python(path: &str, text: &str) -> Option<String> {
+    if !path.ends_with(".py") || text.trim_end().contains('\n') || !text.contains("\\n") {
+        return None;
+    }
+    let decoded = unescape(text);
+    let starts_code = |line: &str| {
+        line.starts_with([' ', '\t'])
+            || ["def ", "class ", "return", "import ", "from ", "if ", "@"]
+                .iter()
+                .any(|start| line.starts_with(start))
+    };
+    let lines: Vec<&str> = decoded.lines().collect();
+    (lines.len() >= 2 && lines[1..].iter().any(|l| starts_code(l))).then_some(decoded)
+}
+
 /// `\n`, `\t`, `\"`, `\'` and `\\` written as two characters, read as one.
 fn unescape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -616,6 +635,22 @@ mod tests {
 
     fn applied(text: &str, old: &str, new: &str) -> Applied {
         apply(text, old, new, "m.py").unwrap_or_else(|miss| panic!("{miss:?}"))
+    }
+
+    #[test]
+    fn python_written_as_one_twice_escaped_line_is_decoded() {
+        let one_line =
+            r#"def word_count(text):\n    \"The number of words.\"\n    return len(text.split())"#;
+        assert_eq!(
+            twice_escaped_python("textutil.py", one_line).as_deref(),
+            Some(
+                "def word_count(text):\n    \"The number of words.\"\n    return len(text.split())"
+            )
+        );
+        // A string with a line break in it is code as written, and so is any other file.
+        assert!(twice_escaped_python("a.py", r#"print("a\nb")"#).is_none());
+        assert!(twice_escaped_python("a.py", "x = 1\ny = '\\n    '\n").is_none());
+        assert!(twice_escaped_python("notes.txt", one_line).is_none());
     }
 
     #[test]

@@ -359,10 +359,19 @@ impl Tool for FileWrite {
 }
 
 /// A Python file's content with the standard-library imports it uses and lacks (see
-/// [`python_imports`]), and what was added, in words for the model.
+/// [`python_imports`]), its line breaks decoded when the model escaped them twice (see
+/// [`edit_match::twice_escaped_python`]), and what was done, in words for the model.
 pub(crate) fn with_imports(path: &str, content: &str) -> (String, Option<String>) {
     if !path.ends_with(".py") {
         return (content.to_string(), None);
+    }
+    if let Some(decoded) = edit_match::twice_escaped_python(path, content) {
+        let (completed, added) = with_imports(path, &decoded);
+        let decoded = "its line breaks, escaped twice, were decoded";
+        return (
+            completed,
+            Some(added.map_or(decoded.to_string(), |a| format!("{decoded}; {a}"))),
+        );
     }
     match python_imports::complete(content) {
         Some((completed, lines)) => {
@@ -500,6 +509,8 @@ impl FileEdit {
         not_conclave_state(path)?;
         let old_text = args.str("old_text")?;
         let new_text = args.str("new_text")?;
+        let decoded = edit_match::twice_escaped_python(path, new_text);
+        let new_text = decoded.as_deref().unwrap_or(new_text);
         if old_text == new_text {
             return Err(ToolError::invalid(
                 "`old_text` and `new_text` are identical; nothing would change",
