@@ -506,10 +506,14 @@ fn task_function(task: &str, defined: &[(String, String)]) -> Option<(String, St
 }
 
 /// Examples of short checks, on the task's function when there is one; none at all
-/// when there is not, as any other name would be copied.
+/// when there is not, as any other name would be copied. Only the plain call is shown
+/// as code: a `len(f(…))` or `f(…)[2]` example was copied onto a function returning a
+/// float.
 fn short_result_examples(function: Option<&str>) -> String {
     function.map_or_else(String::new, |f| {
-        format!(" (`{f}(…) == …` with one value, `len({f}(…)) == …`, `{f}(…)[2] == …`)")
+        format!(
+            " (`{f}(…) == …`, one call and its expected value each; of a long list, only its length or one item)"
+        )
     })
 }
 
@@ -860,6 +864,10 @@ mod tests {
             "the first named"
         );
         assert!(short_result_examples(Some(&found.1)).contains("`mean(…) == …`"));
+        assert!(
+            !short_result_examples(Some("mean")).contains("len(mean"),
+            "no shape the model would copy onto a function that returns one value"
+        );
         assert_eq!(python_module("lib/util.py"), "lib.util");
         assert!(
             task_function("Write a program that prints the mean.", &[]).is_none(),
