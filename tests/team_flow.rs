@@ -315,22 +315,13 @@ async fn a_retry_after_code_that_failed_its_checks_starts_from_the_files_as_foun
     );
     assert!(team.read("greet.sh").contains("--shout"));
     assert_eq!(summary.subtasks[0].attempts, 2, "{summary:?}");
-    let mid = team
-        .engine
-        .agents()
-        .into_iter()
-        .find(|a| a.layer == conclave::runtime::Layer::Mid)
-        .unwrap();
-    let board = team
-        .engine
-        .whiteboard(&format!("agent:{}", mid.agent_id))
-        .unwrap();
+    let board = team.mid_board();
     assert!(
         board
             .content
             .contains("greet.sh put back as the subtask found it"),
         "the mid says what it undid: {}",
-        board.content
+        board
     );
     team.engine.shutdown().await;
 }

@@ -793,20 +793,11 @@ async fn a_plan_the_model_cannot_make_leaves_the_task_whole_instead_of_failing_i
         (team.read("a.txt"), team.read("b.txt")),
         ("a\n".into(), "b\n".into())
     );
-    let mid = team
-        .engine
-        .agents()
-        .into_iter()
-        .find(|a| a.layer == conclave::runtime::Layer::Mid)
-        .unwrap();
-    let board = team
-        .engine
-        .whiteboard(&format!("agent:{}", mid.agent_id))
-        .unwrap();
+    let board = team.mid_board();
     assert!(
-        board.content.contains("plan could not be used"),
+        board.contains("plan could not be used"),
         "the mid says why: {}",
-        board.content
+        board
     );
     team.engine.shutdown().await;
 }

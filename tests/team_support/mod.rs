@@ -70,6 +70,20 @@ impl Team {
     pub fn read(&self, path: &str) -> String {
         std::fs::read_to_string(self.workspace.path().join(path)).unwrap_or_default()
     }
+
+    /// What the (first) mid agent wrote on its whiteboard.
+    pub fn mid_board(&self) -> String {
+        let mid = self
+            .engine
+            .agents()
+            .into_iter()
+            .find(|a| a.layer == conclave::runtime::Layer::Mid)
+            .unwrap();
+        self.engine
+            .whiteboard(&format!("agent:{}", mid.agent_id))
+            .unwrap()
+            .content
+    }
 }
 
 /// A plan answer for the mid's planning call.
