@@ -814,6 +814,17 @@ mod tests {
         );
         assert_eq!(code, Some(0), "{output}");
         assert!(output.contains("own said() was left out"), "{output}");
+        // Code that reads the command line sees the test's alone, not the runner's
+        // (seen: a test calling greet.main(), whose argparse met the runner's arguments).
+        let reads_argv =
+            "import sys\n\n\ndef mean(xs):\n    return 0.0 if sys.argv[1:] == [] else 1.0\n";
+        let (code, output) = run_on_stats(
+            task,
+            reads_argv,
+            before,
+            "from stats import mean\nassert mean([]) == 0.0\n",
+        );
+        assert_eq!(code, Some(0), "{output}");
         // A syntax error before the end is the test's own: broken.
         let wrong = "from stats import mean\nassert mean([]) == == 0.0\nassert mean([2, 4]) == 3\nassert mean([1]) == 1\nassert mean([2]) == 2\n";
         assert_eq!(run_on_stats(task, right, before, wrong).0, Some(3));

@@ -240,6 +240,9 @@ def execute(tree, outcomes):
     # A test's own `unittest.main()` would look for tests in this runner, find none and
     # exit: its TestCase classes are run below instead.
     unittest.main = lambda *args, **kwargs: None
+    # The test runs as if alone: code it calls that parses the command line (seen: a
+    # test calling greet.main()) must not see the runner's own arguments.
+    sys.argv = [TEST]
     namespace = {
         "__name__": "__main__",
         "__file__": TEST,
