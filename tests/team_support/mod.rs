@@ -83,6 +83,7 @@ impl Team {
             .whiteboard(&format!("agent:{}", mid.agent_id))
             .unwrap()
             .content
+            .to_string()
     }
 }
 
