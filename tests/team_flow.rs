@@ -317,9 +317,7 @@ async fn a_retry_after_code_that_failed_its_checks_starts_from_the_files_as_foun
     assert_eq!(summary.subtasks[0].attempts, 2, "{summary:?}");
     let board = team.mid_board();
     assert!(
-        board
-            .content
-            .contains("greet.sh put back as the subtask found it"),
+        board.contains("greet.sh put back as the subtask found it"),
         "the mid says what it undid: {}",
         board
     );
