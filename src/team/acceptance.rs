@@ -25,8 +25,10 @@
 //!   `spread([]) == 0.0`, failing right code): it is ignored, and the check says so. The
 //!   same assert passing before the task is a regression, and fails the check.
 //! - What small models get wrong in a test and the runner can mend, it mends and says
-//!   so: a project module or function used without its import is imported. A long
-//!   hand-written value the code fails is blamed on the first test, not the code.
+//!   so: a project module or function used without its import, a check function never
+//!   called, `python` for the running interpreter, an answer cut off at the token limit,
+//!   a `said` of its own. A long hand-written value the code fails is blamed on the
+//!   first test, not the code; so is a first test that runs a program for a function.
 
 use std::path::{Path, PathBuf};
 

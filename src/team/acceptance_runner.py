@@ -309,7 +309,7 @@ def without_own_said(tree):
     given = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "said"]
     if len(given) < 2:
         return False
-    tree.body = [n for n in tree.body if n is given[0] or n not in given[1:]]
+    tree.body = [n for n in tree.body if not any(n is own for own in given[1:])]
     return True
 
 
@@ -511,9 +511,12 @@ def unbound_names(tree):
     return sorted(read - bound)
 
 
-def project_modules():
-    """(module name, top-level names) of the project's Python files, two levels deep."""
-    modules = []
+def project_modules(cache=[]):
+    """(module name, top-level names) of the project's Python files, two levels deep,
+    read once: the test has not run yet when it is asked."""
+    if cache:
+        return cache
+    modules = cache
     for directory, subdirectories, files in os.walk(ROOT):
         depth = os.path.relpath(directory, ROOT).count(os.sep) + (directory != ROOT)
         subdirectories[:] = [d for d in subdirectories if not d.startswith((".", "__")) and d != "node_modules" and depth < 2]
@@ -568,8 +571,9 @@ def runs_program(tree):
 
 
 def main():
+    source = open(TEST).read()
     try:
-        tree, cut = parse_test(open(TEST).read())
+        tree, cut = parse_test(source)
     except SyntaxError:
         traceback.print_exc()
         sys.exit(BROKEN)
@@ -587,10 +591,10 @@ def main():
     if function and not REWRITTEN:
         print(f"the test runs a program, but the task is about a function, {function}: import it and check what it returns")
         sys.exit(BROKEN)
-    long_values = long_expected_values(tree, open(TEST).read())
+    long_values = long_expected_values(tree, source)
     tree = ast.fix_missing_locations(UnittestAsserts().visit(tree))
     rounding_task = bool({w.lower() for w in TASK_WORDS} & ROUNDING_WORDS)
-    tree = ast.fix_missing_locations(WrittenFloats(open(TEST).read(), rounding_task).visit(tree))
+    tree = ast.fix_missing_locations(WrittenFloats(source, rounding_task).visit(tree))
     asserts = {n.lineno: n for n in ast.walk(tree) if isinstance(n, ast.Assert)}
     tree = SoftAsserts().visit(tree)
     task_words = TASK_WORDS
@@ -673,7 +677,6 @@ def main():
         report(failing)
         print("the test checks nothing the task asks for: its failing asserts are about other code")
         sys.exit(BROKEN)
-    source = open(TEST).read()
     for line in ignored:
         shown = ast.get_source_segment(source, asserts[line]) or f"line {line}"
         print(f"ignored: `{shown}` checks code the task does not name, and the code before the task failed it too")

@@ -580,7 +580,6 @@ pub fn names_to_find(task: &str) -> Vec<String> {
 
 /// Whether a task takes things away or moves them, so that a name or a file it gives
 /// may rightly be gone afterwards.
-/// (`PYTHON_CONTRACTS` reads a task with the same words.)
 fn removes_or_renames(task: &str) -> bool {
     let lower = task.to_ascii_lowercase();
     ["remove", "delete", "drop", "rename", "get rid of", "move"]
@@ -937,7 +936,7 @@ def project_files():
         subdirectories[:] = [d for d in subdirectories if not d.startswith((".", "__")) and d not in ("node_modules", "venv", "env", "site-packages") and directory.count(os.sep) < 3]
         found += [os.path.normpath(os.path.join(directory, f)) for f in files if f.endswith(".py")]
     return sorted(found)[:300]
-def source(path, cache={}):
+def text_of(path, cache={}):
     if path not in cache:
         try:
             cache[path] = open(path, encoding="utf-8").read()
@@ -948,11 +947,11 @@ def parsed(path, text=None, cache={}):
     key = (path, text)
     if key not in cache:
         try:
-            cache[key] = ast.parse(text if text is not None else source(path), path)
+            cache[key] = ast.parse(text if text is not None else text_of(path), path)
         except Exception:
             cache[key] = None
     return cache[key]
-def broken_imports(changed, whole_task, task):
+def broken_imports(changed, whole_task, removes):
     # `from mathx import calc` where the project's mathx.py does not define calc: a name
     # the task's change took from a module while a file still imports it (seen on the
     # real model: calc renamed to compute_total, main.py left importing calc, reported
@@ -978,10 +977,9 @@ def broken_imports(changed, whole_task, task):
                 name = alias.name
                 if name == "*" or name in names_now or os.path.isfile(os.path.join(os.path.dirname(target), name + ".py")):
                     continue
-                statement = ast.get_source_segment(source(importer), node) or ""
+                statement = ast.get_source_segment(text_of(importer), node) or ""
                 if name in names_before:
-                    # (The same words as removes_or_renames in check.rs.)
-                    if any(w in task.lower() for w in ("remove", "delete", "drop", "rename", "get rid of", "move")):
+                    if removes:
                         how = f"change the import and every use of `{name}` to what {target} defines now"
                     else:
                         how = f"put `{name}` back in {target} as it was (the task does not remove it)"
@@ -991,9 +989,10 @@ def broken_imports(changed, whole_task, task):
     return problems
 task = sys.argv[2] if len(sys.argv) > 2 else ""
 whole_task = len(sys.argv) > 3 and sys.argv[3] == "whole"
+removes = len(sys.argv) > 4 and sys.argv[4] == "removes"
 named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", task))
 pairs = json.loads(sys.argv[1])
-for problem in broken_imports({os.path.normpath(p): o for p, o in pairs}, whole_task, task):
+for problem in broken_imports({os.path.normpath(p): o for p, o in pairs}, whole_task, removes):
     print(problem)
 for path, original in pairs:
     try:
@@ -1068,6 +1067,12 @@ async fn python_contracts(bench: &Bench, files: &[String]) -> CheckResult {
         serde_json::to_string(&pairs).unwrap_or_else(|_| "[]".into()),
         bench.originals.task.clone(),
         if bench.whole_task { "whole" } else { "subtask" }.to_string(),
+        if removes_or_renames(&bench.originals.task) {
+            "removes"
+        } else {
+            "keeps"
+        }
+        .to_string(),
     ];
     python_scan(bench, "contracts", "function contracts", args, files).await
 }

@@ -163,7 +163,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
             {
                 before_fixes.push((path.clone(), content));
             }
-            let (content, _) = crate::tools::file::with_imports(&path, &file.content);
+            let (content, _) = crate::tools::file::as_meant(&path, &file.content);
             match s
                 .writer
                 .write_file(std::path::Path::new(&path), &content)
@@ -372,7 +372,7 @@ async fn try_proposed(
         let Ok(now) = tokio::fs::read_to_string(&absolute).await else {
             continue;
         };
-        let (content, _) = crate::tools::file::with_imports(&path, &content);
+        let (content, _) = crate::tools::file::as_meant(&path, &content);
         if now == content {
             continue;
         }

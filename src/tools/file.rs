@@ -339,7 +339,7 @@ impl Tool for FileWrite {
     async fn authorize(&self, args: &Args, ctx: &CallContext) -> Result<(), ToolError> {
         let path = args.str("path")?;
         not_conclave_state(path)?;
-        let (content, _) = with_imports(path, args.str("content")?);
+        let (content, _) = as_meant(path, args.str("content")?);
         match &self.review {
             Some(review) => review.approve(Path::new(path), &content, ctx).await,
             None => Ok(()),
@@ -349,7 +349,7 @@ impl Tool for FileWrite {
     async fn call(&self, args: &Args, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
         let path = args.str("path")?;
         not_conclave_state(path)?;
-        let (content, added) = with_imports(path, args.str("content")?);
+        let (content, added) = as_meant(path, args.str("content")?);
         if let Some(review) = &self.review {
             review.confirm(Path::new(path), &content, ctx).await?;
         }
@@ -358,15 +358,16 @@ impl Tool for FileWrite {
     }
 }
 
-/// A Python file's content with the standard-library imports it uses and lacks (see
+/// A file's content as the model meant it. For Python: with the standard-library
+/// imports it uses and lacks (see
 /// [`python_imports`]), its line breaks decoded when the model escaped them twice (see
 /// [`edit_match::twice_escaped_python`]), and what was done, in words for the model.
-pub(crate) fn with_imports(path: &str, content: &str) -> (String, Option<String>) {
+pub(crate) fn as_meant(path: &str, content: &str) -> (String, Option<String>) {
     if !path.ends_with(".py") {
         return (content.to_string(), None);
     }
     if let Some(decoded) = edit_match::twice_escaped_python(path, content) {
-        let (completed, added) = with_imports(path, &decoded);
+        let (completed, added) = as_meant(path, &decoded);
         let decoded = "its line breaks, escaped twice, were decoded";
         return (
             completed,
@@ -526,7 +527,7 @@ impl FileEdit {
 
         match edit_match::apply(&text, old_text, new_text, &relative.display().to_string()) {
             Ok(edit_match::Applied { edited, detail }) => {
-                match with_imports(&relative.to_string_lossy(), &edited) {
+                match as_meant(&relative.to_string_lossy(), &edited) {
                     (edited, Some(added)) => Ok((relative, edited, format!("{detail}; {added}"))),
                     (edited, None) => Ok((relative, edited, detail)),
                 }
