@@ -136,7 +136,7 @@ async fn an_unanswered_apply_edit_falls_back_to_a_disk_write_and_says_so() {
     );
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
-    let task = server.submit("Make e.txt").await;
+    let task = server.submit("Create e.txt").await;
     let (never_answered, _) = server.server_request("workspace/applyEdit").await;
     server
         .notification("window/logMessage", |p| {
@@ -165,7 +165,7 @@ async fn an_edit_the_editor_refuses_is_not_written_behind_its_back() {
     );
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
-    let task = server.submit("Make f.txt").await;
+    let task = server.submit("Create f.txt").await;
     let (id, _) = server.server_request("workspace/applyEdit").await;
     server
         .respond(

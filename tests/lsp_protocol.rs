@@ -348,7 +348,7 @@ async fn closed_stdin_ends_the_server_cleanly_and_keeps_what_was_recorded() {
     );
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(bare_capabilities(), json!({})).await;
-    let id = server.submit("Make a.txt").await;
+    let id = server.submit("Create a.txt").await;
     server.task_status(&id, "completed").await;
     server.close_stdin();
     assert_eq!(server.exit_status().await.code(), Some(0));
@@ -454,7 +454,7 @@ async fn context_files_outside_the_workspace_are_refused_with_1005() {
     let task = server
         .call(
             "conclave/submitTask",
-            json!({ "description": "Make a.txt", "context": { "files": [ws.uri("notes/todo.md")] } }),
+            json!({ "description": "Create a.txt", "context": { "files": [ws.uri("notes/todo.md")] } }),
         )
         .await;
     let id = task["taskId"].as_str().unwrap();

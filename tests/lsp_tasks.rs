@@ -199,7 +199,7 @@ async fn a_subscribed_whiteboard_is_followed_live_to_its_latest_version() {
     assert_eq!(first["id"], "global");
     let start = first["version"].as_u64().unwrap();
 
-    let task = server.submit("Make a.txt").await;
+    let task = server.submit("Create a.txt").await;
     server.task_status(&task, "completed").await;
     let now = server
         .call("conclave/readWhiteboard", json!({ "id": "global" }))
@@ -233,7 +233,7 @@ async fn an_escalation_is_asked_with_request_approval_and_the_answer_is_applied(
     let ws = escalating_workspace("");
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
-    let task = server.submit("Make c.txt").await;
+    let task = server.submit("Create c.txt").await;
 
     let (id, approval) = server.server_request("conclave/requestApproval").await;
     assert_eq!(approval["kind"], "escalation");
@@ -295,7 +295,7 @@ async fn a_dismissed_approval_stays_pending_and_is_answered_later_with_resolve_a
     let ws = escalating_workspace("");
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
-    let task = server.submit("Make c.txt").await;
+    let task = server.submit("Create c.txt").await;
 
     let (id, approval) = server.server_request("conclave/requestApproval").await;
     // The editor's user closed the dialog.
@@ -347,7 +347,7 @@ async fn an_approval_the_editor_never_answers_times_out_and_stays_pending() {
     let ws = escalating_workspace("[editor]\napprovalTimeoutMs = 200");
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
-    let task = server.submit("Make c.txt").await;
+    let task = server.submit("Create c.txt").await;
     let (request_id, approval) = server.server_request("conclave/requestApproval").await;
     server
         .notification("window/logMessage", |p| {
@@ -387,7 +387,7 @@ async fn an_approval_answered_elsewhere_cancels_the_editors_open_prompt() {
     let ws = escalating_workspace("");
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
-    let task = server.submit("Make c.txt").await;
+    let task = server.submit("Create c.txt").await;
     // The prompt is open in the editor; the user answers from another window instead.
     let (request_id, approval) = server.server_request("conclave/requestApproval").await;
     server
@@ -424,7 +424,7 @@ async fn a_client_without_approvals_gets_show_message_request_with_one_action_pe
     let ws = escalating_workspace("");
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(bare_capabilities(), json!({})).await;
-    let task = server.submit("Make c.txt").await;
+    let task = server.submit("Create c.txt").await;
     let (id, request) = server.server_request("window/showMessageRequest").await;
     assert_eq!(request["type"], 1, "critical shows as an error");
     assert!(
@@ -461,7 +461,7 @@ async fn with_file_changes_on_ask_a_write_waits_for_an_approval_with_its_diff() 
     );
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
-    let task = server.submit("Make d.txt").await;
+    let task = server.submit("Create d.txt").await;
     let (id, approval) = server.server_request("conclave/requestApproval").await;
     assert_eq!(approval["kind"], "fileChange");
     assert_eq!(
@@ -556,7 +556,7 @@ async fn cancel_stops_a_running_task() {
     );
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(bare_capabilities(), json!({})).await;
-    let task = server.submit("Make slow.txt").await;
+    let task = server.submit("Create slow.txt").await;
     server.task_status(&task, "running").await;
     assert_eq!(
         server
@@ -574,7 +574,7 @@ async fn a_restarted_server_asks_the_pending_approval_again() {
     let ws = escalating_workspace("");
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
-    server.submit("Make c.txt").await;
+    server.submit("Create c.txt").await;
     let (_, approval) = server.server_request("conclave/requestApproval").await;
     server.close_stdin();
     assert!(server.exit_status().await.success());
@@ -630,7 +630,7 @@ async fn a_recovering_subtask_marks_its_file_and_the_mark_clears_when_it_complet
     );
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(bare_capabilities(), json!({})).await;
-    let task = server.submit("Make g.txt").await;
+    let task = server.submit("Create g.txt").await;
     let info = server
         .notification("textDocument/publishDiagnostics", |p| {
             p["uri"] == ws.uri("g.txt") && p["diagnostics"][0]["severity"] == 3
@@ -664,7 +664,7 @@ async fn without_a_token_the_server_creates_one_for_progress() {
     );
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
-    let task = server.submit("Make h.txt").await;
+    let task = server.submit("Create h.txt").await;
     let (id, created) = server
         .server_request("window/workDoneProgress/create")
         .await;

@@ -400,7 +400,7 @@ async fn a_low_confidence_fix_is_asked_for_and_not_applied_when_rejected() {
     )
     .await;
     let mut events = team.engine.subscribe();
-    let task = team.submit("Write state");
+    let task = team.submit("Write state.txt");
     let approval = loop {
         if let RuntimeEvent::ApprovalRequested(request) = events.recv().await.unwrap() {
             break request;

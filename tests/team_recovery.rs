@@ -59,7 +59,7 @@ async fn a_subtask_an_agent_keeps_failing_moves_to_an_idle_peer() {
     )
     .await;
     let mut events = team.engine.subscribe();
-    let task = team.submit("Make a.txt");
+    let task = team.submit("Create a.txt");
     let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
     assert_eq!(
         actions(&steps),
@@ -108,7 +108,7 @@ async fn with_no_idle_peer_a_persistent_failure_goes_to_the_supervisor_who_modif
     )
     .await;
     let mut events = team.engine.subscribe();
-    let task = team.submit("Make b.txt");
+    let task = team.submit("Create b.txt from the template");
     let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
     assert_eq!(
         actions(&steps),
@@ -173,7 +173,7 @@ async fn a_401_goes_to_the_top_layer_and_the_user_at_once() {
     )
     .await;
     let mut events = team.engine.subscribe();
-    let task = team.submit("Make c.txt");
+    let task = team.submit("Create c.txt");
     let mut steps = Vec::new();
     let approval = loop {
         match events.recv().await.unwrap() {
@@ -334,7 +334,7 @@ async fn a_hung_agent_is_replaced_and_the_new_one_completes_its_task() {
     .await;
     let hung = team.engine.runtime().pool.by_layer(Layer::Bottom)[0].id();
     let mut events = team.engine.subscribe();
-    let task = team.submit("Make d.txt");
+    let task = team.submit("Create d.txt");
     let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
     assert!(
         actions(&steps).contains(&RecoveryAction::ReplaceAgent),

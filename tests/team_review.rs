@@ -677,7 +677,7 @@ async fn steps_that_change_nothing_are_folded_away() {
                 "Test the new double function to ensure it returns twice x."
             ]),
             review_step(&["Review this plan"], true, "one change, as the task asks"),
-            { "match": "Implement the new double", "toolCalls": [ { "name": "file_edit", "arguments": { "path": "calc.py", "old_text": "x + 1", "new_text": "2 * x" } } ] },
+            { "match": "Change double in calc.py", "toolCalls": [ { "name": "file_edit", "arguments": { "path": "calc.py", "old_text": "x + 1", "new_text": "2 * x" } } ] },
             { "match": "calc.py", "text": "Changed double." }
         ]),
         config,
@@ -694,8 +694,8 @@ async fn steps_that_change_nothing_are_folded_away() {
 
     assert_eq!(summary.status, TaskStatus::Completed, "{summary:?}");
     assert_eq!(
-        summary.subtasks[0].description, "Implement the new double function in calc.py.",
-        "the one change is left: {:?}",
+        summary.subtasks[0].description, task_text,
+        "the one change is left, and it is the task itself: {:?}",
         summary.subtasks
     );
     assert_eq!(summary.subtasks.len(), 1, "{:?}", summary.subtasks);
@@ -734,6 +734,30 @@ async fn a_plan_that_splits_one_files_work_is_kept_whole() {
         "no review call was needed: {:?}",
         team.model.unused_steps()
     );
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_one_step_plan_that_rewords_the_change_becomes_the_task_verbatim() {
+    // Seen on a 1.5B model: "fix the bug in textutil.py" planned as "Write a unit test
+    // for the remove_newlines function" (there is none), and the agent did that. One
+    // agent's change is the task itself.
+    let task_text = "Fix the greeting in notes.txt: it must say Hello.";
+    let team = start(
+        json!([
+            plan_step(&["Plan this task"], &["Write a unit test for the greet_all function"]),
+            { "match": task_text, "toolCalls": [ { "name": "file_write", "arguments": { "path": "notes.txt", "content": "Hello\n" } } ] },
+            { "match": "notes.txt", "text": "Fixed notes.txt." }
+        ]),
+        model_review(1),
+    )
+    .await;
+    let task = team.submit(task_text);
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed, "{summary:?}");
+    assert_eq!(summary.subtasks.len(), 1);
+    assert_eq!(summary.subtasks[0].description, task_text);
+    assert_eq!(team.read("notes.txt"), "Hello\n");
     team.engine.shutdown().await;
 }
 

@@ -255,10 +255,16 @@ pub(super) fn fit_plan(
         // Nothing usable: the whole task is the one subtask.
         0 => vec![Subtask::new(task_text(task).to_string(), Vec::new())],
         1 => {
-            // One subtask is the whole task: a rewording of it becomes the task verbatim.
-            // A description that says something else (an answer instead of a change) is
+            // One subtask is the whole task: a rewording of it, or any other change,
+            // becomes the task verbatim (seen on the real model: "fix the bug in
+            // textutil.py" planned as "Write a unit test for the 'remove_newlines'
+            // function", a function that does not exist, and the agent did that). A
+            // description that says something else (an answer instead of a change) is
             // kept, and the agent still gets the task verbatim in its context.
-            if covers(&subtasks[0].description, whole) {
+            let description = &subtasks[0].description;
+            if covers(description, whole)
+                || (asks_for_changes(whole) && asks_for_changes(description))
+            {
                 subtasks[0].description = whole.to_string();
             }
             subtasks
