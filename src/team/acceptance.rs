@@ -858,6 +858,34 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_function_fails_the_code_only_when_the_task_names_it_as_code() {
+        if !installed("python3") {
+            return;
+        }
+        // The task names `mean` as a function: code without it fails.
+        let task = "Change the function mean in stats.py so that it returns 0.0 for an empty list.";
+        let without_mean = "def spread(xs):\n    return 0\n";
+        let test = "from stats import mean\nassert mean([]) == 0.0\n";
+        assert_eq!(run_on_stats(task, without_mean, "", test).0, Some(1));
+        let attribute = "import stats\nassert stats.mean([]) == 0.0\n";
+        assert_eq!(run_on_stats(task, without_mean, "", attribute).0, Some(1));
+        // Seen on the real model: "a program in stats.py that prints the mean of 1, 2, 3"
+        // tested with `stats.mean()`, a word of the task, no function it asks for.
+        let program = "Write a program in stats.py that prints the mean of 1, 2 and 3.";
+        let printing = "print(2.0)\n";
+        let (code, output) = run_on_stats(program, printing, "", attribute);
+        assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+        assert_eq!(
+            broken_because(&output),
+            "the test uses `stats.mean`, which the task does not name and the code does not define: test only what the task asks for"
+        );
+        let imported = "from stats import mean\nassert mean([1, 2, 3]) == 2.0\n";
+        let (code, output) = run_on_stats(program, printing, "", imported);
+        assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+        assert!(output.contains("`stats.mean`"), "{output}");
+    }
+
+    #[test]
     fn the_test_prompt_s_examples_name_the_task_s_function_or_none() {
         let defined: Vec<(String, String)> = [
             ("stats.py", "def spread(xs):"),

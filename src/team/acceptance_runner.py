@@ -28,6 +28,15 @@ BROKEN = 3
 sys.path.insert(0, ROOT)
 TASK_TEXT = open(TASK_FILE).read() if TASK_FILE else ""
 TASK_WORDS = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", TASK_TEXT))
+# The words the task gives as names of code: `name(`, in backticks, after "function"
+# (or method, class, def), or spelt like code (an underscore or a digit). "hello" in
+# "prints hello world" is no function the code must have.
+TASK_CODE_NAMES = (
+    set(re.findall(r"([A-Za-z_]\w*)\s*\(", TASK_TEXT))
+    | set(re.findall(r"`([A-Za-z_]\w*)", TASK_TEXT))
+    | set(re.findall(r"\b(?:functions?|methods?|class|def)\s+`?([A-Za-z_]\w*)", TASK_TEXT, re.I))
+    | {w for w in TASK_WORDS if re.search(r"[A-Za-z]", w) and re.search(r"[_\d]", w.strip("_"))}
+)
 
 
 def under(path, directory):
@@ -53,17 +62,37 @@ def raised_in_code(error):
     return any(in_workspace_code(f.filename) for f in traceback.extract_tb(error.__traceback__))
 
 
-def lacks_task_name(error):
-    """A module the task names lacks a function the task names: the code's failure, not
-    the test's (`from solution import fizzbuzz` when solution.py lost it)."""
+def missing_name(error):
+    """(module, name) when `error` says a module lacks a name, else None."""
     text = str(error)
     found = re.search(r"cannot import name '(\w+)' from '([\w.]+)'", text) or re.search(
         r"module '([\w.]+)' has no attribute '(\w+)'", text
     )
     if not found or not isinstance(error, (ImportError, AttributeError)):
-        return False
+        return None
     name, module = found.groups() if isinstance(error, ImportError) else found.groups()[::-1]
-    return name in TASK_WORDS and module.split(".")[-1] in TASK_WORDS
+    return module, name
+
+
+def lacks_task_name(error):
+    """A module the task names lacks a function the task names: the code's failure, not
+    the test's (`from solution import fizzbuzz` when solution.py lost it)."""
+    missing = missing_name(error)
+    if not missing:
+        return False
+    module, name = missing
+    return name in TASK_CODE_NAMES and module.split(".")[-1] in TASK_WORDS
+
+
+def invented_names(errors):
+    """What the test used of a project module that neither the task names nor the code
+    defines (seen: `hello.hello()` for "a program that prints hello world")."""
+    found = []
+    for error in errors:
+        missing = missing_name(error)
+        if missing and f"{missing[0]}.{missing[1]}" not in found:
+            found.append(f"{missing[0]}.{missing[1]}")
+    return found
 
 
 class Outcomes:
@@ -72,6 +101,7 @@ class Outcomes:
     def __init__(self):
         self.passed = set()
         self.failed = {}  # line -> ("assert" | "code" | "broken", text)
+        self.errors = {}  # line -> the exception
 
     def ok(self, line):
         self.passed.add(line)
@@ -87,6 +117,7 @@ class Outcomes:
             kind = "broken"
         text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
         self.failed[line] = (kind, text)
+        self.errors[line] = error
 
 
 class SoftAsserts(ast.NodeTransformer):
@@ -570,6 +601,16 @@ def runs_program(tree):
     return any(isinstance(node, ast.Call) and starts_program(node.func) for node in ast.walk(tree))
 
 
+def say_invented(errors):
+    invented = invented_names(errors)
+    if invented:
+        shown = ", ".join(f"`{name}`" for name in invented)
+        print(
+            f"the test uses {shown}, which the task does not name and the code does not "
+            "define: test only what the task asks for"
+        )
+
+
 def main():
     source = open(TEST).read()
     try:
@@ -612,11 +653,15 @@ def main():
         namespace = {}
     except BaseException as e:
         traceback.print_exc()
-        sys.exit(1 if raised_in_code(e) else BROKEN)
+        if raised_in_code(e):
+            sys.exit(1)
+        say_invented([e])
+        sys.exit(BROKEN)
 
-    broken = [text for kind, text in now.failed.values() if kind == "broken"]
+    broken = [line for line, (kind, _) in now.failed.items() if kind == "broken"]
     if broken:
-        print("\n".join(broken))
+        say_invented(now.errors[line] for line in broken)
+        print("\n".join(now.failed[line][1] for line in broken))
         sys.exit(BROKEN)
     # A long value written by hand that the code matches is as good a check as any (seen:
     # a right FizzBuzz list thrown away); one it does not match is more likely the
