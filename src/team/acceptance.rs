@@ -858,7 +858,7 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_function_fails_the_code_only_when_the_task_names_it_as_code() {
+    fn a_missing_name_fails_the_code_only_when_the_code_or_the_task_is_at_fault() {
         if !installed("python3") {
             return;
         }
@@ -883,6 +883,20 @@ mod tests {
         let (code, output) = run_on_stats(program, printing, "", imported);
         assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
         assert!(output.contains("`stats.mean`"), "{output}");
+
+        // Seen: `from string import string` atop the code. An import the code makes
+        // fails the code; one the test makes of something that is not there is the
+        // test's own mistake.
+        let bad_import = "from string import string\n\n\ndef mean(xs):\n    return 0.0\n";
+        let (code, output) = run_on_stats(task, bad_import, "", test);
+        assert_eq!(code, Some(1), "{output}");
+        assert!(output.contains("cannot import name 'string'"), "{output}");
+        let test_imports = "from string import string\nfrom stats import mean\nassert mean([]) == 0.0\n";
+        let right = "def mean(xs):\n    return 0.0\n";
+        assert_eq!(
+            run_on_stats(task, right, "", test_imports).0,
+            Some(TEST_BROKEN_EXIT)
+        );
     }
 
     #[test]

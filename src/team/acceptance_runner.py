@@ -57,9 +57,14 @@ def raised_in_code(error):
     """Whether `error` came from the workspace's code rather than the test's own mistake."""
     if lacks_task_name(error):
         return True
-    if isinstance(error, (ImportError, SyntaxError)):
-        return False
-    return any(in_workspace_code(f.filename) for f in traceback.extract_tb(error.__traceback__))
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith("<")]
+    if isinstance(error, SyntaxError):
+        return bool(error.filename) and in_workspace_code(error.filename)
+    if isinstance(error, ImportError):
+        # Only an import the code itself makes (seen: `from string import string` atop
+        # solution.py); the test's own import of a name that is not there is the test's.
+        return bool(frames) and in_workspace_code(frames[-1].filename)
+    return any(in_workspace_code(f.filename) for f in frames)
 
 
 def missing_name(error):
