@@ -13,8 +13,10 @@
 //!   and is written once per task: later fix rounds run the same test.
 //! - It runs in a wrapper (`acceptance_runner.py`) that tells a failing code from a
 //!   broken test: an `AssertionError`, or an error raised inside the workspace's code,
-//!   fails the check (and goes to the fix loop); an error of the test itself (a wrong
-//!   import, a name it never defined, a syntax error) is rewritten once. A test still
+//!   fails the check (and goes to the fix loop), as does a function missing from the
+//!   code that the task names as code (`fizzbuzz(n)`, "the function mean"); an error of
+//!   the test itself (a wrong import, a name it never defined, a function of the code
+//!   it made up, a syntax error) is rewritten once. A test still
 //!   broken skips the check, saying why, and since nothing then checked the code
 //!   against the task, the task is not reported done (`verify.rs`: it fails, the code
 //!   left as the team wrote it). A test the model could not write at all is a plain
