@@ -155,13 +155,19 @@ fn variants(text: &str, old: &str, new: &str) -> Vec<(String, String, &'static s
     out
 }
 
-/// Python code the model escaped twice, decoded: one line with no real line break whose
-/// `\n`s start indented lines or definitions (seen on the real model: `def
+/// Python code the model escaped twice, decoded. Either one line with no real line
+/// break whose `\n`s start indented lines or definitions (seen on the real model: `def
 /// word_count(text):\n    \"The number…` written as one line, a syntax error through
-/// three fix rounds). `None` when the text is not that.
+/// three fix rounds), or code with real line breaks and a `\n` written as two characters
+/// outside any string, where it can only be a syntax error (seen: a docstring line
+/// ending `rectangle."\n    return 2 * …`, rewritten that way through four fix rounds).
+/// `None` when the text is not that.
 pub(crate) fn twice_escaped_python(path: &str, text: &str) -> Option<String> {
-    if !path.ends_with(".py") || text.trim_end().contains('\n') || !text.contains("\\n") {
+    if !path.ends_with(".py") || !text.contains("\\n") {
         return None;
+    }
+    if text.trim_end().contains('\n') {
+        return stray_escaped_breaks(text);
     }
     let decoded = unescape(text);
     let starts_code = |line: &str| {
@@ -172,6 +178,50 @@ pub(crate) fn twice_escaped_python(path: &str, text: &str) -> Option<String> {
     };
     let lines: Vec<&str> = decoded.lines().collect();
     (lines.len() >= 2 && lines[1..].iter().any(|l| starts_code(l))).then_some(decoded)
+}
+
+/// Python with each `\n` that stands outside string literals and comments made a line
+/// break; `None` when there is none. Outside a string a backslash may only end a line,
+/// so such a `\n` is never code as meant.
+fn stray_escaped_breaks(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    // The delimiter of the string the scan is in: `"`, `'`, `"""` or `'''`.
+    let mut open: Option<&str> = None;
+    let mut changed = false;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let step = match open {
+            Some(quote) if rest.starts_with(quote) => {
+                open = None;
+                quote.len()
+            }
+            // An escape inside a string is two characters, whatever the second is.
+            Some(_) if c == '\\' => 1 + rest[1..].chars().next().map_or(0, char::len_utf8),
+            // A one-quote string the line ends unclosed is over (the code is wrong
+            // there, and the scan must not run on in a string).
+            Some(quote) if c == '\n' && quote.len() == 1 => {
+                open = None;
+                1
+            }
+            Some(_) => c.len_utf8(),
+            None if c == '#' => rest.find('\n').unwrap_or(rest.len()),
+            None if rest.starts_with("\\n") => {
+                out.push('\n');
+                changed = true;
+                rest = &rest[2..];
+                continue;
+            }
+            None => {
+                open = ["\"\"\"", "\'\'\'", "\"", "\'"]
+                    .into_iter()
+                    .find(|quote| rest.starts_with(quote));
+                open.map_or(c.len_utf8(), str::len)
+            }
+        };
+        out.push_str(&rest[..step]);
+        rest = &rest[step..];
+    }
+    changed.then_some(out)
 }
 
 /// `\n`, `\t`, `\"`, `\'` and `\\` written as two characters, read as one.
@@ -651,6 +701,27 @@ mod tests {
         assert!(twice_escaped_python("a.py", r#"print("a\nb")"#).is_none());
         assert!(twice_escaped_python("a.py", "x = 1\ny = '\\n    '\n").is_none());
         assert!(twice_escaped_python("notes.txt", one_line).is_none());
+    }
+
+    #[test]
+    fn a_line_break_escaped_outside_any_string_is_made_one() {
+        // Seen on the real model, four times over: the docstring line ran on into the
+        // return with `\n` written as two characters.
+        let written = "def perimeter(width, height):\n    \"The perimeter.\"\\n    return 2 * (width + height)\n";
+        assert_eq!(
+            twice_escaped_python("geometry.py", written).as_deref(),
+            Some("def perimeter(width, height):\n    \"The perimeter.\"\n    return 2 * (width + height)\n")
+        );
+        // Inside strings (one-quote, triple-quoted, with escaped quotes) and comments, a
+        // `\n` is code as written.
+        let strings = "a = \"x\\ny\"\nb = 'it\\'s\\n'\n# a \\n in a comment\nc = \"\"\"doc\nwith \\n and 'quotes'\"\"\"\nprint(f\"{a}\\n\")\n";
+        assert_eq!(twice_escaped_python("a.py", strings), None);
+        // After those, a stray one is still found.
+        let after = format!("{strings}x = 1\\ny = 2\n");
+        assert_eq!(
+            twice_escaped_python("a.py", &after),
+            Some(format!("{strings}x = 1\ny = 2\n"))
+        );
     }
 
     #[test]
