@@ -312,6 +312,48 @@ async fn a_fix_written_the_way_small_models_write_it_still_lands_in_the_right_fi
 
 // Real time, as above.
 #[tokio::test]
+async fn a_fix_under_the_format_s_placeholder_path_lands_in_the_file_it_is_a_version_of() {
+    // Seen on a 1.5B model, in two of four fix rounds: `"path": "a path as shown
+    // above"`, the answer format's words, with the whole new inventory.py as content.
+    let mut config = config();
+    config.verify.command = Some(
+        "grep -q 'return sum' inventory.py || { echo 'inventory.py:4:1: the last item is ignored'; exit 1; }"
+            .into(),
+    );
+    let wrong = "def total_value(items):\n    \"\"\"The total value of (price, quantity) pairs.\"\"\"\n    total = 0\n    for price, quantity in items[:-1]:\n        total += price * quantity\n    return total\n";
+    let right = "def total_value(items):\n    \"\"\"The total value of (price, quantity) pairs.\"\"\"\n    return sum(price * quantity for price, quantity in items)\n";
+    let [w1, w2] = writes("Fix total_value in inventory.py", "inventory.py", wrong);
+    let fix = json!({ "files": [
+        { "path": "a path as shown above", "content": right },
+        { "path": "a path as shown above", "content": "def said(text):\n    return text\n" }
+    ], "confidence": 90, "explanation": "sum every item" });
+    let team = start(
+        json!([
+            plan(&["Fix total_value in inventory.py"]),
+            w1, w2,
+            { "match": ["fails its checks", "the last item is ignored"], "text": fix.to_string() }
+        ]),
+        config,
+    )
+    .await;
+    let task = team.submit("Fix total_value in inventory.py");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(
+        summary.status,
+        TaskStatus::Completed,
+        "{:?}",
+        team.engine.task(&task.to_string())
+    );
+    assert_eq!(team.read("inventory.py"), right);
+    assert!(
+        !team.workspace.path().join("a path as shown above").exists(),
+        "no file under the format's words"
+    );
+    team.engine.shutdown().await;
+}
+
+// Real time, as above.
+#[tokio::test]
 async fn a_fix_never_rewrites_a_test_of_the_project() {
     // Seen on the real model: "Fix the bug so that the test passes. Do not change the
     // test.", and the fix loop wrote the code under test over the test file.

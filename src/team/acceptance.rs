@@ -893,7 +893,8 @@ mod tests {
         let (code, output) = run_on_stats(task, bad_import, "", test);
         assert_eq!(code, Some(1), "{output}");
         assert!(output.contains("cannot import name 'string'"), "{output}");
-        let test_imports = "from string import string\nfrom stats import mean\nassert mean([]) == 0.0\n";
+        let test_imports =
+            "from string import string\nfrom stats import mean\nassert mean([]) == 0.0\n";
         let right = "def mean(xs):\n    return 0.0\n";
         assert_eq!(
             run_on_stats(task, right, "", test_imports).0,

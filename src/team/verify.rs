@@ -150,7 +150,11 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         }
         let task_files = files_of(s, task_id);
         for file in &fix.files {
-            let Some(path) = fix_path(s, &task_files, &file.path) else {
+            let path = match fix_path(s, &task_files, &file.path) {
+                Some(path) => Some(path),
+                None => file_the_content_is(s, &task_files, &file.content, fix.files.len()).await,
+            };
+            let Some(path) = path else {
                 let _ = ctx.append_own_board(&format!(
                     "- the fix's {} is not a file of the task; not written",
                     file.path
@@ -449,6 +453,48 @@ fn fix_path(s: &Services, task_files: &[String], given: &str) -> Option<String> 
         .filter(|f| std::path::Path::new(f.as_str()).file_name() == Some(name));
     match (same_name.next(), same_name.next()) {
         (Some(only), None) => Some(only.clone()),
+        _ => None,
+    }
+}
+
+/// The task's file a fix's `content` is a new version of, when the fix gave a path that
+/// is none of the task's (seen: "a path as shown above", copied from the answer's
+/// format, with the whole new inventory.py): the one file that defines a function or
+/// class the content defines too, else the task's only file when the fix has only this
+/// one.
+async fn file_the_content_is(
+    s: &Services,
+    task_files: &[String],
+    content: &str,
+    files_in_fix: usize,
+) -> Option<String> {
+    let defined = |text: &str| -> std::collections::HashSet<String> {
+        text.lines()
+            .filter_map(|line| {
+                let rest = ["def ", "class ", "async def ", "function "]
+                    .iter()
+                    .find_map(|start| line.strip_prefix(start))?;
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                (!name.is_empty()).then_some(name)
+            })
+            .collect()
+    };
+    let in_content = defined(content);
+    let mut defining = Vec::new();
+    for path in task_files.iter().filter(|path| !check::is_test_file(path)) {
+        if let Ok(absolute) = s.sandbox.resolve(path)
+            && let Ok(now) = tokio::fs::read_to_string(&absolute).await
+            && !defined(&now).is_disjoint(&in_content)
+        {
+            defining.push(path.clone());
+        }
+    }
+    match (defining.as_slice(), task_files) {
+        ([only], _) => Some(only.clone()),
+        ([], [only]) if files_in_fix == 1 && !check::is_test_file(only) => Some(only.clone()),
         _ => None,
     }
 }

@@ -710,7 +710,9 @@ mod tests {
         let written = "def perimeter(width, height):\n    \"The perimeter.\"\\n    return 2 * (width + height)\n";
         assert_eq!(
             twice_escaped_python("geometry.py", written).as_deref(),
-            Some("def perimeter(width, height):\n    \"The perimeter.\"\n    return 2 * (width + height)\n")
+            Some(
+                "def perimeter(width, height):\n    \"The perimeter.\"\n    return 2 * (width + height)\n"
+            )
         );
         // Inside strings (one-quote, triple-quoted, with escaped quotes) and comments, a
         // `\n` is code as written.
