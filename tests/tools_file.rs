@@ -450,9 +450,24 @@ async fn python_escaped_twice_into_one_line_is_written_with_its_line_breaks() {
         right
     );
     assert!(
-        written.content.contains("escaped twice, were decoded"),
+        written
+            .content
+            .contains("line breaks were written as meant"),
         "{}",
         written.content
+    );
+    // `\n` meant inside a string and written as a line break is made `\n` again.
+    let broken_string = "def shout(name):\n    print(f'{name}!\n')\n";
+    run(
+        &tools,
+        "file_write",
+        json!({ "path": "shout.py", "content": broken_string }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("shout.py")).unwrap(),
+        "def shout(name):\n    print(f'{name}!\\n')\n"
     );
     // The same in an edit's new text.
     let edited = r#"def word_count(text):\n    return len(text.split()) or 0"#;

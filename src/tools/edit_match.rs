@@ -167,7 +167,7 @@ pub(crate) fn twice_escaped_python(path: &str, text: &str) -> Option<String> {
         return None;
     }
     if text.trim_end().contains('\n') {
-        return stray_escaped_breaks(text);
+        return breaks_as_meant(text, false);
     }
     let decoded = unescape(text);
     let starts_code = |line: &str| {
@@ -180,10 +180,26 @@ pub(crate) fn twice_escaped_python(path: &str, text: &str) -> Option<String> {
     (lines.len() >= 2 && lines[1..].iter().any(|l| starts_code(l))).then_some(decoded)
 }
 
+/// A whole Python file with its line breaks as meant (see [`breaks_as_meant`]): `None`
+/// when it has none to mend, and for other files.
+pub(crate) fn python_file_as_meant(path: &str, text: &str) -> Option<String> {
+    if !path.ends_with(".py") {
+        return None;
+    }
+    if !text.trim_end().contains('\n') {
+        return twice_escaped_python(path, text);
+    }
+    breaks_as_meant(text, true)
+}
+
 /// Python with each `\n` that stands outside string literals and comments made a line
-/// break; `None` when there is none. Outside a string a backslash may only end a line,
-/// so such a `\n` is never code as meant.
-fn stray_escaped_breaks(text: &str) -> Option<String> {
+/// break: outside a string a backslash may only end a line, so such a `\n` is never code
+/// as meant. In a `whole_file` (the scan then knows where strings are from the start),
+/// also a real line break inside a one-quote string that closes on the next line is
+/// made `\n` (seen: `print(f'…{count}` / `')`, the model's `\n` decoded once too
+/// often); such a string is a syntax error as written. `None` when there is nothing to
+/// mend.
+fn breaks_as_meant(text: &str, whole_file: bool) -> Option<String> {
     let mut out = String::with_capacity(text.len());
     // The delimiter of the string the scan is in: `"`, `'`, `"""` or `'''`.
     let mut open: Option<&str> = None;
@@ -197,9 +213,15 @@ fn stray_escaped_breaks(text: &str) -> Option<String> {
             }
             // An escape inside a string is two characters, whatever the second is.
             Some(_) if c == '\\' => 1 + rest[1..].chars().next().map_or(0, char::len_utf8),
-            // A one-quote string the line ends unclosed is over (the code is wrong
-            // there, and the scan must not run on in a string).
             Some(quote) if c == '\n' && quote.len() == 1 => {
+                let next_line = rest[1..].split('\n').next().unwrap_or_default();
+                if whole_file && next_line.contains(quote) {
+                    out.push_str("\\n");
+                    changed = true;
+                    rest = &rest[1..];
+                    continue;
+                }
+                // Unclosed, the string is over: the scan must not run on in it.
                 open = None;
                 1
             }
@@ -724,6 +746,27 @@ mod tests {
             twice_escaped_python("a.py", &after),
             Some(format!("{strings}x = 1\ny = 2\n"))
         );
+        assert_eq!(python_file_as_meant("a.py", strings), None);
+    }
+
+    #[test]
+    fn a_line_break_inside_a_one_quote_string_of_a_whole_file_is_made_an_escape() {
+        // Seen on the real model: `\n` meant inside the f-string, decoded to a line
+        // break, an unterminated string through three fix rounds.
+        let written =
+            "def count(path):\n    n = 3\n    print(f'lines in {path}: {n}\n')\n    return n\n";
+        assert_eq!(
+            python_file_as_meant("count_lines.py", written).as_deref(),
+            Some(
+                "def count(path):\n    n = 3\n    print(f'lines in {path}: {n}\\n')\n    return n\n"
+            )
+        );
+        // Not in a piece of a file (a docstring's `it's` may open no string there), and
+        // not when the string does not close on the next line.
+        assert_eq!(twice_escaped_python("a.py", written), None);
+        let unclosed = "x = 'abc\ny = 2\n";
+        assert_eq!(python_file_as_meant("a.py", unclosed), None);
+        assert_eq!(python_file_as_meant("notes.txt", written), None);
     }
 
     #[test]

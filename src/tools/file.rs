@@ -358,38 +358,33 @@ impl Tool for FileWrite {
     }
 }
 
-/// A file's content as the model meant it. For Python: with the standard-library
-/// imports it uses and lacks (see
-/// [`python_imports`]), its line breaks decoded when the model escaped them twice (see
-/// [`edit_match::twice_escaped_python`]), and what was done, in words for the model.
+/// A file's content as the model meant it. For Python: its line breaks as meant where
+/// the model escaped `\n` once too often or too few (see
+/// [`edit_match::python_file_as_meant`]), with the standard-library imports it uses and
+/// lacks (see [`python_imports`]), and what was done, in words for the model.
 pub(crate) fn as_meant(path: &str, content: &str) -> (String, Option<String>) {
     if !path.ends_with(".py") {
         return (content.to_string(), None);
     }
-    if let Some(decoded) = edit_match::twice_escaped_python(path, content) {
-        let (completed, added) = as_meant(path, &decoded);
-        let decoded = "its line breaks, escaped twice, were decoded";
-        return (
-            completed,
-            Some(added.map_or(decoded.to_string(), |a| format!("{decoded}; {a}"))),
-        );
+    let mut done = Vec::new();
+    let mut content = content.to_string();
+    if let Some(mended) = edit_match::python_file_as_meant(path, &content) {
+        content = mended;
+        done.push("its `\\n` line breaks were written as meant".to_string());
     }
-    match python_imports::complete(content) {
-        Some((completed, lines)) => {
-            let added = lines
-                .iter()
-                .map(|l| format!("`{l}`"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            (
-                completed,
-                Some(format!(
-                    "added {added}: the code uses it and did not import it"
-                )),
-            )
-        }
-        None => (content.to_string(), None),
+    if let Some((completed, lines)) = python_imports::complete(&content) {
+        content = completed;
+        let added = lines
+            .iter()
+            .map(|l| format!("`{l}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        done.push(format!(
+            "added {added}: the code uses it and did not import it"
+        ));
     }
+    let said = (!done.is_empty()).then(|| done.join("; "));
+    (content, said)
 }
 
 /// Conclave's own state (`.conclave/`: its checks, history and reports) is not the
