@@ -273,10 +273,32 @@ impl Tool for Bash {
             }),
             exit_code => Err(ToolError::CommandFailed {
                 exit_code,
-                output: shown,
+                output: match missing_program_hint(exit_code, &shown) {
+                    Some(hint) => format!("{shown}\n{hint}"),
+                    None => shown,
+                },
             }),
         }
     }
+}
+
+/// A line for the model when the program a command runs is not installed. Seen on the
+/// real model: `pytest -v` four times over on a machine without pytest, until the loop
+/// stopped it, when `python3 -m unittest` would have run the same tests.
+fn missing_program_hint(exit_code: Option<i32>, output: &str) -> Option<String> {
+    let not_found = exit_code == Some(127);
+    if output.contains("No module named pytest") || (not_found && output.contains("pytest")) {
+        return Some(
+            "pytest is not installed here: run the tests with `python3 -m unittest -v` \
+             (it finds test_*.py files), or one test file with `python3 test_FILE.py`"
+                .into(),
+        );
+    }
+    not_found.then(|| {
+        "exit code 127: that program is not installed here; do not run it again, use \
+         another command"
+            .into()
+    })
 }
 
 /// What a finished command left behind.
@@ -601,6 +623,17 @@ mod tests {
         ] {
             assert!(!repeatable_command(command), "{command}");
         }
+    }
+
+    #[test]
+    fn a_program_that_is_not_installed_gets_a_way_on() {
+        let pytest = missing_program_hint(Some(127), "sh: 1: pytest: not found").unwrap();
+        assert!(pytest.contains("python3 -m unittest -v"), "{pytest}");
+        let module = "/usr/bin/python3: No module named pytest";
+        assert_eq!(missing_program_hint(Some(1), module), Some(pytest));
+        let other = missing_program_hint(Some(127), "sh: 1: cowsay: not found").unwrap();
+        assert!(other.contains("not installed here"), "{other}");
+        assert_eq!(missing_program_hint(Some(1), "FAILED test_a"), None);
     }
 
     #[test]
