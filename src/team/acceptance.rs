@@ -550,6 +550,17 @@ fn defined_name(line: &str, language: Language) -> Option<String> {
     (!name.is_empty()).then_some(name)
 }
 
+/// The functions and classes `text` defines, read as code of `path`'s language (none for
+/// other languages).
+pub(super) fn names_defined(path: &str, text: &str) -> std::collections::HashSet<String> {
+    let Some(language) = language_of(path) else {
+        return Default::default();
+    };
+    text.lines()
+        .filter_map(|line| defined_name(line, language))
+        .collect()
+}
+
 /// A line that defines something a test can call.
 fn is_definition(line: &str, language: Language) -> bool {
     let l = line.trim_start();

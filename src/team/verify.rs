@@ -468,26 +468,12 @@ async fn file_the_content_is(
     content: &str,
     files_in_fix: usize,
 ) -> Option<String> {
-    let defined = |text: &str| -> std::collections::HashSet<String> {
-        text.lines()
-            .filter_map(|line| {
-                let rest = ["def ", "class ", "async def ", "function "]
-                    .iter()
-                    .find_map(|start| line.strip_prefix(start))?;
-                let name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                (!name.is_empty()).then_some(name)
-            })
-            .collect()
-    };
-    let in_content = defined(content);
     let mut defining = Vec::new();
     for path in task_files.iter().filter(|path| !check::is_test_file(path)) {
         if let Ok(absolute) = s.sandbox.resolve(path)
             && let Ok(now) = tokio::fs::read_to_string(&absolute).await
-            && !defined(&now).is_disjoint(&in_content)
+            && !super::acceptance::names_defined(path, &now)
+                .is_disjoint(&super::acceptance::names_defined(path, content))
         {
             defining.push(path.clone());
         }
