@@ -907,9 +907,11 @@ mod tests {
         let test_imports =
             "from string import string\nfrom stats import mean\nassert mean([]) == 0.0\n";
         let right = "def mean(xs):\n    return 0.0\n";
-        assert_eq!(
-            run_on_stats(task, right, "", test_imports).0,
-            Some(TEST_BROKEN_EXIT)
+        let (code, output) = run_on_stats(task, right, "", test_imports);
+        assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+        assert!(
+            !output.contains("the test uses"),
+            "not a name of the project: {output}"
         );
     }
 

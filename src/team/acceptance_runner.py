@@ -92,10 +92,11 @@ def lacks_task_name(error):
 def invented_names(errors):
     """What the test used of a project module that neither the task names nor the code
     defines (seen: `hello.hello()` for "a program that prints hello world")."""
+    project = {module for module, _ in project_modules()}
     found = []
     for error in errors:
         missing = missing_name(error)
-        if missing and f"{missing[0]}.{missing[1]}" not in found:
+        if missing and missing[0] in project and f"{missing[0]}.{missing[1]}" not in found:
             found.append(f"{missing[0]}.{missing[1]}")
     return found
 
