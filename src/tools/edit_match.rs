@@ -194,19 +194,32 @@ pub(crate) fn python_file_as_meant(path: &str, text: &str) -> Option<String> {
     docstring_periods_inside(text).or(breaks)
 }
 
+/// What opens a Python string, the triple quotes first.
+const PYTHON_QUOTES: [&str; 4] = ["\"\"\"", "'''", "\"", "'"];
+
 /// A line that is a one-line string with a `.` after its closing quote (`"The area of a
 /// rectangle".`), only ever a syntax error, with the `.` put inside the quotes. Seen on
 /// the real model in three runs, each through its fix rounds.
 fn docstring_periods_inside(text: &str) -> Option<String> {
     let mut changed = false;
+    // The triple quote of a string the line is in, which is text, not code.
+    let mut in_string: Option<&str> = None;
     let lines: Vec<String> = text
         .split('\n')
         .map(|line| {
+            if let Some(open) = in_string {
+                if line.matches(open).count() % 2 == 1 {
+                    in_string = None;
+                }
+                return line.to_string();
+            }
+            in_string = PYTHON_QUOTES[..2]
+                .iter()
+                .copied()
+                .find(|triple| line.matches(triple).count() % 2 == 1);
             let code = line.trim_end();
             let body = code.trim_start();
-            let quote = ["\"\"\"", "'''", "\"", "'"]
-                .into_iter()
-                .find(|q| body.starts_with(q));
+            let quote = PYTHON_QUOTES.into_iter().find(|q| body.starts_with(q));
             let Some(quote) = quote else {
                 return line.to_string();
             };
@@ -270,7 +283,7 @@ fn breaks_as_meant(text: &str, whole_file: bool) -> Option<String> {
                 continue;
             }
             None => {
-                open = ["\"\"\"", "\'\'\'", "\"", "\'"]
+                open = PYTHON_QUOTES
                     .into_iter()
                     .find(|quote| rest.starts_with(quote));
                 open.map_or(c.len_utf8(), str::len)
@@ -794,8 +807,10 @@ mod tests {
                 "def area(w, h):\n    \"The area of a rectangle.\"\n    return w * h\n\n\ndef f():\n    '''Doc.'''\n    return 'a'.upper()\n"
             )
         );
-        // A method call on a string, or two strings, are code as written.
-        let code = "x = \"a\".upper()\n\"a\" + \"b\"\n'a'.join(['b'])\n";
+        // A method call on a string, or two strings, are code as written, and a line of
+        // a docstring's text is text.
+        let code =
+            "x = \"a\".upper()\n\"a\" + \"b\"\n'a'.join(['b'])\n\"\"\"Doc\n\"quoted\".\n\"\"\"\n";
         assert_eq!(python_file_as_meant("a.py", code), None);
     }
 
