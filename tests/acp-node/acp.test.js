@@ -16,11 +16,11 @@ const write = (path, content) => ({ name: 'file_write', arguments: { path, conte
 
 test('basic: a prompt is a task, streamed as a plan and tool calls, ending end_turn; a follow-up sees it', async () => {
   const dir = workspace([
-    { match: ['Plan this task', 'Make a.txt'], text: plan({ description: 'Create a.txt' }) },
+    { match: ['Plan this task', 'Create a.txt'], text: plan({ description: 'Create a.txt' }) },
     { match: 'Create a.txt', toolCalls: [write('a.txt', 'a\n')] },
     { match: 'created a.txt', text: 'Wrote a.txt.' },
     // The follow-up's plan is only answered if its prompt carries the earlier turn.
-    { match: ['Plan this task', 'Earlier in this conversation', 'Make a.txt (completed)'], text: plan({ description: 'Create b.txt' }) },
+    { match: ['Plan this task', 'Earlier in this conversation', 'Create a.txt (completed)'], text: plan({ description: 'Create b.txt' }) },
     { match: 'Create b.txt', toolCalls: [write('b.txt', 'b\n')] },
     { match: 'created b.txt', text: 'Wrote b.txt.' },
   ], { top: ['writes = "disk"'] });
@@ -37,7 +37,7 @@ test('basic: a prompt is a task, streamed as a plan and tool calls, ending end_t
     assert.match(sessionId, /^[0-9a-f-]{36}$/);
     const answer = await acp.agent.request('session/prompt', {
       sessionId,
-      prompt: [{ type: 'text', text: 'Make a.txt' }],
+      prompt: [{ type: 'text', text: 'Create a.txt' }],
     });
     assert.equal(answer.stopReason, 'end_turn');
     assert.equal(readFileSync(join(dir, 'a.txt'), 'utf8'), 'a\n');
@@ -61,7 +61,7 @@ test('basic: a prompt is a task, streamed as a plan and tool calls, ending end_t
 
     const followUp = await acp.agent.request('session/prompt', {
       sessionId,
-      prompt: [{ type: 'text', text: 'Now b.txt' }],
+      prompt: [{ type: 'text', text: 'Create b.txt' }],
     });
     assert.equal(followUp.stopReason, 'end_turn');
     assert.equal(readFileSync(join(dir, 'b.txt'), 'utf8'), 'b\n');
@@ -69,7 +69,7 @@ test('basic: a prompt is a task, streamed as a plan and tool calls, ending end_t
     const { sessions } = await acp.agent.request('session/list', { cwd: dir });
     assert.equal(sessions.length, 1);
     assert.equal(sessions[0].sessionId, sessionId);
-    assert.equal(sessions[0].title, 'Make a.txt');
+    assert.equal(sessions[0].title, 'Create a.txt');
     assert.deepEqual(await acp.agent.request('session/close', { sessionId }), {});
     await assert.rejects(
       acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'again' }] }),
@@ -119,7 +119,7 @@ async function toolCallAfterAFailure(status) {
   try {
     await acp.initialize();
     const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
-    const answer = await acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make b.txt' }] });
+    const answer = await acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Create b.txt' }] });
     assert.equal(answer.stopReason, 'end_turn');
     const call = toolCall(acp.updates, 'Create b.txt');
     assert.equal(call.status, 'completed');
@@ -213,13 +213,13 @@ test('cancel: session/cancel ends the prompt with stopReason cancelled, never an
   try {
     await acp.initialize();
     const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
-    const prompt = acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make slow.txt' }] });
+    const prompt = acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Create slow.txt' }] });
     await acp.waitFor('the subtask running', (n) => n.update?.sessionUpdate === 'tool_call_update' && n.update.status === 'in_progress');
     await acp.agent.notify('session/cancel', { sessionId });
     assert.deepEqual(await prompt, { stopReason: 'cancelled' });
     assert.match(agentText(acp.updates), /\*\*Cancelled\.\*\*/);
     // The session takes the next prompt.
-    const again = acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make slow.txt again' }] });
+    const again = acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Create slow.txt again' }] });
     await acp.agent.notify('session/cancel', { sessionId });
     assert.equal((await again).stopReason, 'cancelled');
   } finally {
@@ -238,7 +238,7 @@ test('dropped connection: closing stdin mid-task ends the process cleanly, and t
   try {
     await first.initialize();
     const { sessionId } = await first.agent.request('session/new', { cwd: dir, mcpServers: [] });
-    first.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make slow.txt' }] }).catch(() => {});
+    first.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Create slow.txt' }] }).catch(() => {});
     await first.waitFor('the subtask running', (n) => n.update?.sessionUpdate === 'tool_call_update' && n.update.status === 'in_progress');
     first.child.stdin.end();
     const ended = await Promise.race([first.exited, new Promise((r) => setTimeout(() => r('hung'), 15000))]);
@@ -267,7 +267,7 @@ test('resume after SIGKILL: session/load replays the session and asks the pendin
   try {
     await first.initialize();
     const { sessionId } = await first.agent.request('session/new', { cwd: dir, mcpServers: [] });
-    first.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make k.txt' }] }).catch(() => {});
+    first.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Create k.txt' }] }).catch(() => {});
     const { permission } = await first.waitFor('the permission', (v) => v.permission);
     const before = permission.toolCall.content.find((c) => c.type === 'diff');
     first.child.kill('SIGKILL');
@@ -279,7 +279,7 @@ test('resume after SIGKILL: session/load replays the session and asks the pendin
     assert.equal(init.agentCapabilities.loadSession, true);
     assert.deepEqual(await second.agent.request('session/load', { sessionId, cwd: dir, mcpServers: [] }), {});
     const replayed = ofKind(second.updates, 'user_message_chunk');
-    assert.deepEqual(replayed.map((u) => u.content), [{ type: 'text', text: 'Make k.txt' }], 'the conversation is replayed');
+    assert.deepEqual(replayed.map((u) => u.content), [{ type: 'text', text: 'Create k.txt' }], 'the conversation is replayed');
     const { permission: again } = await second.waitFor('the permission asked again', (v) => v.permission);
     assert.equal(again.sessionId, sessionId);
     assert.deepEqual(again.toolCall.content.find((c) => c.type === 'diff'), before);
@@ -302,7 +302,7 @@ test('fs/write_text_file: offered by the client, every file goes through it', as
   try {
     await acp.initialize({ fs: { readTextFile: false, writeTextFile: true } });
     const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
-    const answer = await acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make w.txt' }] });
+    const answer = await acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Create w.txt' }] });
     assert.equal(answer.stopReason, 'end_turn');
     assert.deepEqual(acp.writes, [{ sessionId, path: join(dir, 'w.txt'), content: 'through the editor\n' }]);
     assert.equal(readFileSync(join(dir, 'w.txt'), 'utf8'), 'through the editor\n');
