@@ -186,7 +186,7 @@ describe('conclave.nvim against the real server', function()
       table.insert(calls, { items = items, opts = opts })
       on_choice(nil) -- dismissed
     end
-    vim.cmd('Conclave submit Make c.txt')
+    vim.cmd('Conclave submit Create c.txt')
     h.wait('the escalation to be asked', function()
       return #calls == 1
     end)
@@ -240,7 +240,7 @@ describe('conclave.nvim against the real server', function()
         table.insert(seen, ev.data.status)
       end,
     })
-    vim.cmd('Conclave submit Make b.txt')
+    vim.cmd('Conclave submit Create b.txt')
     h.wait('the retry in the statusline', function()
       return require('conclave').status():match('^↻ retry %d+/%d+$')
     end)
@@ -260,7 +260,7 @@ describe('conclave.nvim against the real server', function()
   it('shows a fileChange approval as a diff, writes after approve; submit takes the range', function()
     dir = h.workspace({
       plan('Create d.txt'),
-      write_step('Create d.txt', 'd.txt', 'd\n'),
+      write_step('make d.txt', 'd.txt', 'd\n'),
       { match = 'created d.txt', text = 'Wrote d.txt.' },
     }, '[approvals]\nfileChanges = "ask"')
     h.start(dir)

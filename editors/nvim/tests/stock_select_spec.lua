@@ -83,7 +83,7 @@ describe('the stock vim.ui.select (inputlist) shows the preview before the choic
       { match = 'created a.txt', text = 'Wrote a.txt.' },
     }, '[approvals]\nfileChanges = "ask"\n[recovery]\nstepTimeoutMs = 120000')
     terminal(dir)
-    submit('Make a.txt')
+    submit('Create a.txt')
     local text = asked()
     assert.truthy(text:find('shown in the diff', 1, true), 'the proposed content is on screen:\n' .. text)
     assert.truthy(text:find('Conclave fileChange', 1, true), 'the prompt is asked:\n' .. text)
@@ -100,7 +100,7 @@ describe('the stock vim.ui.select (inputlist) shows the preview before the choic
       { match = 'Create c.txt', error = 'unauthorized', ['repeat'] = true },
     })
     terminal(dir)
-    submit('Make c.txt')
+    submit('Create c.txt')
     local text = asked()
     assert.truthy(text:find('Severity: critical', 1, true), 'the detail float is on screen:\n' .. text)
     assert.truthy(text:find('Conclave escalation', 1, true), 'the prompt is asked:\n' .. text)

@@ -128,7 +128,7 @@ describe('stray input and refused starts', function()
       { match = 'created a.txt', text = 'Wrote a.txt.' },
     })
     h.start(dir)
-    vim.cmd('Conclave submit Make a.txt')
+    vim.cmd('Conclave submit Create a.txt')
     h.wait('the task to complete', function()
       local task = h.only_task()
       return task and task.status == 'completed'
@@ -236,7 +236,7 @@ describe('stray input and refused starts', function()
     vim.ui.select = function()
       asked = asked + 1 -- a picker left open: the person has not answered
     end
-    vim.cmd('Conclave submit Make a.txt')
+    vim.cmd('Conclave submit Create a.txt')
     h.wait('the file change asked', function()
       return asked == 1
     end)

@@ -198,7 +198,7 @@ test('settings → initializationOptions: fileChanges "ask" gives a diff approva
     { initializationOptions: resolved.initializationOptions },
   );
   try {
-    const { taskId } = await server.connection.sendRequest(lsp.submitTask, { description: 'Make a.txt' });
+    const { taskId } = await server.connection.sendRequest(lsp.submitTask, { description: 'Create a.txt' });
     await server.until('the task completed', () => models.tasks.task(taskId)?.status === 'completed');
     assert.ok(asked, 'a fileChange approval was asked');
     const { approval, view } = asked;
@@ -224,7 +224,7 @@ test('a whiteboard followed live (subscribe + whiteboardChanged), then closed (u
     { match: 'Plan this task', text: JSON.stringify({ subtasks: [{ description: 'Create a.txt' }] }) },
     { match: 'Create a.txt', toolCalls: [{ name: 'file_write', arguments: { path: 'a.txt', content: 'a\n' } }] },
     { match: 'created a.txt', text: 'Wrote a.txt.' },
-    { match: ['Plan this task', 'Make b.txt'], text: JSON.stringify({ subtasks: [{ description: 'Create b.txt' }] }) },
+    { match: ['Plan this task', 'Create b.txt'], text: JSON.stringify({ subtasks: [{ description: 'Create b.txt' }] }) },
     { match: 'Create b.txt', toolCalls: [{ name: 'file_write', arguments: { path: 'b.txt', content: 'b\n' } }] },
     { match: 'created b.txt', text: 'Wrote b.txt.' },
   ]);
@@ -254,7 +254,7 @@ test('a whiteboard followed live (subscribe + whiteboardChanged), then closed (u
     const shown: number[] = [];
     store.onDidChange((id) => shown.push(store.get(id)!.version));
 
-    const first = await server.connection.sendRequest(lsp.submitTask, { description: 'Make a.txt' });
+    const first = await server.connection.sendRequest(lsp.submitTask, { description: 'Create a.txt' });
     await server.until('the task completed', () => models.tasks.task(first.taskId)?.status === 'completed');
     const latest = await server.connection.sendRequest(lsp.readWhiteboard, { id: 'global' });
     assert.ok(latest.version > initial.version, 'the team wrote on the global board');
@@ -272,7 +272,7 @@ test('a whiteboard followed live (subscribe + whiteboardChanged), then closed (u
     await store.close(server.connection, 'global');
     assert.equal(store.isSubscribed('global'), false);
     const seen = notified.length;
-    const second = await server.connection.sendRequest(lsp.submitTask, { description: 'Make b.txt' });
+    const second = await server.connection.sendRequest(lsp.submitTask, { description: 'Create b.txt' });
     await server.until('the second task completed', () => models.tasks.task(second.taskId)?.status === 'completed');
     const finished = Date.now();
     const [after, top] = await Promise.all([
@@ -314,7 +314,7 @@ test('an approval withdrawn by the server (its task cancelled) leaves the Tasks 
   const resolved: lsp.ApprovalResolvedParams[] = [];
   models.onApprovalResolved((params) => resolved.push(params));
   try {
-    const { taskId } = await server.connection.sendRequest(lsp.submitTask, { description: 'Make a.txt' });
+    const { taskId } = await server.connection.sendRequest(lsp.submitTask, { description: 'Create a.txt' });
     await server.until('the file change pending in the tree', () => models.tasks.pendingApprovals().length === 1);
     const [approval] = models.tasks.pendingApprovals();
     assert.equal(approval.kind, 'fileChange');

@@ -130,10 +130,13 @@ export async function startServer(dir: string, options: StartOptions = {}): Prom
     if (disposed) return;
     disposed = true;
     connection.dispose();
-    if (child.exitCode === null) child.kill();
-    // The killed server may still be closing its store: retry while the directory
-    // is being emptied under us (ENOTEMPTY).
-    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+    const remove = () => rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+    if (child.exitCode !== null) return remove();
+    // SIGTERM is a clean shutdown: the server may write its store for a while yet
+    // (seen: seconds, after a cancelled task). The workspace goes once it has exited;
+    // the running child keeps the test process alive until then.
+    child.kill();
+    void exited.then(remove);
   };
   return {
     dir,

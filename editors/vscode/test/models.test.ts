@@ -180,7 +180,7 @@ test('workspace/applyEdit from the real server: the edited document is the one t
     },
   });
   try {
-    await server.connection.sendRequest(lsp.submitTask, { description: 'Make a.txt' });
+    await server.connection.sendRequest(lsp.submitTask, { description: 'Create a.txt' });
     await server.until('the task completed', () => taskStatus === 'completed');
     assert.equal(edits.length, 1, 'the write came as one workspace/applyEdit');
     const uri = fileUri(dir, 'a.txt');

@@ -182,7 +182,7 @@ test('agents model: listAgents by layer, live status from agentStatus, metrics t
     assert.match(tooltip, /Heartbeats: \d+ answered, \d+ missed/);
     assert.match(tooltip, /Performance score: /);
 
-    await server.connection.sendRequest(lsp.submitTask, { description: 'Make a.txt' });
+    await server.connection.sendRequest(lsp.submitTask, { description: 'Create a.txt' });
     // Someone works, live: the model follows agentStatus without another listAgents.
     const worker = await server.until('an agent working', () => agents.all().find((a) => a.status === 'working'));
     assert.match(agents.row({ kind: 'agent', agent: worker }).description, /^working · /);
