@@ -354,6 +354,49 @@ async fn a_fix_under_the_format_s_placeholder_path_lands_in_the_file_it_is_a_ver
 
 // Real time, as above.
 #[tokio::test]
+async fn a_fix_s_two_parts_of_one_file_are_joined_not_written_over_each_other() {
+    // Seen on a 1.5B model: stats.py's `mean` and `spread` as two files under the
+    // format's placeholder path. Each lands in stats.py; written in turn, the second
+    // replaced the first, and `spread` was "gone" for the next round.
+    let mut config = config();
+    config.verify.command = Some(
+        "grep -q 'if not values' stats.py && grep -q 'def spread' stats.py || { echo 'stats.py:1:1: mean([]) raises'; exit 1; }"
+            .into(),
+    );
+    let wrong = "def mean(values):\n    return sum(values) / len(values)\n\n\ndef spread(values):\n    return max(values) - min(values)\n";
+    let mean = "def mean(values):\n    if not values:\n        return 0.0\n    return sum(values) / len(values)\n";
+    let spread = "def spread(values):\n    return max(values) - min(values)\n";
+    let [w1, w2] = writes("Fix mean in stats.py", "stats.py", wrong);
+    let fix = json!({ "files": [
+        { "path": "a path as shown above", "content": mean },
+        { "path": "a path as shown above", "content": spread }
+    ], "confidence": 90, "explanation": "0.0 for an empty list" });
+    let team = start(
+        json!([
+            plan(&["Fix mean in stats.py"]),
+            w1, w2,
+            { "match": ["fails its checks", "mean([]) raises"], "text": fix.to_string() }
+        ]),
+        config,
+    )
+    .await;
+    let task = team.submit("Fix mean in stats.py");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(
+        summary.status,
+        TaskStatus::Completed,
+        "{:?}",
+        team.engine.task(&task.to_string())
+    );
+    assert_eq!(
+        team.read("stats.py"),
+        format!("{}\n\n\n{spread}", mean.trim_end())
+    );
+    team.engine.shutdown().await;
+}
+
+// Real time, as above.
+#[tokio::test]
 async fn a_fix_never_rewrites_a_test_of_the_project() {
     // Seen on the real model: "Fix the bug so that the test passes. Do not change the
     // test.", and the fix loop wrote the code under test over the test file.

@@ -149,6 +149,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
             )));
         }
         let task_files = files_of(s, task_id);
+        let mut targets: Vec<(String, String)> = Vec::new();
         for file in &fix.files {
             let path = match fix_path(s, &task_files, &file.path) {
                 Some(path) => Some(path),
@@ -161,13 +162,16 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
                 ));
                 continue;
             };
+            add_part(&mut targets, path, &file.content);
+        }
+        for (path, content) in targets {
             if !before_fixes.iter().any(|(p, _)| *p == path)
                 && let Ok(absolute) = s.sandbox.resolve(&path)
-                && let Ok(content) = tokio::fs::read_to_string(&absolute).await
+                && let Ok(now) = tokio::fs::read_to_string(&absolute).await
             {
-                before_fixes.push((path.clone(), content));
+                before_fixes.push((path.clone(), now));
             }
-            let (content, _) = crate::tools::file::as_meant(&path, &file.content);
+            let (content, _) = crate::tools::file::as_meant(&path, &content);
             match s
                 .writer
                 .write_file(std::path::Path::new(&path), &content)
@@ -181,7 +185,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
                         }
                     });
                 }
-                Err(e) => tracing::warn!("fix for {} not written: {e}", file.path),
+                Err(e) => tracing::warn!("fix for {path} not written: {e}"),
             }
         }
     }
@@ -462,6 +466,24 @@ fn fix_path(s: &Services, task_files: &[String], given: &str) -> Option<String> 
 /// format, with the whole new inventory.py): the one file that defines a function or
 /// class the content defines too, else the task's only file when the fix has only this
 /// one.
+/// Adds one of a fix's files to what the round writes. Two that land in the same file
+/// and define different names are parts of it, joined in order (seen: a module's two
+/// functions given as two files under the format's placeholder path, the second
+/// written over the first); otherwise the later one is the file.
+fn add_part(targets: &mut Vec<(String, String)>, path: String, content: &str) {
+    let Some((_, whole)) = targets.iter_mut().find(|(p, _)| *p == path) else {
+        targets.push((path, content.to_string()));
+        return;
+    };
+    let names = |text: &str| super::acceptance::names_defined(&path, text);
+    let (before, part) = (names(whole), names(content));
+    if !before.is_empty() && !part.is_empty() && before.is_disjoint(&part) {
+        *whole = format!("{}\n\n\n{}", whole.trim_end(), content);
+    } else {
+        *whole = content.to_string();
+    }
+}
+
 async fn file_the_content_is(
     s: &Services,
     task_files: &[String],
