@@ -587,6 +587,104 @@ fn removes_or_renames(task: &str) -> bool {
         .any(|word| lower.contains(word))
 }
 
+/// The renames a task asks for, old name first: "Rename the function calc in mathx.py
+/// to compute_total" gives (`calc`, `compute_total`); backticks, quotes and `()` are
+/// dropped.
+pub fn renames(task: &str) -> Vec<(String, String)> {
+    const FILLER: &[&str] = &[
+        "the", "a", "function", "method", "class", "variable", "constant", "def",
+    ];
+    let words: Vec<&str> = task.split_whitespace().collect();
+    let identifier = |word: &str| {
+        let bare = word
+            .trim_matches(|c: char| matches!(c, '`' | '\'' | '"' | ',' | '.' | ';' | ':'))
+            .trim_end_matches("()");
+        let ok = bare
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && bare.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        ok.then(|| bare.to_string())
+    };
+    // The first word from `from` that is not filler, as a name.
+    let name_at = |from: usize| {
+        words[from.min(words.len())..]
+            .iter()
+            .find(|w| !FILLER.contains(&w.to_ascii_lowercase().as_str()))
+            .and_then(|w| identifier(w))
+    };
+    let mut found = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        if !word.to_ascii_lowercase().starts_with("rename") {
+            continue;
+        }
+        let Some(old) = name_at(i + 1) else { continue };
+        // "to" within the same clause: "calc in mathx.py to compute_total".
+        let to = words[i + 1..]
+            .iter()
+            .take(8)
+            .take_while(|w| !w.ends_with('.') || w.contains(".py") || w.contains(".js"))
+            .position(|w| w.eq_ignore_ascii_case("to"));
+        if let Some(to) = to
+            && let Some(new) = name_at(i + 1 + to + 1)
+            && new != old
+        {
+            found.push((old, new));
+        }
+    }
+    found
+}
+
+/// A rename the task asks for, of a function or class a file the task names defined
+/// before the task, is done when no file of the work still defines the old name and
+/// one defines the new (seen on the real model: `compute_total` added beside `calc`,
+/// the caller updated, and the old function left in place). Other renames (a
+/// variable, a file) are not judged here.
+async fn rename_problems(bench: &Bench, files: &[String]) -> Vec<String> {
+    let defined_before = |name: &str| {
+        bench
+            .originals
+            .files
+            .iter()
+            .any(|(path, text)| super::acceptance::names_defined(path, text).contains(name))
+    };
+    let renames: Vec<(String, String)> = renames(&bench.originals.task)
+        .into_iter()
+        .filter(|(old, _)| defined_before(old))
+        .collect();
+    if renames.is_empty() {
+        return Vec::new();
+    }
+    let mut paths: Vec<&str> = files.iter().map(String::as_str).collect();
+    for (path, _) in &bench.originals.files {
+        if !paths.contains(&path.as_str()) {
+            paths.push(path);
+        }
+    }
+    let mut defined = Vec::new();
+    for path in paths.into_iter().filter(|p| !is_test_file(p)) {
+        if let Ok(text) = tokio::fs::read_to_string(bench.root.join(path)).await {
+            defined.push((path, super::acceptance::names_defined(path, &text)));
+        }
+    }
+    let mut problems = Vec::new();
+    for (old, new) in &renames {
+        for (path, names) in &defined {
+            if names.contains(old) {
+                problems.push(format!(
+                    "the task renames `{old}` to `{new}`, but {path} still defines `{old}`: rename that definition rather than adding a second one"
+                ));
+            }
+        }
+        if !defined.iter().any(|(_, names)| names.contains(new)) {
+            problems.push(format!(
+                "the task renames `{old}` to `{new}`, but no file of the task defines `{new}`"
+            ));
+        }
+    }
+    problems
+}
+
 /// What the task names is what the team worked on, the cheapest proofs that the work
 /// is the task's:
 /// - every file the task names is there when the work is done (seen on the real model:
@@ -613,11 +711,12 @@ async fn names_check(bench: &Bench, files: &[String]) -> Option<CheckResult> {
     } else {
         Vec::new()
     };
-    if names.is_empty() && !named_must_change && absent.is_empty() {
+    let renamed = rename_problems(bench, files).await;
+    if names.is_empty() && !named_must_change && absent.is_empty() && renames(task).is_empty() {
         return None;
     }
     let name_of = |p: &str| Path::new(p).file_name().map(|n| n.to_os_string());
-    let mut problems = Vec::new();
+    let mut problems = renamed;
     for path in &absent {
         let instead: Vec<&str> = files
             .iter()
@@ -1674,6 +1773,80 @@ mod tests {
         .unwrap();
         let renamed = code(&b, &["stats.py".into()]).await;
         assert!(renamed.passed(), "{:?}", renamed.results);
+    }
+
+    #[test]
+    fn the_renames_a_task_asks_for_are_read_old_name_first() {
+        let pairs = |task: &str| renames(task);
+        let calc = vec![("calc".to_string(), "compute_total".to_string())];
+        assert_eq!(
+            pairs(
+                "Rename the function calc in mathx.py to compute_total, and update its caller in main.py so main.py still works."
+            ),
+            calc
+        );
+        assert_eq!(pairs("rename `calc()` to `compute_total()`."), calc);
+        assert_eq!(pairs("Please rename calc to 'compute_total'"), calc);
+        // A file, prose, or a rename with no new name is none.
+        assert!(pairs("Rename old.py to new.py.").is_empty());
+        assert!(pairs("Rename the module. Then write a test to check it.").is_empty());
+        assert!(pairs("Fix calc in mathx.py to return a total.").is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_rename_that_leaves_the_old_definition_in_place_is_not_done() {
+        if !python() {
+            return;
+        }
+        // Seen on the real model: compute_total added below calc, main.py updated, and
+        // the task reported completed with calc still there.
+        let dir = tempfile::tempdir().unwrap();
+        let mathx = "def calc(prices):\n    \"\"\"The sum of the prices.\"\"\"\n    return round(sum(prices), 2)\n";
+        std::fs::write(dir.path().join("mathx.py"), mathx).unwrap();
+        std::fs::write(
+            dir.path().join("main.py"),
+            "from mathx import calc\n\nprint(calc([1.25, 2.5]))\n",
+        )
+        .unwrap();
+        let mut b = bench(dir.path());
+        b.originals = capture_originals(
+            dir.path(),
+            "Rename the function calc in mathx.py to compute_total, and update its caller in main.py.",
+        );
+        // The task's own check, as the work is done.
+        b.whole_task = true;
+        std::fs::write(
+            dir.path().join("mathx.py"),
+            format!("{mathx}def compute_total(prices):\n    return round(sum(prices), 2)\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("main.py"),
+            "from mathx import compute_total\n\nprint(compute_total([1.25, 2.5]))\n",
+        )
+        .unwrap();
+        let files = ["mathx.py".to_string(), "main.py".to_string()];
+        let both = code(&b, &files).await;
+        let text = both.failure_text().expect("the old definition is caught");
+        assert!(text.contains("mathx.py still defines `calc`"), "{text}");
+
+        // Renamed in place: done.
+        std::fs::write(
+            dir.path().join("mathx.py"),
+            mathx.replace("def calc", "def compute_total"),
+        )
+        .unwrap();
+        let renamed = code(&b, &files).await;
+        assert!(renamed.passed(), "{:?}", renamed.results);
+
+        // The old one gone and the new one nowhere: not done either.
+        std::fs::write(dir.path().join("mathx.py"), "TOTAL = 0\n").unwrap();
+        let lost = code(&b, &files).await;
+        let text = lost.failure_text().expect("the missing new name is caught");
+        assert!(
+            text.contains("no file of the task defines `compute_total`"),
+            "{text}"
+        );
     }
 
     #[tokio::test]
