@@ -479,6 +479,36 @@ def long_expected_values(tree, source):
     return found
 
 
+def copied_expectations(tree):
+    """Two functions the test expects the very same results of, for the same arguments,
+    two times or more: {(function, other): [lines of both]}. Seen on the real model, in
+    two runs: f_to_c's asserts a copy of c_to_f's (`f_to_c(0) == 32.0`), failing right
+    code through every fix round."""
+    calls = {}  # (arguments, expected) -> {function: [lines]}
+    for node in ast.walk(tree):
+        test = node.test if isinstance(node, ast.Assert) else None
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+            continue
+        call, expected = test.left, test.comparators[0]
+        if not isinstance(call, ast.Call):
+            call, expected = expected, call
+        if not isinstance(call, ast.Call):
+            continue
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+        if name is None:
+            continue
+        key = (ast.dump(ast.Tuple(elts=call.args, ctx=ast.Load())), repr([ast.dump(k) for k in call.keywords]), ast.dump(expected))
+        calls.setdefault(key, {}).setdefault(name, []).append(node.lineno)
+    shared = {}
+    for by_function in calls.values():
+        names = sorted(by_function)
+        for i, first in enumerate(names):
+            for other in names[i + 1:]:
+                lines = shared.setdefault((first, other), [])
+                lines.append(by_function[first] + by_function[other])
+    return {pair: sorted(line for group in groups for line in group) for pair, groups in shared.items() if len(groups) >= 2}
+
+
 def defined_in_project(namespace):
     """The functions and classes of the project's modules the test reached (all of a
     module's, also when the test imported only one of them)."""
@@ -639,6 +669,7 @@ def main():
         print(f"the test runs a program, but the task is about a function, {function}: import it and check what it returns")
         sys.exit(BROKEN)
     long_values = long_expected_values(tree, source)
+    copies = copied_expectations(tree)
     tree = ast.fix_missing_locations(UnittestAsserts().visit(tree))
     rounding_task = bool({w.lower() for w in TASK_WORDS} & ROUNDING_WORDS)
     tree = ast.fix_missing_locations(WrittenFloats(source, rounding_task).visit(tree))
@@ -679,6 +710,16 @@ def main():
             f"(`{wrong_long[0]}`): check single items, lengths and short results instead"
         )
         sys.exit(BROKEN)
+    # Two functions expected to give the same results is a block copied and renamed
+    # (and one of them then fails), more likely than code that is wrong, the first time.
+    for (first, other), lines in sorted(copies.items()):
+        if any(line in now.failed for line in lines) and not REWRITTEN:
+            print(
+                f"the test expects `{first}` and `{other}` to give the same results for the "
+                f"same arguments: one block of asserts is a copy of the other; work out each "
+                f"function's expected values on its own, from the task"
+            )
+            sys.exit(BROKEN)
     if not now.failed:
         if not now.passed:
             print("the test ran no assert")
