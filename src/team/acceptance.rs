@@ -1015,7 +1015,7 @@ mod tests {
         let (exit, output) = run_on_stats(task, code, "", copied);
         assert_eq!(exit, Some(TEST_BROKEN_EXIT), "{output}");
         assert!(
-            output.contains("expects `c_to_f` and `f_to_c` to give the same results"),
+            output.contains("expects `c_to_f` and `f_to_c` to give the same result"),
             "{output}"
         );
         // The rewrite is judged as written.
@@ -1023,7 +1023,10 @@ mod tests {
             run_on_stats_as(task, code, "", copied, "rewritten").0,
             Some(1)
         );
-        // One shared value (-40 is both) is no copy; the right asserts pass.
+        // One copied assert is enough (seen: only `f_to_c(1) == 33.8`).
+        let one = "from stats import c_to_f, f_to_c\nassert c_to_f(1) == 33.8\nassert f_to_c(0) == -160 / 9\nassert f_to_c(1) == 33.8\n";
+        assert_eq!(run_on_stats(task, code, "", one).0, Some(TEST_BROKEN_EXIT));
+        // A value both rightly share (-40) is no copy: the right asserts pass.
         let right = "from stats import c_to_f, f_to_c\nassert c_to_f(0) == 32.0\nassert c_to_f(-40) == -40.0\nassert f_to_c(212) == 100.0\nassert f_to_c(-40) == -40.0\n";
         assert_eq!(run_on_stats(task, code, "", right).0, Some(0));
         // Two functions that rightly agree, and pass, are no broken test either.

@@ -480,10 +480,12 @@ def long_expected_values(tree, source):
 
 
 def copied_expectations(tree):
-    """Two functions the test expects the very same results of, for the same arguments,
-    two times or more: {(function, other): [lines of both]}. Seen on the real model, in
-    two runs: f_to_c's asserts a copy of c_to_f's (`f_to_c(0) == 32.0`), failing right
-    code through every fix round."""
+    """Two functions the test expects the very same result of, for the same arguments:
+    {(function, other): [lines of both]}. Seen on the real model, in three runs:
+    f_to_c's asserts a copy of c_to_f's (`f_to_c(0) == 32.0`, or only
+    `f_to_c(1) == 33.8`), failing right code through every fix round. Two functions may
+    rightly agree somewhere (both give -40 for -40), so this counts only where an assert
+    failed, and only in a first test."""
     calls = {}  # (arguments, expected) -> {function: [lines]}
     for node in ast.walk(tree):
         test = node.test if isinstance(node, ast.Assert) else None
@@ -506,7 +508,7 @@ def copied_expectations(tree):
             for other in names[i + 1:]:
                 lines = shared.setdefault((first, other), [])
                 lines.append(by_function[first] + by_function[other])
-    return {pair: sorted(line for group in groups for line in group) for pair, groups in shared.items() if len(groups) >= 2}
+    return {pair: sorted(line for group in groups for line in group) for pair, groups in shared.items()}
 
 
 def defined_in_project(namespace):
@@ -710,14 +712,14 @@ def main():
             f"(`{wrong_long[0]}`): check single items, lengths and short results instead"
         )
         sys.exit(BROKEN)
-    # Two functions expected to give the same results is a block copied and renamed
+    # Two functions expected to give the same result is an assert copied and renamed
     # (and one of them then fails), more likely than code that is wrong, the first time.
     for (first, other), lines in sorted(copies.items()):
         if any(line in now.failed for line in lines) and not REWRITTEN:
             print(
-                f"the test expects `{first}` and `{other}` to give the same results for the "
-                f"same arguments: one block of asserts is a copy of the other; work out each "
-                f"function's expected values on its own, from the task"
+                f"the test expects `{first}` and `{other}` to give the same result for the "
+                f"same arguments (lines {', '.join(map(str, lines))}): a copied assert; work out "
+                f"each function's expected values on its own, from the task"
             )
             sys.exit(BROKEN)
     if not now.failed:
