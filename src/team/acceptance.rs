@@ -1012,6 +1012,10 @@ mod tests {
             "Create a module stats.py with two functions: c_to_f(celsius) and f_to_c(fahrenheit).";
         let code = "def c_to_f(c):\n    return c * 9 / 5 + 32\n\n\ndef f_to_c(f):\n    return (f - 32) * 5 / 9\n";
         let copied = "from stats import c_to_f, f_to_c\nassert c_to_f(0) == 32.0\nassert c_to_f(100) == 212.0\nassert f_to_c(0) == 32.0\nassert f_to_c(100) == 212.0\n";
+        // Not on empty arguments, nor for a function the task does not name: the
+        // test's other asserts are judged as usual (here, the code fails them).
+        let empty = "from stats import c_to_f, f_to_c\nassert c_to_f([]) == 32.0\nassert f_to_c([]) == 32.0\n";
+        assert_eq!(run_on_stats(task, code, "", empty).0, Some(1));
         let (exit, output) = run_on_stats(task, code, "", copied);
         assert_eq!(exit, Some(TEST_BROKEN_EXIT), "{output}");
         assert!(

@@ -479,13 +479,23 @@ def long_expected_values(tree, source):
     return found
 
 
+def empty(node):
+    """An empty literal (`[]`, `""`, `None`): many functions rightly agree on it."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return not node.elts
+    if isinstance(node, ast.Dict):
+        return not node.keys
+    return isinstance(node, ast.Constant) and node.value in ("", None)
+
+
 def copied_expectations(tree):
     """Two functions the test expects the very same result of, for the same arguments:
     {(function, other): [lines of both]}. Seen on the real model, in three runs:
     f_to_c's asserts a copy of c_to_f's (`f_to_c(0) == 32.0`, or only
     `f_to_c(1) == 33.8`), failing right code through every fix round. Two functions may
     rightly agree somewhere (both give -40 for -40), so this counts only where an assert
-    failed, and only in a first test."""
+    failed, only for functions the task names, never on empty arguments (`mean([])` and
+    `spread([])` may both be 0.0), and only in a first test."""
     calls = {}  # (arguments, expected) -> {function: [lines]}
     for node in ast.walk(tree):
         test = node.test if isinstance(node, ast.Assert) else None
@@ -497,7 +507,7 @@ def copied_expectations(tree):
         if not isinstance(call, ast.Call):
             continue
         name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
-        if name is None:
+        if name not in TASK_WORDS or all(empty(arg) for arg in call.args):
             continue
         key = (ast.dump(ast.Tuple(elts=call.args, ctx=ast.Load())), repr([ast.dump(k) for k in call.keywords]), ast.dump(expected))
         calls.setdefault(key, {}).setdefault(name, []).append(node.lineno)
