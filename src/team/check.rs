@@ -590,7 +590,7 @@ fn removes_or_renames(task: &str) -> bool {
 /// The renames a task asks for, old name first: "Rename the function calc in mathx.py
 /// to compute_total" gives (`calc`, `compute_total`); backticks, quotes and `()` are
 /// dropped.
-pub fn renames(task: &str) -> Vec<(String, String)> {
+fn renames(task: &str) -> Vec<(String, String)> {
     const FILLER: &[&str] = &[
         "the", "a", "function", "method", "class", "variable", "constant", "def",
     ];
