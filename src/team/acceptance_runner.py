@@ -516,8 +516,7 @@ def copied_expectations(tree):
         names = sorted(by_function)
         for i, first in enumerate(names):
             for other in names[i + 1:]:
-                lines = shared.setdefault((first, other), [])
-                lines.append(by_function[first] + by_function[other])
+                shared.setdefault((first, other), []).append(by_function[first] + by_function[other])
     return {pair: sorted(line for group in groups for line in group) for pair, groups in shared.items()}
 
 

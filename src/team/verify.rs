@@ -461,11 +461,6 @@ fn fix_path(s: &Services, task_files: &[String], given: &str) -> Option<String> 
     }
 }
 
-/// The task's file a fix's `content` is a new version of, when the fix gave a path that
-/// is none of the task's (seen: "a path as shown above", copied from the answer's
-/// format, with the whole new inventory.py): the one file that defines a function or
-/// class the content defines too, else the task's only file when the fix has only this
-/// one.
 /// Adds one of a fix's files to what the round writes. Two that land in the same file
 /// and define different names are parts of it, joined in order (seen: a module's two
 /// functions given as two files under the format's placeholder path, the second
@@ -484,6 +479,11 @@ fn add_part(targets: &mut Vec<(String, String)>, path: String, content: &str) {
     }
 }
 
+/// The task's file a fix's `content` is a new version of, when the fix gave a path that
+/// is none of the task's (seen: "a path as shown above", copied from the answer's
+/// format, with the whole new inventory.py): the one file that defines a function or
+/// class the content defines too, else the task's only file when the fix has only this
+/// one.
 async fn file_the_content_is(
     s: &Services,
     task_files: &[String],
