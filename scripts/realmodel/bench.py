@@ -6,7 +6,12 @@ see, with and without injected faults. Not run in CI: one pass takes an hour or 
     scripts/realmodel/setup.sh && scripts/realmodel/serve.sh 1.5b 18080 &
     cargo build --release && npm ci --prefix tests/pi
     scripts/realmodel/bench.py [--systems conclave,pi,conclave-pi] [--faults 0,0.3] [--tasks 01,02] \
-        [--out results.jsonl] [--timeout 900]
+        [--set dev|heldout|all] [--out results.jsonl] [--timeout 900]
+
+--set picks the tasks from split.json: dev (the default: the tasks under tasks/), heldout
+(the frozen held-out split under heldout/: run it only to measure; see heldout/README.md)
+or all. --tasks then keeps those whose folder name (or path under scripts/realmodel)
+starts with one of the prefixes.
 
 Every model call goes through a small proxy in this script: it counts tokens (from the
 server's `usage`, or llama.cpp's `timings` when streaming) and, with --faults P, answers
@@ -236,6 +241,22 @@ def run_pi(binary, workspace, task, port, timeout_s, agent_dir):
     )
 
 
+def task_dirs(which):
+    """The task folders of a set, from split.json: dev is its dev list together with every
+    task under tasks/ (so dev is what it was before the split), heldout its held-out list,
+    all both."""
+    split = json.loads((HERE / "split.json").read_text())
+    dev = {HERE / p for p in split["dev"]}
+    dev |= {p for p in (HERE / "tasks").iterdir() if (p / "task.txt").is_file()}
+    dev = sorted(p for p in dev if (p / "task.txt").is_file())
+    heldout = [HERE / p for p in split["heldout"]]
+    return {"dev": dev, "heldout": heldout, "all": dev + heldout}[which]
+
+
+def set_of(task_dir):
+    return "heldout" if task_dir.relative_to(HERE).parts[0] == "heldout" else "dev"
+
+
 def hidden_check(task_dir, workspace):
     try:
         r = subprocess.run([sys.executable, str(task_dir / "check.py")], cwd=workspace,
@@ -251,6 +272,8 @@ def main():
                         help="conclave, pi, and conclave-pi (the team with pi as its executor)")
     parser.add_argument("--faults", default="0", help="comma-separated fault rates, e.g. 0,0.3")
     parser.add_argument("--tasks", default="", help="comma-separated task prefixes (default: all)")
+    parser.add_argument("--set", default="dev", choices=["dev", "heldout", "all"],
+                        help="which tasks of split.json: dev (tasks/), heldout or all (default: dev)")
     parser.add_argument("--upstream", default="http://127.0.0.1:18080")
     parser.add_argument("--conclave", default=str(ROOT / "target/release/conclave"))
     parser.add_argument("--pi", default=str(ROOT / "tests/pi/node_modules/.bin/pi"))
@@ -263,10 +286,11 @@ def main():
     args.conclave = str(Path(args.conclave).resolve())
     args.pi = str(Path(args.pi).resolve())
 
-    tasks = sorted(p for p in (HERE / "tasks").iterdir() if (p / "task.txt").is_file())
+    tasks = task_dirs(args.set)
     if args.tasks:
         wanted = args.tasks.split(",")
-        tasks = [t for t in tasks if any(t.name.startswith(w) for w in wanted)]
+        tasks = [t for t in tasks if any(t.name.startswith(w) or str(t.relative_to(HERE)).startswith(w)
+                                         for w in wanted)]
     systems = args.systems.split(",")
     rates = [float(r) for r in args.faults.split(",")]
     out = open(args.out, "a")
@@ -278,6 +302,7 @@ def main():
                 task = (task_dir / "task.txt").read_text().strip()
                 scratch = Path(tempfile.mkdtemp(prefix=f"bench-{system}-{task_dir.name}-"))
                 workspace = scratch / "ws"
+                # Only files/: never check.py, nor a held-out task's reference solution/.
                 if (task_dir / "files").is_dir():
                     shutil.copytree(task_dir / "files", workspace)
                 else:
@@ -298,7 +323,7 @@ def main():
                 seconds = time.monotonic() - started
                 solved, why = hidden_check(task_dir, workspace)
                 row = {
-                    "system": system, "faultRate": rate, "task": task_dir.name,
+                    "system": system, "faultRate": rate, "task": task_dir.name, "set": set_of(task_dir),
                     "solved": solved, "claimed": code == 0, "exit": code,
                     "seconds": round(seconds, 1), "calls": proxy.calls, "faults": proxy.faults,
                     "promptTokens": proxy.prompt_tokens, "completionTokens": proxy.completion_tokens,
@@ -321,14 +346,18 @@ def main():
 def summary(rows):
     lines = ["| system | faults | solved | false completions | time (total, mean) | model calls | tokens (prompt + completion) |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
-    keys = sorted({(r["system"], r["faultRate"]) for r in rows}, key=lambda k: (k[1], k[0]))
-    for system, rate in keys:
-        rs = [r for r in rows if r["system"] == system and r["faultRate"] == rate]
+    # Held-out runs are summed apart from dev ones (rows from before the split are dev).
+    keys = sorted({(r["system"], r["faultRate"], r.get("set", "dev")) for r in rows},
+                  key=lambda k: (k[2] != "dev", k[1], k[0]))
+    for system, rate, which in keys:
+        rs = [r for r in rows if r["system"] == system and r["faultRate"] == rate
+              and r.get("set", "dev") == which]
+        label = system if which == "dev" else f"{system} ({which})"
         solved = sum(r["solved"] for r in rs)
         false = sum(r["claimed"] and not r["solved"] for r in rs)
         total = sum(r["seconds"] for r in rs)
         lines.append(
-            f"| {system} | {int(rate * 100)}% | {solved} of {len(rs)} | {false} | "
+            f"| {label} | {int(rate * 100)}% | {solved} of {len(rs)} | {false} | "
             f"{total / 60:.0f} min, {total / len(rs):.0f} s | {sum(r['calls'] for r in rs)} | "
             f"{sum(r['promptTokens'] for r in rs)} + {sum(r['completionTokens'] for r in rs)} |")
     return "\n".join(lines)
