@@ -151,6 +151,7 @@ fn notification_cost() {
             })
             .collect(),
         recovery: None,
+        unchecked: None,
     };
     let rounds = 100_000;
     let started = Instant::now();

@@ -26,6 +26,7 @@ pub struct Config {
     pub store: StoreConfig,
     pub editor: EditorConfig,
     pub limits: LimitsConfig,
+    pub sandbox: SandboxConfig,
     /// Prices per model name (`[pricing."model"]`), turning token usage into cost.
     pub pricing: std::collections::BTreeMap<String, ModelPrice>,
 }
@@ -45,6 +46,7 @@ impl Default for Config {
             store: StoreConfig::default(),
             editor: EditorConfig::default(),
             limits: LimitsConfig::default(),
+            sandbox: SandboxConfig::default(),
             pricing: std::collections::BTreeMap::new(),
         }
     }
@@ -95,6 +97,21 @@ impl LlmConfig {
             Some(url) if !hosted.iter().any(|h| url.trim().starts_with(h)) => LOCAL_CONTEXT_WINDOW,
             _ => HOSTED_CONTEXT_WINDOW,
         }
+    }
+
+    /// The environment variables that hold this model's key: `llm.apiKeyEnv` and the
+    /// providers' defaults. Never passed on to a command, and redacted wherever their
+    /// values would be shown.
+    pub fn key_variables(&self) -> Vec<String> {
+        let mut names: Vec<String> = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
+            .map(String::from)
+            .to_vec();
+        if let Some(name) = &self.api_key_env
+            && !names.contains(name)
+        {
+            names.push(name.clone());
+        }
+        names
     }
 
     /// The model name usage is priced under: `llm.model`, else the provider's default.
@@ -444,6 +461,34 @@ impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
             compact_after_days: 30,
+        }
+    }
+}
+
+/// How commands and checks are confined (src/exec/, docs/security.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SandboxConfig {
+    /// Whether commands and checks may use the network (TCP). Off by default.
+    pub network: bool,
+    /// Whether running anything needs the sandbox: with `true` (the default) commands
+    /// and checks are refused where Landlock is missing; with `false` they run
+    /// unconfined, and Conclave says so.
+    pub required: bool,
+    /// More places commands may write, besides the workspace (`~/` is the home folder,
+    /// other relative paths are the workspace's).
+    pub writable_paths: Vec<String>,
+    /// More places commands may not read, besides the home folder's secrets.
+    pub hidden_paths: Vec<String>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            network: false,
+            required: true,
+            writable_paths: Vec::new(),
+            hidden_paths: Vec::new(),
         }
     }
 }

@@ -7,6 +7,7 @@
 pub mod acp;
 pub mod config;
 pub mod engine;
+pub mod exec;
 pub mod executor;
 pub mod lsp;
 pub mod model;

@@ -49,6 +49,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Before anything reads the API key: the commands Conclave starts cannot read it
+    // back out of this process.
+    conclave::exec::confine::protect_own_process();
     let args = Args::parse();
     // Commands that draw progress on stderr keep the log to warnings unless RUST_LOG says.
     let level = match args.command {

@@ -84,7 +84,8 @@ async fn a_task_on_an_http_model_delivers_its_files_through_apply_edit() {
         ws.path().join("conclave.toml"),
         format!(
             "[llm]\nprovider = \"openai\"\nmodel = \"test-model\"\nbaseUrl = \"{}/v1\"\n\
-             apiKeyEnv = \"CONCLAVE_TEST_KEY\"\n[governance]\nreview = \"rules\"\n",
+             apiKeyEnv = \"CONCLAVE_TEST_KEY\"\n[governance]\nreview = \"rules\"\n\
+             [approvals]\ncommands = \"auto\"\n",
             model.uri()
         ),
     )

@@ -190,9 +190,9 @@ async fn credentials_are_scrubbed_from_the_environment() {
                 "visible-ok".into(),
             ),
         ],
-        scrub_env: vec![format!("CONCLAVE_TEST_{unique}_CONFIGURED")],
         ..BashSettings::default()
     };
+    settings.scrub_env = vec![format!("CONCLAVE_TEST_{unique}_CONFIGURED")];
     let tools = registry(dir.path(), settings, None);
     let out = run(&tools, json!({ "command": "env" })).await.unwrap();
     assert!(

@@ -26,7 +26,6 @@ use crate::config::{Config, WriteMode};
 use crate::engine::{Engine, EngineError, EngineSetup};
 use crate::lsp::{Holder, LockError, WorkspaceLock};
 use crate::store::Store;
-use crate::tools::Sandbox;
 
 /// One workspace's team, shared by its sessions.
 pub struct Workspace {
@@ -195,8 +194,9 @@ impl Agent {
         let fs = self.client.lock().expect("client").fs;
         let writes = fs.write_text_file && engine.config().writes == WriteMode::ApplyEdit;
         if writes || fs.read_text_file {
-            let sandbox = Sandbox::new(engine.workspace())
-                .map_err(|e| RpcError::internal(format!("workspace: {e}")))?;
+            // The engine's own sandbox: a file the client withholds is withheld from the
+            // team's reading too.
+            let sandbox = engine.sandbox().clone();
             let timeout =
                 std::time::Duration::from_millis(engine.config().editor.apply_edit_timeout_ms);
             engine.set_writer(ClientFsWriter::new(

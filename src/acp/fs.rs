@@ -2,13 +2,18 @@
 //! offers it, so open buffers update in place and the user can undo — what
 //! `workspace/applyEdit` is to the language server (`src/lsp/edits.rs`). Reads (the
 //! `file_read` and `file_edit` tools) go through `fs/read_text_file` when the client
-//! offers that, so the agents see unsaved buffers; an error or no answer reads the disk.
+//! offers that, so the agents see unsaved buffers.
 //!
 //! The request names a session: the one whose prompt is running on this workspace
 //! (the last one that prompted). As with applyEdit, the same content is then made sure
 //! of on disk (a no-op when the editor saved it), because the agents' commands and tests
-//! read the disk. An error answer or no answer within `editor.applyEditTimeoutMs` falls
-//! back to the disk writer, and that is logged; no session to name does too.
+//! read the disk.
+//!
+//! An error answer is the client's word: a refusal. A refused write is not written, and
+//! a refused read is not read from disk instead; the file is withheld from every reader
+//! for the rest of the session. Only no answer within `editor.applyEditTimeoutMs`, a
+//! closed connection or a client that does not know the method falls back to the disk,
+//! and that is logged; no session to name does too.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -16,7 +21,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::rpc::Peer;
+use super::rpc::{METHOD_NOT_FOUND, Peer, RpcError};
 use super::wire::{ReadTextFileRequest, WriteTextFileRequest};
 use crate::tools::{DiskWriter, Sandbox, WorkspaceWriter, WriteError, WriteOutcome, WriteStatus};
 
@@ -59,7 +64,7 @@ impl ClientFsWriter {
 impl WorkspaceWriter for ClientFsWriter {
     async fn write_file(&self, path: &Path, content: &str) -> Result<WriteOutcome, WriteError> {
         // The root check comes first, whoever asks.
-        let absolute = self.sandbox.resolve(path)?;
+        let absolute = self.sandbox.resolve_for_write(path)?;
         let relative = self.sandbox.relative(&absolute);
         let before = tokio::fs::read_to_string(&absolute).await.ok();
         let session = self
@@ -88,12 +93,19 @@ impl WorkspaceWriter for ClientFsWriter {
                 };
                 Ok(outcome)
             }
-            Ok(Err(e)) => {
+            Ok(Err(e)) if !refusal(&e) => {
                 tracing::warn!(
                     path = %relative.display(),
                     "fs/write_text_file failed ({e}); Conclave writes the file to disk instead"
                 );
                 self.disk.write_file(&relative, content).await
+            }
+            Ok(Err(e)) => {
+                tracing::info!(path = %relative.display(), "the client refused fs/write_text_file: {e}");
+                Err(WriteError::Rejected {
+                    path: relative,
+                    reason: format!("the editor refused the write ({})", e.message),
+                })
             }
             Err(_) => {
                 tracing::warn!(
@@ -106,11 +118,13 @@ impl WorkspaceWriter for ClientFsWriter {
         }
     }
 
-    async fn read_text(&self, absolute: &Path) -> Option<String> {
+    async fn read_text(&self, absolute: &Path) -> Result<Option<String>, String> {
         if !self.reads {
-            return None;
+            return Ok(None);
         }
-        let session = self.session.lock().expect("writing session").clone()?;
+        let Some(session) = self.session.lock().expect("writing session").clone() else {
+            return Ok(None);
+        };
         let request = ReadTextFileRequest {
             session_id: session,
             path: absolute.display().to_string(),
@@ -118,20 +132,31 @@ impl WorkspaceWriter for ClientFsWriter {
         let asked = self.peer.request("fs/read_text_file", request);
         match tokio::time::timeout(self.timeout, asked).await {
             Ok(Ok(answer)) => match answer.get("content").and_then(|c| c.as_str()) {
-                Some(content) => Some(content.to_string()),
+                Some(content) => Ok(Some(content.to_string())),
                 None => {
                     tracing::warn!("fs/read_text_file answered without content; reading the disk");
-                    None
+                    Ok(None)
                 }
             },
-            Ok(Err(e)) => {
+            Ok(Err(e)) if !refusal(&e) => {
                 tracing::warn!(path = %absolute.display(), "fs/read_text_file failed ({e}); reading the disk");
-                None
+                Ok(None)
+            }
+            Ok(Err(e)) => {
+                tracing::info!(path = %absolute.display(), "the client refused fs/read_text_file: {e}");
+                self.sandbox.withhold(absolute);
+                Err(format!("the editor refused ({})", e.message))
             }
             Err(_) => {
                 tracing::warn!(path = %absolute.display(), "the client did not answer fs/read_text_file in time; reading the disk");
-                None
+                Ok(None)
             }
         }
     }
+}
+
+/// Whether an error answer is the client's refusal, rather than a closed connection or
+/// a client that does not know the method it offered.
+fn refusal(error: &RpcError) -> bool {
+    !error.is_transport_failure() && error.code != METHOD_NOT_FOUND
 }

@@ -24,6 +24,9 @@ pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 /// ACP's "resource not found" (an unknown session).
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
+/// Ours, never sent: a request of ours that no answer will come to, because the
+/// connection closed (a transport failure, not the client's word).
+pub const CONNECTION_CLOSED: i64 = -32099;
 
 /// A JSON-RPC error object.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -54,6 +57,12 @@ impl RpcError {
 
     pub fn internal(message: impl Into<String>) -> RpcError {
         RpcError::new(INTERNAL_ERROR, message)
+    }
+
+    /// Whether no answer came because the connection closed, rather than the client
+    /// answering with an error.
+    pub fn is_transport_failure(&self) -> bool {
+        self.code == CONNECTION_CLOSED
     }
 }
 
@@ -214,8 +223,8 @@ impl Peer {
         let params = serde_json::to_value(params).unwrap_or(Value::Null);
         self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
         tokio::select! {
-            answer = rx => answer.unwrap_or_else(|_| Err(RpcError::internal("no answer"))),
-            () = self.closed.cancelled() => Err(RpcError::internal("the connection closed")),
+            answer = rx => answer.unwrap_or_else(|_| Err(RpcError::new(CONNECTION_CLOSED, "no answer"))),
+            () = self.closed.cancelled() => Err(RpcError::new(CONNECTION_CLOSED, "the connection closed")),
         }
     }
 

@@ -510,6 +510,7 @@ mod tests {
             updated_at: Utc::now(),
             subtasks,
             recovery: None,
+            unchecked: None,
         }
     }
 

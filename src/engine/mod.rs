@@ -19,6 +19,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::config::{Config, ExecutorKind};
+use crate::exec::{Runner, RunnerSettings};
 use crate::executor::Executor;
 use crate::executor::breaker::BreakerExecutor;
 use crate::executor::builtin::{BuiltinExecutor, BuiltinSettings};
@@ -35,7 +36,8 @@ use crate::runtime::{
 };
 use crate::store::Store;
 use crate::team::{
-    BehaviorFactory, CommandApprover, Services, SwappableWriter, recovery_event, standard_behaviors,
+    BehaviorFactory, CommandApprover, Refusals, Services, SwappableWriter, recovery_event,
+    standard_behaviors,
 };
 use crate::tools::{DiskWriter, Sandbox, ToolRegistry, ToolSettings, WorkspaceWriter};
 
@@ -139,18 +141,24 @@ impl Engine {
         let writer = Arc::new(SwappableWriter::new(Arc::new(DiskWriter::new(
             sandbox.clone(),
         ))));
+        let refusals = Refusals::default();
+        // One runner for the team's commands and checks: one sandbox, one temp folder.
+        let runner = Runner::new(RunnerSettings::from_config(&config, &workspace))
+            .map_err(|e| EngineError::Internal(format!("no temp folder for commands: {e}")))?;
         let executor: Option<Arc<dyn Executor>> = match (&model, config.executor.kind) {
             (None, _) => None,
             (Some(model), ExecutorKind::Builtin) => {
                 let approver = Arc::new(CommandApprover {
                     approvals: approvals.clone(),
                     tasks: tasks.clone(),
+                    refusals: refusals.clone(),
                 });
-                let registry = ToolRegistry::new(
+                let registry = ToolRegistry::with_runner(
                     sandbox.clone(),
                     writer.clone() as Arc<dyn WorkspaceWriter>,
                     ToolSettings::from_config(&config),
                     Some(approver),
+                    runner.clone(),
                 )
                 .with_write_observer(files_of_subtasks(tasks.clone()))
                 .with_retry_listener(call_retry_listener(&runtime, EventScope::Tool));
@@ -184,6 +192,7 @@ impl Engine {
             session_dir: workspace.join(".conclave").join("sessions").join(session),
             workspace,
             sandbox,
+            runner,
             runtime: runtime.clone(),
             tasks,
             approvals,
@@ -198,6 +207,8 @@ impl Engine {
             originals: DashMap::new(),
             acceptance_tests: DashMap::new(),
             proposed_files: DashMap::new(),
+            consents: DashMap::new(),
+            refusals,
             mode,
         });
         if let Some(metered) = &metered {
@@ -285,6 +296,12 @@ impl Engine {
 
     pub fn workspace(&self) -> &Path {
         &self.services.workspace
+    }
+
+    /// The workspace's path rules, shared with the team (clones share what is
+    /// withheld).
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.services.sandbox
     }
 
     pub fn config(&self) -> &Config {

@@ -488,6 +488,8 @@ struct LoopState {
     changed: bool,
     /// The latest failed file change not followed by a successful one: (tool, error).
     failed_change: Option<(String, String)>,
+    /// The first refusal (of a change, a command, a read) by the person or the editor.
+    refused: Option<String>,
     /// Set when the model repeats a call that already succeeded after it was told so:
     /// it takes the work as done and cannot say so (seen: one file_write sent 30 times).
     repeating_success: bool,
@@ -754,6 +756,27 @@ impl BuiltinExecutor {
         out: &mut Output<'_, '_>,
     ) -> String {
         let message = error.to_string();
+        if error.is_refusal() {
+            // Final: no retry count, no "try different parameters".
+            state.error_count += 1;
+            out.note(&format!("▸ {tool} refused: {}", first_line(&message, 160)));
+            tracing::info!(
+                tool,
+                kind = error.kind(),
+                "refused by the person or the editor"
+            );
+            state
+                .refused
+                .get_or_insert_with(|| first_line(&message, 300));
+            if matches!(error, ToolError::RefusedBefore { .. }) {
+                return format!(
+                    "Refused: {message}. Do not propose it again. Make a different change only if the subtask can be done another way; otherwise stop and say what was refused."
+                );
+            }
+            return format!(
+                "Refused: {message}\nThat decision is final for this task: do not try the same call again. If the subtask can be done another way, do that; otherwise stop and say what was refused."
+            );
+        }
         if WRITE_TOOLS.contains(&tool) {
             state.failed_change = Some((tool.to_string(), first_line(&message, 200)));
         }
@@ -968,6 +991,12 @@ impl BuiltinExecutor {
                         "Your reply was cut off at the token limit. Continue, more briefly.",
                     ));
                     continue;
+                }
+                // Nothing was changed because someone said no: that is the end of it,
+                // not a reason to nudge the model into asking again.
+                if let (Some(refused), false) = (&state.refused, state.changed) {
+                    tracing::info!(iterations, "subtask ended: what it needed was refused");
+                    return Err(ExecutorError::Refused(refused.clone()));
                 }
                 if let Some(unfinished) = state.unfinished(asks_for_changes) {
                     if !nudged {

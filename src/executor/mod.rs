@@ -108,6 +108,10 @@ pub enum ExecutorError {
     /// use its tools (or its last change failed and it stopped anyway).
     #[error("no progress: {0}")]
     NoProgress(String),
+    /// The person or the editor refused what the subtask needed (a change, a command,
+    /// a read) and the model found no other way: final, never retried as it was.
+    #[error("refused: {0}")]
+    Refused(String),
 }
 
 impl Classify for ExecutorError {
@@ -132,6 +136,7 @@ impl Classify for ExecutorError {
             ExecutorError::Cancelled
             | ExecutorError::Process(_)
             | ExecutorError::NoProgress(_)
+            | ExecutorError::Refused(_)
             | ExecutorError::NotInstalled(_) => false,
         }
     }
@@ -143,6 +148,7 @@ impl Classify for ExecutorError {
             ExecutorError::Cancelled => "cancelled",
             ExecutorError::Process(_) => "executor_process",
             ExecutorError::NoProgress(_) => "no_progress",
+            ExecutorError::Refused(_) => "refused",
             ExecutorError::NotInstalled(_) => "executor_not_installed",
             ExecutorError::Crashed(_) => "executor_crashed",
             ExecutorError::Unresponsive(_) => "executor_unresponsive",
@@ -157,6 +163,7 @@ impl Classify for ExecutorError {
             ExecutorError::Cancelled => FailureKind::Cancelled,
             ExecutorError::Process(_) => FailureKind::Internal,
             ExecutorError::NoProgress(_) => FailureKind::NoProgress,
+            ExecutorError::Refused(_) => FailureKind::Permission,
             ExecutorError::NotInstalled(_) => FailureKind::InvalidConfig,
             ExecutorError::Crashed(_) => FailureKind::ExecutorCrashed,
             ExecutorError::Unresponsive(_) => FailureKind::Timeout,

@@ -168,7 +168,7 @@ impl Bridge {
                 Reply::Answered(Err(e)) => {
                     tracing::debug!("the editor refused a progress token: {e}")
                 }
-                Reply::TimedOut => {
+                Reply::TimedOut | Reply::Lost => {
                     tracing::debug!("the editor did not answer a progress token request")
                 }
             }
@@ -432,6 +432,10 @@ impl Bridge {
                 tracing::info!(approval = %request.approval_id, "approval not answered ({e}); it stays pending");
                 None
             }
+            Reply::Lost => {
+                tracing::info!(approval = %request.approval_id, "the editor is gone; the approval stays pending");
+                None
+            }
             Reply::TimedOut => {
                 tracing::warn!(
                     approval = %request.approval_id,
@@ -473,7 +477,7 @@ impl Bridge {
                 .iter()
                 .find(|o| o.title == chosen.title)
                 .map(|o| ApprovalAnswer::new(o.id)),
-            Reply::Answered(Ok(None)) | Reply::Answered(Err(_)) | Reply::TimedOut => {
+            Reply::Answered(Ok(None)) | Reply::Answered(Err(_)) | Reply::TimedOut | Reply::Lost => {
                 tracing::info!(approval = %request.approval_id, "approval not answered; it stays pending");
                 None
             }

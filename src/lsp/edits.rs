@@ -4,9 +4,10 @@
 //! The editor owns its buffers but the agents' commands and tests read the disk, so once
 //! the editor has applied an edit the same content is made sure of on disk too (a no-op
 //! when the editor already saved it). The wait for the editor has a limit: an edit left
-//! unanswered (the editor is then sent `$/cancelRequest`), or answered with an error, is
-//! written to disk by the server instead, and that is logged. An edit the editor refused
-//! (`applied: false`) is a refused write.
+//! unanswered (the editor is then sent `$/cancelRequest`), a connection that is gone, or
+//! an editor that does not know the method, is written to disk by the server instead,
+//! and that is logged. An edit the editor refused (`applied: false`, or any other error
+//! answer) is a refused write: nothing is written behind its back.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -46,7 +47,7 @@ impl ApplyEditWriter {
 impl WorkspaceWriter for ApplyEditWriter {
     async fn write_file(&self, path: &Path, content: &str) -> Result<WriteOutcome, WriteError> {
         // The root check comes first, whoever asks.
-        let absolute = self.sandbox.resolve(path)?;
+        let absolute = self.sandbox.resolve_for_write(path)?;
         let relative = self.sandbox.relative(&absolute);
         let before = tokio::fs::read_to_string(&absolute).await.ok();
         if before.as_deref() == Some(content) {
@@ -74,10 +75,23 @@ impl WorkspaceWriter for ApplyEditWriter {
                     .failure_reason
                     .unwrap_or_else(|| "the editor did not apply the edit".into()),
             }),
-            Reply::Answered(Err(e)) => {
+            Reply::Answered(Err(e))
+                if e.code == tower_lsp_server::jsonrpc::ErrorCode::MethodNotFound =>
+            {
                 tracing::warn!(
                     path = %relative.display(),
-                    "workspace/applyEdit failed ({e}); the server writes the file to disk instead"
+                    "the editor does not know workspace/applyEdit ({e}); the server writes the file to disk instead"
+                );
+                self.disk.write_file(&relative, content).await
+            }
+            Reply::Answered(Err(e)) => Err(WriteError::Rejected {
+                path: relative,
+                reason: format!("the editor refused the edit ({e})"),
+            }),
+            Reply::Lost => {
+                tracing::warn!(
+                    path = %relative.display(),
+                    "the editor is gone; the server writes the file to disk instead"
                 );
                 self.disk.write_file(&relative, content).await
             }

@@ -22,6 +22,8 @@ pub enum Reply<T> {
     Answered(Result<T, Error>),
     /// No answer within the time limit; the editor was sent `$/cancelRequest`.
     TimedOut,
+    /// The connection is gone: no answer will come.
+    Lost,
 }
 
 /// Sends `R` to the editor and waits at most `limit` for the answer. If the wait ends any
@@ -53,7 +55,7 @@ pub async fn request<R: LspRequest>(
     let response = match sent {
         Ok(Some(response)) => response,
         // The connection is gone: nobody to cancel anything with.
-        Ok(None) | Err(_) => return Reply::Answered(Err(Error::internal_error())),
+        Ok(None) | Err(_) => return Reply::Lost,
     };
     let (_, result) = response.into_parts();
     Reply::Answered(result.and_then(|value| {

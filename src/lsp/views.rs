@@ -250,6 +250,7 @@ mod tests {
                 files: files.iter().map(|f| f.to_string()).collect(),
             }],
             recovery: None,
+            unchecked: None,
         }
     }
 

@@ -214,6 +214,10 @@ pub struct TaskRecord {
     /// Tokens and cost so far (checkpoints from before usage was counted have none).
     #[serde(default)]
     pub usage: TaskUsage,
+    /// Why the task's work was never run by its checks ("not checked: running code was
+    /// refused (…)"); `None` when the checks could run it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unchecked: Option<String>,
 }
 
 impl TaskRecord {
@@ -243,6 +247,7 @@ impl TaskRecord {
             plan_decision: None,
             checks: Vec::new(),
             usage: TaskUsage::default(),
+            unchecked: None,
         }
     }
 
@@ -292,6 +297,7 @@ impl TaskRecord {
                 })
                 .collect(),
             recovery: self.recovery.clone(),
+            unchecked: self.unchecked.clone(),
         }
     }
 
@@ -337,6 +343,9 @@ pub struct TaskSummary {
     pub updated_at: DateTime<Utc>,
     pub subtasks: Vec<SubtaskSummary>,
     pub recovery: Option<RecoveryEvent>,
+    /// (addition) Why the task's work was never run by its checks, when it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unchecked: Option<String>,
 }
 
 /// docs/protocol.md `TaskDetail`: the summary plus what the task produced.

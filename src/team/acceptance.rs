@@ -34,7 +34,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::check::{Bench, Originals};
+use super::check::{self, Bench, Originals};
 use super::{Services, first_line};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::runtime::{AgentContext, CheckResult, CheckStatus, TaskId};
@@ -166,6 +166,19 @@ pub async fn run(
         subtask_id: None,
         at: chrono::Utc::now(),
     };
+    // Asked before the test is written: a test no one may run is not worth a model call.
+    let runner = match language {
+        Language::Python => "python3",
+        Language::JavaScript => "node",
+    };
+    let what = format!(
+        "{runner} {} (an acceptance test the team writes from the task, which imports the task's {})",
+        relative(s, &path),
+        code_files.join(", ")
+    );
+    if let Err(why) = bench.consent.may_run(&what).await {
+        return result(CheckStatus::Skipped, format!("{}: {why}", check::NOT_RUN));
+    }
     let mut rewritten = false;
     // Why the last test could not be used, for its rewrite.
     let mut previous_problem: Option<String> = None;
@@ -202,7 +215,7 @@ pub async fn run(
         put_back_if_changed(ctx, s, task_id, &path);
         let test = path.to_string_lossy().into_owned();
         let (task_file, originals) = write_runner_inputs(&path, &bench.originals);
-        let (program, ran) = match language {
+        let ran = match language {
             Language::Python => {
                 let which = if rewritten { "rewritten" } else { "first" };
                 let args = [
@@ -213,15 +226,16 @@ pub async fn run(
                     originals,
                     which.into(),
                 ];
-                ("python3", bench.run_program("python3", &args).await)
+                bench.run_program("python3", &args).await
             }
             Language::JavaScript => {
                 let args = ["-e".into(), JS_RUNNER.into(), test, task_file];
-                ("node", bench.run_program("node", &args).await)
+                bench.run_program("node", &args).await
             }
         };
-        let Some((code, output)) = ran else {
-            return result(CheckStatus::Skipped, format!("{program} is not installed"));
+        let (code, output) = match ran {
+            Ok(ran) => ran,
+            Err(why) => return result(CheckStatus::Skipped, why),
         };
         let shown = format!(
             "{}\n\nThe test ({}):\n{}",
@@ -387,7 +401,7 @@ async fn write_test(
     // cannot see it can only repeat the coder's guess.
     let mut seen: Vec<String> = originals.files.iter().map(|(f, _)| f.clone()).collect();
     seen.extend(code_files.iter().cloned());
-    let others = super::subtask::other_files_now(s.sandbox.root(), &task, &seen);
+    let others = super::subtask::other_files_now(&s.sandbox, &task, &seen);
     let others = if others.is_empty() {
         others
     } else {

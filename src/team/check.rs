@@ -26,17 +26,17 @@
 //! before it calls the task done (`verify.rs`, with the fix loop).
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 
 use super::Services;
+use crate::exec::{RunError, RunSpec, Runner};
 use crate::executor::{ExecutionOutcome, Executor, SubtaskSpec};
 use crate::runtime::{CheckResult, CheckStatus, SubtaskId, TaskId};
-use crate::tools::process_group::{GroupKiller, RUNAWAY_PROCESSES};
 
 /// A check's output kept on the task record and shown to a model: its end, which is
 /// where compilers and test runners put the verdict.
@@ -105,10 +105,13 @@ pub type Originals = Arc<TaskFiles>;
 /// The longest original kept (it travels to the checker as an argument).
 const ORIGINAL_MAX_BYTES: usize = 64 * 1024;
 
-/// The files `text` (a task) names that exist under `root`, with their content.
-pub fn capture_originals(root: &Path, text: &str) -> Originals {
+/// The files `text` (a task) names that exist in the workspace, with their content;
+/// never one the editor withholds.
+pub fn capture_originals(sandbox: &crate::tools::Sandbox, text: &str) -> Originals {
+    let root = sandbox.root();
     let files = files_named(root, text)
         .into_iter()
+        .filter(|path| !sandbox.is_withheld(Path::new(path)))
         .filter_map(|path| {
             let content = std::fs::read_to_string(root.join(&path)).ok()?;
             (content.len() <= ORIGINAL_MAX_BYTES).then_some((path, content))
@@ -205,10 +208,64 @@ fn path_words(text: &str) -> Vec<String> {
     words
 }
 
+/// Whether the checks may run code of the task: tests, build scripts, the project's own
+/// tools (`approvals.commands`, asked once per task). Checks that only read the code
+/// (syntax, the scans) need no one's consent.
+#[async_trait]
+pub trait CodeConsent: Send + Sync {
+    /// `Err(why)` when running the task's code was refused; `what` is what would run.
+    async fn may_run(&self, what: &str) -> Result<(), String>;
+
+    /// Why running the task's code was refused, once it was.
+    fn refusal(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Consent given in advance (`approvals.commands = "auto"`, and tests).
+pub struct Granted;
+
+#[async_trait]
+impl CodeConsent for Granted {
+    async fn may_run(&self, _what: &str) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// How a check result that was not run because running code was refused begins.
+pub const NOT_RUN: &str = "not run: running code was refused";
+
+/// Whether `result` was skipped because running the task's code was refused.
+pub fn refused(result: &CheckResult) -> bool {
+    result.status == CheckStatus::Skipped && result.detail.starts_with(NOT_RUN)
+}
+
+/// What a check does with the task's code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runs {
+    /// Reads it: a compiler's syntax check or a scan in an isolated interpreter.
+    Reads,
+    /// Runs it, or a program of the workspace's.
+    TaskCode,
+}
+
+/// Why a check's program did not run.
+enum NotRun {
+    NotInstalled,
+    Refused(String),
+}
+
+/// Kept of a check's output (it is parsed, then cut to [`DETAIL_CHARS`] for the record).
+const CHECK_OUTPUT_BYTES: usize = 256 * 1024;
+
 /// Where and how long checks may run.
 #[derive(Clone)]
 pub struct Bench {
     pub root: PathBuf,
+    /// Every check runs through it: scrubbed, confined, bounded.
+    pub runner: Runner,
+    /// Asked before a check runs the task's code.
+    pub consent: Arc<dyn CodeConsent>,
     pub timeout: Duration,
     pub cancel: CancellationToken,
     pub subtask: Option<SubtaskId>,
@@ -240,57 +297,86 @@ impl Bench {
         }
     }
 
-    /// Runs a command in the workspace; `None` when its program is not installed.
-    async fn run(&self, program: &str, args: &[String]) -> Option<Ran> {
-        let (root, program, args) = (self.root.clone(), program.to_string(), args.to_vec());
-        let (timeout, cancel) = (self.timeout, self.cancel.clone());
-        // A blocking thread with a wall-clock limit: a child process is not a timer, and
-        // a paused tokio clock (tests) would otherwise time it out at once.
-        tokio::task::spawn_blocking(move || run_blocking(&root, &program, &args, timeout, &cancel))
-            .await
-            .unwrap_or_else(|e| {
-                Some(Ran {
-                    success: false,
-                    code: None,
-                    output: format!("the check did not run: {e}"),
-                })
+    /// Runs a program in the workspace through the runner, after the consent a check
+    /// that runs the task's code needs.
+    async fn run(&self, program: &str, args: &[String], runs: Runs) -> Result<Ran, NotRun> {
+        let spec = RunSpec::new(program, args)
+            .timeout(self.timeout)
+            .max_output(CHECK_OUTPUT_BYTES)
+            .merged();
+        if runs == Runs::TaskCode {
+            self.consent
+                .may_run(&spec.display())
+                .await
+                .map_err(NotRun::Refused)?;
+        }
+        let failed = |output: String| {
+            Ok(Ran {
+                success: false,
+                code: None,
+                output,
             })
+        };
+        match self.runner.run(spec, &self.cancel).await {
+            Ok(done) => Ok(Ran {
+                success: done.success(),
+                code: done.code(),
+                output: done.output(),
+            }),
+            Err(RunError::NotInstalled { .. }) => Err(NotRun::NotInstalled),
+            Err(RunError::Unconfined { reason }) => Err(NotRun::Refused(format!(
+                "it must run in the sandbox, and {reason}"
+            ))),
+            Err(e @ RunError::TimedOut { .. }) => failed(e.to_string()),
+            Err(e) => failed(e.to_string()),
+        }
     }
 
-    /// A command's verdict as a check result: skipped when it is not installed.
-    /// Runs a program in the workspace: its exit code and output, `None` when it is not
-    /// installed.
+    /// Runs a program of the task's code (a test) in the workspace: its exit code and
+    /// output; `Err` says why it did not run.
     pub async fn run_program(
         &self,
         program: &str,
         args: &[String],
-    ) -> Option<(Option<i32>, String)> {
-        self.run(program, args)
-            .await
-            .map(|ran| (ran.code, ran.output))
+    ) -> Result<(Option<i32>, String), String> {
+        match self.run(program, args, Runs::TaskCode).await {
+            Ok(ran) => Ok((ran.code, ran.output)),
+            Err(NotRun::NotInstalled) => Err(format!("{program} is not installed")),
+            Err(NotRun::Refused(why)) => Err(format!("{NOT_RUN}: {why}")),
+        }
     }
 
+    /// A command's verdict as a check result: skipped when it is not installed or may
+    /// not run.
     async fn command(
         &self,
         kind: &str,
+        runs: Runs,
         program: &str,
         args: Vec<String>,
         files: &[String],
     ) -> CheckResult {
         let name = std::iter::once(program.to_string())
-            .chain(args.iter().cloned())
+            .chain(args.iter().filter(|a| a.as_str() != "-I").cloned())
             .collect::<Vec<_>>()
             .join(" ");
-        match self.run(program, &args).await {
-            None => self.result(
+        match self.run(program, &args, runs).await {
+            Err(NotRun::NotInstalled) => self.result(
                 kind,
                 name,
                 CheckStatus::Skipped,
                 files,
                 format!("{program} is not installed"),
             ),
-            Some(ran) if ran.success => self.result(kind, name, CheckStatus::Passed, files, ""),
-            Some(ran) => self.result(kind, name, CheckStatus::Failed, files, ran.output),
+            Err(NotRun::Refused(why)) => self.result(
+                kind,
+                name,
+                CheckStatus::Skipped,
+                files,
+                format!("{NOT_RUN}: {why}"),
+            ),
+            Ok(ran) if ran.success => self.result(kind, name, CheckStatus::Passed, files, ""),
+            Ok(ran) => self.result(kind, name, CheckStatus::Failed, files, ran.output),
         }
     }
 }
@@ -299,87 +385,6 @@ struct Ran {
     success: bool,
     code: Option<i32>,
     output: String,
-}
-
-fn run_blocking(
-    root: &Path,
-    program: &str,
-    args: &[String],
-    timeout: Duration,
-    cancel: &CancellationToken,
-) -> Option<Ran> {
-    let failed = |output: String| {
-        Some(Ran {
-            success: false,
-            code: None,
-            output,
-        })
-    };
-    // Output goes to a file: no pipe to fill up while the child runs.
-    let (out, err) = match tempfile::tempfile().and_then(|f| Ok((f.try_clone()?, f))) {
-        Ok(files) => files,
-        Err(e) => return failed(format!("no file for the output of {program}: {e}")),
-    };
-    let mut output_file = match err.try_clone() {
-        Ok(f) => f,
-        Err(e) => return failed(e.to_string()),
-    };
-    use std::os::unix::process::CommandExt;
-    let mut child = match std::process::Command::new(program)
-        .args(args)
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .process_group(0)
-        .spawn()
-    {
-        Ok(child) => child,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(e) => return failed(format!("{program} could not start: {e}")),
-    };
-    // Whatever the check started goes with it, when it ends or is stopped.
-    let group = GroupKiller::new(child.id());
-    let started = std::time::Instant::now();
-    let mut polls: u32 = 0;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) => {}
-            Err(e) => return failed(e.to_string()),
-        }
-        polls += 1;
-        let runaway = polls % 25 == 0
-            && group
-                .as_ref()
-                .and_then(GroupKiller::size)
-                .is_some_and(|n| n > RUNAWAY_PROCESSES);
-        if cancel.is_cancelled() || started.elapsed() > timeout || runaway {
-            drop(group);
-            let _ = child.kill();
-            let _ = child.wait();
-            return failed(if cancel.is_cancelled() {
-                "cancelled".into()
-            } else if runaway {
-                format!(
-                    "stopped: it started more than {RUNAWAY_PROCESSES} processes at once (does the program run itself?)"
-                )
-            } else {
-                format!("did not finish within {} s", timeout.as_secs())
-            });
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    drop(group);
-    use std::io::{Read, Seek};
-    let mut bytes = Vec::new();
-    let _ = output_file.seek(std::io::SeekFrom::Start(0));
-    let _ = output_file.read_to_end(&mut bytes);
-    Some(Ran {
-        success: status.success(),
-        code: status.code(),
-        output: String::from_utf8_lossy(&bytes).into_owned(),
-    })
 }
 
 fn tail_chars(text: &str, max: usize) -> String {
@@ -418,9 +423,13 @@ pub async fn code(bench: &Bench, files: &[String]) -> Checks {
 
     let python = with_ext(&files, &["py"]);
     if !python.is_empty() {
-        let mut args = vec!["-m".to_string(), "py_compile".to_string()];
+        // Isolated (`-I`): the workspace is not on the module path, so a `py_compile.py`
+        // of the task's cannot stand in for the standard library's and run.
+        let mut args = vec!["-I".to_string(), "-m".to_string(), "py_compile".to_string()];
         args.extend(python.iter().cloned());
-        let compiled = bench.command("syntax", "python3", args, &python).await;
+        let compiled = bench
+            .command("syntax", Runs::Reads, "python3", args, &python)
+            .await;
         let compiled_ok = compiled.status == CheckStatus::Passed;
         results.push(compiled);
         if compiled_ok {
@@ -433,6 +442,7 @@ pub async fn code(bench: &Bench, files: &[String]) -> Checks {
             bench
                 .command(
                     "syntax",
+                    Runs::Reads,
                     "node",
                     vec!["--check".into(), js.clone()],
                     std::slice::from_ref(&js),
@@ -442,15 +452,17 @@ pub async fn code(bench: &Bench, files: &[String]) -> Checks {
     }
     let typescript = with_ext(&files, &["ts", "tsx", "mts", "cts"]);
     if !typescript.is_empty() && bench.root.join("tsconfig.json").is_file() {
+        // The workspace's own compiler is the workspace's code to run.
         let local = bench.root.join("node_modules/.bin/tsc");
-        let program = if local.is_file() {
-            local.to_string_lossy().into_owned()
+        let (program, runs) = if local.is_file() {
+            (local.to_string_lossy().into_owned(), Runs::TaskCode)
         } else {
-            "tsc".to_string()
+            ("tsc".to_string(), Runs::Reads)
         };
         let mut result = bench
             .command(
                 "syntax",
+                runs,
                 &program,
                 vec!["--noEmit".into(), "-p".into(), ".".into()],
                 &typescript,
@@ -465,6 +477,7 @@ pub async fn code(bench: &Bench, files: &[String]) -> Checks {
             bench
                 .command(
                     "syntax",
+                    Runs::Reads,
                     "bash",
                     vec!["-n".into(), script.clone()],
                     std::slice::from_ref(&script),
@@ -490,8 +503,10 @@ pub async fn code(bench: &Bench, files: &[String]) -> Checks {
         if bench.root.join("Cargo.toml").is_file() {
             results.push(
                 bench
+                    // Build scripts and procedural macros are the project's code.
                     .command(
                         "syntax",
+                        Runs::TaskCode,
                         "cargo",
                         vec![
                             "check".into(),
@@ -874,22 +889,32 @@ async fn python_scan(
     args: Vec<String>,
     files: &[String],
 ) -> CheckResult {
-    match bench.run("python3", &args).await {
-        None => bench.result(
+    // Isolated (`-I`): the scan reads the files with `ast`, and the workspace is not on
+    // the module path, so no file of the task's is imported.
+    let args: Vec<String> = std::iter::once("-I".to_string()).chain(args).collect();
+    match bench.run("python3", &args, Runs::Reads).await {
+        Err(NotRun::NotInstalled) => bench.result(
             kind,
             name,
             CheckStatus::Skipped,
             files,
             "python3 is not installed",
         ),
-        Some(ran) if !ran.success => bench.result(
+        Err(NotRun::Refused(why)) => bench.result(
+            kind,
+            name,
+            CheckStatus::Skipped,
+            files,
+            format!("{NOT_RUN}: {why}"),
+        ),
+        Ok(ran) if !ran.success => bench.result(
             kind,
             name,
             CheckStatus::Skipped,
             files,
             format!("the scan did not run: {}", ran.output.trim()),
         ),
-        Some(ran) => {
+        Ok(ran) => {
             let problems: Vec<String> = ran
                 .output
                 .lines()
@@ -1218,6 +1243,7 @@ pub async fn tests(bench: &Bench, verify_command: Option<&str>, files: &[String]
         let mut result = bench
             .command(
                 "tests",
+                Runs::TaskCode,
                 "sh",
                 vec!["-c".into(), command.to_string()],
                 &[] as &[String],
@@ -1260,6 +1286,7 @@ pub async fn tests(bench: &Bench, verify_command: Option<&str>, files: &[String]
             bench
                 .command(
                     "tests",
+                    Runs::TaskCode,
                     "npm",
                     vec!["test".into(), "--silent".into()],
                     &[] as &[String],
@@ -1269,13 +1296,18 @@ pub async fn tests(bench: &Bench, verify_command: Option<&str>, files: &[String]
     } else if !js_tests.is_empty() {
         let mut args = vec!["--test".to_string()];
         args.extend(js_tests.iter().cloned());
-        results.push(bench.command("tests", "node", args, &js_tests).await);
+        results.push(
+            bench
+                .command("tests", Runs::TaskCode, "node", args, &js_tests)
+                .await,
+        );
     }
     if touched(&["rs"]) && exists("Cargo.toml") {
         results.push(
             bench
                 .command(
                     "tests",
+                    Runs::TaskCode,
                     "cargo",
                     vec!["test".into(), "--quiet".into()],
                     &[] as &[String],
@@ -1326,9 +1358,13 @@ fn has_npm_test(root: &Path) -> bool {
 /// pytest when it is installed, else unittest; "no tests ran" is a skip, not a pass.
 async fn python_test_run(bench: &Bench, tests: &[String]) -> CheckResult {
     let pytest = bench
-        .run("python3", &["-c".to_string(), "import pytest".to_string()])
+        .run(
+            "python3",
+            &["-c".to_string(), "import pytest".to_string()],
+            Runs::TaskCode,
+        )
         .await
-        .is_some_and(|r| r.success);
+        .is_ok_and(|r| r.success);
     let mut args: Vec<String> = if pytest {
         vec!["-m".into(), "pytest".into(), "-q".into(), "-x".into()]
     } else if tests.is_empty() {
@@ -1338,23 +1374,30 @@ async fn python_test_run(bench: &Bench, tests: &[String]) -> CheckResult {
     };
     args.extend(tests.iter().cloned());
     let name = format!("python3 {}", args.join(" "));
-    match bench.run("python3", &args).await {
-        None => bench.result(
+    match bench.run("python3", &args, Runs::TaskCode).await {
+        Err(NotRun::NotInstalled) => bench.result(
             "tests",
             name,
             CheckStatus::Skipped,
             tests,
             "python3 is not installed",
         ),
-        Some(ran) if ran.code == Some(5) || ran.output.contains("Ran 0 tests") => bench.result(
+        Err(NotRun::Refused(why)) => bench.result(
+            "tests",
+            name,
+            CheckStatus::Skipped,
+            tests,
+            format!("{NOT_RUN}: {why}"),
+        ),
+        Ok(ran) if ran.code == Some(5) || ran.output.contains("Ran 0 tests") => bench.result(
             "tests",
             name,
             CheckStatus::Skipped,
             tests,
             "no tests were found",
         ),
-        Some(ran) if ran.success => bench.result("tests", name, CheckStatus::Passed, tests, ""),
-        Some(ran) => bench.result("tests", name, CheckStatus::Failed, tests, ran.output),
+        Ok(ran) if ran.success => bench.result("tests", name, CheckStatus::Passed, tests, ""),
+        Ok(ran) => bench.result("tests", name, CheckStatus::Failed, tests, ran.output),
     }
 }
 
@@ -1387,6 +1430,8 @@ pub async fn after_subtask(
     let originals = s.originals(task_id);
     let bench = Bench {
         root: s.sandbox.root().to_path_buf(),
+        runner: s.runner.clone(),
+        consent: s.code_consent(task_id, Some(subtask_id)),
         timeout: check_timeout(s),
         cancel: cancel.clone(),
         subtask: Some(subtask_id),
@@ -1458,8 +1503,12 @@ mod tests {
     use super::*;
 
     fn bench(root: &Path) -> Bench {
+        let mut settings = crate::exec::RunnerSettings::new(root.canonicalize().unwrap());
+        settings.required = false;
         Bench {
             root: root.to_path_buf(),
+            runner: Runner::new(settings).unwrap(),
+            consent: Arc::new(Granted),
             timeout: Duration::from_secs(60),
             cancel: CancellationToken::new(),
             subtask: None,
@@ -1543,7 +1592,10 @@ mod tests {
         std::fs::write(dir.path().join("greet.sh"), "echo HELLO\n").unwrap();
         let mut b = bench(dir.path());
         b.whole_task = true;
-        b.originals = capture_originals(dir.path(), "Add a --shout flag to greet.sh.");
+        b.originals = capture_originals(
+            &crate::tools::Sandbox::new(dir.path()).unwrap(),
+            "Add a --shout flag to greet.sh.",
+        );
         let without = code(&b, &["greet.sh".into()]).await;
         let text = without.failure_text().expect("the missing flag is caught");
         assert!(text.contains("asks for `--shout`"), "{text}");
@@ -1573,7 +1625,7 @@ mod tests {
         let mut b = bench(dir.path());
         b.whole_task = true;
         b.originals = capture_originals(
-            dir.path(),
+            &crate::tools::Sandbox::new(dir.path()).unwrap(),
             "Change the function mean in stats.py so that it returns 0.0 for an empty list.",
         );
         let wrong = code(&b, &["src/stats.py".into()]).await;
@@ -1617,7 +1669,7 @@ mod tests {
         let task = "Write a script count_lines.py that prints the number of non-empty lines.";
         let mut b = bench(dir.path());
         b.whole_task = true;
-        b.originals = capture_originals(dir.path(), task);
+        b.originals = capture_originals(&crate::tools::Sandbox::new(dir.path()).unwrap(), task);
         std::fs::create_dir(dir.path().join("src")).unwrap();
         std::fs::write(dir.path().join("src/main.rs"), "Hello, world!\n").unwrap();
         let text = code(&b, &["src/main.rs".into()])
@@ -1644,7 +1696,10 @@ mod tests {
         assert!(there.passed(), "{:?}", there.results);
         // A task that moves or removes files may leave a named one gone.
         std::fs::write(dir.path().join("src/helpers.py"), "X = 1\n").unwrap();
-        b.originals = capture_originals(dir.path(), "Move helpers.py into src/helpers.py.");
+        b.originals = capture_originals(
+            &crate::tools::Sandbox::new(dir.path()).unwrap(),
+            "Move helpers.py into src/helpers.py.",
+        );
         assert!(code(&b, &["src/helpers.py".into()]).await.passed());
     }
 
@@ -1713,7 +1768,7 @@ mod tests {
         std::fs::write(dir.path().join("solution.py"), original).unwrap();
         let task = "Implement the function fizzbuzz in `solution.py`.";
         let mut b = bench(dir.path());
-        b.originals = capture_originals(dir.path(), task);
+        b.originals = capture_originals(&crate::tools::Sandbox::new(dir.path()).unwrap(), task);
         assert_eq!(b.originals.files.len(), 1);
         // The model rewrote the file over the docstring and printed instead.
         std::fs::write(
@@ -1749,7 +1804,7 @@ mod tests {
         std::fs::write(dir.path().join("stats.py"), original).unwrap();
         let mut b = bench(dir.path());
         b.originals = capture_originals(
-            dir.path(),
+            &crate::tools::Sandbox::new(dir.path()).unwrap(),
             "Change mean in stats.py to return 0.0 for an empty list.",
         );
         // The model rewrote the file with the one function it was asked about.
@@ -1765,7 +1820,10 @@ mod tests {
         assert!(!text.contains("`mean`"), "{text}");
 
         // A rename names the old function: its going is what was asked.
-        b.originals = capture_originals(dir.path(), "Rename spread in stats.py to span.");
+        b.originals = capture_originals(
+            &crate::tools::Sandbox::new(dir.path()).unwrap(),
+            "Rename spread in stats.py to span.",
+        );
         std::fs::write(
             dir.path().join("stats.py"),
             "def mean(values):\n    return sum(values) / len(values)\n\n\ndef span(values):\n    return max(values) - min(values)\n",
@@ -1810,7 +1868,7 @@ mod tests {
         .unwrap();
         let mut b = bench(dir.path());
         b.originals = capture_originals(
-            dir.path(),
+            &crate::tools::Sandbox::new(dir.path()).unwrap(),
             "Rename the function calc in mathx.py to compute_total, and update its caller in main.py.",
         );
         // The task's own check, as the work is done.
@@ -1866,7 +1924,7 @@ mod tests {
         .unwrap();
         let mut b = bench(dir.path());
         b.originals = capture_originals(
-            dir.path(),
+            &crate::tools::Sandbox::new(dir.path()).unwrap(),
             "Change report.py so that after the area line it also prints the perimeter.",
         );
         std::fs::write(
@@ -1946,7 +2004,7 @@ mod tests {
         .unwrap();
         let mut b = bench(dir.path());
         b.originals = capture_originals(
-            dir.path(),
+            &crate::tools::Sandbox::new(dir.path()).unwrap(),
             "Rename the function calc in mathx.py to compute_total, and update its caller in main.py.",
         );
         std::fs::write(
@@ -2024,7 +2082,7 @@ mod tests {
         std::fs::create_dir(dir.path().join("pkg")).unwrap();
         std::fs::write(dir.path().join("pkg/b.py"), "y = 2\n").unwrap();
         let originals = capture_originals(
-            dir.path(),
+            &crate::tools::Sandbox::new(dir.path()).unwrap(),
             "Edit a.py and (pkg/b.py), not ../etc.py or missing.py. Then a.py again.",
         );
         let paths: Vec<&str> = originals.files.iter().map(|(p, _)| p.as_str()).collect();
@@ -2036,7 +2094,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let b = bench(dir.path());
         let result = b
-            .command("syntax", "no-such-checker-xyz", vec![], &["a.x".into()])
+            .command(
+                "syntax",
+                Runs::Reads,
+                "no-such-checker-xyz",
+                vec![],
+                &["a.x".into()],
+            )
             .await;
         assert_eq!(result.status, CheckStatus::Skipped);
         assert!(result.detail.contains("not installed"));

@@ -228,6 +228,10 @@ async fn finish(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId, outcome:
         } else {
             TaskStatus::Failed
         };
+        // Work whose code was never run says so, whatever it ended as.
+        t.unchecked = s
+            .code_refusal(task_id)
+            .map(|why| format!("not checked: running code was refused ({why})"));
         t.partial_results = t
             .subtasks
             .iter()
@@ -241,8 +245,13 @@ async fn finish(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId, outcome:
                     .iter()
                     .filter_map(|st| st.result.as_deref().map(|r| format!("- {}", first_line(r))))
                     .collect();
+                let unchecked = t
+                    .unchecked
+                    .as_ref()
+                    .map(|why| format!(" {}{}.", why[..1].to_uppercase(), &why[1..]))
+                    .unwrap_or_default();
                 format!(
-                    "{done} of {all} subtasks completed.\n{}",
+                    "{done} of {all} subtasks completed.{unchecked}\n{}",
                     summaries.join("\n")
                 )
             }
@@ -254,6 +263,8 @@ async fn finish(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId, outcome:
     s.originals.remove(&task_id);
     s.acceptance_tests.remove(&task_id);
     s.proposed_files.remove(&task_id);
+    s.consents.remove(&task_id);
+    s.refusals.forget(task_id);
     if let Some(record) = record {
         report_upward(ctx, &record);
         let _ = ctx.append_own_board(&format!("- task \"{}\": {:?}", record.title, record.status));

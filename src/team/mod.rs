@@ -11,6 +11,7 @@
 pub mod acceptance;
 pub mod bottom;
 pub mod check;
+pub mod consent;
 pub mod coordinate;
 mod escalate;
 pub mod mid;
@@ -69,6 +70,8 @@ pub struct Services {
     pub config: Config,
     pub workspace: PathBuf,
     pub sandbox: Sandbox,
+    /// Runs every command and check: scrubbed, confined, bounded (`crate::exec`).
+    pub runner: crate::exec::Runner,
     pub runtime: Arc<Runtime>,
     pub tasks: Tasks,
     pub approvals: Approvals,
@@ -96,6 +99,10 @@ pub struct Services {
     /// ([`crate::executor::ExecutionOutcome::proposed_files`]); the fix loop tries them
     /// before it asks for a fix (`verify.rs`).
     pub proposed_files: DashMap<TaskId, Vec<crate::executor::TargetFile>>,
+    /// Per unfinished task: whether its checks may run its code (`consent.rs`).
+    pub consents: DashMap<TaskId, consent::Answer>,
+    /// Per unfinished task: the changes refused in it (shared with the tools' approver).
+    pub refusals: Refusals,
     /// `.conclave/sessions/<session>/`, where ERROR_REPORT.md goes.
     pub session_dir: PathBuf,
     /// `serve`, `run` or `demo`, for reports.
@@ -115,7 +122,7 @@ impl Services {
             .unwrap_or_default();
         self.originals
             .entry(task)
-            .or_insert_with(|| check::capture_originals(self.sandbox.root(), &description))
+            .or_insert_with(|| check::capture_originals(&self.sandbox, &description))
             .clone()
     }
 
@@ -264,16 +271,50 @@ impl WorkspaceWriter for SwappableWriter {
         writer.write_file(path, content).await
     }
 
-    async fn read_text(&self, absolute: &Path) -> Option<String> {
+    async fn read_text(&self, absolute: &Path) -> Result<Option<String>, String> {
         let writer = self.get();
         writer.read_text(absolute).await
     }
 }
 
-/// The command approval policy `ask`, answered by a person through the approvals broker.
+/// The changes refused in each unfinished task, by path and content, with why: a
+/// refusal is final for that change, so it is neither asked nor written again in the
+/// task, whichever path (a tool, the fix loop) proposes it.
+#[derive(Clone, Default)]
+pub struct Refusals(Arc<DashMap<(TaskId, PathBuf, u64), String>>);
+
+impl Refusals {
+    fn key(task: TaskId, path: &Path, content: &str) -> (TaskId, PathBuf, u64) {
+        (
+            task,
+            path.to_path_buf(),
+            crate::tools::ContentHash::of(content.as_bytes()).0,
+        )
+    }
+
+    pub fn get(&self, task: TaskId, path: &Path, content: &str) -> Option<String> {
+        self.0
+            .get(&Self::key(task, path, content))
+            .map(|r| r.value().clone())
+    }
+
+    pub fn insert(&self, task: TaskId, path: &Path, content: &str, reason: &str) {
+        self.0
+            .insert(Self::key(task, path, content), reason.to_string());
+    }
+
+    /// Forgets the refusals of a task that ended.
+    pub fn forget(&self, task: TaskId) {
+        self.0.retain(|(t, _, _), _| *t != task);
+    }
+}
+
+/// The command approval policy `ask`, answered by a person through the approvals broker;
+/// and the memory of refused changes.
 pub struct CommandApprover {
     pub approvals: Approvals,
     pub tasks: Tasks,
+    pub refusals: Refusals,
 }
 
 impl CommandApprover {
@@ -301,6 +342,49 @@ impl CommandApprover {
                 reason: "the task was cancelled".into(),
             },
         }
+    }
+}
+
+impl CommandApprover {
+    /// Asks the person whether the change of `request` may be made in `task_id`.
+    pub async fn ask_change(
+        &self,
+        task_id: TaskId,
+        subtask: Option<SubtaskId>,
+        assignee: Option<AgentId>,
+        request: &FileChangeRequest,
+    ) -> ApprovalOutcome {
+        let path = request.path.display().to_string();
+        let verb = if request.before.is_some() {
+            "Change"
+        } else {
+            "Create"
+        };
+        let request = ApprovalRequest {
+            approval_id: Uuid::new_v4(),
+            kind: ApprovalKind::FileChange,
+            task_id,
+            subtask_id: subtask,
+            agent_id: assignee.unwrap_or(AgentId::SYSTEM).to_string(),
+            severity: Severity::Medium,
+            title: format!("{verb} `{path}`?"),
+            detail: format!(
+                "An agent wants to {} `{path}` ({} bytes). The diff shows the change.",
+                verb.to_lowercase(),
+                request.after.len()
+            ),
+            proposed_solution: None,
+            diff: Some(FileDiff {
+                uri: path,
+                before: request.before.clone().unwrap_or_default(),
+                after: request.after.clone(),
+            }),
+            command: None,
+            subtask_description: None,
+            options: ApprovalOption::yes_no(),
+            created_at: Utc::now(),
+        };
+        self.ask(request, "change").await
     }
 }
 
@@ -343,37 +427,81 @@ impl ApprovalHook for CommandApprover {
                 reason: "the change does not belong to a known subtask".into(),
             };
         };
-        let path = request.path.display().to_string();
-        let verb = if request.before.is_some() {
-            "Change"
-        } else {
-            "Create"
-        };
-        let request = ApprovalRequest {
-            approval_id: Uuid::new_v4(),
-            kind: ApprovalKind::FileChange,
-            task_id,
-            subtask_id: subtask,
-            agent_id: assignee.unwrap_or(AgentId::SYSTEM).to_string(),
-            severity: Severity::Medium,
-            title: format!("{verb} `{path}`?"),
-            detail: format!(
-                "An agent wants to {} `{path}` ({} bytes). The diff shows the change.",
-                verb.to_lowercase(),
-                request.after.len()
-            ),
-            proposed_solution: None,
-            diff: Some(FileDiff {
-                uri: path,
-                before: request.before.clone().unwrap_or_default(),
-                after: request.after.clone(),
-            }),
-            command: None,
-            subtask_description: None,
-            options: ApprovalOption::yes_no(),
-            created_at: Utc::now(),
-        };
-        self.ask(request, "change").await
+        self.ask_change(task_id, subtask, assignee, request).await
+    }
+
+    fn refused_before(&self, request: &FileChangeRequest) -> Option<String> {
+        let subtask = request.subtask_id.as_deref()?.parse().ok()?;
+        let task = self.tasks.task_of(subtask)?;
+        self.refusals.get(task, &request.path, &request.after)
+    }
+
+    fn note_refusal(&self, request: &FileChangeRequest, reason: &str) {
+        let subtask = request.subtask_id.as_deref().and_then(|s| s.parse().ok());
+        if let Some(task) = subtask.and_then(|s| self.tasks.task_of(s)) {
+            self.refusals
+                .insert(task, &request.path, &request.after, reason);
+        }
+    }
+}
+
+impl Services {
+    /// The approver of commands and changes, over this team's approvals and refusals.
+    pub fn approver(&self) -> CommandApprover {
+        CommandApprover {
+            approvals: self.approvals.clone(),
+            tasks: self.tasks.clone(),
+            refusals: self.refusals.clone(),
+        }
+    }
+
+    /// Writes a change the team makes itself (the fix loop) under the same consent as
+    /// the tools' changes: a change refused earlier in the task is not made again,
+    /// `fileChanges = "ask"` asks the person first (unless they `approved` it already),
+    /// and a write the editor refuses is remembered.
+    pub async fn write_change(
+        &self,
+        task: TaskId,
+        path: &str,
+        content: &str,
+        approved: bool,
+    ) -> Result<WriteOutcome, WriteError> {
+        let absolute = self.sandbox.resolve(path)?;
+        let relative = self.sandbox.relative(&absolute);
+        let before = tokio::fs::read_to_string(&absolute).await.ok();
+        if before.as_deref() != Some(content) {
+            if let Some(reason) = self.refusals.get(task, &relative, content) {
+                return Err(WriteError::Rejected {
+                    path: relative,
+                    reason: format!("this exact change was refused earlier in the task ({reason})"),
+                });
+            }
+            if self.config.approvals.file_changes == crate::config::FileChangePolicy::Ask
+                && !approved
+            {
+                let request = FileChangeRequest {
+                    path: relative.clone(),
+                    before,
+                    after: content.to_string(),
+                    subtask_id: None,
+                };
+                if let ApprovalOutcome::Denied { reason } =
+                    self.approver().ask_change(task, None, None, &request).await
+                {
+                    let reason = format!("the user declined the change: {reason}");
+                    self.refusals.insert(task, &relative, content, &reason);
+                    return Err(WriteError::Rejected {
+                        path: relative,
+                        reason,
+                    });
+                }
+            }
+        }
+        let written = self.writer.write_file(&relative, content).await;
+        if let Err(WriteError::Rejected { reason, .. }) = &written {
+            self.refusals.insert(task, &relative, content, reason);
+        }
+        written
     }
 }
 

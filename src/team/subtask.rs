@@ -974,7 +974,11 @@ const SHOWN_FILES_MAX_BYTES: usize = 10 * 1024;
 /// without naming them ("from the project's default settings (see the other modules)").
 /// Files too large to show are only named.
 fn named_files_now(sandbox: &crate::tools::Sandbox, task: &str) -> String {
-    let named = super::check::files_named(sandbox.root(), task);
+    // What the editor withholds is not read behind its back.
+    let named: Vec<String> = super::check::files_named(sandbox.root(), task)
+        .into_iter()
+        .filter(|path| !sandbox.is_withheld(std::path::Path::new(path)))
+        .collect();
     let mut shown = String::new();
     let mut left = SHOWN_FILES_MAX_BYTES;
     for path in &named {
@@ -991,7 +995,7 @@ fn named_files_now(sandbox: &crate::tools::Sandbox, task: &str) -> String {
         left -= content.len();
         shown.push_str(&fenced(path, &content));
     }
-    let others = other_files_now(sandbox.root(), task, &named);
+    let others = other_files_now(sandbox, task, &named);
     match (shown.is_empty(), others.is_empty()) {
         (true, _) => others,
         (false, true) => format!("{FILES_NOW}{shown}"),
@@ -1014,7 +1018,12 @@ const OTHER_FILES_MAX_BYTES: usize = 4 * 1024;
 /// languages (by extension) other than `except`, as they are now (the small ones shown,
 /// the rest named). Empty when the task names no source file, or for a project of more
 /// than [`OTHER_FILES_MAX`] such files.
-pub(super) fn other_files_now(root: &std::path::Path, task: &str, except: &[String]) -> String {
+pub(super) fn other_files_now(
+    sandbox: &crate::tools::Sandbox,
+    task: &str,
+    except: &[String],
+) -> String {
+    let root = sandbox.root();
     let mut extensions: Vec<String> = Vec::new();
     for path in super::check::source_files_named(task) {
         if let Some(extension) = std::path::Path::new(&path).extension() {
@@ -1034,7 +1043,10 @@ pub(super) fn other_files_now(root: &std::path::Path, task: &str, except: &[Stri
     let mut shown = String::new();
     let mut named = Vec::new();
     let mut left = OTHER_FILES_MAX_BYTES;
-    for path in files.iter().filter(|f| !except.contains(f)) {
+    for path in files
+        .iter()
+        .filter(|f| !except.contains(f) && !sandbox.is_withheld(std::path::Path::new(f)))
+    {
         match std::fs::read_to_string(root.join(path)) {
             Ok(content) if content.len() <= OTHER_FILE_MAX_BYTES.min(left) => {
                 left -= content.len();
@@ -1092,6 +1104,7 @@ pub(super) fn target_files_now(
 ) -> Vec<crate::executor::TargetFile> {
     super::check::source_files_named(task)
         .into_iter()
+        .filter(|path| !sandbox.is_withheld(std::path::Path::new(path)))
         .map(|path| crate::executor::TargetFile {
             content: std::fs::read_to_string(sandbox.root().join(&path)).ok(),
             path,

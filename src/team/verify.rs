@@ -33,6 +33,8 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
     let rounds = s.config.verify.max_rounds;
     let bench = check::Bench {
         root: s.sandbox.root().to_path_buf(),
+        runner: s.runner.clone(),
+        consent: s.code_consent(task_id, None),
         timeout: check::check_timeout(s),
         cancel: s.task_cancel(task_id).child_token(),
         subtask: None,
@@ -140,9 +142,10 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         let Some(fix) = fix else {
             continue;
         };
-        if fix.confidence < s.config.verify.min_confidence
-            && !approved_by_person(s, task_id, ctx, &fix).await
-        {
+        // A fix rated under `verify.minConfidence` goes to the person first; their yes
+        // is the approval of its writes.
+        let approved = fix.confidence < s.config.verify.min_confidence;
+        if approved && !approved_by_person(s, task_id, ctx, &fix).await {
             return Err(check_failed(format!(
                 "{what} fails and the proposed fix (confidence {}) was not approved",
                 fix.confidence
@@ -172,11 +175,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
                 before_fixes.push((path.clone(), now));
             }
             let (content, _) = crate::tools::file::as_meant(&path, &content);
-            match s
-                .writer
-                .write_file(std::path::Path::new(&path), &content)
-                .await
-            {
+            match s.write_change(task_id, &path, &content, approved).await {
                 Ok(outcome) => {
                     let path = outcome.path.to_string_lossy().into_owned();
                     s.tasks.update(task_id, |t| {
@@ -388,7 +387,8 @@ async fn try_proposed(
             before_fixes.push((path.clone(), now.clone()));
         }
         let shown = std::path::Path::new(&path);
-        if s.writer.write_file(shown, &content).await.is_err() {
+        if let Err(e) = s.write_change(task_id, &path, &content, false).await {
+            tracing::info!("the version of {path} a coder showed is not written: {e}");
             continue;
         }
         let checks = check_all(ctx, s, task_id, bench).await;

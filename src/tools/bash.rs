@@ -1,30 +1,24 @@
 //! `bash {command, timeout_ms?}`: runs `bash -c` in the workspace root.
 //!
-//! - The command runs in its own process group. On timeout, on cancellation (the future
-//!   is dropped) and after the shell exits, the whole group is killed with SIGKILL, so
-//!   background children never outlive the call or hold its output pipes open.
-//! - Its environment is the server's minus anything that looks like a credential
-//!   (`*_API_KEY`, `*_TOKEN`, `*SECRET*`, `*_PASSWORD`, ...) and the configured key
-//!   variable, so a model cannot `env` its way to the API key.
-//! - stdout and stderr are each capped, keeping their head and tail.
 //! - The `approvals.commands` policy decides whether it runs: `deny` refuses without
-//!   running, `ask` consults the [`ApprovalHook`] (the editor, later), `auto` runs.
+//!   running, `ask` consults the [`ApprovalHook`] (the person, shown how the command
+//!   will be confined), `auto` runs.
+//! - It runs through the one runner ([`crate::exec`]): confined by the sandbox, with
+//!   a scrubbed environment (a model cannot `env` its way to the API key), in a process
+//!   group killed whole at its end, its timeout or its cancellation, stdout and stderr
+//!   each capped to their head and tail.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
-use std::pin::Pin;
-use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::json;
-use tokio::io::AsyncReadExt;
 
-use super::process_group::{GroupKiller, RUNAWAY_PROCESSES};
 use super::sandbox::Sandbox;
-use super::{Args, CallContext, HeadTail, Tool, ToolError, ToolOutput};
+use super::{Args, CallContext, Tool, ToolError, ToolOutput};
 use crate::config::CommandPolicy;
+use crate::exec::{Confinement, RUNAWAY_PROCESSES, RunError, RunSpec, Runner};
 use crate::model::ToolSpec;
 
 /// A command waiting for someone's approval.
@@ -34,6 +28,8 @@ pub struct CommandApprovalRequest {
     /// Where it would run (the workspace root).
     pub workdir: PathBuf,
     pub subtask_id: Option<String>,
+    /// How it will be confined, for the person deciding ([`Runner::describe`]).
+    pub sandbox: String,
 }
 
 /// The answer to a [`CommandApprovalRequest`].
@@ -70,6 +66,18 @@ pub trait ApprovalHook: Send + Sync {
             reason: "file changes need approval and no one can be asked".into(),
         }
     }
+
+    /// Why `request`'s exact change (path and content) was refused earlier in the same
+    /// task, if it was: a refusal is final, so it is neither asked nor written again.
+    fn refused_before(&self, request: &FileChangeRequest) -> Option<String> {
+        let _ = request;
+        None
+    }
+
+    /// Remembers that `request`'s change was refused, by the person or by the editor.
+    fn note_refusal(&self, request: &FileChangeRequest, reason: &str) {
+        let _ = (request, reason);
+    }
 }
 
 /// How commands run.
@@ -83,14 +91,9 @@ pub struct BashSettings {
     pub max_timeout: Duration,
     /// Kept of each of stdout and stderr (half from the start, half from the end).
     pub max_output_bytes: usize,
-    /// Extra variable names to remove from the command's environment (the configured
-    /// `llm.apiKeyEnv`), on top of every credential-looking name.
-    pub scrub_env: Vec<String>,
-    /// Variables added to the inherited environment before scrubbing (tests use this
-    /// instead of mutating the process environment).
+    /// Variables added to the command's environment, scrubbed like the rest (tests use
+    /// this instead of mutating the process environment).
     pub extra_env: Vec<(String, String)>,
-    /// After the group is killed, how long to wait for its output pipes to close.
-    pub kill_grace: Duration,
 }
 
 impl Default for BashSettings {
@@ -100,30 +103,12 @@ impl Default for BashSettings {
             default_timeout: Duration::from_secs(120),
             max_timeout: Duration::from_secs(600),
             max_output_bytes: 16 * 1024,
-            scrub_env: Vec::new(),
             extra_env: Vec::new(),
-            kill_grace: Duration::from_secs(1),
         }
     }
 }
 
-/// Whether an environment variable name looks like it holds a credential.
-pub fn is_secret_env_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    const SUFFIXES: [&str; 7] = [
-        "_API_KEY",
-        "APIKEY",
-        "_TOKEN",
-        "_PASSWORD",
-        "_PASSWD",
-        "_CREDENTIALS",
-        "PRIVATE_KEY",
-    ];
-    upper == "API_KEY"
-        || upper == "TOKEN"
-        || upper.contains("SECRET")
-        || SUFFIXES.iter().any(|suffix| upper.ends_with(suffix))
-}
+pub use crate::exec::env::is_secret_env_name;
 
 /// The `bash` tool.
 pub struct Bash {
@@ -131,6 +116,7 @@ pub struct Bash {
     settings: BashSettings,
     policy: CommandPolicy,
     approver: Option<Arc<dyn ApprovalHook>>,
+    runner: Runner,
 }
 
 impl Bash {
@@ -139,38 +125,15 @@ impl Bash {
         settings: BashSettings,
         policy: CommandPolicy,
         approver: Option<Arc<dyn ApprovalHook>>,
+        runner: Runner,
     ) -> Bash {
         Bash {
             sandbox,
             settings,
             policy,
             approver,
+            runner,
         }
-    }
-
-    /// The inherited environment, plus `extra_env`, minus credentials, plus settings
-    /// that keep tools from waiting for a terminal that is not there.
-    fn environment(&self) -> Vec<(OsString, OsString)> {
-        let inherited = std::env::vars_os().chain(
-            self.settings
-                .extra_env
-                .iter()
-                .map(|(k, v)| (OsString::from(k), OsString::from(v))),
-        );
-        let mut env: Vec<(OsString, OsString)> = inherited
-            .filter(|(name, _)| {
-                let name = name.to_string_lossy();
-                !is_secret_env_name(&name) && !self.settings.scrub_env.iter().any(|s| *s == name)
-            })
-            .collect();
-        for (name, value) in [
-            ("PAGER", "cat"),
-            ("GIT_PAGER", "cat"),
-            ("GIT_TERMINAL_PROMPT", "0"),
-        ] {
-            env.push((name.into(), value.into()));
-        }
-        env
     }
 }
 
@@ -205,6 +168,13 @@ impl Tool for Bash {
             command: command.to_string(),
             reason,
         };
+        // Without the sandbox it requires, nothing is run, and no one is asked to
+        // approve what cannot happen.
+        if let Confinement::Refused { reason } = self.runner.confinement() {
+            return Err(denied(format!(
+                "commands must run in the sandbox, and {reason} (sandbox.required = true)"
+            )));
+        }
         match self.policy {
             CommandPolicy::Auto => Ok(()),
             CommandPolicy::Deny => Err(denied(
@@ -221,6 +191,7 @@ impl Tool for Bash {
                     command: command.to_string(),
                     workdir: self.sandbox.root().to_path_buf(),
                     subtask_id: ctx.subtask_id.clone(),
+                    sandbox: self.runner.describe(),
                 };
                 match approver.approve_command(&request).await {
                     ApprovalOutcome::Approved => Ok(()),
@@ -253,18 +224,41 @@ impl Tool for Bash {
         if let Some(step) = ctx.step_timeout {
             timeout = timeout.min(step);
         }
-        let run = run_command(
-            &self.settings,
-            command,
-            self.sandbox.root(),
-            self.environment(),
-            timeout,
-            &ctx.cancel,
-        )
-        .await?;
-        let shown = render_streams(&run.stdout, &run.stderr);
+        let mut spec = RunSpec::shell(&self.settings.shell, command)
+            .timeout(timeout)
+            .max_output(self.settings.max_output_bytes);
+        spec.env.clone_from(&self.settings.extra_env);
+        let run = match self.runner.run(spec, &ctx.cancel).await {
+            Ok(run) => run,
+            Err(RunError::TimedOut { timeout, output }) => {
+                return Err(ToolError::Timeout { timeout, output });
+            }
+            Err(RunError::Cancelled) => return Err(ToolError::Cancelled),
+            Err(RunError::Runaway { output }) => {
+                return Err(ToolError::CommandFailed {
+                    exit_code: None,
+                    output: format!(
+                        "stopped: the command started more than {RUNAWAY_PROCESSES} processes at once (does the program run itself?)\n{output}"
+                    ),
+                });
+            }
+            Err(e @ RunError::Unconfined { .. }) => {
+                return Err(ToolError::CommandDenied {
+                    command: command.to_string(),
+                    reason: e.to_string(),
+                });
+            }
+            Err(e) => {
+                return Err(ToolError::Io {
+                    path: self.settings.shell.clone(),
+                    kind: std::io::ErrorKind::Other,
+                    message: e.to_string(),
+                });
+            }
+        };
+        let shown = run.render();
         let short = one_line(command, 60);
-        match run.status.code() {
+        match run.code() {
             Some(0) => Ok(ToolOutput {
                 content: format!("exit code: 0\n{shown}"),
                 summary: format!("ran `{short}` (exit 0)"),
@@ -299,13 +293,6 @@ fn missing_program_hint(exit_code: Option<i32>, output: &str) -> Option<String> 
          another command"
             .into()
     })
-}
-
-/// What a finished command left behind.
-struct CommandRun {
-    status: ExitStatus,
-    stdout: HeadTail,
-    stderr: HeadTail,
 }
 
 /// Whether a shell command only looks at things (every part of a pipeline or list is a
@@ -373,180 +360,6 @@ pub fn repeatable_command(command: &str) -> bool {
         })
 }
 
-async fn run_command(
-    settings: &BashSettings,
-    command: &str,
-    workdir: &std::path::Path,
-    env: Vec<(OsString, OsString)>,
-    timeout: Duration,
-    cancel: &tokio_util::sync::CancellationToken,
-) -> Result<CommandRun, ToolError> {
-    let mut child = tokio::process::Command::new(&settings.shell)
-        .arg("-c")
-        .arg(command)
-        .current_dir(workdir)
-        .env_clear()
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| ToolError::io(&settings.shell, &e))?;
-    let killer = child
-        .id()
-        .and_then(GroupKiller::new)
-        .ok_or_else(|| ToolError::Io {
-            path: settings.shell.clone(),
-            kind: std::io::ErrorKind::Other,
-            message: "the shell exited before its process group could be tracked".to_string(),
-        })?;
-    tracing::debug!(
-        pgid = killer.pgid(),
-        timeout_ms = timeout.as_millis() as u64,
-        "command started"
-    );
-
-    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err(ToolError::Io {
-            path: settings.shell.clone(),
-            kind: std::io::ErrorKind::Other,
-            message: "the command's output pipes were not set up".to_string(),
-        });
-    };
-    let mut out = HeadTail::new(settings.max_output_bytes);
-    let mut err = HeadTail::new(settings.max_output_bytes);
-    let (mut out_buf, mut err_buf) = (vec![0u8; 8192], vec![0u8; 8192]);
-    let (mut out_open, mut err_open) = (true, true);
-    let mut status: Option<ExitStatus> = None;
-    let mut timed_out = false;
-    let mut cancelled = false;
-    // How often the group's processes are counted: a command that keeps starting
-    // copies of itself is stopped long before its timeout (see `process_group`).
-    let mut census = tokio::time::interval(Duration::from_millis(500));
-    let mut runaway = false;
-    let deadline = tokio::time::sleep(timeout);
-    tokio::pin!(deadline);
-    // Armed once the group is killed: how long the pipes may take to close.
-    let mut grace: Option<Pin<Box<tokio::time::Sleep>>> = None;
-
-    while out_open || err_open {
-        let finished = status.is_some() || timed_out || cancelled || runaway;
-        tokio::select! {
-            read = stdout.read(&mut out_buf), if out_open => match read {
-                Ok(0) | Err(_) => out_open = false,
-                Ok(n) => out.push(&out_buf[..n]),
-            },
-            read = stderr.read(&mut err_buf), if err_open => match read {
-                Ok(0) | Err(_) => err_open = false,
-                Ok(n) => err.push(&err_buf[..n]),
-            },
-            exited = child.wait(), if !finished => {
-                status = Some(exited.map_err(|e| ToolError::io(&settings.shell, &e))?);
-                // Background jobs die with the shell; their pipes close with them.
-                killer.kill();
-                grace = Some(Box::pin(tokio::time::sleep(settings.kill_grace)));
-            },
-            () = &mut deadline, if !finished => {
-                timed_out = true;
-                killer.kill();
-                grace = Some(Box::pin(tokio::time::sleep(settings.kill_grace)));
-            },
-            _ = census.tick(), if !finished => {
-                if killer.size().is_some_and(|n| n > RUNAWAY_PROCESSES) {
-                    runaway = true;
-                    killer.kill();
-                    grace = Some(Box::pin(tokio::time::sleep(settings.kill_grace)));
-                }
-            },
-            () = cancel.cancelled(), if !finished => {
-                // Kill and wait for the pipes like a timeout, so that when the call
-                // returns, the command's processes are gone.
-                cancelled = true;
-                killer.kill();
-                grace = Some(Box::pin(tokio::time::sleep(settings.kill_grace)));
-            },
-            () = async { if let Some(grace) = grace.as_mut() { grace.await } }, if grace.is_some() => {
-                // Something left the group (setsid) and kept a pipe open; stop reading.
-                tracing::warn!(pgid = killer.pgid(), "command output still open after its group was killed");
-                break;
-            },
-        }
-    }
-
-    if timed_out || cancelled || runaway {
-        // Reap the killed shell; SIGKILL cannot be ignored, so this is quick.
-        let _ = tokio::time::timeout(settings.kill_grace, child.wait()).await;
-    }
-    if runaway {
-        tracing::info!(
-            pgid = killer.pgid(),
-            "command stopped: a runaway process group"
-        );
-        return Err(ToolError::CommandFailed {
-            exit_code: None,
-            output: format!(
-                "stopped: the command started more than {RUNAWAY_PROCESSES} processes at once (does the program run itself?)\n{}",
-                render_streams(&out, &err)
-            ),
-        });
-    }
-    if cancelled {
-        tracing::info!(
-            pgid = killer.pgid(),
-            "command cancelled; process group killed"
-        );
-        return Err(ToolError::Cancelled);
-    }
-    if timed_out {
-        tracing::info!(
-            pgid = killer.pgid(),
-            timeout_ms = timeout.as_millis() as u64,
-            "command timed out; process group killed"
-        );
-        return Err(ToolError::Timeout {
-            timeout,
-            output: render_streams(&out, &err),
-        });
-    }
-    let status = match status {
-        Some(status) => status,
-        // Both pipes closed before the shell was seen to exit (it closed them itself).
-        None => {
-            let remaining = deadline
-                .deadline()
-                .saturating_duration_since(tokio::time::Instant::now());
-            match tokio::time::timeout(remaining, child.wait()).await {
-                Ok(exited) => exited.map_err(|e| ToolError::io(&settings.shell, &e))?,
-                Err(_) => {
-                    killer.kill();
-                    return Err(ToolError::Timeout {
-                        timeout,
-                        output: render_streams(&out, &err),
-                    });
-                }
-            }
-        }
-    };
-    drop(killer);
-    Ok(CommandRun {
-        status,
-        stdout: out,
-        stderr: err,
-    })
-}
-
-/// stdout, then stderr under a marker if there was any.
-fn render_streams(stdout: &HeadTail, stderr: &HeadTail) -> String {
-    match (stdout.is_empty(), stderr.is_empty()) {
-        (true, true) => "(no output)".to_string(),
-        (false, true) => stdout.render(),
-        (true, false) => format!("[stderr]\n{}", stderr.render()),
-        (false, false) => format!("{}\n[stderr]\n{}", stdout.render(), stderr.render()),
-    }
-}
-
 /// The first line of `text`, at most `max` characters, for one-line summaries.
 fn one_line(text: &str, max: usize) -> String {
     let first = text.lines().next().unwrap_or_default();
@@ -560,31 +373,6 @@ fn one_line(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn credential_names_are_recognised() {
-        for name in [
-            "OPENAI_API_KEY",
-            "anthropic_api_key",
-            "GITHUB_TOKEN",
-            "AWS_SECRET_ACCESS_KEY",
-            "CLIENT_SECRET",
-            "DB_PASSWORD",
-            "API_KEY",
-            "MYSERVICEAPIKEY",
-        ] {
-            assert!(is_secret_env_name(name), "{name}");
-        }
-        for name in [
-            "PATH",
-            "HOME",
-            "TOKENIZERS_PARALLELISM",
-            "CARGO_HOME",
-            "KEYMAP",
-        ] {
-            assert!(!is_secret_env_name(name), "{name}");
-        }
-    }
 
     #[test]
     fn read_only_commands_are_recognised() {

@@ -63,11 +63,20 @@ async fn load_text(
             limit: max_file_bytes,
         });
     }
+    let refused = |reason: String| ToolError::ReadRefused {
+        path: relative.clone(),
+        reason,
+    };
+    if sandbox.is_withheld(&absolute) {
+        return Err(refused("refused earlier in this session".into()));
+    }
     // The editor's copy when it has one (unsaved changes included), else the disk.
-    if let Some(editor) = editor
-        && let Some(text) = editor.read_text(&absolute).await
-    {
-        return Ok((relative, text));
+    if let Some(editor) = editor {
+        match editor.read_text(&absolute).await {
+            Ok(Some(text)) => return Ok((relative, text)),
+            Ok(None) => {}
+            Err(reason) => return Err(refused(reason)),
+        }
     }
     let bytes = tokio::fs::read(&absolute)
         .await
@@ -207,16 +216,21 @@ impl Tool for FileRead {
     }
 }
 
-/// Approval of file changes before they are written (`approvals.fileChanges = "ask"`).
+/// Consent to file changes before they are written.
 ///
-/// The person is asked from the tools' `authorize` step, which the registry runs before
-/// the call and outside the step timeout (as for commands): waiting for a person is
-/// never bound by a model or tool time limit. The call then writes only the content that
-/// was approved: each grant is for one (subtask, path, content) and is used once.
+/// A change refused earlier in the task (by the person, or by the editor refusing the
+/// write) is refused again at once, whatever the policy: a refusal is final for that
+/// change. With `approvals.fileChanges = "ask"` the person is asked from the tools'
+/// `authorize` step, which the registry runs before the call and outside the step
+/// timeout (as for commands): waiting for a person is never bound by a model or tool
+/// time limit. The call then writes only the content that was approved: each grant is
+/// for one (subtask, path, content) and is used once.
 #[derive(Clone)]
 pub struct ChangeReview {
     sandbox: Sandbox,
     approver: Option<Arc<dyn ApprovalHook>>,
+    /// Whether every change is asked (`fileChanges = "ask"`).
+    ask: bool,
     granted: Arc<Mutex<HashSet<Grant>>>,
 }
 
@@ -230,18 +244,42 @@ fn content_hash(text: &str) -> u64 {
 }
 
 impl ChangeReview {
-    pub fn new(sandbox: Sandbox, approver: Option<Arc<dyn ApprovalHook>>) -> ChangeReview {
+    /// `ask`: every change is asked (`fileChanges = "ask"`); otherwise only refusals
+    /// are remembered.
+    pub fn new(
+        sandbox: Sandbox,
+        approver: Option<Arc<dyn ApprovalHook>>,
+        ask: bool,
+    ) -> ChangeReview {
         ChangeReview {
             sandbox,
             approver,
+            ask,
             granted: Arc::new(Mutex::new(HashSet::new())),
+        }
+    }
+
+    fn request(&self, relative: &Path, after: &str, ctx: &CallContext) -> FileChangeRequest {
+        FileChangeRequest {
+            path: relative.to_path_buf(),
+            before: None,
+            after: after.to_string(),
+            subtask_id: ctx.subtask_id.clone(),
+        }
+    }
+
+    /// Remembers that writing `after` to `path` was refused (the editor refused the
+    /// write), so the same change is not tried again in this task.
+    fn refused(&self, path: &Path, after: &str, ctx: &CallContext, reason: &str) {
+        if let Some(approver) = &self.approver {
+            approver.note_refusal(&self.request(path, after, ctx), reason);
         }
     }
 
     /// Asks for `path` to become `after`; a change to the same content needs no one.
     /// An approval is remembered for the call that follows ([`ChangeReview::confirm`]).
     async fn approve(&self, path: &Path, after: &str, ctx: &CallContext) -> Result<(), ToolError> {
-        let absolute = self.sandbox.resolve(path)?;
+        let absolute = self.sandbox.resolve_for_write(path)?;
         let relative = self.sandbox.relative(&absolute);
         let before = tokio::fs::read_to_string(&absolute).await.ok();
         if before.as_deref() == Some(after) {
@@ -251,16 +289,27 @@ impl ChangeReview {
             path: relative.clone(),
             reason,
         };
+        if let Some(reason) = self
+            .approver
+            .as_ref()
+            .and_then(|a| a.refused_before(&self.request(&relative, after, ctx)))
+        {
+            return Err(ToolError::RefusedBefore {
+                path: relative.clone(),
+                reason,
+            });
+        }
+        if !self.ask {
+            return Ok(());
+        }
         let Some(approver) = &self.approver else {
             return Err(rejected(
                 "file changes need approval and no approver is connected".into(),
             ));
         };
         let request = FileChangeRequest {
-            path: relative.clone(),
             before,
-            after: after.to_string(),
-            subtask_id: ctx.subtask_id.clone(),
+            ..self.request(&relative, after, ctx)
         };
         match approver.approve_file_change(&request).await {
             ApprovalOutcome::Approved => {
@@ -272,7 +321,9 @@ impl ChangeReview {
                 Ok(())
             }
             ApprovalOutcome::Denied { reason } => {
-                Err(rejected(format!("the user declined the change: {reason}")))
+                let reason = format!("the user declined the change: {reason}");
+                approver.note_refusal(&request, &reason);
+                Err(rejected(reason))
             }
         }
     }
@@ -280,6 +331,9 @@ impl ChangeReview {
     /// Checks, in the call, that writing `after` to `path` was approved (or changes
     /// nothing), using the grant up.
     async fn confirm(&self, path: &Path, after: &str, ctx: &CallContext) -> Result<(), ToolError> {
+        if !self.ask {
+            return Ok(());
+        }
         let absolute = self.sandbox.resolve(path)?;
         let relative = self.sandbox.relative(&absolute);
         let grant = (
@@ -354,7 +408,9 @@ impl Tool for FileWrite {
             review.confirm(Path::new(path), &content, ctx).await?;
         }
         let detail = added.map(|added| format!("{} bytes; {added}", content.len()));
-        write_output(&*self.writer, Path::new(path), &content, detail).await
+        let written = write_output(&*self.writer, Path::new(path), &content, detail).await;
+        remember_refusal(self.review.as_ref(), &written, &content, ctx);
+        written
     }
 }
 
@@ -385,6 +441,18 @@ pub(crate) fn as_meant(path: &str, content: &str) -> (String, Option<String>) {
     }
     let said = (!done.is_empty()).then(|| done.join("; "));
     (content, said)
+}
+
+/// A write the editor refused is remembered, so the same change is not tried again.
+fn remember_refusal(
+    review: Option<&ChangeReview>,
+    written: &Result<ToolOutput, ToolError>,
+    content: &str,
+    ctx: &CallContext,
+) {
+    if let (Some(review), Err(ToolError::WriteRejected { path, reason })) = (review, written) {
+        review.refused(path, content, ctx, reason);
+    }
 }
 
 /// Conclave's own state (`.conclave/`: its checks, history and reports) is not the
@@ -494,7 +562,9 @@ impl Tool for FileEdit {
         if let Some(review) = &self.review {
             review.confirm(&relative, &edited, ctx).await?;
         }
-        write_output(&*self.writer, &relative, &edited, Some(detail)).await
+        let written = write_output(&*self.writer, &relative, &edited, Some(detail)).await;
+        remember_refusal(self.review.as_ref(), &written, &edited, ctx);
+        written
     }
 }
 

@@ -18,7 +18,6 @@ pub mod bash;
 pub(crate) mod edit_match;
 pub mod file;
 pub mod http;
-pub mod process_group;
 mod python_imports;
 pub mod registry;
 pub mod sandbox;
@@ -35,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::model::ToolSpec;
 use crate::recovery::{Classify, FailureKind, Severity};
 
+pub use crate::exec::HeadTail;
 pub use args::Args;
 pub use bash::{
     ApprovalHook, ApprovalOutcome, BashSettings, CommandApprovalRequest, FileChangeRequest,
@@ -153,6 +153,14 @@ pub enum ToolError {
     CommandDenied { command: String, reason: String },
     #[error("the change to {} was rejected: {reason}", path.display())]
     WriteRejected { path: PathBuf, reason: String },
+    /// The same change (path and content) was refused earlier in the task; it is not
+    /// shown to anyone again.
+    #[error("this exact change to {} was refused earlier in this task ({reason}); it is not proposed again", path.display())]
+    RefusedBefore { path: PathBuf, reason: String },
+    /// The editor refused to give the file's text (ACP `fs/read_text_file` answered
+    /// with an error): it is not read from disk behind its back.
+    #[error("the editor refused to let {} be read: {reason}", path.display())]
+    ReadRefused { path: PathBuf, reason: String },
     #[error("HTTP request failed: {message}")]
     HttpTransport { message: String, connect: bool },
     #[error("HTTP {status}\n{body}")]
@@ -198,6 +206,20 @@ impl From<WriteError> for ToolError {
     }
 }
 
+impl ToolError {
+    /// Whether a person or the editor refused the call: final, never to be retried as
+    /// it was.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            ToolError::CommandDenied { .. }
+                | ToolError::WriteRejected { .. }
+                | ToolError::RefusedBefore { .. }
+                | ToolError::ReadRefused { .. }
+        )
+    }
+}
+
 /// How tool failures climb the recovery ladder. The guiding question is "would the
 /// same call, repeated, succeed?" and "is a person's decision involved?":
 ///
@@ -214,7 +236,9 @@ impl Classify for ToolError {
         match self {
             ToolError::OutsideWorkspace(_)
             | ToolError::CommandDenied { .. }
-            | ToolError::WriteRejected { .. } => Severity::Critical,
+            | ToolError::WriteRejected { .. }
+            | ToolError::RefusedBefore { .. }
+            | ToolError::ReadRefused { .. } => Severity::Critical,
             ToolError::Io { kind, .. } if *kind == io::ErrorKind::PermissionDenied => {
                 Severity::Critical
             }
@@ -269,6 +293,8 @@ impl Classify for ToolError {
             ToolError::CommandFailed { .. } => "command_failed",
             ToolError::CommandDenied { .. } => "command_denied",
             ToolError::WriteRejected { .. } => "write_rejected",
+            ToolError::RefusedBefore { .. } => "refused_before",
+            ToolError::ReadRefused { .. } => "read_refused",
             ToolError::HttpTransport { .. } => "http_transport",
             ToolError::HttpStatus { .. } => "http_status",
             ToolError::Cancelled => "cancelled",
@@ -279,7 +305,9 @@ impl Classify for ToolError {
         match self {
             ToolError::OutsideWorkspace(_)
             | ToolError::CommandDenied { .. }
-            | ToolError::WriteRejected { .. } => FailureKind::Permission,
+            | ToolError::WriteRejected { .. }
+            | ToolError::RefusedBefore { .. }
+            | ToolError::ReadRefused { .. } => FailureKind::Permission,
             ToolError::Io { kind, .. } if *kind == io::ErrorKind::PermissionDenied => {
                 FailureKind::Permission
             }
@@ -294,71 +322,6 @@ impl Classify for ToolError {
             ToolError::Cancelled => FailureKind::Cancelled,
             _ => FailureKind::Tool,
         }
-    }
-}
-
-/// Keeps the first and last `limit / 2` bytes of a stream and counts what fell between,
-/// so long output costs bounded memory and the model still sees how it began and ended.
-#[derive(Debug)]
-pub struct HeadTail {
-    limit: usize,
-    head: Vec<u8>,
-    tail: std::collections::VecDeque<u8>,
-    total: u64,
-}
-
-impl HeadTail {
-    pub fn new(limit: usize) -> HeadTail {
-        HeadTail {
-            limit,
-            head: Vec::new(),
-            tail: std::collections::VecDeque::new(),
-            total: 0,
-        }
-    }
-
-    pub fn push(&mut self, mut bytes: &[u8]) {
-        self.total += bytes.len() as u64;
-        let head_room = (self.limit / 2 + self.limit % 2).saturating_sub(self.head.len());
-        let into_head = head_room.min(bytes.len());
-        self.head.extend_from_slice(&bytes[..into_head]);
-        bytes = &bytes[into_head..];
-        let tail_limit = self.limit / 2;
-        if bytes.len() >= tail_limit {
-            self.tail.clear();
-            self.tail.extend(&bytes[bytes.len() - tail_limit..]);
-        } else {
-            let overflow = (self.tail.len() + bytes.len()).saturating_sub(tail_limit);
-            self.tail.drain(..overflow);
-            self.tail.extend(bytes);
-        }
-    }
-
-    pub fn total(&self) -> u64 {
-        self.total
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.total == 0
-    }
-
-    /// The kept text, with a marker saying how much was cut from the middle.
-    pub fn render(&self) -> String {
-        let kept = (self.head.len() + self.tail.len()) as u64;
-        let mut text = String::from_utf8_lossy(&self.head).into_owned();
-        if self.total > kept {
-            text.push_str(&format!(
-                "\n[… {} bytes cut from the middle of {} …]\n",
-                self.total - kept,
-                self.total
-            ));
-        }
-        let (a, b) = self.tail.as_slices();
-        let mut tail = Vec::with_capacity(a.len() + b.len());
-        tail.extend_from_slice(a);
-        tail.extend_from_slice(b);
-        text.push_str(&String::from_utf8_lossy(&tail));
-        text
     }
 }
 
@@ -381,36 +344,6 @@ pub fn truncate_text(text: &str, limit: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn head_tail_keeps_both_ends_and_counts_the_cut() {
-        let mut buffer = HeadTail::new(10);
-        for chunk in [b"abc".as_slice(), b"defghij", b"klmnopqrstuvwxyz"] {
-            buffer.push(chunk);
-        }
-        assert_eq!(buffer.total(), 26);
-        let text = buffer.render();
-        assert!(text.starts_with("abcde\n"), "{text}");
-        assert!(text.ends_with("\nvwxyz"), "{text}");
-        assert!(text.contains("16 bytes cut"), "{text}");
-
-        let mut small = HeadTail::new(10);
-        small.push(b"short");
-        assert_eq!(small.render(), "short");
-        small.push(b"12345");
-        assert_eq!(small.render(), "short12345");
-    }
-
-    #[test]
-    fn head_tail_handles_many_small_pushes() {
-        let mut buffer = HeadTail::new(4);
-        for byte in b"0123456789" {
-            buffer.push(std::slice::from_ref(byte));
-        }
-        let text = buffer.render();
-        assert!(text.starts_with("01\n"), "{text}");
-        assert!(text.ends_with("\n89"), "{text}");
-    }
 
     #[test]
     fn truncation_respects_char_boundaries() {

@@ -19,7 +19,8 @@ use super::sandbox::Sandbox;
 use super::search::{Glob, Grep, SearchSettings};
 use super::writer::WorkspaceWriter;
 use super::{Args, CallContext, Tool, ToolError, ToolOutput};
-use crate::config::{CallRetryConfig, CommandPolicy, Config, FileChangePolicy};
+use crate::config::{CallRetryConfig, CommandPolicy, Config, FileChangePolicy, SandboxConfig};
+use crate::exec::{Runner, RunnerSettings};
 use crate::model::{ToolCall, ToolSpec};
 use crate::recovery::backoff::{self, Jitter, RetryListener, RetryPolicy};
 
@@ -39,6 +40,11 @@ pub struct ToolSettings {
     pub timeout_grace: Duration,
     /// `recovery.call`: how transient failures of repeatable calls are retried.
     pub call_retry: CallRetryConfig,
+    /// `[sandbox]`: how commands are confined (when the registry makes its own runner).
+    pub sandbox: SandboxConfig,
+    /// Variables no command may see besides credential-looking ones (the configured
+    /// key variables).
+    pub scrub_env: Vec<String>,
 }
 
 impl Default for ToolSettings {
@@ -52,6 +58,8 @@ impl Default for ToolSettings {
             file_changes: FileChangePolicy::Auto,
             timeout_grace: Duration::from_secs(2),
             call_retry: CallRetryConfig::default(),
+            sandbox: SandboxConfig::default(),
+            scrub_env: Vec::new(),
         }
     }
 }
@@ -59,16 +67,26 @@ impl Default for ToolSettings {
 impl ToolSettings {
     /// Defaults with the command policy and the API key variable taken from `config`.
     pub fn from_config(config: &Config) -> ToolSettings {
-        let mut settings = ToolSettings {
+        ToolSettings {
             command_policy: config.approvals.commands,
             file_changes: config.approvals.file_changes,
             call_retry: config.recovery.call.clone(),
+            sandbox: config.sandbox.clone(),
+            scrub_env: config.llm.key_variables(),
             ..ToolSettings::default()
-        };
-        if let Some(key_env) = &config.llm.api_key_env {
-            settings.bash.scrub_env.push(key_env.clone());
         }
-        settings
+    }
+
+    /// The runner's settings for a workspace.
+    pub fn runner_settings(&self, workspace: &Path) -> RunnerSettings {
+        let config = Config {
+            sandbox: self.sandbox.clone(),
+            ..Config::default()
+        };
+        RunnerSettings {
+            scrub_env: self.scrub_env.clone(),
+            ..RunnerSettings::from_config(&config, workspace)
+        }
     }
 }
 
@@ -90,13 +108,28 @@ pub struct ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// The seven built-in tools, confined to `sandbox`, writing through `writer`. With
-    /// the `ask` policies and no `approver`, commands and file changes are refused.
+    /// The seven built-in tools, confined to `sandbox`, writing through `writer`, running
+    /// commands through a runner of their own. With the `ask` policies and no
+    /// `approver`, commands and file changes are refused.
     pub fn new(
         sandbox: Sandbox,
         writer: Arc<dyn WorkspaceWriter>,
         settings: ToolSettings,
         approver: Option<Arc<dyn ApprovalHook>>,
+    ) -> ToolRegistry {
+        let runner = Runner::new(settings.runner_settings(sandbox.root()))
+            .expect("a temp directory for commands");
+        ToolRegistry::with_runner(sandbox, writer, settings, approver, runner)
+    }
+
+    /// As [`ToolRegistry::new`], running commands through `runner` (shared with the
+    /// team's checks).
+    pub fn with_runner(
+        sandbox: Sandbox,
+        writer: Arc<dyn WorkspaceWriter>,
+        settings: ToolSettings,
+        approver: Option<Arc<dyn ApprovalHook>>,
+        runner: Runner,
     ) -> ToolRegistry {
         let mut registry = ToolRegistry::empty();
         registry.timeout_grace = settings.timeout_grace;
@@ -107,8 +140,11 @@ impl ToolRegistry {
         registry.register(reader.clone());
         registry.reader = Some(reader);
         // With `fileChanges = "ask"` and no approver, changes are refused like commands.
-        let review = (settings.file_changes == FileChangePolicy::Ask)
-            .then(|| ChangeReview::new(sandbox.clone(), approver.clone()));
+        let review = Some(ChangeReview::new(
+            sandbox.clone(),
+            approver.clone(),
+            settings.file_changes == FileChangePolicy::Ask,
+        ));
         registry.register(Arc::new(FileWrite::new(writer.clone(), review.clone())));
         registry.register(Arc::new(FileEdit::new(
             sandbox.clone(),
@@ -121,6 +157,7 @@ impl ToolRegistry {
             settings.bash.clone(),
             settings.command_policy,
             approver,
+            runner,
         )));
         registry.register(Arc::new(Grep::new(
             sandbox.clone(),

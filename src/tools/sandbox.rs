@@ -30,6 +30,12 @@ pub enum EscapeReason {
     /// A symlink whose target does not exist; writing through it could create a file
     /// anywhere, so it is refused rather than followed.
     DanglingSymlink,
+    /// A write into `.git/` (whose hooks and configuration run programs) or `.conclave/`
+    /// (Conclave's own state).
+    Protected,
+    /// A write to a file with more than one name: the other may be outside the
+    /// workspace, and an editor writes in place.
+    HardLink,
 }
 
 impl EscapeReason {
@@ -41,6 +47,12 @@ impl EscapeReason {
             EscapeReason::SymlinkEscape => "a symlink on the way leads outside the workspace root",
             EscapeReason::DanglingSymlink => {
                 "it goes through a symlink whose target does not exist"
+            }
+            EscapeReason::Protected => {
+                "it is inside .git/ or .conclave/, which the team does not write"
+            }
+            EscapeReason::HardLink => {
+                "the file has other names (a hard link), which may be outside the workspace"
             }
         }
     }
@@ -70,9 +82,13 @@ impl PathOutsideWorkspace {
 }
 
 /// The workspace root, canonicalised once, and the resolution rules for paths in it.
+/// Clones share the set of withheld files.
 #[derive(Clone, Debug)]
 pub struct Sandbox {
     root: PathBuf,
+    /// Files the editor refused to let be read (ACP `fs/read_text_file` answered with
+    /// an error): neither a tool nor the team's own reading takes them from disk.
+    withheld: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
 }
 
 impl Sandbox {
@@ -85,7 +101,33 @@ impl Sandbox {
                 format!("workspace root {} is not a directory", root.display()),
             ));
         }
-        Ok(Sandbox { root })
+        Ok(Sandbox {
+            root,
+            withheld: Default::default(),
+        })
+    }
+
+    /// Withholds the file at `absolute` from every reader from now on.
+    pub fn withhold(&self, absolute: &Path) {
+        self.withheld
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(absolute.to_path_buf());
+    }
+
+    /// Whether the file at `path` (workspace-relative or absolute) was withheld.
+    pub fn is_withheld(&self, path: &Path) -> bool {
+        let withheld = self.withheld.lock().unwrap_or_else(|e| e.into_inner());
+        if withheld.is_empty() {
+            return false;
+        }
+        let absolute = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.root.join(path)
+        };
+        withheld.contains(&absolute)
+            || std::fs::canonicalize(&absolute).is_ok_and(|c| withheld.contains(&c))
     }
 
     /// The canonical workspace root.
@@ -151,6 +193,33 @@ impl Sandbox {
         } else {
             Err(refuse(self.classify_escape(given)))
         }
+    }
+
+    /// [`Sandbox::resolve`] for a write: also refused inside `.git/` and `.conclave/`, and
+    /// for a file that has other names (a hard link).
+    pub fn resolve_for_write(
+        &self,
+        path: impl AsRef<Path>,
+    ) -> Result<PathBuf, PathOutsideWorkspace> {
+        let given = path.as_ref();
+        let resolved = self.resolve(given)?;
+        let refuse = |reason| PathOutsideWorkspace {
+            path: given.display().to_string(),
+            reason,
+        };
+        if [".git", ".conclave"]
+            .iter()
+            .any(|dir| resolved.starts_with(self.root.join(dir)))
+        {
+            return Err(refuse(EscapeReason::Protected));
+        }
+        {
+            use std::os::unix::fs::MetadataExt;
+            if std::fs::metadata(&resolved).is_ok_and(|m| m.is_file() && m.nlink() > 1) {
+                return Err(refuse(EscapeReason::HardLink));
+            }
+        }
+        Ok(resolved)
     }
 
     /// The path relative to the root, for messages and `files_written`; the root itself

@@ -119,11 +119,12 @@ pub trait WorkspaceWriter: Send + Sync {
     async fn write_file(&self, path: &Path, content: &str) -> Result<WriteOutcome, WriteError>;
 
     /// The text of the file at `absolute` as the editor has it (unsaved changes
-    /// included), when this writer goes through an editor that can say; `None` means
-    /// "read the disk". The caller has checked the path against the root.
-    async fn read_text(&self, absolute: &Path) -> Option<String> {
+    /// included), when this writer goes through an editor that can say; `Ok(None)` means
+    /// "read the disk", `Err(why)` that the editor refused to let it be read (then it is
+    /// not read at all). The caller has checked the path against the root.
+    async fn read_text(&self, absolute: &Path) -> Result<Option<String>, String> {
         let _ = absolute;
-        None
+        Ok(None)
     }
 }
 
@@ -143,7 +144,7 @@ impl DiskWriter {
 #[async_trait]
 impl WorkspaceWriter for DiskWriter {
     async fn write_file(&self, path: &Path, content: &str) -> Result<WriteOutcome, WriteError> {
-        let absolute = self.sandbox.resolve(path)?;
+        let absolute = self.sandbox.resolve_for_write(path)?;
         let relative = self.sandbox.relative(&absolute);
         let hash = ContentHash::of(content.as_bytes());
         let bytes = content.len();

@@ -21,10 +21,13 @@ pub struct Team {
 }
 
 /// A config for tests: the default team, rules review, one call attempt (so injected
-/// errors reach the subtask ladder), and base delays of a few milliseconds.
+/// errors reach the subtask ladder), base delays of a few milliseconds, and the checks
+/// free to run the scripted code (`approvals.commands = "auto"`; the consent itself is
+/// tested in tests/security.rs).
 pub fn config() -> Config {
     let mut config = Config::default();
     config.governance.review = ReviewMode::Rules;
+    config.approvals.commands = conclave::config::CommandPolicy::Auto;
     config.recovery.call.max_attempts = 1;
     for step in [
         &mut config.recovery.severity.low,

@@ -1,7 +1,6 @@
-//! The process group a command runs in: everything it started, killed together. A
-//! timed-out or finished command must not leave processes behind (seen on the real
-//! model: a program that ran itself with `subprocess`, each copy waiting on the next;
-//! killing only the first left the chain growing until the machine ran out of memory).
+//! The process group a command runs in: everything it started, killed together, so a
+//! timed-out, cancelled or finished command leaves no process behind, and a program that
+//! keeps starting copies of itself is stopped before it exhausts the machine.
 
 /// More processes than this in one command's group at once is a runaway, stopped.
 pub const RUNAWAY_PROCESSES: usize = 64;
