@@ -152,6 +152,7 @@ fn notification_cost() {
             .collect(),
         recovery: None,
         unchecked: None,
+        parked: None,
     };
     let rounds = 100_000;
     let started = Instant::now();

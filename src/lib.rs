@@ -12,6 +12,7 @@ pub mod executor;
 pub mod lsp;
 pub mod model;
 pub mod recovery;
+pub mod redact;
 pub mod runtime;
 pub mod store;
 pub mod team;

@@ -52,6 +52,9 @@ fn main() -> ExitCode {
     // Before anything reads the API key: the commands Conclave starts cannot read it
     // back out of this process.
     conclave::exec::confine::protect_own_process();
+    // Every credential-looking value in the environment is redacted from logs, the
+    // store, reports, prompts and editors from the first line on.
+    conclave::redact::register_environment(&[]);
     let args = Args::parse();
     // Commands that draw progress on stderr keep the log to warnings unless RUST_LOG says.
     let level = match args.command {

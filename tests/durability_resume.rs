@@ -225,3 +225,77 @@ async fn a_cleanly_stopped_run_resumes_with_a_new_team() {
     );
     engine_b.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_task_with_an_owner_stays_parked_after_a_restart_until_its_owner_claims_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let owner = "acp:session-one";
+    let engine_a = engine(
+        dir.path(),
+        json!([plan(&["Create p.txt"]), { "match": "Create p.txt", "error": "unauthorized" }]),
+    )
+    .await;
+    let mut events = engine_a.subscribe();
+    let task = engine_a
+        .submit(SubmitTask {
+            description: "Create p.txt".into(),
+            owner: Some(owner.into()),
+            ..SubmitTask::default()
+        })
+        .unwrap();
+    while !matches!(
+        events.recv().await.unwrap(),
+        RuntimeEvent::ApprovalRequested(_)
+    ) {}
+    engine_a.shutdown().await;
+    drop(engine_a);
+
+    let [p1, p2] = writes("Create p.txt", "p.txt", "p\n");
+    let engine_b = engine(dir.path(), json!([p1, p2])).await;
+    let parked = engine_b.task(&task.to_string()).unwrap().summary;
+    assert!(!parked.status.is_finished());
+    assert_eq!(
+        parked.parked.as_deref(),
+        Some("waiting for the ACP session session-one to be loaded again"),
+        "listed as parked"
+    );
+    assert!(
+        parked
+            .subtasks
+            .iter()
+            .all(|s| s.status != SubtaskStatus::Running),
+        "nothing runs for it"
+    );
+    assert!(
+        engine_b.claim("acp:another-session").is_empty(),
+        "only its owner can claim it"
+    );
+    assert!(!dir.path().join("p.txt").exists());
+
+    assert_eq!(engine_b.claim(owner), vec![task]);
+    assert!(
+        engine_b
+            .task(&task.to_string())
+            .unwrap()
+            .summary
+            .parked
+            .is_none()
+    );
+    if let Some(approval) = engine_b.approvals().pop() {
+        engine_b
+            .resolve_approval(
+                &approval.approval_id.to_string(),
+                ApprovalAnswer::new(ApprovalChoice::Retry),
+            )
+            .unwrap();
+    }
+    assert_eq!(
+        engine_b.wait_for(task).await.unwrap().status,
+        TaskStatus::Completed
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("p.txt")).unwrap(),
+        "p\n"
+    );
+    engine_b.shutdown().await;
+}

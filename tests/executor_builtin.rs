@@ -391,8 +391,8 @@ async fn the_description_is_sent_verbatim_with_rules_and_tools() {
             "bash",
             "grep",
             "glob",
-            "http_request"
-        ]
+        ],
+        "http_request is offered only with sandbox.network = true"
     );
     assert_eq!(first.max_tokens, 1024);
 }
@@ -429,7 +429,7 @@ async fn small_model_habits_are_handled() {
         results[1].0.contains("unknown tool `read_file`")
             && results[1]
                 .0
-                .contains("file_read, file_write, file_edit, bash, grep, glob, http_request"),
+                .contains("file_read, file_write, file_edit, bash, grep, glob"),
         "{}",
         results[1].0
     );

@@ -130,3 +130,128 @@ async fn an_approval_whose_task_is_cancelled_is_withdrawn_from_the_editor_with_a
     );
     assert_eq!(server.shutdown_and_exit().await.code(), Some(0));
 }
+
+/// Answers every approval the server asks until task `task` ends with `status`:
+/// `answer(approval)` picks the decision. Returns the approvals asked, in order.
+async fn answer_until(
+    server: &mut Server,
+    task: &str,
+    status: &str,
+    answer: impl Fn(&Value) -> &'static str,
+) -> Vec<Value> {
+    let mut asked = Vec::new();
+    loop {
+        let message = server
+            .wait_for("an approval or the task's end", |m| {
+                (m.get("id").is_some() && m["method"] == "conclave/requestApproval")
+                    || (m["method"] == "conclave/taskUpdated"
+                        && m["params"]["task"]["taskId"] == task
+                        && m["params"]["task"]["status"] == status)
+            })
+            .await;
+        if message["method"] == "conclave/taskUpdated" {
+            return asked;
+        }
+        let approval = message["params"].clone();
+        let decision = answer(&approval);
+        server
+            .respond(message["id"].clone(), json!({ "decision": decision }))
+            .await;
+        asked.push(approval);
+    }
+}
+
+#[tokio::test]
+async fn the_checks_ask_once_before_running_the_tasks_code_and_a_no_leaves_it_unchecked() {
+    let test = "import pathlib\npathlib.Path('ran.txt').write_text('x')\nfrom probe import double\n\n\
+                def test_double():\n    assert double(2) == 4\n";
+    let ws = Workspace::scripted(
+        script(vec![
+            plan(&["Write probe.py and test_probe.py"]),
+            json!({ "match": "Write probe.py", "toolCalls": [
+                { "name": "file_write", "arguments": { "path": "probe.py", "content": "def double(x):\n    return 2 * x\n" } },
+                { "name": "file_write", "arguments": { "path": "test_probe.py", "content": test } },
+            ] }),
+            json!({ "text": "Wrote both.", "repeat": true }),
+        ]),
+        "",
+    );
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(approvals_only(), json!({})).await;
+    let task = server.submit("Write probe.py and test_probe.py").await;
+    let asked = answer_until(&mut server, &task, "completed", |_| "reject").await;
+
+    assert_eq!(
+        asked.len(),
+        1,
+        "one question for the task's checks: {asked:?}"
+    );
+    assert_eq!(asked[0]["kind"], "command");
+    assert_eq!(
+        asked[0]["title"],
+        "Run the team's checks on this task's code?"
+    );
+    let command = asked[0]["command"].as_str().unwrap();
+    assert!(
+        command.contains("python3"),
+        "what will run is shown: {command}"
+    );
+    assert!(
+        asked[0]["detail"].as_str().unwrap().contains("sandbox") || !cfg!(target_os = "linux"),
+        "how it is confined is shown: {}",
+        asked[0]["detail"]
+    );
+    assert!(ws.read("ran.txt").is_none(), "nothing the model wrote ran");
+    let detail = server
+        .call("conclave/getTask", json!({ "taskId": task }))
+        .await;
+    let unchecked = detail["unchecked"].as_str().unwrap_or_default();
+    assert!(
+        unchecked.starts_with("not checked: running code was refused"),
+        "{detail}"
+    );
+    assert!(
+        detail["result"].as_str().unwrap().contains("Not checked"),
+        "{detail}"
+    );
+}
+
+#[tokio::test]
+async fn a_rejected_change_is_not_proposed_again_in_its_task() {
+    let write =
+        json!({ "name": "file_write", "arguments": { "path": "r.txt", "content": "rejected\n" } });
+    let ws = Workspace::scripted(
+        script(vec![
+            plan(&["Write r.txt"]),
+            // The model tries the same change again, as small models do.
+            json!({ "match": "Write r.txt", "toolCalls": [write.clone()] }),
+            json!({ "match": "declined the change", "toolCalls": [write.clone()] }),
+            json!({ "match": "refused earlier", "toolCalls": [write] }),
+            json!({ "text": "I could not write r.txt: it was refused.", "repeat": true }),
+        ]),
+        "[approvals]\nfileChanges = \"ask\"\n",
+    );
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(approvals_only(), json!({})).await;
+    let task = server.submit("Write r.txt").await;
+    let asked = answer_until(&mut server, &task, "failed", |approval| {
+        if approval["kind"] == "fileChange" {
+            "reject"
+        } else {
+            "abort"
+        }
+    })
+    .await;
+    let changes: Vec<&Value> = asked.iter().filter(|a| a["kind"] == "fileChange").collect();
+    assert_eq!(changes.len(), 1, "the same diff is shown once: {asked:?}");
+    assert!(ws.read("r.txt").is_none());
+    let detail = server
+        .call("conclave/getTask", json!({ "taskId": task }))
+        .await;
+    let errors = detail["errors"].to_string();
+    assert!(errors.contains("\"kind\":\"refused\""), "{errors}");
+    assert!(
+        errors.contains("refused") || errors.contains("declined"),
+        "{errors}"
+    );
+}

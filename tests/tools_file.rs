@@ -360,7 +360,7 @@ async fn arguments_sent_as_a_json_string_work() {
     let message = unknown.to_string();
     assert!(message.contains("unknown tool `file_delete`"), "{message}");
     assert!(
-        message.contains("file_read, file_write, file_edit, bash, grep, glob, http_request"),
+        message.contains("file_read, file_write, file_edit, bash, grep, glob"),
         "{message}"
     );
     // A case slip is forgiven.

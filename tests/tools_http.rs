@@ -21,6 +21,10 @@ fn registry(root: &Path, http: HttpSettings) -> ToolRegistry {
         writer,
         ToolSettings {
             http,
+            sandbox: conclave::config::SandboxConfig {
+                network: true,
+                ..Default::default()
+            },
             ..ToolSettings::default()
         },
         None,

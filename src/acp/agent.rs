@@ -7,7 +7,7 @@
 //! `_meta.conclave` of `session/new` or `initialize`), and the store in
 //! `.conclave/conclave.db`. Later sessions on the same workspace share that team.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::Mutex as AsyncMutex;
 
-use super::fs::{ClientFsWriter, WritingSession};
+use super::fs::{ClientFsWriter, SessionOfWork};
 use super::rpc::{self, Incoming, Peer, RpcError};
 use super::session::{Session, SessionFile};
 use super::wire::{
@@ -27,12 +27,16 @@ use crate::engine::{Engine, EngineError, EngineSetup};
 use crate::lsp::{Holder, LockError, WorkspaceLock};
 use crate::store::Store;
 
+/// How a task's owner names an ACP session (`acp:<session id>`).
+pub const OWNER_PREFIX: &str = "acp:";
+
 /// One workspace's team, shared by its sessions.
 pub struct Workspace {
     pub root: PathBuf,
     pub engine: Arc<Engine>,
-    /// The session whose files are being written, for `fs/write_text_file`.
-    pub writing: WritingSession,
+    /// The sessions open in this connection: a task's files go out under its own
+    /// session only while it is open here.
+    pub open: Arc<Mutex<HashSet<String>>>,
     _lock: WorkspaceLock,
 }
 
@@ -190,7 +194,19 @@ impl Agent {
         setup.store = Some(store);
         setup.mode = "acp".into();
         let engine = Engine::start(setup).await.map_err(engine_error)?;
-        let writing: WritingSession = Arc::new(Mutex::new(None));
+        let open: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let session_of: SessionOfWork = {
+            let engine = Arc::downgrade(&engine);
+            let open = open.clone();
+            Arc::new(move || {
+                let owner = engine.upgrade()?.owner_of_current_work()?;
+                let session = owner.strip_prefix(OWNER_PREFIX)?;
+                open.lock()
+                    .expect("open sessions")
+                    .contains(session)
+                    .then(|| session.to_string())
+            })
+        };
         let fs = self.client.lock().expect("client").fs;
         let writes = fs.write_text_file && engine.config().writes == WriteMode::ApplyEdit;
         if writes || fs.read_text_file {
@@ -202,7 +218,7 @@ impl Agent {
             engine.set_writer(ClientFsWriter::new(
                 self.peer.clone(),
                 sandbox,
-                writing.clone(),
+                session_of,
                 timeout,
                 (writes, fs.read_text_file),
             ));
@@ -224,7 +240,7 @@ impl Agent {
         let workspace = Arc::new(Workspace {
             root: root.clone(),
             engine,
-            writing,
+            open,
             _lock: lock,
         });
         workspaces.insert(root, workspace.clone());

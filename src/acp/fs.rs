@@ -4,10 +4,11 @@
 //! `file_read` and `file_edit` tools) go through `fs/read_text_file` when the client
 //! offers that, so the agents see unsaved buffers.
 //!
-//! The request names a session: the one whose prompt is running on this workspace
-//! (the last one that prompted). As with applyEdit, the same content is then made sure
-//! of on disk (a no-op when the editor saved it), because the agents' commands and tests
-//! read the disk.
+//! The request names a session: the one the task doing the write belongs to, while it
+//! is open in this connection; a write for a task whose session is not open goes to the
+//! disk, never out under another session. As with applyEdit, the same content is then
+//! made sure of on disk (a no-op when the editor saved it), because the agents' commands
+//! and tests read the disk.
 //!
 //! An error answer is the client's word: a refusal. A refused write is not written, and
 //! a refused read is not read from disk instead; the file is withheld from every reader
@@ -16,7 +17,7 @@
 //! and that is logged; no session to name does too.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -25,14 +26,15 @@ use super::rpc::{METHOD_NOT_FOUND, Peer, RpcError};
 use super::wire::{ReadTextFileRequest, WriteTextFileRequest};
 use crate::tools::{DiskWriter, Sandbox, WorkspaceWriter, WriteError, WriteOutcome, WriteStatus};
 
-/// The session files are written for, shared with the workspace.
-pub type WritingSession = Arc<Mutex<Option<String>>>;
+/// The open session the current work belongs to (from the task the calling code runs
+/// for), if any.
+pub type SessionOfWork = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
 pub struct ClientFsWriter {
     peer: Arc<Peer>,
     sandbox: Sandbox,
     disk: DiskWriter,
-    session: WritingSession,
+    session_of: SessionOfWork,
     timeout: Duration,
     /// What the client offers: `fs.writeTextFile` (and `writes = "applyEdit"`),
     /// `fs.readTextFile`.
@@ -44,7 +46,7 @@ impl ClientFsWriter {
     pub fn new(
         peer: Arc<Peer>,
         sandbox: Sandbox,
-        session: WritingSession,
+        session_of: SessionOfWork,
         timeout: Duration,
         (writes, reads): (bool, bool),
     ) -> Arc<ClientFsWriter> {
@@ -52,7 +54,7 @@ impl ClientFsWriter {
             peer,
             disk: DiskWriter::new(sandbox.clone()),
             sandbox,
-            session,
+            session_of,
             timeout,
             writes,
             reads,
@@ -67,12 +69,7 @@ impl WorkspaceWriter for ClientFsWriter {
         let absolute = self.sandbox.resolve_for_write(path)?;
         let relative = self.sandbox.relative(&absolute);
         let before = tokio::fs::read_to_string(&absolute).await.ok();
-        let session = self
-            .session
-            .lock()
-            .expect("writing session")
-            .clone()
-            .filter(|_| self.writes);
+        let session = (self.session_of)().filter(|_| self.writes);
         let (Some(session), false) = (session, before.as_deref() == Some(content)) else {
             // Not offered, nothing to change, or no session to name: the disk writer.
             return self.disk.write_file(&relative, content).await;
@@ -122,7 +119,7 @@ impl WorkspaceWriter for ClientFsWriter {
         if !self.reads {
             return Ok(None);
         }
-        let Some(session) = self.session.lock().expect("writing session").clone() else {
+        let Some(session) = (self.session_of)() else {
             return Ok(None);
         };
         let request = ReadTextFileRequest {

@@ -188,10 +188,11 @@ impl Peer {
         (peer, writer)
     }
 
+    /// Queues `message` for the client, every secret in it redacted (`crate::redact`).
     fn send(&self, message: Value) {
         match serde_json::to_string(&message) {
             Ok(line) => {
-                let _ = self.out.send(line);
+                let _ = self.out.send(crate::redact::string(line));
             }
             Err(e) => tracing::error!("a message could not be encoded: {e}"),
         }

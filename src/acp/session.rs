@@ -156,12 +156,20 @@ pub struct Session {
     asked: Mutex<HashSet<Uuid>>,
     asking: Mutex<HashMap<Uuid, JoinHandle<()>>>,
     notices: bool,
+    /// Whether this session was told that commands are not confined as configured.
+    warned: AtomicBool,
     /// Cancelled when the session is closed or the connection ends.
     closed: CancellationToken,
 }
 
 impl Session {
+    /// The session, open in this connection: its tasks' files go out under it.
     pub fn open(agent: &Agent, workspace: Arc<Workspace>, file: SessionFile) -> Arc<Session> {
+        workspace
+            .open
+            .lock()
+            .expect("open sessions")
+            .insert(file.session_id.clone());
         Arc::new(Session {
             id: file.session_id.clone(),
             workspace,
@@ -174,6 +182,7 @@ impl Session {
             asked: Mutex::new(HashSet::new()),
             asking: Mutex::new(HashMap::new()),
             notices: agent.notices(),
+            warned: AtomicBool::new(false),
             closed: agent.peer().closed.child_token(),
         })
     }
@@ -212,10 +221,11 @@ impl Session {
         for (_, asking) in self.asking.lock().expect("asking").drain() {
             asking.abort();
         }
-        let mut writing = self.workspace.writing.lock().expect("writing");
-        if writing.as_deref() == Some(self.id.as_str()) {
-            *writing = None;
-        }
+        self.workspace
+            .open
+            .lock()
+            .expect("open sessions")
+            .remove(&self.id);
     }
 
     /// `session/cancel`: the running task is cancelled and its prompt answers
@@ -267,11 +277,13 @@ impl Session {
             }
         }
         let (request, title) = self.task_for(&prompt)?;
+        if let Some(warning) = engine.sandbox_warning()
+            && !self.warned.swap(true, Ordering::SeqCst)
+        {
+            self.send(SessionUpdate::agent_text(format!("⚠ {warning}\n\n")));
+        }
         // Subscribed before submitting, so nothing the task does is missed.
         let events = engine.subscribe();
-        // Named before the task starts: a fast first write (a scripted model, a cached
-        // answer) went to the disk instead of the editor while no session was named.
-        *self.workspace.writing.lock().expect("writing") = Some(self.id.clone());
         let task = engine.submit(request).map_err(engine_error)?;
         *self.running.lock().expect("running") = Some(task);
         {
@@ -372,6 +384,7 @@ impl Session {
                     selection: None,
                 },
                 options: Default::default(),
+                owner: Some(format!("{}{}", super::agent::OWNER_PREFIX, self.id)),
             },
             title,
         ))
@@ -446,7 +459,8 @@ impl Session {
         let Some(task) = unfinished else { return };
         tracing::info!(task = %task, session = %self.id, "following the resumed task");
         *self.running.lock().expect("running") = Some(task);
-        *self.workspace.writing.lock().expect("writing") = Some(self.id.clone());
+        // Parked since the restart until this session came back: it runs again now.
+        engine.claim(&format!("{}{}", super::agent::OWNER_PREFIX, self.id));
         let session = self.clone();
         tokio::spawn(async move {
             session.follow(task, events, true).await;

@@ -511,6 +511,7 @@ mod tests {
             subtasks,
             recovery: None,
             unchecked: None,
+            parked: None,
         }
     }
 

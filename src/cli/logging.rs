@@ -19,8 +19,9 @@ pub fn init(
 ) -> anyhow::Result<()> {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
+    // Every line is redacted on its way out (`conclave::redact`).
     let stderr = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(|| conclave::redact::Writer::new(std::io::stderr()))
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false);
     let file = match log_file {
@@ -30,9 +31,10 @@ pub fn init(
                 .append(true)
                 .open(path)
                 .map_err(|e| anyhow::anyhow!("cannot open log file {}: {e}", path.display()))?;
+            let file = std::sync::Arc::new(Mutex::new(file));
             Some(
                 tracing_subscriber::fmt::layer()
-                    .with_writer(Mutex::new(file))
+                    .with_writer(move || conclave::redact::Writer::new(SharedFile(file.clone())))
                     .with_ansi(false),
             )
         }
@@ -45,4 +47,17 @@ pub fn init(
         .with(client)
         .try_init()?;
     Ok(())
+}
+
+/// The log file, locked for each write.
+struct SharedFile(std::sync::Arc<Mutex<std::fs::File>>);
+
+impl std::io::Write for SharedFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).flush()
+    }
 }

@@ -520,7 +520,7 @@ impl Display {
             self.drawn = 0;
             self.dirty = true;
         }
-        let _ = writeln!(err, "{text}");
+        let _ = writeln!(err, "{}", conclave::redact::text(&text));
         let _ = err.flush();
     }
 
@@ -570,7 +570,7 @@ impl Display {
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "{}", clear_sequence(self.drawn));
         for line in &block {
-            let _ = writeln!(err, "{line}");
+            let _ = writeln!(err, "{}", conclave::redact::text(line));
         }
         let _ = err.flush();
         self.drawn = block.len();

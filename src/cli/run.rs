@@ -77,6 +77,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Ok(engine) => engine,
         Err(code) => return Ok(code),
     };
+    if let Some(warning) = engine.sandbox_warning() {
+        eprintln!("conclave: warning: {warning}");
+    }
     let live = std::io::stderr().is_terminal();
     let session = Session::new(engine.clone(), store.clone(), args.approve, live);
     let finished = match session.run(&args.task).await {
@@ -142,9 +145,9 @@ pub async fn conclude(
     }
     text.push_str(&super::summary::steps(&finished, style));
     text.push_str(&super::summary::render(&mut finished, style));
-    eprint!("{text}");
+    eprint!("{}", conclave::redact::text(&text));
     if let Some(result) = &finished.detail.result {
-        println!("{result}");
+        println!("{}", conclave::redact::text(result));
     }
     let ok = finished.all_completed();
     if !ok {

@@ -91,7 +91,7 @@ impl Session {
             .engine
             .tasks()
             .into_iter()
-            .filter(|t| !t.status.is_finished())
+            .filter(|t| !t.status.is_finished() && t.parked.is_none())
             .find(|t| {
                 self.engine
                     .task(&t.task_id.to_string())

@@ -44,6 +44,10 @@ pub fn render(finished: &mut Finished, style: Style) -> String {
     };
     let _ = writeln!(out, "\n{}", style.bold("Summary"));
     let _ = writeln!(out, "  Task: \"{}\" — {status}", clip(&summary.title, 90));
+    // Work nobody could run is said to be unchecked, plainly and at the top.
+    if let Some(why) = &summary.unchecked {
+        let _ = writeln!(out, "  {} {why}", style.yellow("!"));
+    }
     let _ = writeln!(
         out,
         "  Subtasks: {completed} completed, {failed} failed{}{} (of {total})",

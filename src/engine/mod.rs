@@ -24,6 +24,7 @@ use crate::executor::Executor;
 use crate::executor::breaker::BreakerExecutor;
 use crate::executor::builtin::{BuiltinExecutor, BuiltinSettings};
 use crate::executor::pi::PiExecutor;
+use crate::model::redacting::RedactingModel;
 use crate::model::resilient::ResilientModel;
 use crate::model::{ModelError, ModelProvider};
 use crate::recovery::event::EventScope;
@@ -41,6 +42,14 @@ use crate::team::{
 };
 use crate::tools::{DiskWriter, Sandbox, ToolRegistry, ToolSettings, WorkspaceWriter};
 
+/// "the ACP session 1f2e…" for `acp:1f2e…`.
+fn describe_owner(owner: &str) -> String {
+    match owner.split_once(':') {
+        Some(("acp", session)) => format!("the ACP session {session}"),
+        _ => owner.to_string(),
+    }
+}
+
 /// What `submit` takes (docs/protocol.md `conclave/submitTask`).
 #[derive(Clone, Debug, Default)]
 pub struct SubmitTask {
@@ -48,6 +57,9 @@ pub struct SubmitTask {
     pub title: Option<String>,
     pub context: TaskContext,
     pub options: TaskOptions,
+    /// Who the task's work belongs to (`acp:<session id>`): after a restart it stays
+    /// parked until its owner claims it ([`Engine::claim`]). `None`: anyone's.
+    pub owner: Option<String>,
 }
 
 /// How to start an engine.
@@ -106,6 +118,8 @@ impl Engine {
             EngineError::Internal(format!("workspace {}: {e}", workspace.display()))
         })?;
         let sandbox = Sandbox::new(&workspace).map_err(|e| EngineError::Internal(e.to_string()))?;
+        // The keys this configuration names are secrets wherever they might show up.
+        crate::redact::register_environment(&config.llm.key_variables());
         let runtime = Runtime::new(config.clone(), store.clone());
         let tasks = Tasks::new(runtime.events.clone(), store.clone());
         let approvals = Approvals::new(runtime.events.clone(), store.clone());
@@ -114,7 +128,12 @@ impl Engine {
             .map(Ok)
             .unwrap_or_else(|| crate::model::from_config(&config.llm, &workspace))
         {
-            Ok(provider) => (Some(resilient(provider, &config, &runtime)), None),
+            // Redaction sits next to the network: nothing a retry or a decorator adds
+            // gets past it.
+            Ok(provider) => {
+                let provider: Arc<dyn ModelProvider> = Arc::new(RedactingModel::new(provider));
+                (Some(resilient(provider, &config, &runtime)), None)
+            }
             Err(ModelError::NotConfigured { message }) => {
                 tracing::info!(
                     "no model configured: tasks will be refused until one is ({message})"
@@ -286,6 +305,19 @@ impl Engine {
             engine.services.approvals.restore(approval);
         }
         for id in resumed {
+            // A task with an owner waits for it: nothing it does may go out under
+            // anyone else (an ACP session's writes name the session).
+            let owner = engine.services.tasks.get(id).and_then(|t| t.owner);
+            if let Some(owner) = owner {
+                tracing::info!(task = %id, %owner, "an unfinished task stays parked until its owner comes back");
+                engine.services.tasks.update(id, |t| {
+                    t.parked = Some(format!(
+                        "waiting for {} to be loaded again",
+                        describe_owner(&owner)
+                    ));
+                });
+                continue;
+            }
             tracing::info!(task = %id, "resuming an unfinished task from its last checkpoint");
             if let Err(e) = engine.dispatch(id) {
                 tracing::error!(task = %id, "could not resume: {e}");
@@ -294,8 +326,43 @@ impl Engine {
         Ok(engine)
     }
 
+    /// The owner of the task the calling code works for (the task or subtask of the
+    /// usage scope it runs in), if that task has one.
+    pub fn owner_of_current_work(&self) -> Option<String> {
+        let scope = crate::runtime::usage::current_scope()?;
+        let task = scope
+            .task
+            .or_else(|| scope.subtask.and_then(|s| self.services.tasks.task_of(s)))?;
+        self.services.tasks.get(task)?.owner
+    }
+
+    /// Resumes the parked tasks that belong to `owner` (its session was loaded again);
+    /// returns them.
+    pub fn claim(&self, owner: &str) -> Vec<TaskId> {
+        let mut parked = Vec::new();
+        self.services.tasks.visit(|t| {
+            if t.parked.is_some() && t.owner.as_deref() == Some(owner) {
+                parked.push(t.id);
+            }
+        });
+        for &id in &parked {
+            self.services.tasks.update(id, |t| t.parked = None);
+            tracing::info!(task = %id, owner, "resuming a parked task: its owner is back");
+            if let Err(e) = self.dispatch(id) {
+                tracing::error!(task = %id, "could not resume: {e}");
+            }
+        }
+        parked
+    }
+
     pub fn workspace(&self) -> &Path {
         &self.services.workspace
+    }
+
+    /// What people must be told about how commands run, when they are not confined as
+    /// configured (no Landlock): `None` when they are.
+    pub fn sandbox_warning(&self) -> Option<String> {
+        self.services.runner.warning()
     }
 
     /// The workspace's path rules, shared with the team (clones share what is
@@ -350,7 +417,9 @@ impl Engine {
             .title
             .filter(|t| !t.trim().is_empty())
             .unwrap_or_else(|| title_from(&request.description));
-        let record = TaskRecord::new(title, request.description, request.context, request.options);
+        let mut record =
+            TaskRecord::new(title, request.description, request.context, request.options);
+        record.owner = request.owner;
         let id = record.id;
         self.services.tasks.insert(record);
         self.dispatch(id)?;

@@ -163,7 +163,7 @@ impl Classify for ExecutorError {
             ExecutorError::Cancelled => FailureKind::Cancelled,
             ExecutorError::Process(_) => FailureKind::Internal,
             ExecutorError::NoProgress(_) => FailureKind::NoProgress,
-            ExecutorError::Refused(_) => FailureKind::Permission,
+            ExecutorError::Refused(_) => FailureKind::Refused,
             ExecutorError::NotInstalled(_) => FailureKind::InvalidConfig,
             ExecutorError::Crashed(_) => FailureKind::ExecutorCrashed,
             ExecutorError::Unresponsive(_) => FailureKind::Timeout,

@@ -254,6 +254,7 @@ impl Backend {
                         .and_then(|sel| serde_json::to_value(sel).ok()),
                 },
                 options: params.options.unwrap_or_default(),
+                owner: None,
             })
             .map_err(engine_error)?;
         s.bridge.track_progress(id, params.work_done_token);
@@ -423,6 +424,11 @@ impl LanguageServer for Backend {
                     client.log_message(typ, line.text).await;
                 }
             });
+        }
+        if let Some(warning) = s.engine.sandbox_warning() {
+            self.client
+                .show_message(MessageType::WARNING, format!("Conclave: {warning}"))
+                .await;
         }
         if self.announce_state_dir.swap(false, Ordering::SeqCst) {
             self.client

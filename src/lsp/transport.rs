@@ -172,8 +172,10 @@ fn invalid_request(id: Option<Value>, e: serde_json::Error) -> Response {
     )
 }
 
+/// A frame for the editor: every secret in it redacted (`crate::redact`).
 fn encode<T: serde::Serialize>(message: &T) -> Vec<u8> {
-    let body = serde_json::to_vec(message).unwrap_or_else(|_| b"null".to_vec());
+    let body = serde_json::to_string(message).unwrap_or_else(|_| "null".to_string());
+    let body = crate::redact::string(body).into_bytes();
     let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
     frame.extend_from_slice(&body);
     frame

@@ -251,6 +251,7 @@ mod tests {
             }],
             recovery: None,
             unchecked: None,
+            parked: None,
         }
     }
 

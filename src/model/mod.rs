@@ -19,6 +19,7 @@ mod error;
 pub mod factory;
 pub mod http;
 pub mod openai;
+pub mod redacting;
 pub mod resilient;
 pub mod scripted;
 pub mod sse;

@@ -35,8 +35,11 @@ pub enum FailureKind {
     ContextOverflow,
     /// Credentials refused (HTTP 401).
     Auth,
-    /// Not allowed: HTTP 403, a sandbox boundary, a denied command or change.
+    /// Not allowed: HTTP 403, a sandbox boundary.
     Permission,
+    /// A person or the editor said no: a rejected change, a denied command, a refused
+    /// read. Final: never retried, never asked again.
+    Refused,
     /// A spend or quota limit was reached.
     QuotaExceeded,
     /// Configuration that cannot work (no model configured, a bad setting).
@@ -85,6 +88,7 @@ impl FailureKind {
             FailureKind::ContextOverflow => "context_overflow",
             FailureKind::Auth => "auth",
             FailureKind::Permission => "permission",
+            FailureKind::Refused => "refused",
             FailureKind::QuotaExceeded => "quota_exceeded",
             FailureKind::InvalidConfig => "invalid_config",
             FailureKind::Cancelled => "cancelled",
@@ -115,6 +119,7 @@ impl FailureKind {
             FailureKind::Timeout
             | FailureKind::ContextOverflow
             | FailureKind::NoProgress
+            | FailureKind::Refused
             | FailureKind::PlanVetoed
             | FailureKind::DecisionExpired
             | FailureKind::ProviderOutage
@@ -158,6 +163,7 @@ impl FailureKind {
             self,
             FailureKind::Auth
                 | FailureKind::Permission
+                | FailureKind::Refused
                 | FailureKind::QuotaExceeded
                 | FailureKind::InvalidConfig
                 | FailureKind::Cancelled

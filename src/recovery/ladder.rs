@@ -11,6 +11,8 @@
 //!   waits for the provider, costing no attempt, no takeover and no escalation, until
 //!   `recovery.providerPatienceMs` of waiting is spent; then it ends as a
 //!   `provider_outage` that a retry or a re-run resumes;
+//! - a refusal (a person or the editor said no) ends the subtask at once: asking again
+//!   would be working around the answer;
 //! - fatal failures (auth, permission, quota, invalid configuration) are never retried:
 //!   they go to the top layer and the person;
 //! - anything else is retried on the same agent per severity (`recovery.severity`),
@@ -267,6 +269,9 @@ fn on_failure(policy: &LadderPolicy, history: &mut History, failure: Failure, un
     history.provider_waits = 0;
     history.waited = Duration::ZERO;
 
+    if failure.kind == FailureKind::Refused {
+        return Step::GiveUp(history.rooted(&failure));
+    }
     if failure.fatal {
         return if history.person_asked < MAX_PERSON_ESCALATIONS {
             history.person_asked += 1;
@@ -541,6 +546,16 @@ mod tests {
         );
         assert_eq!(outage.root(), (FailureKind::Server, "provider trouble"));
         assert!(history.waited_for_provider() <= Duration::from_secs(60));
+    }
+
+    #[test]
+    fn a_refusal_ends_the_subtask_without_asking_anyone_again() {
+        let mut history = History::default();
+        let refused = Failure::new(FailureKind::Refused, "the user declined the change");
+        match decide(&policy(), &mut history, Outcome::Failed(refused), 0.5) {
+            Step::GiveUp(failure) => assert_eq!(failure.kind, FailureKind::Refused),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

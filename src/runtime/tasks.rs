@@ -218,6 +218,13 @@ pub struct TaskRecord {
     /// refused (…)"); `None` when the checks could run it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unchecked: Option<String>,
+    /// Who the work belongs to (`acp:<session id>`); `None`: anyone's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Why an unfinished task is not running: it waits for its owner to come back
+    /// after a restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked: Option<String>,
 }
 
 impl TaskRecord {
@@ -248,6 +255,8 @@ impl TaskRecord {
             checks: Vec::new(),
             usage: TaskUsage::default(),
             unchecked: None,
+            owner: None,
+            parked: None,
         }
     }
 
@@ -298,6 +307,7 @@ impl TaskRecord {
                 .collect(),
             recovery: self.recovery.clone(),
             unchecked: self.unchecked.clone(),
+            parked: self.parked.clone(),
         }
     }
 
@@ -346,6 +356,10 @@ pub struct TaskSummary {
     /// (addition) Why the task's work was never run by its checks, when it was not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unchecked: Option<String>,
+    /// (addition) Why an unfinished task is not running (it waits for the ACP session
+    /// it belongs to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked: Option<String>,
 }
 
 /// docs/protocol.md `TaskDetail`: the summary plus what the task produced.

@@ -461,7 +461,7 @@ fn insert(conn: &Connection, record: &Record) -> rusqlite::Result<()> {
             .execute(params![
                 snapshot.id.to_string(),
                 snapshot.version,
-                &*snapshot.content,
+                crate::redact::text(&snapshot.content),
                 author.to_string(),
                 snapshot.updated_at.timestamp_millis()
             ])?;
@@ -562,8 +562,11 @@ fn decided_at(decision: &Decision) -> DateTime<Utc> {
         .unwrap_or(decision.created_at)
 }
 
+/// The JSON stored for `value`, with every secret redacted (`crate::redact`).
 fn to_json<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_else(|e| format!("{{\"unserialisable\":\"{e}\"}}"))
+    crate::redact::string(
+        serde_json::to_string(value).unwrap_or_else(|e| format!("{{\"unserialisable\":\"{e}\"}}")),
+    )
 }
 
 fn millis(ms: i64) -> DateTime<Utc> {

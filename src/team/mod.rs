@@ -529,7 +529,7 @@ pub async fn write_error_report(
         mode: s.mode.clone(),
         continue_on_error: s.config.recovery.continue_on_error,
     };
-    let markdown = crate::recovery::report::render(&header, &tasks, &steps);
+    let markdown = crate::redact::string(crate::recovery::report::render(&header, &tasks, &steps));
     tokio::fs::create_dir_all(&s.session_dir).await?;
     let path = s.session_dir.join("ERROR_REPORT.md");
     tokio::fs::write(&path, &markdown).await?;

@@ -303,11 +303,11 @@ impl Classify for ToolError {
 
     fn failure_kind(&self) -> FailureKind {
         match self {
-            ToolError::OutsideWorkspace(_)
-            | ToolError::CommandDenied { .. }
+            ToolError::OutsideWorkspace(_) => FailureKind::Permission,
+            ToolError::CommandDenied { .. }
             | ToolError::WriteRejected { .. }
             | ToolError::RefusedBefore { .. }
-            | ToolError::ReadRefused { .. } => FailureKind::Permission,
+            | ToolError::ReadRefused { .. } => FailureKind::Refused,
             ToolError::Io { kind, .. } if *kind == io::ErrorKind::PermissionDenied => {
                 FailureKind::Permission
             }

@@ -108,8 +108,9 @@ pub struct ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// The seven built-in tools, confined to `sandbox`, writing through `writer`, running
-    /// commands through a runner of their own. With the `ask` policies and no
+    /// The built-in tools (`http_request` only with `sandbox.network = true`), confined
+    /// to `sandbox`, writing through `writer`, running commands through a runner of
+    /// their own. With the `ask` policies and no
     /// `approver`, commands and file changes are refused.
     pub fn new(
         sandbox: Sandbox,
@@ -164,7 +165,11 @@ impl ToolRegistry {
             settings.search.clone(),
         )));
         registry.register(Arc::new(Glob::new(sandbox, settings.search.clone())));
-        registry.register(Arc::new(HttpRequest::new(settings.http.clone())));
+        // The network is the sandbox's to give: with it off, the model is not offered a
+        // way round it.
+        if settings.sandbox.network {
+            registry.register(Arc::new(HttpRequest::new(settings.http.clone())));
+        }
         registry
     }
 
