@@ -170,8 +170,16 @@ impl Default for TeamConfig {
 #[serde(rename_all = "camelCase", default)]
 pub struct RecoveryConfig {
     pub continue_on_error: bool,
-    /// One model call or one tool call.
+    /// The most one model call or one tool call may take, however alive it is (a
+    /// ceiling: a model call is judged by its silences first).
     pub step_timeout_ms: u64,
+    /// A model that has sent nothing for this long since its answer began is stalled.
+    pub idle_timeout_ms: u64,
+    /// How long a model may take before the first byte of its answer (it reads the
+    /// prompt first): this much, plus [`RecoveryConfig::first_byte_per_k_tokens_ms`]
+    /// per thousand tokens of prompt.
+    pub first_byte_timeout_ms: u64,
+    pub first_byte_per_k_tokens_ms: u64,
     /// One subtask, all attempts included.
     pub subtask_timeout_ms: u64,
     pub call: CallRetryConfig,
@@ -210,7 +218,10 @@ impl Default for RecoveryConfig {
     fn default() -> Self {
         RecoveryConfig {
             continue_on_error: false,
-            step_timeout_ms: 30_000,
+            step_timeout_ms: 300_000,
+            idle_timeout_ms: 60_000,
+            first_byte_timeout_ms: 60_000,
+            first_byte_per_k_tokens_ms: 30_000,
             subtask_timeout_ms: 600_000,
             call: CallRetryConfig::default(),
             severity: SeverityLadder::default(),

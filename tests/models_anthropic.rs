@@ -402,7 +402,13 @@ fn the_hosted_api_without_its_key_is_not_configured() {
         api_key_env: Some("CONCLAVE_TEST_ANTHROPIC_UNSET_KEY".into()),
         ..LlmConfig::default()
     };
-    let err = match from_config(&llm, std::path::Path::new(".")) {
+    let err = match from_config(
+        &conclave::config::Config {
+            llm,
+            ..Default::default()
+        },
+        std::path::Path::new("."),
+    ) {
         Ok(_) => panic!("a missing key must be reported"),
         Err(e) => e,
     };

@@ -6,7 +6,7 @@ mod models_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use conclave::config::{LlmConfig, LlmProvider};
+use conclave::config::{Config, LlmConfig, LlmProvider};
 use conclave::model::{
     ApiKey, ChatMessage, ModelError, ModelRequest, OpenAiConfig, OpenAiProvider, StopReason,
     ToolCall, ToolSpec, from_config,
@@ -424,7 +424,14 @@ async fn a_local_server_from_config_needs_no_key() {
         max_tokens: Some(321),
         ..LlmConfig::default()
     };
-    let model = from_config(&llm, std::path::Path::new(".")).unwrap();
+    let model = from_config(
+        &Config {
+            llm,
+            ..Config::default()
+        },
+        std::path::Path::new("."),
+    )
+    .unwrap();
     let answer = complete_collect(&*model, &request()).await.0.unwrap();
     assert_eq!(answer.text, "local");
     let requests = server.received_requests().await.unwrap();
@@ -450,7 +457,14 @@ async fn the_key_comes_from_the_variable_named_by_api_key_env() {
         api_key_env: Some("PATH".into()),
         ..LlmConfig::default()
     };
-    let model = from_config(&llm, std::path::Path::new(".")).unwrap();
+    let model = from_config(
+        &Config {
+            llm,
+            ..Config::default()
+        },
+        std::path::Path::new("."),
+    )
+    .unwrap();
     complete_collect(&*model, &request()).await.0.unwrap();
     let requests = server.received_requests().await.unwrap();
     let auth = requests[0]
@@ -473,4 +487,129 @@ async fn an_event_stream_without_its_content_type_is_still_read() {
     let (answer, streamed) = complete_collect(&*provider(&server, true), &request()).await;
     assert_eq!(answer.unwrap().text, "plain");
     assert_eq!(streamed, "plain");
+}
+
+/// A raw HTTP server on 127.0.0.1: each connection gets the next of `answers`, a list
+/// of (pause before, bytes) written in turn; after the last the connection stays open
+/// and silent. Returns the base URL.
+async fn raw_server(answers: Vec<Vec<(u64, String)>>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        for answer in answers {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                // The request: headers, then Content-Length bytes of body.
+                loop {
+                    let n = socket.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&request);
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length = text[..end]
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                            })
+                            .unwrap_or(0);
+                        if request.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                }
+                for (pause, bytes) in answer {
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
+                    if socket.write_all(bytes.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+                tokio::time::sleep(Duration::from_secs(60)).await;
+            });
+        }
+    });
+    url
+}
+
+const SSE_HEADERS: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n";
+
+fn sse_delta(text: &str) -> String {
+    format!(
+        "data: {}\n\n",
+        json!({ "choices": [{ "index": 0, "delta": { "content": text } }] })
+    )
+}
+
+fn silence_provider(url: String, first_ms: u64, idle_ms: u64) -> OpenAiProvider {
+    let mut config = OpenAiConfig::new(url, "m");
+    config.silence = Some(conclave::model::http::Silence {
+        first_byte: Duration::from_millis(first_ms),
+        first_byte_per_k_tokens: Duration::ZERO,
+        idle: Duration::from_millis(idle_ms),
+    });
+    OpenAiProvider::new(config).unwrap()
+}
+
+#[tokio::test]
+async fn a_server_that_accepts_and_sends_nothing_is_stalled_within_the_first_byte_allowance() {
+    let url = raw_server(vec![vec![]]).await;
+    let provider = silence_provider(url, 300, 300);
+    let err = complete_collect(&provider, &request()).await.0.unwrap_err();
+    assert!(
+        matches!(&err, ModelError::Stalled { waiting, .. } if waiting.contains("before")),
+        "{err:?}"
+    );
+    assert!(err.is_transient(), "a stall is retried like a timeout");
+}
+
+#[tokio::test]
+async fn an_answer_that_stops_mid_stream_is_stalled_within_the_idle_timeout() {
+    let url = raw_server(vec![vec![(0, SSE_HEADERS.into()), (0, sse_delta("Hel"))]]).await;
+    let provider = silence_provider(url, 2000, 300);
+    let (result, deltas) = complete_collect(&provider, &request()).await;
+    let err = result.unwrap_err();
+    assert!(
+        matches!(&err, ModelError::Stalled { waiting, .. } if waiting.contains("middle")),
+        "{err:?}"
+    );
+    assert_eq!(deltas, "Hel", "what came before the stall was streamed");
+}
+
+#[tokio::test]
+async fn a_slow_answer_that_keeps_streaming_is_never_cut_off() {
+    // Ten pieces, 150 ms apart: 1.5 s in all, far over the 400 ms idle timeout, which
+    // judges only the silences.
+    let mut answer = vec![(0, SSE_HEADERS.to_string())];
+    for i in 0..10 {
+        answer.push((150, sse_delta(&format!("{i} "))));
+    }
+    answer.push((150, "data: [DONE]\n\n".to_string()));
+    let url = raw_server(vec![answer]).await;
+    let provider = silence_provider(url, 1000, 400);
+    let answer = complete_collect(&provider, &request()).await.0.unwrap();
+    assert_eq!(answer.text, "0 1 2 3 4 5 6 7 8 9 ");
+}
+
+#[tokio::test]
+async fn a_stall_is_retried_and_the_next_attempt_answers() {
+    let done = vec![
+        (0, SSE_HEADERS.to_string()),
+        (0, sse_delta("fine")),
+        (0, "data: [DONE]\n\n".to_string()),
+    ];
+    let url = raw_server(vec![vec![(0, SSE_HEADERS.into())], done]).await;
+    let provider: Arc<dyn conclave::model::ModelProvider> =
+        Arc::new(silence_provider(url, 1000, 300));
+    let (model, retries) = resilient(provider, &fast_recovery());
+    let answer = complete_collect(&model, &request()).await.0.unwrap();
+    assert_eq!(answer.text, "fine");
+    assert_eq!(retries.take().len(), 1, "one retry after the stall");
 }

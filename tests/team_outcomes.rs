@@ -175,6 +175,11 @@ async fn a_file_a_coder_showed_in_its_answer_and_did_not_write_is_tried_by_the_c
         .output()
         .is_err()
     {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "this test needs a program CI installs"
+        );
+        eprintln!("SKIPPED: a program this test needs is not installed");
         return;
     }
     let buggy = "def word_count(text):\n    return len(text.split(\" \"))\n";
@@ -231,6 +236,11 @@ async fn a_fix_round_that_rewrites_the_acceptance_test_with_bash_does_not_pass_t
         .output()
         .is_err()
     {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "this test needs a program CI installs"
+        );
+        eprintln!("SKIPPED: a program this test needs is not installed");
         return;
     }
     let mut config = config();

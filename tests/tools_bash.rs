@@ -434,6 +434,11 @@ async fn a_program_that_runs_itself_is_stopped_long_before_its_timeout() {
             .output()
             .is_err()
     {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "this test needs a program CI installs"
+        );
+        eprintln!("SKIPPED: a program this test needs is not installed");
         return;
     }
     // Seen on the real model: hello.py ran itself with subprocess, each copy waiting on

@@ -187,6 +187,10 @@ def answer_of(text):
     return "".join(chunks), list(calls.values())
 
 def conclave_config(port, timeout_s):
+    # The defaults, as a user gets them: only the model and a 1/1/1 team. Timeouts judge
+    # the model's silences, so a slow local model is not cut off (timeout_s bounds the
+    # run from outside).
+    del timeout_s
     return f"""[llm]
 provider = "openai"
 model = "{MODEL}"
@@ -196,11 +200,6 @@ baseUrl = "http://127.0.0.1:{port}/v1"
 top = 1
 mid = 1
 bottomPerMid = 1
-
-[recovery]
-# One call on a 1.5B model on 2 cores can take a minute (prompt processing).
-stepTimeoutMs = 240000
-subtaskTimeoutMs = {timeout_s * 1000}
 """
 
 

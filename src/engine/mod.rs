@@ -126,7 +126,7 @@ impl Engine {
 
         let (model, model_problem) = match model
             .map(Ok)
-            .unwrap_or_else(|| crate::model::from_config(&config.llm, &workspace))
+            .unwrap_or_else(|| crate::model::from_config(&config, &workspace))
         {
             // Redaction sits next to the network: nothing a retry or a decorator adds
             // gets past it.

@@ -37,6 +37,8 @@ pub struct AnthropicConfig {
     pub temperature: Option<f32>,
     /// A whole-request timeout; `None` leaves timing to the step timeout around the call.
     pub timeout: Option<Duration>,
+    /// How long the server may stay silent (`None`: only the step timeout judges).
+    pub silence: Option<super::http::Silence>,
 }
 
 impl AnthropicConfig {
@@ -51,6 +53,7 @@ impl AnthropicConfig {
             max_tokens: super::openai::DEFAULT_MAX_TOKENS,
             temperature: None,
             timeout: None,
+            silence: None,
         }
     }
 }
@@ -271,6 +274,9 @@ impl ModelProvider for AnthropicProvider {
             builder,
             self.config.timeout,
             self.config.api_key.as_ref(),
+            self.config
+                .silence
+                .map(|s| (s.first_byte_for(request), s.idle)),
             on_delta,
         )
         .await

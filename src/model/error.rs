@@ -21,6 +21,14 @@ pub enum ModelError {
     },
     #[error("{provider} did not answer within {} ms", timeout.as_millis())]
     Timeout { provider: String, timeout: Duration },
+    /// The provider went silent: no byte for `silent` (before its answer began, or in
+    /// the middle of it).
+    #[error("{provider} sent nothing for {} s {waiting}", silent.as_secs_f32().round())]
+    Stalled {
+        provider: String,
+        silent: Duration,
+        waiting: &'static str,
+    },
     #[error("could not reach {provider}: {message}")]
     Connection { provider: String, message: String },
     #[error("{provider} sent a response Conclave cannot read: {message}")]
@@ -59,7 +67,9 @@ impl Classify for ModelError {
             | ModelError::Forbidden { .. }
             | ModelError::SpendLimit { .. }
             | ModelError::NotConfigured { .. } => Severity::Critical,
-            ModelError::Timeout { .. } | ModelError::ContextOverflow { .. } => Severity::High,
+            ModelError::Timeout { .. }
+            | ModelError::Stalled { .. }
+            | ModelError::ContextOverflow { .. } => Severity::High,
             ModelError::Http { status, .. } if *status >= 500 => Severity::Medium,
             ModelError::Http { .. } => Severity::High,
             ModelError::RateLimited { .. }
@@ -78,6 +88,7 @@ impl Classify for ModelError {
             // the moment, like a 500: the same call again normally succeeds.
             ModelError::RateLimited { .. }
             | ModelError::Timeout { .. }
+            | ModelError::Stalled { .. }
             | ModelError::Connection { .. }
             | ModelError::Malformed { .. } => true,
             ModelError::Http { status, .. } => *status >= 500 || *status == 408,
@@ -92,7 +103,7 @@ impl Classify for ModelError {
             }
             ModelError::Http { .. } => FailureKind::BadRequest,
             ModelError::RateLimited { .. } => FailureKind::RateLimited,
-            ModelError::Timeout { .. } => FailureKind::Timeout,
+            ModelError::Timeout { .. } | ModelError::Stalled { .. } => FailureKind::Timeout,
             ModelError::Connection { .. } => FailureKind::Connection,
             ModelError::Malformed { .. }
             | ModelError::ScriptExhausted { .. }
@@ -112,6 +123,7 @@ impl Classify for ModelError {
             ModelError::Http { .. } => "http_status",
             ModelError::RateLimited { .. } => "rate_limited",
             ModelError::Timeout { .. } => "timeout",
+            ModelError::Stalled { .. } => "stalled",
             ModelError::Connection { .. } => "connection",
             ModelError::Malformed { .. } => "malformed_response",
             ModelError::ScriptExhausted { .. } => "script_exhausted",
@@ -139,6 +151,7 @@ impl Classify for ModelError {
             ModelError::Http { provider, .. }
             | ModelError::RateLimited { provider, .. }
             | ModelError::Timeout { provider, .. }
+            | ModelError::Stalled { provider, .. }
             | ModelError::Connection { provider, .. }
             | ModelError::Malformed { provider, .. }
             | ModelError::ScriptExhausted { provider, .. }

@@ -14,7 +14,7 @@ use super::http::{self, ApiKey};
 use super::openai::{DEFAULT_MAX_TOKENS, DEFAULT_OPENAI_BASE_URL, OpenAiConfig, OpenAiProvider};
 use super::scripted::ScriptedProvider;
 use super::{ModelError, ModelProvider};
-use crate::config::{LlmConfig, LlmProvider};
+use crate::config::{Config, LlmConfig, LlmProvider};
 
 pub const DEFAULT_OPENAI_MODEL: &str = "gpt-4o-mini";
 pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
@@ -32,20 +32,25 @@ fn not_configured(message: impl Into<String>) -> ModelError {
     }
 }
 
-/// The provider `llm` describes, without recovery (wrap it in
-/// [`super::resilient::ResilientModel`]). `workspace_root` resolves a relative script path.
+/// The provider `config.llm` describes, judging silences by `config.recovery`, without
+/// retries (wrap it in [`super::resilient::ResilientModel`]). `workspace_root` resolves
+/// a relative script path.
 pub fn from_config(
-    llm: &LlmConfig,
+    config: &Config,
     workspace_root: &Path,
 ) -> Result<Arc<dyn ModelProvider>, ModelError> {
+    let llm = &config.llm;
+    let silence = Some(http::Silence::from_config(&config.recovery));
     let provider = match (llm.provider, &llm.base_url) {
         (Some(provider), _) => provider,
         (None, Some(_)) => LlmProvider::Openai,
         (None, None) => return Err(not_configured(HOW_TO_CONFIGURE)),
     };
     match provider {
-        LlmProvider::Openai => openai(llm).map(|p| Arc::new(p) as Arc<dyn ModelProvider>),
-        LlmProvider::Anthropic => anthropic(llm).map(|p| Arc::new(p) as Arc<dyn ModelProvider>),
+        LlmProvider::Openai => openai(llm, silence).map(|p| Arc::new(p) as Arc<dyn ModelProvider>),
+        LlmProvider::Anthropic => {
+            anthropic(llm, silence).map(|p| Arc::new(p) as Arc<dyn ModelProvider>)
+        }
         LlmProvider::Scripted => scripted(llm, workspace_root),
     }
 }
@@ -70,7 +75,7 @@ fn api_key(
     }
 }
 
-fn openai(llm: &LlmConfig) -> Result<OpenAiProvider, ModelError> {
+fn openai(llm: &LlmConfig, silence: Option<http::Silence>) -> Result<OpenAiProvider, ModelError> {
     let base_url = llm.base_url.as_deref().unwrap_or(DEFAULT_OPENAI_BASE_URL);
     let hosted = is_default(base_url, DEFAULT_OPENAI_BASE_URL);
     let base_url = http::normalise_base_url(base_url)?;
@@ -98,10 +103,14 @@ fn openai(llm: &LlmConfig) -> Result<OpenAiProvider, ModelError> {
     }
     config.max_tokens = llm.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     config.temperature = llm.temperature;
+    config.silence = silence;
     OpenAiProvider::new(config)
 }
 
-fn anthropic(llm: &LlmConfig) -> Result<AnthropicProvider, ModelError> {
+fn anthropic(
+    llm: &LlmConfig,
+    silence: Option<http::Silence>,
+) -> Result<AnthropicProvider, ModelError> {
     let base_url = llm
         .base_url
         .as_deref()
@@ -112,6 +121,7 @@ fn anthropic(llm: &LlmConfig) -> Result<AnthropicProvider, ModelError> {
     config.api_key = api_key(llm, ANTHROPIC_KEY_ENV, hosted)?;
     config.max_tokens = llm.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     config.temperature = llm.temperature;
+    config.silence = silence;
     AnthropicProvider::new(config)
 }
 
@@ -138,6 +148,13 @@ mod tests {
         }
     }
 
+    fn whole(llm: LlmConfig) -> Config {
+        Config {
+            llm,
+            ..Config::default()
+        }
+    }
+
     fn err_text(result: Result<Arc<dyn ModelProvider>, ModelError>) -> String {
         match result {
             Ok(p) => panic!("expected an error, got provider {}", p.name()),
@@ -150,7 +167,7 @@ mod tests {
 
     #[test]
     fn nothing_configured_says_how_to_configure() {
-        let text = err_text(from_config(&llm(None), Path::new(".")));
+        let text = err_text(from_config(&whole(llm(None)), Path::new(".")));
         assert!(
             text.contains("ANTHROPIC_API_KEY") && text.contains("11434"),
             "{text}"
@@ -161,14 +178,14 @@ mod tests {
     fn a_hosted_provider_needs_its_key_variable() {
         let mut config = llm(Some(LlmProvider::Anthropic));
         config.api_key_env = Some("CONCLAVE_TEST_FACTORY_MISSING_KEY_1".into());
-        let text = err_text(from_config(&config, Path::new(".")));
+        let text = err_text(from_config(&whole(config.clone()), Path::new(".")));
         assert!(
             text.contains("CONCLAVE_TEST_FACTORY_MISSING_KEY_1"),
             "{text}"
         );
         let mut config = llm(Some(LlmProvider::Openai));
         config.api_key_env = Some("CONCLAVE_TEST_FACTORY_MISSING_KEY_2".into());
-        err_text(from_config(&config, Path::new(".")));
+        err_text(from_config(&whole(config.clone()), Path::new(".")));
     }
 
     #[test]
@@ -176,10 +193,10 @@ mod tests {
         let mut config = llm(None);
         config.base_url = Some("http://127.0.0.1:11434/v1".into());
         config.api_key_env = Some("CONCLAVE_TEST_FACTORY_MISSING_KEY_3".into());
-        let text = err_text(from_config(&config, Path::new(".")));
+        let text = err_text(from_config(&whole(config.clone()), Path::new(".")));
         assert!(text.contains("llm.model"), "{text}");
         config.model = Some("qwen2.5-coder".into());
-        let provider = from_config(&config, Path::new(".")).unwrap();
+        let provider = from_config(&whole(config.clone()), Path::new(".")).unwrap();
         assert_eq!(provider.name(), "openai-compatible@127.0.0.1:11434");
     }
 
@@ -188,11 +205,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("s.json"), r#"[{"text": "hi"}]"#).unwrap();
         let mut config = llm(Some(LlmProvider::Scripted));
-        err_text(from_config(&config, dir.path()));
+        err_text(from_config(&whole(config.clone()), dir.path()));
         config.script = Some("missing.json".into());
-        let text = err_text(from_config(&config, dir.path()));
+        let text = err_text(from_config(&whole(config.clone()), dir.path()));
         assert!(text.contains("missing.json"), "{text}");
         config.script = Some("s.json".into());
-        assert_eq!(from_config(&config, dir.path()).unwrap().name(), "scripted");
+        assert_eq!(
+            from_config(&whole(config.clone()), dir.path())
+                .unwrap()
+                .name(),
+            "scripted"
+        );
     }
 }

@@ -377,6 +377,132 @@ pub fn parse_tool_arguments(raw: &str) -> serde_json::Value {
     }
 }
 
+/// How long a provider may stay silent. A slow model that is alive keeps sending bytes;
+/// one that stalls stops: so a call is judged by its silences, not its length (the step
+/// timeout stays as a ceiling). Before the first byte the server reads the prompt, which
+/// takes longer the longer the prompt (a 3k-token prompt takes a minute on two cores),
+/// so that allowance grows with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Silence {
+    pub first_byte: Duration,
+    pub first_byte_per_k_tokens: Duration,
+    /// Between bytes, once the answer has begun.
+    pub idle: Duration,
+}
+
+impl Silence {
+    /// `recovery.firstByteTimeoutMs`, `firstBytePerKTokensMs` and `idleTimeoutMs`.
+    pub fn from_config(recovery: &crate::config::RecoveryConfig) -> Silence {
+        Silence {
+            first_byte: Duration::from_millis(recovery.first_byte_timeout_ms),
+            first_byte_per_k_tokens: Duration::from_millis(recovery.first_byte_per_k_tokens_ms),
+            idle: Duration::from_millis(recovery.idle_timeout_ms),
+        }
+    }
+
+    /// The wait allowed before the first byte of the answer to `request`.
+    pub fn first_byte_for(&self, request: &super::ModelRequest) -> Duration {
+        let chars: usize = request.system.len()
+            + request
+                .messages
+                .iter()
+                .map(|m| match m {
+                    super::ChatMessage::User { content }
+                    | super::ChatMessage::Tool { content, .. } => content.len(),
+                    super::ChatMessage::Assistant {
+                        content,
+                        tool_calls,
+                    } => {
+                        content.len()
+                            + tool_calls
+                                .iter()
+                                .map(|c| c.arguments.to_string().len())
+                                .sum::<usize>()
+                    }
+                })
+                .sum::<usize>()
+            + request
+                .tools
+                .iter()
+                .map(|t| t.description.len() + t.parameters.to_string().len())
+                .sum::<usize>();
+        // About four characters a token.
+        let thousands = (chars / 4) as u32 / 1000;
+        self.first_byte + self.first_byte_per_k_tokens * thousands
+    }
+}
+
+/// What went wrong while bytes were awaited.
+#[derive(Debug)]
+pub enum StreamFault<E> {
+    Transport(E),
+    /// Nothing came for this long.
+    Silent(Duration),
+}
+
+/// A byte stream that ends with [`StreamFault::Silent`] when it sends nothing for
+/// `first` before its first chunk, or for `idle` between chunks.
+pub struct Watched<S> {
+    inner: S,
+    idle: Duration,
+    limit: Duration,
+    quiet: std::pin::Pin<Box<tokio::time::Sleep>>,
+    done: bool,
+}
+
+impl<S> Watched<S> {
+    pub fn new(inner: S, first: Duration, idle: Duration) -> Watched<S> {
+        Watched {
+            inner,
+            idle,
+            limit: first,
+            quiet: Box::pin(tokio::time::sleep(first)),
+            done: false,
+        }
+    }
+}
+
+impl<S, E> futures_util::Stream for Watched<S>
+where
+    S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+{
+    type Item = Result<bytes::Bytes, StreamFault<E>>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::future::Future;
+        use std::task::Poll;
+        if self.done {
+            return Poll::Ready(None);
+        }
+        match std::pin::Pin::new(&mut self.inner).poll_next(cx) {
+            Poll::Ready(Some(Ok(chunk))) => {
+                let idle = self.idle;
+                self.limit = idle;
+                self.quiet
+                    .as_mut()
+                    .reset(tokio::time::Instant::now() + idle);
+                Poll::Ready(Some(Ok(chunk)))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(StreamFault::Transport(e)))),
+            Poll::Ready(None) => {
+                self.done = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => match self.quiet.as_mut().poll(cx) {
+                Poll::Ready(()) => {
+                    self.done = true;
+                    let limit = self.limit;
+                    Poll::Ready(Some(Err(StreamFault::Silent(limit))))
+                }
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+}
+
 /// How a provider reads an answer, streamed (SSE) or whole: what
 /// [`send_and_read`] needs from it.
 pub trait AnswerReader {
@@ -401,29 +527,53 @@ pub trait AnswerReader {
 /// status becomes a typed error (with the key redacted), an event stream is read as it
 /// arrives, and a whole body is parsed — even an SSE body a server sent without the
 /// event-stream content type.
+#[allow(clippy::too_many_arguments)]
 pub async fn send_and_read<R: AnswerReader>(
     reader: &R,
     provider: &str,
     request: reqwest::RequestBuilder,
     timeout: Option<Duration>,
     secret: Option<&ApiKey>,
+    silence: Option<(Duration, Duration)>,
     on_delta: super::DeltaSink<'_>,
 ) -> Result<super::ModelResponse, ModelError> {
     let request = match timeout {
         Some(timeout) => request.timeout(timeout),
         None => request,
     };
-    let response = request
-        .send()
-        .await
-        .map_err(|e| from_reqwest(provider, &e, timeout))?;
+    let stalled = |silent: Duration, waiting: &'static str| ModelError::Stalled {
+        provider: provider.to_string(),
+        silent,
+        waiting,
+    };
+    let started = tokio::time::Instant::now();
+    let sent = request.send();
+    let response = match silence {
+        Some((first, _)) => tokio::time::timeout(first, sent)
+            .await
+            .map_err(|_| stalled(first, "before its answer began"))?,
+        None => sent.await,
+    }
+    .map_err(|e| from_reqwest(provider, &e, timeout))?;
     if !response.status().is_success() {
         return Err(error_from_response(provider, response, secret).await);
     }
     if is_event_stream(response.headers()) {
+        let Some((first, idle)) = silence else {
+            return reader
+                .read_stream(Box::pin(response.bytes_stream()), on_delta, |e| {
+                    from_reqwest(provider, &e, timeout)
+                })
+                .await;
+        };
+        // Headers may come before the prompt is read: what is left of the first-byte
+        // allowance covers the first chunk.
+        let first = first.saturating_sub(started.elapsed()).max(idle);
+        let watched = Watched::new(Box::pin(response.bytes_stream()), first, idle);
         return reader
-            .read_stream(Box::pin(response.bytes_stream()), on_delta, |e| {
-                from_reqwest(provider, &e, timeout)
+            .read_stream(Box::pin(watched), on_delta, |fault| match fault {
+                StreamFault::Transport(e) => from_reqwest(provider, &e, timeout),
+                StreamFault::Silent(silent) => stalled(silent, "in the middle of its answer"),
             })
             .await;
     }
@@ -448,6 +598,28 @@ pub async fn send_and_read<R: AnswerReader>(
 mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
+
+    #[test]
+    fn the_first_byte_allowance_grows_with_the_prompt() {
+        let silence = Silence {
+            first_byte: Duration::from_secs(60),
+            first_byte_per_k_tokens: Duration::from_secs(30),
+            idle: Duration::from_secs(60),
+        };
+        let short = crate::model::ModelRequest {
+            messages: vec![crate::model::ChatMessage::user("Say hi")],
+            ..Default::default()
+        };
+        assert_eq!(silence.first_byte_for(&short), Duration::from_secs(60));
+        let long = crate::model::ModelRequest {
+            messages: vec![crate::model::ChatMessage::user("x".repeat(12_000 * 4))],
+            ..Default::default()
+        };
+        assert_eq!(
+            silence.first_byte_for(&long),
+            Duration::from_secs(60 + 12 * 30)
+        );
+    }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();

@@ -62,6 +62,8 @@ pub struct OpenAiConfig {
     pub temperature: Option<f32>,
     /// A whole-request timeout; `None` leaves timing to the step timeout around the call.
     pub timeout: Option<Duration>,
+    /// How long the server may stay silent (`None`: only the step timeout judges).
+    pub silence: Option<super::http::Silence>,
 }
 
 impl OpenAiConfig {
@@ -76,6 +78,7 @@ impl OpenAiConfig {
             max_tokens: DEFAULT_MAX_TOKENS,
             temperature: None,
             timeout: None,
+            silence: None,
         }
     }
 }
@@ -269,6 +272,9 @@ impl ModelProvider for OpenAiProvider {
             builder,
             self.config.timeout,
             self.config.api_key.as_ref(),
+            self.config
+                .silence
+                .map(|s| (s.first_byte_for(request), s.idle)),
             on_delta,
         )
         .await
