@@ -51,7 +51,8 @@ fn the_demo_recovers_by_retry_takeover_and_escalation_and_writes_its_files() {
     assert!(one.is_some() && two.is_some() && one != two, "{err}");
     // Provider trouble (a 503, timeouts) is waited out; work trouble climbs the ladder.
     assert!(
-        err.contains("recovery [1/4] provider wait: waiting for demo, next try in"),
+        err.contains("recovery [1/4] provider wait: waiting for demo (")
+            && err.contains("), next try in"),
         "{err}"
     );
     assert!(err.contains("recovery [2/4] provider wait: "), "{err}");

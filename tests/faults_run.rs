@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use faults_support::{Fault, FaultPlan, FaultServer, config_for, task_for};
+use faults_support::{Fault, FaultPlan, FaultServer, config_at, config_for, task_for};
 
 const FILES: [(&str, &str); 2] = [("alpha.txt", "hello"), ("beta.txt", "goodbye")];
 
@@ -122,6 +122,40 @@ async fn an_outage_mid_task_is_waited_out_and_the_task_completes_without_a_perso
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_connection_is_named_at_once_and_waited_out_until_the_server_starts() {
+    // A port nobody listens on yet: every call is refused until the server starts.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(
+        ws.path().join("conclave.toml"),
+        config_at(&format!("http://127.0.0.1:{port}/v1"), ""),
+    )
+    .unwrap();
+    let task = task_for(&FILES);
+    let args = [task.as_str(), "--approve", "deny"];
+    let run = conclave(ws.path(), &args);
+    let starts_late = async {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        FaultServer::start_on(&format!("127.0.0.1:{port}"), FaultPlan::default()).await
+    };
+    let (output, server) = tokio::join!(run, starts_late);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{:?}\n{err}", server.stats());
+    assert_files_right(ws.path(), &err);
+    assert!(
+        err.contains(&format!(
+            " (connection refused at http://127.0.0.1:{port}), next try in"
+        )),
+        "the wait says why, and where: {err}"
+    );
+    assert!(!err.contains("escalation to"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_provider_gets_a_bounded_number_of_calls_then_the_task_ends_naming_it() {
     let server = FaultServer::start(FaultPlan {
         always: Some(Fault::Http503),
@@ -213,10 +247,10 @@ async fn serve_completes_every_task_through_faults_and_an_outage() {
         .await;
     assert_eq!(wait["provider"], server.provider_name().as_str(), "{wait}");
     assert!(
-        wait["message"].as_str().unwrap().starts_with(&format!(
-            "waiting for {}, next try in",
-            server.provider_name()
-        )),
+        wait["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("waiting for {} (", server.provider_name())),
         "{wait}"
     );
     for id in &ids {

@@ -249,7 +249,7 @@ async fn a_sixty_second_outage_is_waited_out_visibly_with_no_person_involved() {
     assert!(
         seen.messages
             .iter()
-            .any(|m| m.starts_with("waiting for faulty, next try in")),
+            .any(|m| m.starts_with("waiting for faulty (") && m.contains("), next try in")),
         "{seen:?}"
     );
     // The breaker opened on the dead provider and closed when it came back.

@@ -71,7 +71,7 @@ async fn a_task_runs_to_completion_with_notifications_progress_and_every_query()
         wait["message"]
             .as_str()
             .unwrap()
-            .starts_with("waiting for scripted, next try in"),
+            .starts_with("waiting for scripted ("),
         "{wait}"
     );
     assert!(wait["severity"].is_string() && wait["at"].is_string());

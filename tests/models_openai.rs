@@ -406,6 +406,11 @@ async fn a_refused_connection_is_a_transient_connection_error() {
     .unwrap();
     let err = complete_collect(&provider, &request()).await.0.unwrap_err();
     assert!(matches!(err, ModelError::Connection { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .ends_with(&format!("connection refused at http://127.0.0.1:{port}")),
+        "where it was refused, said at once: {err}"
+    );
     assert!(err.is_transient());
 }
 

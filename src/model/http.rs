@@ -101,10 +101,23 @@ pub fn from_reqwest(provider: &str, err: &reqwest::Error, timeout: Option<Durati
         };
     }
     // Connect failures, resets and bodies cut short are all "could not talk to it":
-    // transient, worth another try.
+    // transient, worth another try. A refused connection says where, at once: the
+    // server is not running there (the URL's origin only: no path, no query).
+    let chain = error_chain(err);
+    let message = match err.url().filter(|_| err.is_connect()) {
+        Some(url) => {
+            let origin = url.origin().ascii_serialization();
+            if chain.to_ascii_lowercase().contains("refused") {
+                format!("connection refused at {origin}")
+            } else {
+                format!("cannot connect to {origin}: {chain}")
+            }
+        }
+        None => chain,
+    };
     ModelError::Connection {
         provider: provider.to_string(),
-        message: error_chain(err),
+        message,
     }
 }
 

@@ -106,6 +106,8 @@ pub enum Step {
     /// The provider is in trouble: wait `delay`, then attempt again. Costs nothing.
     WaitForProvider {
         provider: String,
+        /// What the provider did, in a few words ("connection refused at URL").
+        reason: String,
         delay: Duration,
         /// Waited so far in this stretch of trouble, this wait excluded.
         waited: Duration,
@@ -258,8 +260,10 @@ fn on_failure(policy: &LadderPolicy, history: &mut History, failure: Failure, un
         let waited = history.waited;
         history.provider_waits += 1;
         history.waited += delay;
+        let reason = super::failure::summarize(&what_it_did(&failure.message, &provider), 120);
         return Step::WaitForProvider {
             provider,
+            reason,
             delay,
             waited,
             patience: policy.provider_patience,
@@ -294,6 +298,14 @@ fn on_failure(policy: &LadderPolicy, history: &mut History, failure: Failure, un
         };
     }
     climb(history)
+}
+
+/// A provider failure's message without the provider's name, which the wait names
+/// already: "connection refused at URL", "answered HTTP 503: busy".
+fn what_it_did(message: &str, provider: &str) -> String {
+    message
+        .replacen(&format!("could not reach {provider}: "), "", 1)
+        .replacen(&format!("{provider} "), "", 1)
 }
 
 /// The next rung above retrying: a peer, the supervisor, the person, giving up.
@@ -546,6 +558,21 @@ mod tests {
         );
         assert_eq!(outage.root(), (FailureKind::Server, "provider trouble"));
         assert!(history.waited_for_provider() <= Duration::from_secs(60));
+    }
+
+    #[test]
+    fn a_wait_says_what_the_provider_did_without_naming_it_twice() {
+        assert_eq!(
+            what_it_did(
+                "could not reach local@h:1: connection refused at http://h:1",
+                "local@h:1"
+            ),
+            "connection refused at http://h:1"
+        );
+        assert_eq!(
+            what_it_did("local@h:1 answered HTTP 503: busy", "local@h:1"),
+            "answered HTTP 503: busy"
+        );
     }
 
     #[test]

@@ -124,6 +124,7 @@ async fn plan_waiting_out_the_provider(
         ) {
             Step::WaitForProvider {
                 provider,
+                reason,
                 delay,
                 waited,
                 patience,
@@ -137,7 +138,7 @@ async fn plan_waiting_out_the_provider(
                     0,
                     0,
                     format!(
-                        "waiting for {provider}, next try in {} (planning; waited {} of {})",
+                        "waiting for {provider} ({reason}), next try in {} (planning; waited {} of {})",
                         human_duration(delay),
                         human_duration(waited),
                         human_duration(patience)

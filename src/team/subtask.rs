@@ -247,6 +247,7 @@ async fn run_subtask(
             }
             Step::WaitForProvider {
                 provider,
+                reason,
                 delay,
                 waited,
                 patience,
@@ -260,7 +261,7 @@ async fn run_subtask(
                     0,
                     0,
                     format!(
-                        "waiting for {provider}, next try in {} (waited {} of {})",
+                        "waiting for {provider} ({reason}), next try in {} (waited {} of {})",
                         human_duration(delay),
                         human_duration(waited),
                         human_duration(patience)

@@ -138,7 +138,7 @@ test('tool call: a subtask that fails once shows the retry on its tool call, the
 
 test('tool call: a provider that answers 503 makes the subtask wait, shown on its tool call, at no attempt', async () => {
   const texts = await toolCallAfterAFailure(503);
-  assert.ok(texts.some((t) => /waiting for scripted, next try in \d+ m?s/.test(t)), `a wait line: ${JSON.stringify(texts)}`);
+  assert.ok(texts.some((t) => /waiting for scripted \(.+\), next try in \d+ m?s/.test(t)), `a wait line: ${JSON.stringify(texts)}`);
   assert.ok(!texts.some((t) => /attempt 2/.test(t)), `waiting costs no attempt: ${JSON.stringify(texts)}`);
 });
 

@@ -123,7 +123,12 @@ impl Drop for FaultServer {
 
 impl FaultServer {
     pub async fn start(plan: FaultPlan) -> FaultServer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        Self::start_on("127.0.0.1:0", plan).await
+    }
+
+    /// As [`FaultServer::start`], on `address` (a port chosen earlier).
+    pub async fn start_on(address: &str, plan: FaultPlan) -> FaultServer {
+        let listener = TcpListener::bind(address).await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let state = Arc::new(Mutex::new(State {
             rng: plan.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
@@ -168,6 +173,11 @@ impl FaultServer {
 /// A `conclave.toml` for a run against `server`, with small delays so a test takes
 /// seconds. `extra` is appended (TOML).
 pub fn config_for(server: &FaultServer, extra: &str) -> String {
+    config_at(&server.base_url(), extra)
+}
+
+/// [`config_for`] a server at `base_url` that may not be listening yet.
+pub fn config_at(base_url: &str, extra: &str) -> String {
     format!(
         r#"heartbeatMs = 500
 
@@ -212,7 +222,7 @@ openMs = 300
 halfOpenProbes = 1
 {extra}
 "#,
-        server.base_url()
+        base_url
     )
 }
 
