@@ -95,3 +95,74 @@ async fn what_the_store_recorded_is_there_after_reopening_the_file() {
         "{history:?}"
     );
 }
+
+/// A store that cannot be opened is named, with what to do, and left as it was: never
+/// replaced by a fresh one.
+#[test]
+fn a_damaged_or_newer_store_is_refused_with_what_to_do_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = Store::default_path(dir.path());
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+
+    std::fs::write(&path, "not sqlite at all, but someone's data\n").unwrap();
+    let err = Store::open(&path)
+        .err()
+        .expect("a damaged store is refused")
+        .to_string();
+    assert!(err.contains(&path.display().to_string()), "{err}");
+    assert!(err.contains("move it aside"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "not sqlite at all, but someone's data\n",
+        "nothing was written over it"
+    );
+
+    std::fs::remove_file(&path).unwrap();
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 999).unwrap();
+    }
+    let err = Store::open(&path)
+        .err()
+        .expect("a newer schema is refused")
+        .to_string();
+    assert!(
+        err.contains("newer Conclave") && err.contains("999"),
+        "{err}"
+    );
+    assert!(err.contains("Run the Conclave that wrote it"), "{err}");
+}
+
+/// Another process holding the database longer than the store waits delays its writes
+/// but loses none of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_locked_by_another_process_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = Store::default_path(dir.path());
+    let store = Store::open(&path).unwrap();
+    let runtime = Runtime::new(Config::default(), Some(store.clone()));
+    store.flush().await.unwrap();
+    // Another process takes the write lock for 7 s: longer than the 5 s busy wait.
+    let holder = rusqlite::Connection::open(&path).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(7));
+        holder.execute_batch("ROLLBACK").unwrap();
+    });
+    let agent = runtime
+        .pool
+        .create(
+            AgentConfig::new("mid-9", Layer::Mid, "coordinator"),
+            Box::new(CoreBehavior::new("coordinate")),
+        )
+        .unwrap();
+    agent.wait_for_status(|s| *s == AgentStatus::Idle).await;
+    store.flush().await.unwrap();
+    release.join().unwrap();
+    let reopened = Store::open(&path).unwrap();
+    let agents = reopened.agents().await.unwrap();
+    assert!(
+        agents.iter().any(|a| a.name == "mid-9"),
+        "the record written while the store was locked is there: {agents:?}"
+    );
+}

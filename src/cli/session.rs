@@ -6,7 +6,6 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use conclave::engine::{Engine, SubmitTask};
 use conclave::recovery::RecoveryEvent;
 use conclave::recovery::report::RecoveryFigures;
@@ -343,5 +342,6 @@ fn answer_approval(
 /// Opens the workspace's store, saying which file when it cannot.
 pub fn open_store(workspace: &std::path::Path) -> anyhow::Result<Store> {
     let path = Store::default_path(workspace);
-    Store::open(&path).with_context(|| format!("cannot open the store {}", path.display()))
+    // The error names the file and what to do about it.
+    Store::open(&path).map_err(anyhow::Error::from)
 }

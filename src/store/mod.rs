@@ -79,12 +79,38 @@ enum Command {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot open the store at {path}: {message}")]
+    #[error("cannot open the store at {}: {message}. {}", path.display(), advice(message))]
     Open { path: PathBuf, message: String },
     #[error("the store failed: {0}")]
     Sqlite(#[from] rusqlite::Error),
     #[error("the store has shut down")]
     Closed,
+}
+
+/// What a person can do about a store that cannot be opened. Conclave never replaces it
+/// with a fresh one by itself: that would lose the workspace's history.
+fn advice(message: &str) -> &'static str {
+    let lower = message.to_ascii_lowercase();
+    if lower.contains("not a database") || lower.contains("malformed") || lower.contains("corrupt")
+    {
+        "It is damaged, or not a Conclave store, and Conclave will not overwrite it: restore it \
+         from a backup, or move it aside (for example to conclave.db.broken) to start a fresh \
+         history"
+    } else if lower.contains("newer conclave") {
+        "Run the Conclave that wrote it, or move it aside to start a fresh history with this one"
+    } else if lower.contains("locked") || lower.contains("busy") {
+        "Another process holds it (another Conclave on this workspace, or a tool reading the \
+         database): stop that process, or try again when it is done"
+    } else if lower.contains("readonly")
+        || lower.contains("read-only")
+        || lower.contains("permission")
+        || lower.contains("disk")
+        || lower.contains("full")
+    {
+        "Check that the folder is writable and that the disk has room"
+    } else {
+        "Nothing was changed in it"
+    }
 }
 
 /// A handle to the store, cheap to clone. The writer thread ends when the last handle
@@ -109,6 +135,9 @@ impl Store {
             std::fs::create_dir_all(parent).map_err(|e| open_error(e.to_string()))?;
         }
         let conn = Connection::open(path).map_err(|e| open_error(e.to_string()))?;
+        // A lock held a moment by another process is waited for, not an error.
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| open_error(e.to_string()))?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(|e| open_error(e.to_string()))?;
         Store::start(conn, Some(path.to_path_buf())).map_err(|e| open_error(e.to_string()))
@@ -132,7 +161,10 @@ impl Store {
         let (commands, inbox) = mpsc::channel();
         std::thread::Builder::new()
             .name("conclave-store".into())
-            .spawn(move || writer(conn, inbox))
+            .spawn({
+                let location = location.clone();
+                move || writer(conn, inbox, location)
+            })
             .map_err(|e| StoreError::Open {
                 path: location.clone().unwrap_or_default(),
                 message: e.to_string(),
@@ -328,7 +360,7 @@ impl Store {
     }
 }
 
-fn writer(mut conn: Connection, inbox: mpsc::Receiver<Command>) {
+fn writer(mut conn: Connection, inbox: mpsc::Receiver<Command>, location: Option<PathBuf>) {
     let mut records = Vec::with_capacity(BATCH);
     let mut durability = Durability::Normal;
     while let Ok(first) = inbox.recv() {
@@ -338,16 +370,16 @@ fn writer(mut conn: Connection, inbox: mpsc::Receiver<Command>) {
                 Command::Record(record) => records.push(record),
                 Command::Query(read) => {
                     // Reads come after the records queued before them.
-                    write_batch(&mut conn, &mut records, &mut durability);
+                    write_batch(&mut conn, &mut records, &mut durability, &location);
                     read(&conn);
                 }
             }
             if records.len() >= BATCH {
-                write_batch(&mut conn, &mut records, &mut durability);
+                write_batch(&mut conn, &mut records, &mut durability, &location);
             }
             next = inbox.try_recv().ok();
         }
-        write_batch(&mut conn, &mut records, &mut durability);
+        write_batch(&mut conn, &mut records, &mut durability, &location);
     }
 }
 
@@ -359,7 +391,30 @@ enum Durability {
     Full,
 }
 
-fn write_batch(conn: &mut Connection, records: &mut Vec<Record>, durability: &mut Durability) {
+/// Whether a failed commit may succeed later (another process holds the lock, the disk
+/// is full or failing, the file became read-only): then the batch waits and is tried
+/// again, never dropped.
+fn commit_may_succeed_later(error: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode;
+    matches!(
+        error.sqlite_error_code(),
+        Some(
+            ErrorCode::DatabaseBusy
+                | ErrorCode::DatabaseLocked
+                | ErrorCode::DiskFull
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::ReadOnly
+                | ErrorCode::CannotOpen
+        )
+    )
+}
+
+fn write_batch(
+    conn: &mut Connection,
+    records: &mut Vec<Record>,
+    durability: &mut Durability,
+    location: &Option<PathBuf>,
+) {
     if records.is_empty() {
         return;
     }
@@ -379,20 +434,55 @@ fn write_batch(conn: &mut Connection, records: &mut Vec<Record>, durability: &mu
             Err(e) => tracing::error!("cannot set synchronous={value}: {e}"),
         }
     }
-    let result = (|| -> rusqlite::Result<()> {
-        let tx = conn.transaction()?;
-        for record in records.iter() {
-            if let Err(e) = insert(&tx, record) {
-                tracing::error!("a record could not be stored: {e}");
+    let mut pause = std::time::Duration::from_millis(100);
+    let mut told = false;
+    loop {
+        let result = (|| -> rusqlite::Result<()> {
+            let tx = conn.transaction()?;
+            for record in records.iter() {
+                if let Err(e) = insert(&tx, record) {
+                    if commit_may_succeed_later(&e) {
+                        return Err(e);
+                    }
+                    tracing::error!("a record could not be stored: {e}");
+                }
+            }
+            tx.commit()
+        })();
+        match result {
+            Ok(()) => {
+                if told {
+                    tracing::warn!(
+                        count = records.len(),
+                        "the store is written again; nothing was lost"
+                    );
+                }
+                break;
+            }
+            Err(e) if commit_may_succeed_later(&e) => {
+                if !told {
+                    let path = location
+                        .as_ref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|| "in memory".into());
+                    tracing::error!(
+                        count = records.len(),
+                        "the store at {path} cannot be written ({e}). {}; what happens meanwhile is kept and written as soon as it can be",
+                        advice(&e.to_string())
+                    );
+                    told = true;
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_secs(5));
+            }
+            Err(e) => {
+                tracing::error!(
+                    count = records.len(),
+                    "a batch of records could not be committed: {e}"
+                );
+                break;
             }
         }
-        tx.commit()
-    })();
-    if let Err(e) = result {
-        tracing::error!(
-            count = records.len(),
-            "a batch of records could not be committed: {e}"
-        );
     }
     records.clear();
 }
