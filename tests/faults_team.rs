@@ -70,6 +70,8 @@ struct Seen {
     messages: Vec<String>,
     approvals: usize,
     agent_statuses: Vec<AgentStatus>,
+    /// The tasks each provider-wide step said it held up.
+    provider_wide: Vec<Vec<String>>,
 }
 
 async fn until_finished(run: &mut Run, tasks: &[conclave::runtime::TaskId]) -> Seen {
@@ -87,6 +89,9 @@ async fn until_finished(run: &mut Run, tasks: &[conclave::runtime::TaskId]) -> S
             Ok(Ok(RuntimeEvent::Recovery(step))) => {
                 seen.actions.push(step.action);
                 seen.messages.push(step.message.clone());
+                if step.task_id.is_empty() {
+                    seen.provider_wide.push(step.task_ids.clone());
+                }
             }
             Ok(Ok(RuntimeEvent::ApprovalRequested(request))) => {
                 seen.approvals += 1;
@@ -261,6 +266,14 @@ async fn a_sixty_second_outage_is_waited_out_visibly_with_no_person_involved() {
         seen.messages
             .iter()
             .any(|m| m.starts_with("provider faulty paused for 30 s after")),
+        "{seen:?}"
+    );
+    // Each provider-wide step names the tasks it holds up.
+    assert!(!seen.provider_wide.is_empty(), "{seen:?}");
+    assert!(
+        seen.provider_wide
+            .iter()
+            .all(|held| held == &vec![t.to_string()]),
         "{seen:?}"
     );
     // Waiting agents were blocked; no agent failed.

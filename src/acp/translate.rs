@@ -534,6 +534,7 @@ mod tests {
             scope: Default::default(),
             provider: None,
             files: None,
+            task_ids: Vec::new(),
             at: Utc::now(),
         }
     }

@@ -132,7 +132,7 @@ impl Engine {
             // gets past it.
             Ok(provider) => {
                 let provider: Arc<dyn ModelProvider> = Arc::new(RedactingModel::new(provider));
-                (Some(resilient(provider, &config, &runtime)), None)
+                (Some(resilient(provider, &config, &runtime, &tasks)), None)
             }
             Err(ModelError::NotConfigured { message }) => {
                 tracing::info!(
@@ -196,7 +196,7 @@ impl Engine {
                     Arc::new(pi),
                     "pi",
                     &config.recovery.breaker,
-                    Some(breaker_listener(&runtime)),
+                    Some(breaker_listener(&runtime, &tasks)),
                 )))
             }
         };
@@ -634,8 +634,9 @@ fn resilient(
     provider: Arc<dyn ModelProvider>,
     config: &Config,
     runtime: &Arc<Runtime>,
+    tasks: &Tasks,
 ) -> Arc<dyn ModelProvider> {
-    let breaker_listener = breaker_listener(runtime);
+    let breaker_listener = breaker_listener(runtime, tasks);
     let retry_listener = call_retry_listener(runtime, EventScope::Subtask);
     Arc::new(
         ResilientModel::new(provider, &config.recovery)
@@ -694,9 +695,13 @@ fn call_retry_listener(
 
 /// Turns breaker state changes (providers' and executors') into recovery steps: shown,
 /// stored, and scoped to the provider or executor, not to a task.
-fn breaker_listener(runtime: &Arc<Runtime>) -> crate::recovery::breaker::BreakerListener {
+fn breaker_listener(
+    runtime: &Arc<Runtime>,
+    tasks: &Tasks,
+) -> crate::recovery::breaker::BreakerListener {
     let events = runtime.events.clone();
     let store = runtime.store.clone();
+    let tasks = tasks.clone();
     Arc::new(move |event| {
         use crate::recovery::breaker::BreakerTransition;
         let (action, severity) = match event.transition {
@@ -720,6 +725,12 @@ fn breaker_listener(runtime: &Arc<Runtime>) -> crate::recovery::breaker::Breaker
         step.task_id = String::new();
         step.scope = crate::recovery::event::EventScope::Provider;
         step.provider = Some(event.name.clone());
+        // The tasks it holds up: every unfinished one (they share the provider).
+        tasks.visit(|t| {
+            if !t.status.is_finished() {
+                step.task_ids.push(t.id.to_string());
+            }
+        });
         let step = Arc::new(step);
         if let Some(store) = &store {
             store.record(crate::store::Record::Recovery(step.clone()));

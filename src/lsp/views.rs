@@ -298,6 +298,7 @@ mod tests {
             scope: Default::default(),
             provider: None,
             files: None,
+            task_ids: Vec::new(),
             at: Utc::now(),
         };
         let ours = task.subtasks[0].subtask_id;

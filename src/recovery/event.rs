@@ -82,5 +82,8 @@ pub struct RecoveryEvent {
     pub provider: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub files: Option<Vec<String>>,
+    /// A provider-wide step: the unfinished tasks it holds up (their `taskId` is `""`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_ids: Vec<String>,
     pub at: DateTime<Utc>,
 }

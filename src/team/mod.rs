@@ -206,6 +206,7 @@ pub fn recovery_event(
         },
         provider: None,
         files: None,
+        task_ids: Vec::new(),
         at: Utc::now(),
     }
 }
