@@ -299,3 +299,76 @@ async fn a_task_with_an_owner_stays_parked_after_a_restart_until_its_owner_claim
     );
     engine_b.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_file_change_approval_keeps_its_id_across_a_restart_and_an_answer_given_meanwhile_counts()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let mut ask = config();
+    ask.approvals.file_changes = conclave::config::FileChangePolicy::Ask;
+    let start = |script: Value| {
+        let mut setup = EngineSetup::new(dir.path(), ask.clone());
+        setup.store = Some(Store::open(&Store::default_path(dir.path())).unwrap());
+        setup.model = Some(Arc::new(
+            ScriptedProvider::from_json(&script.to_string()).unwrap(),
+        ));
+        Engine::start(setup)
+    };
+    let [f1, f2] = writes("Create f.txt", "f.txt", "f\n");
+    let engine_a = start(json!([plan(&["Create f.txt"]), f1.clone(), f2.clone()]))
+        .await
+        .unwrap();
+    let mut events = engine_a.subscribe();
+    let task = engine_a
+        .submit(SubmitTask {
+            description: "Create f.txt".into(),
+            ..SubmitTask::default()
+        })
+        .unwrap();
+    let asked = loop {
+        if let RuntimeEvent::ApprovalRequested(request) = events.recv().await.unwrap() {
+            break request;
+        }
+    };
+    assert_eq!(asked.kind, conclave::runtime::ApprovalKind::FileChange);
+    engine_a
+        .runtime()
+        .store
+        .as_ref()
+        .unwrap()
+        .flush()
+        .await
+        .unwrap();
+    engine_a.shutdown().await;
+    drop(engine_a);
+
+    let engine_b = start(json!([f1, f2])).await.unwrap();
+    let mut events = engine_b.subscribe();
+    let pending = engine_b.approvals();
+    assert_eq!(
+        pending.iter().map(|a| a.approval_id).collect::<Vec<_>>(),
+        vec![asked.approval_id],
+        "pending again under its id"
+    );
+    // Answered before the step asks again: the answer is kept for it.
+    engine_b
+        .resolve_approval(
+            &asked.approval_id.to_string(),
+            ApprovalAnswer::new(ApprovalChoice::Approve),
+        )
+        .unwrap();
+    assert_eq!(
+        engine_b.wait_for(task).await.unwrap().status,
+        TaskStatus::Completed
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        "f\n"
+    );
+    while let Ok(event) = events.try_recv() {
+        if let RuntimeEvent::ApprovalRequested(request) = event {
+            panic!("asked again under a new id: {request:?}");
+        }
+    }
+    engine_b.shutdown().await;
+}

@@ -304,6 +304,9 @@ impl Engine {
         for approval in saved.approvals {
             engine.services.approvals.restore(approval);
         }
+        for approval in saved.carried {
+            engine.services.approvals.carry(approval);
+        }
         for id in resumed {
             // A task with an owner waits for it: nothing it does may go out under
             // anyone else (an ACP session's writes name the session).

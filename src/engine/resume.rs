@@ -45,6 +45,9 @@ pub struct Saved {
     pub finished: Vec<TaskRecord>,
     /// Escalations to restore, pending, with their original ids.
     pub approvals: Vec<ApprovalRequest>,
+    /// Pending approvals of other kinds, of unfinished tasks: pending again under their
+    /// ids until their step asks them again.
+    pub carried: Vec<ApprovalRequest>,
 }
 
 pub async fn load(store: &Store, team: &TeamConfig) -> Result<Saved, StoreError> {
@@ -100,14 +103,18 @@ pub async fn load(store: &Store, team: &TeamConfig) -> Result<Saved, StoreError>
         })
         .collect();
     let mut approvals = Vec::new();
+    let mut carried = Vec::new();
     for request in store.pending_approvals().await? {
         let belongs = tasks.iter().any(|t| {
             t.id == request.task_id && request.subtask_id.is_some_and(|s| t.subtask(s).is_some())
         });
+        let of_unfinished = tasks.iter().any(|t| t.id == request.task_id);
         if belongs && request.kind == ApprovalKind::Escalation {
             approvals.push(refreshed(request));
+        } else if of_unfinished && request.kind != ApprovalKind::Escalation {
+            // Asked again by its step when it runs again, under the same id.
+            carried.push(request);
         } else {
-            // Command and fix approvals are asked again when their step runs again.
             store.record(Record::ApprovalResolved {
                 approval_id: request.approval_id,
                 answer: None,
@@ -139,6 +146,7 @@ pub async fn load(store: &Store, team: &TeamConfig) -> Result<Saved, StoreError>
         tasks,
         finished,
         approvals,
+        carried,
     })
 }
 

@@ -255,8 +255,33 @@ pub struct Approvals {
     restored: Arc<DashMap<SubtaskId, oneshot::Receiver<ApprovalAnswer>>>,
     /// Per subtask, the time its settled approvals waited for a person.
     waited: Arc<DashMap<SubtaskId, Duration>>,
+    /// Approvals of other kinds than escalations that were pending when the process
+    /// stopped: pending again under their ids, and the answer's channel, until the step
+    /// that asked asks the same again and takes them over ([`Approvals::ask`]).
+    carried: Arc<DashMap<Sameness, (Uuid, oneshot::Receiver<ApprovalAnswer>)>>,
     events: EventBus,
     store: Option<Store>,
+}
+
+/// What makes two approval requests the same question: their task, subtask, kind and
+/// what they show (title, command, the change).
+type Sameness = (TaskId, Option<SubtaskId>, ApprovalKind, u64);
+
+fn sameness(request: &ApprovalRequest) -> Sameness {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (
+        &request.title,
+        &request.command,
+        request.diff.as_ref().map(|d| (&d.uri, &d.after)),
+    )
+        .hash(&mut hasher);
+    (
+        request.task_id,
+        request.subtask_id,
+        request.kind,
+        hasher.finish(),
+    )
 }
 
 impl Approvals {
@@ -265,6 +290,7 @@ impl Approvals {
             pending: Arc::new(DashMap::new()),
             restored: Arc::new(DashMap::new()),
             waited: Arc::new(DashMap::new()),
+            carried: Arc::new(DashMap::new()),
             events,
             store,
         }
@@ -274,6 +300,17 @@ impl Approvals {
     /// (its task was cancelled); callers treat that as abort. Dropping the future before
     /// an answer withdraws the approval: nobody would use a late answer.
     pub async fn ask(&self, request: ApprovalRequest) -> Option<ApprovalAnswer> {
+        // The same question, pending since before a restart: it keeps its id, and an
+        // answer given meanwhile is the answer.
+        if let Some((_, (id, answered))) = self.carried.remove(&sameness(&request)) {
+            let mut unanswered = WithdrawOnDrop {
+                approvals: self.clone(),
+                id: Some(id),
+            };
+            let answer = answered.await.ok();
+            unanswered.id = None;
+            return answer;
+        }
         let (answer, answered) = oneshot::channel();
         let request = Arc::new(request);
         let mut unanswered = WithdrawOnDrop {
@@ -319,6 +356,26 @@ impl Approvals {
             .publish(RuntimeEvent::ApprovalRequested(request));
     }
 
+    /// Makes a command, file-change or decision approval that was pending when the
+    /// process stopped pending again, under its id: listed, answerable, asked of the
+    /// editors; the step that asked it takes it over when it asks the same again.
+    pub fn carry(&self, request: ApprovalRequest) {
+        let (answer, answered) = oneshot::channel();
+        let key = sameness(&request);
+        let request = Arc::new(request);
+        self.carried.insert(key, (request.approval_id, answered));
+        self.pending.insert(
+            request.approval_id,
+            Pending {
+                request: request.clone(),
+                answer,
+                since: tokio::time::Instant::now(),
+            },
+        );
+        self.events
+            .publish(RuntimeEvent::ApprovalRequested(request));
+    }
+
     /// The answer channel of a restored approval of `subtask`, if there is one.
     pub fn take_restored(&self, subtask: SubtaskId) -> Option<oneshot::Receiver<ApprovalAnswer>> {
         self.restored.remove(&subtask).map(|(_, answered)| answered)
@@ -352,6 +409,7 @@ impl Approvals {
 
     /// Withdraws every pending approval of `task` (it was cancelled or finished).
     pub fn withdraw_task(&self, task: TaskId) {
+        self.carried.retain(|(t, ..), _| *t != task);
         let ids: Vec<Uuid> = self
             .pending
             .iter()
@@ -375,7 +433,7 @@ impl Approvals {
     /// Withdraws an approval whose asker stopped waiting, for the front-ends only: the
     /// store keeps it pending, because the asker also stops when the process does, and
     /// then the approval must come back with the next run (escalations are restored;
-    /// other kinds are asked again when their step runs again).
+    /// other kinds are carried, and taken over when their step asks again).
     fn abandon(&self, id: Uuid) {
         if let Some((_, pending)) = self.pending.remove(&id) {
             self.count_wait(&pending);
