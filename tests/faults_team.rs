@@ -376,6 +376,11 @@ async fn a_401_is_never_retried_and_goes_to_the_person_as_critical() {
         "{seen:?}"
     );
     assert!(!seen.actions.contains(&RecoveryAction::Retry), "{seen:?}");
+    // While the person was asked, the agent waited for them.
+    assert!(
+        seen.agent_statuses.contains(&AgentStatus::WaitingApproval),
+        "{seen:?}"
+    );
     let detail = run.engine.task(&t.to_string()).unwrap();
     assert_eq!(detail.summary.status, TaskStatus::Failed);
     assert!(

@@ -87,6 +87,14 @@ async fn a_subtask_an_agent_keeps_failing_moves_to_an_idle_peer() {
         "the peer finished it"
     );
     assert_eq!(team.read("a.txt"), "a\n");
+    // The agent that ran out of retries was marked failed, as the state machine says.
+    let went = team.store.transitions(Some(first_failer)).await.unwrap();
+    assert!(
+        went.iter()
+            .any(|t| t.to == conclave::runtime::AgentStatus::Failed
+                && t.reason == "ran out of retries"),
+        "{went:?}"
+    );
     team.engine.shutdown().await;
 }
 
