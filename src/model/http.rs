@@ -415,30 +415,7 @@ impl Silence {
 
     /// The wait allowed before the first byte of the answer to `request`.
     pub fn first_byte_for(&self, request: &super::ModelRequest) -> Duration {
-        let chars: usize = request.system.len()
-            + request
-                .messages
-                .iter()
-                .map(|m| match m {
-                    super::ChatMessage::User { content }
-                    | super::ChatMessage::Tool { content, .. } => content.len(),
-                    super::ChatMessage::Assistant {
-                        content,
-                        tool_calls,
-                    } => {
-                        content.len()
-                            + tool_calls
-                                .iter()
-                                .map(|c| c.arguments.to_string().len())
-                                .sum::<usize>()
-                    }
-                })
-                .sum::<usize>()
-            + request
-                .tools
-                .iter()
-                .map(|t| t.description.len() + t.parameters.to_string().len())
-                .sum::<usize>();
+        let chars = request.chars();
         // About four characters a token.
         let thousands = (chars / 4) as u32 / 1000;
         self.first_byte + self.first_byte_per_k_tokens * thousands

@@ -96,6 +96,37 @@ pub struct ModelRequest {
     pub temperature: Option<f32>,
 }
 
+impl ModelRequest {
+    /// The characters of the request as the model sees them (system, messages, tool
+    /// schemas): about four to a token.
+    pub fn chars(&self) -> usize {
+        let messages: usize = self
+            .messages
+            .iter()
+            .map(|m| match m {
+                ChatMessage::User { content } => content.len(),
+                ChatMessage::Assistant {
+                    content,
+                    tool_calls,
+                } => {
+                    content.len()
+                        + tool_calls
+                            .iter()
+                            .map(|c| c.name.len() + c.arguments.to_string().len())
+                            .sum::<usize>()
+                }
+                ChatMessage::Tool { content, .. } => content.len(),
+            } + 8)
+            .sum();
+        let tools: usize = self
+            .tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+            .sum();
+        self.system.len() + messages + tools
+    }
+}
+
 /// Why the model stopped.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -339,31 +339,28 @@ impl Approvals {
     /// its original id, so a reconnecting editor can still answer it. The subtask it
     /// belongs to collects the answer with [`Approvals::take_restored`].
     pub fn restore(&self, request: ApprovalRequest) {
-        let (answer, answered) = oneshot::channel();
-        let request = Arc::new(request);
-        if let Some(subtask) = request.subtask_id {
+        let subtask = request.subtask_id;
+        let answered = self.pending_again(request);
+        if let Some(subtask) = subtask {
             self.restored.insert(subtask, answered);
         }
-        self.pending.insert(
-            request.approval_id,
-            Pending {
-                request: request.clone(),
-                answer,
-                since: tokio::time::Instant::now(),
-            },
-        );
-        self.events
-            .publish(RuntimeEvent::ApprovalRequested(request));
     }
 
     /// Makes a command, file-change or decision approval that was pending when the
     /// process stopped pending again, under its id: listed, answerable, asked of the
     /// editors; the step that asked it takes it over when it asks the same again.
     pub fn carry(&self, request: ApprovalRequest) {
-        let (answer, answered) = oneshot::channel();
         let key = sameness(&request);
+        let id = request.approval_id;
+        let answered = self.pending_again(request);
+        self.carried.insert(key, (id, answered));
+    }
+
+    /// Makes `request` pending (it was before the restart, so it is not stored again)
+    /// and tells the front-ends; returns where its answer will come.
+    fn pending_again(&self, request: ApprovalRequest) -> oneshot::Receiver<ApprovalAnswer> {
+        let (answer, answered) = oneshot::channel();
         let request = Arc::new(request);
-        self.carried.insert(key, (request.approval_id, answered));
         self.pending.insert(
             request.approval_id,
             Pending {
@@ -374,6 +371,7 @@ impl Approvals {
         );
         self.events
             .publish(RuntimeEvent::ApprovalRequested(request));
+        answered
     }
 
     /// The answer channel of a restored approval of `subtask`, if there is one.

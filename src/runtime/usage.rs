@@ -23,9 +23,7 @@ use super::agent::AgentId;
 use super::approvals::{ApprovalChoice, ApprovalKind, ApprovalOption, ApprovalRequest, Approvals};
 use super::tasks::{SubtaskId, TaskId, TaskStatus, Tasks};
 use crate::config::{Config, ModelPrice};
-use crate::model::{
-    ChatMessage, DeltaSink, ModelError, ModelProvider, ModelRequest, ModelResponse,
-};
+use crate::model::{DeltaSink, ModelError, ModelProvider, ModelRequest, ModelResponse};
 use crate::recovery::Severity;
 
 /// Tokens used by some calls, and what they cost when the model has a price.
@@ -186,32 +184,9 @@ pub fn estimate_tokens(chars: usize) -> u64 {
     chars.div_ceil(4) as u64
 }
 
-/// The characters of a request as the model sees them (system, messages, tool schemas).
+/// The characters of a request as the model sees them ([`ModelRequest::chars`]).
 pub fn request_chars(request: &ModelRequest) -> usize {
-    let messages: usize = request
-        .messages
-        .iter()
-        .map(|m| match m {
-            ChatMessage::User { content } => content.len(),
-            ChatMessage::Assistant {
-                content,
-                tool_calls,
-            } => {
-                content.len()
-                    + tool_calls
-                        .iter()
-                        .map(|c| c.name.len() + c.arguments.to_string().len())
-                        .sum::<usize>()
-            }
-            ChatMessage::Tool { content, .. } => content.len(),
-        } + 8)
-        .sum();
-    let tools: usize = request
-        .tools
-        .iter()
-        .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
-        .sum();
-    request.system.len() + messages + tools
+    request.chars()
 }
 
 /// Ends a task whose person chose to cancel it at the token limit.
