@@ -39,6 +39,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 MODEL = "qwen2.5-coder-1.5b-instruct"
+# llama-server's --ctx-size in ../shared/llm/serve.sh, and Conclave's default output cap.
+CONTEXT_WINDOW = 8192
+MAX_TOKENS = 4096
 
 
 class Proxy:
@@ -215,7 +218,25 @@ def run_conclave(binary, workspace, task, port, timeout_s, pi=None):
     )
 
 
-def run_pi(binary, workspace, task, port, timeout_s, agent_dir):
+def with_named_files(task, workspace):
+    """The task, then the text of the workspace files it names, as Conclave's team gets
+    them in its prompt: the same start for both agents."""
+    shown = []
+    for word in task.replace("`", " ").replace(",", " ").split():
+        word = word.strip(".:;()'\"")
+        path = workspace / word
+        if "." in word and not word.startswith("/") and ".." not in word and path.is_file():
+            text = path.read_text(errors="replace")
+            if len(text) <= 6 * 1024 and word not in [w for w, _ in shown]:
+                shown.append((word, text))
+    if not shown:
+        return task
+    files = "".join(f"\n{name}:\n```\n{text}{'' if text.endswith(chr(10)) else chr(10)}```\n"
+                    for name, text in shown)
+    return f"{task}\n\nThe files the task names, as they are now:\n{files}"
+
+
+def run_pi(binary, workspace, task, port, timeout_s, agent_dir, preread=True):
     agent_dir.mkdir(parents=True, exist_ok=True)
     (agent_dir / "models.json").write_text(json.dumps({"providers": {"conclave": {
         "baseUrl": f"http://127.0.0.1:{port}/v1",
@@ -223,7 +244,10 @@ def run_pi(binary, workspace, task, port, timeout_s, agent_dir):
         "apiKey": "CONCLAVE_PI_API_KEY",
         "compat": {"supportsStore": False, "supportsDeveloperRole": False,
                    "supportsReasoningEffort": False, "maxTokensField": "max_tokens"},
-        "models": [{"id": MODEL, "name": MODEL, "reasoning": False, "input": ["text"]}],
+        # The server's real window and Conclave's output cap (its default max_tokens), so
+        # pi neither assumes 128k nor asks for more output than the server can give.
+        "models": [{"id": MODEL, "name": MODEL, "reasoning": False, "input": ["text"],
+                    "contextWindow": CONTEXT_WINDOW, "maxTokens": MAX_TOKENS}],
     }}}))
     # Three call retries, as the issue measured pi with.
     (agent_dir / "settings.json").write_text(json.dumps({"retry": {
@@ -235,7 +259,8 @@ def run_pi(binary, workspace, task, port, timeout_s, agent_dir):
     return subprocess.run(
         [str(binary), "-p", "--no-session", "--provider", "conclave", "--model", MODEL,
          "--tools", "read,bash,edit,write", "--no-extensions", "--no-skills",
-         "--no-prompt-templates", "--no-themes", task],
+         "--no-prompt-templates", "--no-themes",
+         with_named_files(task, workspace) if preread else task],
         cwd=workspace, env=env, capture_output=True, text=True, timeout=timeout_s,
     )
 
@@ -278,6 +303,12 @@ def main():
     parser.add_argument("--pi", default=str(ROOT / "tests/pi/node_modules/.bin/pi"))
     parser.add_argument("--timeout", type=int, default=900, help="seconds per run")
     parser.add_argument("--out", default=str(HERE / "results.jsonl"))
+    parser.add_argument("--seed", type=int, default=0,
+                        help="a label for this pass (repeats of the same task), kept in each row")
+    parser.add_argument("--template", default=os.environ.get("LLM_TEMPLATE", "fenced"),
+                        help="the server's template form (serve.sh LLM_TEMPLATE), kept in each row")
+    parser.add_argument("--no-pi-preread", action="store_true",
+                        help="give pi the task alone, without the named files' text")
     parser.add_argument("--keep", action="store_true",
                         help="keep the workspaces, with each run's model calls in transcript.jsonl")
     args = parser.parse_args()
@@ -285,6 +316,8 @@ def main():
     args.conclave = str(Path(args.conclave).resolve())
     args.pi = str(Path(args.pi).resolve())
 
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
     tasks = task_dirs(args.set)
     if args.tasks:
         wanted = args.tasks.split(",")
@@ -315,7 +348,8 @@ def main():
                     elif system == "conclave-pi":
                         r = run_conclave(args.conclave, workspace, task, proxy.port, args.timeout, args.pi)
                     else:
-                        r = run_pi(args.pi, workspace, task, proxy.port, args.timeout, scratch / "agent")
+                        r = run_pi(args.pi, workspace, task, proxy.port, args.timeout, scratch / "agent",
+                                   preread=not args.no_pi_preread)
                     code, tail = r.returncode, (r.stderr or "")[-1500:]
                 except subprocess.TimeoutExpired:
                     code, tail = None, "timed out"
@@ -328,6 +362,7 @@ def main():
                     "promptTokens": proxy.prompt_tokens, "completionTokens": proxy.completion_tokens,
                     "check": "" if solved else why, "tail": "" if solved else tail,
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "commit": commit, "template": args.template, "seed": args.seed,
                 }
                 rows.append(row)
                 out.write(json.dumps(row) + "\n")
@@ -342,9 +377,24 @@ def main():
     print(summary(rows))
 
 
+def interval(rows, resamples=2000, seed=7):
+    """pass@1 over the rows (several passes of a task averaged first) with a 95% interval
+    from a bootstrap over tasks."""
+    by_task = {}
+    for r in rows:
+        by_task.setdefault(r["task"], []).append(1.0 if r["solved"] else 0.0)
+    rates = [sum(v) / len(v) for v in by_task.values()]
+    if not rates:
+        return 0.0, 0.0, 0.0
+    rng = random.Random(seed)
+    means = sorted(sum(rng.choice(rates) for _ in rates) / len(rates) for _ in range(resamples))
+    return (sum(rates) / len(rates), means[int(0.025 * resamples)],
+            means[min(resamples - 1, int(0.975 * resamples))])
+
+
 def summary(rows):
-    lines = ["| system | faults | solved | false completions | time (total, mean) | model calls | tokens (prompt + completion) |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| system | faults | solved | pass@1 (95% interval over tasks) | false completions | time (total, mean) | model calls | tokens (prompt + completion) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     # Held-out runs are summed apart from dev ones (rows from before the split are dev).
     keys = sorted({(r["system"], r["faultRate"], r.get("set", "dev")) for r in rows},
                   key=lambda k: (k[2] != "dev", k[1], k[0]))
@@ -355,8 +405,10 @@ def summary(rows):
         solved = sum(r["solved"] for r in rs)
         false = sum(r["claimed"] and not r["solved"] for r in rs)
         total = sum(r["seconds"] for r in rs)
+        mean, low, high = interval(rs)
         lines.append(
-            f"| {label} | {int(rate * 100)}% | {solved} of {len(rs)} | {false} | "
+            f"| {label} | {int(rate * 100)}% | {solved} of {len(rs)} | "
+            f"{mean:.0%} ({low:.0%}–{high:.0%}) | {false} | "
             f"{total / 60:.0f} min, {total / len(rs):.0f} s | {sum(r['calls'] for r in rs)} | "
             f"{sum(r['promptTokens'] for r in rs)} + {sum(r['completionTokens'] for r in rs)} |")
     return "\n".join(lines)
