@@ -85,6 +85,8 @@ fn settings(pi: &Path, workspace: &Path, server: &MockServer) -> PiSettings {
         retry_grace: Duration::from_millis(500),
         startup_timeout: Duration::from_secs(60),
         shutdown_grace: Duration::from_secs(2),
+        sandbox: conclave::config::SandboxConfig::default(),
+        scrub_env: Vec::new(),
     }
 }
 
@@ -785,4 +787,59 @@ async fn cancellation_and_closed_output_end_the_follow() {
     // Dropping the only sender is stdout closing.
     replay.feed = closed_feed;
     assert!(matches!(replay.follow().await, FollowEnd::Closed));
+}
+
+/// pi's process is confined like any command: its own `bash` writes inside the
+/// workspace, and nowhere else.
+#[tokio::test]
+async fn pi_and_its_bash_tool_write_only_inside_the_workspace() {
+    let Some(pi) = installed_pi() else { return };
+    let abi = unsafe {
+        // SAFETY: with a null attribute and size 0 the call reads and writes no memory.
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32,
+        )
+    };
+    if abi < 1 {
+        assert!(std::env::var_os("CI").is_none(), "CI needs Landlock");
+        eprintln!("SKIPPED: no Landlock on this kernel");
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let escaped = outside.path().join("escaped.txt");
+    let server = MockServer::start().await;
+    completions()
+        .respond_with(tool_call(
+            "call_1",
+            "bash",
+            json!({ "command": format!("echo in > inside.txt; echo out > {}; echo done", escaped.display()) }),
+        ))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    completions()
+        .and(body_string_contains("call_1"))
+        .respond_with(text_answer("Ran it."))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let workspace = tempfile::tempdir().unwrap();
+    let mut settings = settings(&pi, workspace.path(), &server);
+    settings.allow_bash = true;
+    let executor = PiExecutor::new(settings).unwrap();
+    let (result, _) = execute(&executor, &spec("Run the command")).await;
+    result.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join("inside.txt")).unwrap(),
+        "in\n",
+        "the command ran"
+    );
+    assert!(
+        !escaped.exists(),
+        "a write outside the workspace got through"
+    );
 }

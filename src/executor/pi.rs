@@ -67,6 +67,12 @@ pub struct PiSettings {
     /// Each step of stopping pi (stdin closed, SIGTERM, SIGKILL) waits this long, and an
     /// abort waits this long for the run to wind down.
     pub shutdown_grace: Duration,
+    /// `[sandbox]`: pi's process is confined like any command (its network only to the
+    /// model's port, unless `network = true`).
+    pub sandbox: crate::config::SandboxConfig,
+    /// Variables pi's environment never carries (besides credential-looking ones; its own
+    /// key goes in `CONCLAVE_PI_API_KEY`).
+    pub scrub_env: Vec<String>,
 }
 
 impl PiSettings {
@@ -95,15 +101,82 @@ impl PiSettings {
             retry_grace: Self::DEFAULT_RETRY_GRACE,
             startup_timeout: Self::DEFAULT_STARTUP_TIMEOUT,
             shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
+            sandbox: config.sandbox.clone(),
+            scrub_env: config.llm.key_variables(),
         })
+    }
+}
+
+/// The sandbox of pi's processes: writes to the workspace and pi's own folder, the home
+/// folder's secrets hidden, TCP only to the model's port (pi calls the model itself).
+fn confine_pi(
+    settings: &PiSettings,
+    agent_dir: &Path,
+) -> Result<Option<crate::exec::confine::Ruleset>, ExecutorError> {
+    use crate::exec::confine::{self, ConfinePolicy, Network, Ruleset, Support};
+    let temp = agent_dir.join("tmp");
+    std::fs::create_dir_all(&temp)
+        .map_err(|e| ExecutorError::Process(format!("cannot create pi's temp folder: {e}")))?;
+    let port = reqwest::Url::parse(&settings.model.base_url)
+        .ok()
+        .and_then(|u| u.port_or_known_default());
+    let network = match (settings.sandbox.network, port) {
+        (true, _) | (false, None) => Network::On,
+        (false, Some(port)) => Network::Ports(vec![port]),
+    };
+    let mut hidden = confine::home_secrets();
+    hidden.extend(
+        settings
+            .sandbox
+            .hidden_paths
+            .iter()
+            .map(std::path::PathBuf::from),
+    );
+    let mut writable = vec![
+        settings.workspace_root.clone(),
+        agent_dir.to_path_buf(),
+        temp,
+    ];
+    writable.extend(
+        settings
+            .sandbox
+            .writable_paths
+            .iter()
+            .map(std::path::PathBuf::from),
+    );
+    let policy = ConfinePolicy {
+        writable,
+        hidden,
+        network,
+    };
+    let unavailable = |reason: String| {
+        if settings.sandbox.required {
+            Err(ExecutorError::Process(format!(
+                "pi must run in the sandbox (sandbox.required = true), and {reason}"
+            )))
+        } else {
+            tracing::warn!("pi runs UNCONFINED (sandbox.required = false): {reason}");
+            Ok(None)
+        }
+    };
+    match Support::probe() {
+        Support::Missing { reason } => unavailable(reason),
+        Support::Landlock { .. } => match Ruleset::build(&policy) {
+            Ok(ruleset) => Ok(Some(ruleset)),
+            Err(e) => unavailable(e.to_string()),
+        },
     }
 }
 
 /// Runs subtasks through pi-coding-agent's RPC mode, one pi process per execution.
 pub struct PiExecutor {
     settings: PiSettings,
-    /// The private agent directory; removed when the executor is dropped.
+    /// The private agent directory; removed when the executor is dropped. Its `tmp/`
+    /// is pi's temp folder.
     agent_dir: tempfile::TempDir,
+    /// The sandbox pi's processes enter; `None` where there is none and it is not
+    /// required.
+    confinement: Option<crate::exec::confine::Ruleset>,
     errors: ErrorContext,
     live: LiveSet,
 }
@@ -129,10 +202,12 @@ impl PiExecutor {
             settings.step_timeout,
             settings.model.api_key.as_ref().map(|k| k.expose()),
         );
+        let confinement = confine_pi(&settings, agent_dir.path())?;
         tracing::debug!(agent_dir = %agent_dir.path().display(), model = %settings.model.model_id, "pi executor ready");
         Ok(PiExecutor {
             settings,
             agent_dir,
+            confinement,
             errors,
             live: Arc::new(Mutex::new(Default::default())),
         })
@@ -209,6 +284,9 @@ impl PiExecutor {
             args,
             cwd: &self.settings.workspace_root,
             env,
+            scrub_env: &self.settings.scrub_env,
+            temp_dir: self.agent_dir.path().join("tmp"),
+            confinement: self.confinement.as_ref().map(|r| r.raw_fd()),
         };
         PiProcess::spawn(spec, &self.errors, &self.live).map_err(|e| {
             let message = format!(

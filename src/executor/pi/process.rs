@@ -43,7 +43,13 @@ pub struct SpawnSpec<'a> {
     pub program: &'a Path,
     pub args: Vec<OsString>,
     pub cwd: &'a Path,
+    /// pi's own variables, added to the scrubbed environment as they are.
     pub env: Vec<(&'static str, String)>,
+    /// Removed from the inherited environment besides credential-looking names.
+    pub scrub_env: &'a [String],
+    pub temp_dir: std::path::PathBuf,
+    /// The Landlock ruleset the process enters, when it is confined.
+    pub confinement: Option<std::os::fd::RawFd>,
 }
 
 /// Why pi did not become ready.
@@ -86,6 +92,13 @@ impl PiProcess {
         command
             .args(&spec.args)
             .current_dir(spec.cwd)
+            .env_clear()
+            .envs(crate::exec::env::scrubbed(
+                std::env::vars_os(),
+                spec.scrub_env,
+                &[],
+                Some(&spec.temp_dir),
+            ))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -93,6 +106,13 @@ impl PiProcess {
             .kill_on_drop(true);
         for (key, value) in &spec.env {
             command.env(key, value);
+        }
+        if let Some(ruleset) = spec.confinement {
+            // SAFETY: `confine::enter` makes system calls only, as may run between fork
+            // and exec.
+            unsafe {
+                command.pre_exec(move || crate::exec::confine::enter(ruleset));
+            }
         }
         let mut child = command.spawn()?;
         let pid = child.id();
