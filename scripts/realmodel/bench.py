@@ -93,24 +93,55 @@ class Proxy:
                 )
                 with proxy.lock:
                     proxy.in_flight += 1
+                # Streamed through as it comes, byte for byte: the agents judge a call by
+                # its silences, so a proxy that held the answer back would stall them.
+                chunks = []
+                started = False
                 try:
-                    with urllib.request.urlopen(request, timeout=900) as response:
-                        status, headers, data = response.status, response.headers, response.read()
-                except urllib.error.HTTPError as e:
-                    status, headers, data = e.code, e.headers, e.read()
+                    try:
+                        response = urllib.request.urlopen(request, timeout=900)
+                        status, headers = response.status, response.headers
+                    except urllib.error.HTTPError as e:
+                        response, status, headers = e, e.code, e.headers
+                    self.send_response(status)
+                    self.send_header("Content-Type", headers.get("Content-Type", "application/json"))
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self.close_connection = True
+                    started = True
+                    with response:
+                        while True:
+                            chunk = response.read1(65536)
+                            if not chunk:
+                                break
+                            chunks.append(chunk)
+                            try:
+                                self.wfile.write(chunk)
+                                self.wfile.flush()
+                            except (BrokenPipeError, ConnectionResetError):
+                                pass  # the agent gave up on the call; the count goes on
                 except Exception as e:  # the server went away: a 502 the agent can see
-                    status, headers, data = 502, {}, json.dumps({"error": {"message": str(e)}}).encode()
+                    data = json.dumps({"error": {"message": str(e)}}).encode()
+                    status = 502
+                    chunks = [data]
+                    # Mid-answer, the cut-off stream is what the agent gets.
+                    try:
+                        if started:
+                            raise RuntimeError("headers already sent")
+                        self.send_response(502)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.write(data)
+                    except Exception:
+                        pass
                 finally:
                     with proxy.lock:
                         proxy.in_flight -= 1
                 if chat:
+                    data = b"".join(chunks)
                     proxy.count(data)
                     proxy.record(body, status, data)
-                self.send_response(status)
-                self.send_header("Content-Type", headers.get("Content-Type", "application/json"))
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
