@@ -277,3 +277,94 @@ async fn serve_completes_every_task_through_faults_and_an_outage() {
     );
     assert!(lsp.shutdown_and_exit().await.success());
 }
+
+/// Eight tasks submitted at once over one `serve` connection at 30% faults: every one
+/// completes with its files, no task's status goes backwards in what the editor is
+/// told, and `conclave/listTasks` answers all along and agrees at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_tasks_at_once_at_30_percent_faults_all_complete_and_stay_consistent() {
+    let server = FaultServer::start(FaultPlan::random(0.3, 88)).await;
+    let ws = workspace(&server, "");
+    let mut lsp = lsp_support::Server::spawn(ws.path()).await;
+    lsp.initialize(lsp_support::bare_capabilities(), serde_json::json!({}))
+        .await;
+    let groups: Vec<[(String, String); 2]> = (0..8)
+        .map(|i| {
+            [
+                (format!("load{i}a.txt"), format!("a{i}")),
+                (format!("load{i}b.txt"), format!("b{i}")),
+            ]
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for files in &groups {
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+            .collect();
+        ids.push(lsp.submit(&task_for(&files)).await);
+    }
+    // Asked while the team works: every task is listed, every time.
+    for _ in 0..3 {
+        let listed = lsp.call("conclave/listTasks", serde_json::json!({})).await;
+        let listed: Vec<&str> = listed["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["taskId"].as_str())
+            .collect();
+        assert!(
+            ids.iter().all(|id| listed.contains(&id.as_str())),
+            "{listed:?}"
+        );
+    }
+    for id in &ids {
+        lsp.task_status(id, "completed").await;
+    }
+    for files in &groups {
+        for (path, content) in files {
+            assert_eq!(
+                std::fs::read_to_string(ws.path().join(path))
+                    .ok()
+                    .as_deref(),
+                Some(content.as_str()),
+                "{path}"
+            );
+        }
+    }
+    let listed = lsp.call("conclave/listTasks", serde_json::json!({})).await;
+    for task in listed["tasks"].as_array().unwrap() {
+        assert_eq!(task["status"], "completed", "{task}");
+        assert!(
+            task["subtasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|s| s["status"] == "completed"),
+            "{task}"
+        );
+    }
+    // What the editor was told, in order: no finished task was ever reported unfinished
+    // again.
+    assert_eq!(
+        lsp.call("shutdown", serde_json::Value::Null).await,
+        serde_json::Value::Null
+    );
+    lsp.notify("exit", serde_json::Value::Null).await;
+    let updates = lsp.rest().await;
+    let mut finished: Vec<String> = Vec::new();
+    for update in updates
+        .iter()
+        .filter(|m| m["method"] == "conclave/taskUpdated")
+    {
+        let task = &update["params"]["task"];
+        let id = task["taskId"].as_str().unwrap_or_default().to_string();
+        let done = ["completed", "failed", "cancelled"]
+            .contains(&task["status"].as_str().unwrap_or_default());
+        assert!(done || !finished.contains(&id), "{id} went back: {task}");
+        if done {
+            finished.push(id);
+        }
+    }
+    assert!(server.stats().faults > 0, "{:?}", server.stats());
+}
