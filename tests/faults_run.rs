@@ -156,6 +156,41 @@ async fn a_refused_connection_is_named_at_once_and_waited_out_until_the_server_s
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalls_before_the_first_byte_and_mid_stream_are_cut_by_silence_and_retried() {
+    // Half the calls stall for 20 s, before their answer or in its middle; the
+    // step ceiling is a minute, so only the silence timeouts can cut them in time.
+    let server = FaultServer::start(FaultPlan {
+        seed: 1,
+        rate: 0.5,
+        kinds: vec![
+            Fault::Stall { millis: 20_000 },
+            Fault::StallMidStream { millis: 20_000 },
+        ],
+        ..FaultPlan::default()
+    })
+    .await;
+    let ws = tempfile::tempdir().unwrap();
+    let config = config_for(&server, "").replace(
+        "stepTimeoutMs = 400",
+        "stepTimeoutMs = 60000\nidleTimeoutMs = 300\nfirstByteTimeoutMs = 600\nfirstBytePerKTokensMs = 0",
+    );
+    std::fs::write(ws.path().join("conclave.toml"), config).unwrap();
+    let output = conclave(ws.path(), &[&task_for(&FILES), "--approve", "deny"]).await;
+    let err = stderr(&output);
+    let stats = server.stats();
+    assert_eq!(output.status.code(), Some(0), "{stats:?}\n{err}");
+    assert_files_right(ws.path(), &err);
+    assert!(
+        stats.by_fault.keys().any(|k| k.contains("StallMidStream"))
+            && stats.by_fault.keys().any(|k| k.starts_with("Stall {")),
+        "both stalls were injected: {stats:?}"
+    );
+    // Cut by the silence timeouts (kind `stalled`), not by the step ceiling (`timeout`).
+    assert!(err.contains("kind=\"stalled\""), "{err}");
+    assert!(!err.contains("kind=\"timeout\""), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_provider_gets_a_bounded_number_of_calls_then_the_task_ends_naming_it() {
     let server = FaultServer::start(FaultPlan {
         always: Some(Fault::Http503),

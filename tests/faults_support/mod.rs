@@ -3,8 +3,8 @@
 //! It speaks just enough HTTP/1.1 (one request per connection, `Connection: close`) to
 //! answer `POST …/chat/completions` like a small, obedient coding model, and injects
 //! faults from a seeded plan: 429 with Retry-After, 500, 503, a garbage 200 body, a
-//! truncated stream, a connection reset, a stall past the step timeout, an outage
-//! window, a permanent 401 and a permanent 400 context overflow.
+//! truncated stream, a connection reset, a stall before the first byte or in the middle
+//! of a stream, an outage window, a permanent 401 and a permanent 400 context overflow.
 //!
 //! The "model": a planning prompt (`Plan this task for …`) gets one subtask per file
 //! named in the task (`Write the files: a.txt=hello, b.txt=world`); a subtask
@@ -43,6 +43,10 @@ pub enum Fault {
     Reset,
     /// No answer for this long (past the step timeout).
     Stall {
+        millis: u64,
+    },
+    /// An event stream that begins, then sends nothing for this long.
+    StallMidStream {
         millis: u64,
     },
     /// 401, every time.
@@ -389,6 +393,17 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
             Ok(())
         }
         Some(Fault::Stall { millis }) => {
+            tokio::time::sleep(Duration::from_millis(millis)).await;
+            Ok(())
+        }
+        Some(Fault::StallMidStream { millis }) => {
+            let head =
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+            let chunk = json!({"choices": [{"index": 0, "delta": {"content": "I will"}}]});
+            stream
+                .write_all(format!("{head}data: {chunk}\n\n").as_bytes())
+                .await?;
+            stream.flush().await?;
             tokio::time::sleep(Duration::from_millis(millis)).await;
             Ok(())
         }
