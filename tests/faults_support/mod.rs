@@ -4,7 +4,8 @@
 //! answer `POST …/chat/completions` like a small, obedient coding model, and injects
 //! faults from a seeded plan: 429 with Retry-After, 500, 503, a garbage 200 body, a
 //! truncated stream, a connection reset, a stall before the first byte or in the middle
-//! of a stream, an outage window, a permanent 401 and a permanent 400 context overflow.
+//! of a stream, an outage window, a permanent 401 or 403 and a permanent 400 context
+//! overflow.
 //!
 //! The "model": a planning prompt (`Plan this task for …`) gets one subtask per file
 //! named in the task (`Write the files: a.txt=hello, b.txt=world`); a subtask
@@ -51,6 +52,8 @@ pub enum Fault {
     },
     /// 401, every time.
     Unauthorized,
+    /// 403, every time.
+    Forbidden,
     /// 400 `context_length_exceeded`, every time.
     ContextOverflow,
 }
@@ -416,6 +419,10 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
                 &body.to_string(),
             )
             .await
+        }
+        Some(Fault::Forbidden) => {
+            let body = json!({"error": {"message": "This key may not use this model", "type": "permission_error"}});
+            respond(&mut stream, "403 Forbidden", &[json_type], &body.to_string()).await
         }
         Some(Fault::ContextOverflow) => {
             let body = json!({"error": {"message": "This model's maximum context length is 4096 tokens", "type": "invalid_request_error", "code": "context_length_exceeded"}});

@@ -155,6 +155,12 @@ describe('stray input and refused starts', function()
     tasks.on_task_updated(tasks.tasks[task.taskId].client_id, earlier)
     local subtask_line = vim.api.nvim_buf_get_lines(tasks_buf, 2, 3, false)[1]
     assert.truthy(subtask_line:find('[completed] bottom-9-9', 1, true), subtask_line)
+    -- Work whose code nobody ran says so under the task, plainly.
+    local unchecked = vim.deepcopy(earlier)
+    unchecked.unchecked = 'not checked: running code was refused (approvals.commands = "deny")'
+    tasks.on_task_updated(tasks.tasks[task.taskId].client_id, unchecked)
+    local why = vim.api.nvim_buf_get_lines(tasks_buf, 2, 3, false)[1]
+    assert.truthy(why:find('! not checked: running code was refused', 1, true), why)
 
     capture()
     for _, key in ipairs({ 'e', '<CR>', 'c', 'r' }) do

@@ -76,6 +76,10 @@ export interface TaskSummary {
   updatedAt: string;
   subtasks: SubtaskSummary[];
   recovery: RecoveryEvent | null;
+  /** Why the task's work was never run by its checks (addition to the contract). */
+  unchecked?: string;
+  /** Why an unfinished task waits: for the ACP session it belongs to (addition). */
+  parked?: string;
 }
 
 export interface TaskError {

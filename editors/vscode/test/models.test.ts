@@ -64,6 +64,19 @@ test('timestamps compare by instant whatever their fraction digits; an older tas
   assert.equal(tasks.task('t1')!.status, 'completed');
 });
 
+test('a task whose code was never run says "not checked"; a parked one says why it waits', () => {
+  const tasks = new TasksModel();
+  tasks.updateTask({ ...task('completed'), unchecked: 'not checked: running code was refused (approvals.commands = "deny")' });
+  tasks.updateTask({ ...task('queued', null, 't2'), parked: 'waiting for the ACP session s1 to be loaded again' });
+  const rows = tasks.roots().map((node) => tasks.row(node));
+  const done = rows.find((r) => r.label === 'Task t1')!;
+  assert.equal(done.description, 'completed · not checked · 100%');
+  assert.match(done.tooltip, /running code was refused/);
+  const parked = rows.find((r) => r.label === 'Task t2')!;
+  assert.match(parked.description, /parked/);
+  assert.match(parked.tooltip, /ACP session s1/);
+});
+
 test('the protocol and model modules import nothing but vscode-jsonrpc and each other', () => {
   const src = join(__dirname, '../../src');
   const files = ['lsp_ext.ts', 'binary.ts', ...readdirSync(join(src, 'model')).map((f) => `model/${f}`)];

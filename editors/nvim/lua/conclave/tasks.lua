@@ -47,7 +47,12 @@ function M.on_task_updated(client_id, task)
     local level = task.status == 'completed' and vim.log.levels.INFO or vim.log.levels.WARN
     local opts = require('conclave.config').options
     if level >= (opts.notify_level or vim.log.levels.INFO) then
-      vim.notify(("Conclave: task '%s' %s"):format(task.title or task.taskId, task.status), level)
+      -- Work nobody could run is said to be unchecked, never just "completed".
+      local unchecked = type(task.unchecked) == 'string' and (' — ' .. task.unchecked) or ''
+      if unchecked ~= '' then
+        level = vim.log.levels.WARN
+      end
+      vim.notify(("Conclave: task '%s' %s%s"):format(task.title or task.taskId, task.status, unchecked), level)
     end
   end
   changed()
@@ -158,6 +163,12 @@ local function task_lines(client_id)
       )
     )
     map[#lines] = t.taskId
+    for _, why in ipairs({ t.unchecked, t.parked }) do
+      if type(why) == 'string' and why ~= '' then
+        table.insert(lines, '    ! ' .. why)
+        map[#lines] = t.taskId
+      end
+    end
     local agents = require('conclave.agents')
     for _, s in ipairs(t.subtasks or {}) do
       local extra = ''

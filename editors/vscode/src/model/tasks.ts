@@ -169,10 +169,15 @@ export class TasksModel {
         const { icon, color } = statusIcon(t.status);
         const done = t.subtasks.filter((s) => s.status === 'completed').length;
         const parts = [statusLabel(t.status)];
+        // Work nobody could run says so next to its status, never just "completed".
+        if (t.unchecked) parts.push('not checked');
+        if (t.parked) parts.push('parked');
         if (t.subtasks.length > 0) parts.push(`${done}/${t.subtasks.length}`);
         const progress = progressLabel(t);
         if (progress) parts.push(progress);
         const tooltip = [`${t.title}`, `Status: ${statusLabel(t.status)}`];
+        if (t.unchecked) tooltip.push(t.unchecked);
+        if (t.parked) tooltip.push(`Parked: ${t.parked}`);
         if (progress) tooltip.push(`Progress: ${progress}`);
         if (t.recovery) tooltip.push(`Recovery: ${t.recovery.action} ${t.recovery.attempt}/${t.recovery.maxAttempts} — ${t.recovery.message}`);
         tooltip.push(`Task id: ${t.taskId}`);

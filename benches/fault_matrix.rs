@@ -1,0 +1,278 @@
+//! The fault matrix against the real binary: the fault-injecting model server
+//! (`tests/faults_support`) in front of `conclave run` and `conclave serve` over stdio.
+//! Run: `cargo bench --bench fault_matrix` (about ten minutes: the outages are waited out
+//! on the real clock). Prints the table BENCHMARKS.md keeps.
+//!
+//! Each cell: how many tasks completed, model calls, faults injected, mean wall time a
+//! task, files written more than once (from the writer's own log lines: a write of
+//! identical content is a no-op and is not counted), and, for `serve`, recovery steps
+//! the store recorded that the editor was never sent.
+
+#[path = "../tests/faults_support/mod.rs"]
+mod faults_support;
+#[path = "../tests/lsp_support/mod.rs"]
+mod lsp_support;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use faults_support::{Fault, FaultPlan, FaultServer, config_for, task_for};
+
+/// Tasks a `run` cell runs (one `conclave run` each, two files a task).
+const RUNS: usize = 4;
+/// Tasks a `serve` cell submits at once.
+const SERVED: usize = 8;
+
+/// The default silence timeouts, scaled to a server that answers at once.
+fn config(server: &FaultServer, patience_ms: u64) -> String {
+    config_for(server, "")
+        .replace(
+            "stepTimeoutMs = 400",
+            "stepTimeoutMs = 30000\nidleTimeoutMs = 300\nfirstByteTimeoutMs = 600\nfirstBytePerKTokensMs = 0",
+        )
+        .replace(
+            "providerPatienceMs = 120000",
+            &format!("providerPatienceMs = {patience_ms}"),
+        )
+}
+
+fn files(task: usize) -> Vec<(String, String)> {
+    vec![
+        (format!("t{task}a.txt"), format!("a{task}")),
+        (format!("t{task}b.txt"), format!("b{task}")),
+    ]
+}
+
+fn task_text(task: usize) -> String {
+    let files = files(task);
+    let pairs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+    task_for(&pairs)
+}
+
+fn files_right(workspace: &Path, task: usize) -> bool {
+    files(task).iter().all(|(path, content)| {
+        std::fs::read_to_string(workspace.join(path)).ok().as_deref() == Some(content.as_str())
+    })
+}
+
+/// Writes per path that changed a file, from the writer's log lines.
+fn writes(log: &str) -> HashMap<String, u32> {
+    let mut counts = HashMap::new();
+    for line in log.lines().filter(|l| l.contains("file written")) {
+        let changed = line.contains("status=\"created\"") || line.contains("status=\"updated\"");
+        let path = line
+            .split("path=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next());
+        if let (true, Some(path)) = (changed, path) {
+            *counts.entry(path.trim_matches('"').to_string()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+struct Row {
+    fault: String,
+    rate: String,
+    completed: usize,
+    tasks: usize,
+    calls: u64,
+    faults: u64,
+    mean: Duration,
+    written_twice: usize,
+    events_lost: Option<i64>,
+}
+
+impl Row {
+    fn print(&self) {
+        println!(
+            "| {} | {} | {} of {} | {} | {} | {:.1} s | {} | {} |",
+            self.fault,
+            self.rate,
+            self.completed,
+            self.tasks,
+            self.calls,
+            self.faults,
+            self.mean.as_secs_f64(),
+            self.written_twice,
+            self.events_lost.map_or("—".to_string(), |n| n.to_string()),
+        );
+    }
+}
+
+/// `RUNS` sequential `conclave run`s against one server with `plan`.
+async fn run_cell(fault: &str, rate: &str, plan: FaultPlan, runs: usize, patience_ms: u64) -> Row {
+    let server = FaultServer::start(plan).await;
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("conclave.toml"), config(&server, patience_ms)).unwrap();
+    let mut completed = 0;
+    let mut twice = 0;
+    let started = Instant::now();
+    for task in 0..runs {
+        let workspace = ws.path().to_path_buf();
+        let text = task_text(task);
+        let output = tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_conclave"))
+                .args(["run", &text, "--approve", "deny", "--workspace"])
+                .arg(&workspace)
+                .env("RUST_LOG", "warn,conclave::tools::writer=debug")
+                .env("NO_COLOR", "1")
+                .stdin(Stdio::null())
+                .output()
+                .expect("conclave runs")
+        })
+        .await
+        .unwrap();
+        if output.status.success() && files_right(ws.path(), task) {
+            completed += 1;
+        }
+        twice += writes(&String::from_utf8_lossy(&output.stderr))
+            .values()
+            .filter(|n| **n > 1)
+            .count();
+    }
+    let stats = server.stats();
+    Row {
+        fault: fault.into(),
+        rate: rate.into(),
+        completed,
+        tasks: runs,
+        calls: stats.calls,
+        faults: stats.faults,
+        mean: started.elapsed() / runs as u32,
+        written_twice: twice,
+        events_lost: None,
+    }
+}
+
+/// `SERVED` tasks at once over one `conclave serve` connection.
+async fn serve_cell(rate: f64, seed: u64) -> Row {
+    let server = FaultServer::start(FaultPlan {
+        kinds: all_transient(),
+        ..FaultPlan::random(rate, seed)
+    })
+    .await;
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("conclave.toml"), config(&server, 600_000)).unwrap();
+    // The writer's lines go to the server's stderr file.
+    let mut lsp = lsp_support::Server::spawn_with(
+        ws.path(),
+        &[],
+        &[("RUST_LOG", "warn,conclave::tools::writer=debug")],
+    )
+    .await;
+    lsp.initialize(lsp_support::bare_capabilities(), serde_json::json!({}))
+        .await;
+    let started = Instant::now();
+    let mut ids = Vec::new();
+    for task in 0..SERVED {
+        ids.push(lsp.submit(&task_text(task)).await);
+    }
+    let mut completed = 0;
+    for (task, id) in ids.iter().enumerate() {
+        let done = lsp
+            .notification("conclave/taskUpdated", |p| {
+                p["task"]["taskId"] == id.as_str()
+                    && ["completed", "failed", "cancelled"]
+                        .contains(&p["task"]["status"].as_str().unwrap_or_default())
+            })
+            .await;
+        if done["task"]["status"] == "completed" && files_right(ws.path(), task) {
+            completed += 1;
+        }
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(lsp.call("shutdown", serde_json::Value::Null).await, serde_json::Value::Null);
+    lsp.notify("exit", serde_json::Value::Null).await;
+    let rest = lsp.rest().await;
+    let seen_steps = rest
+        .iter()
+        .filter(|m| m["method"] == "conclave/recoveryStatus")
+        .count() as i64;
+    // The notifications waited for above were taskUpdated only: every recoveryStatus is
+    // in what is left.
+    let stored: i64 = rusqlite::Connection::open(ws.path().join(".conclave/conclave.db"))
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM recovery_steps", [], |r| r.get(0))
+        .unwrap();
+    let log = std::fs::read_to_string(&lsp.stderr).unwrap_or_default();
+    let stats = server.stats();
+    Row {
+        fault: "mixed, serve".into(),
+        rate: format!("{:.0}%", rate * 100.0),
+        completed,
+        tasks: SERVED,
+        calls: stats.calls,
+        faults: stats.faults,
+        mean: elapsed / SERVED as u32,
+        written_twice: writes(&log).values().filter(|n| **n > 1).count(),
+        events_lost: Some(stored - seen_steps),
+    }
+}
+
+fn all_transient() -> Vec<Fault> {
+    let mut kinds = faults_support::TRANSIENT.to_vec();
+    kinds.push(Fault::Stall { millis: 20_000 });
+    kinds.push(Fault::StallMidStream { millis: 20_000 });
+    kinds
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let kinds: Vec<(&str, Fault)> = vec![
+        ("429 + Retry-After", Fault::RateLimited { retry_after_secs: 1 }),
+        ("500", Fault::Http500),
+        ("503", Fault::Http503),
+        ("malformed 200", Fault::Garbage),
+        ("dropped connection", Fault::Reset),
+        ("stream cut short", Fault::TruncatedStream),
+        ("stall before headers", Fault::Stall { millis: 20_000 }),
+        ("stall mid-stream", Fault::StallMidStream { millis: 20_000 }),
+    ];
+    println!("| fault | rate | completed | model calls | faults injected | time a task | files written twice | events lost |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    for (name, fault) in &kinds {
+        for rate in [0.3, 0.5, 0.7] {
+            let plan = FaultPlan {
+                seed: 7,
+                rate,
+                kinds: vec![*fault],
+                ..FaultPlan::default()
+            };
+            run_cell(name, &format!("{:.0}%", rate * 100.0), plan, RUNS, 120_000)
+                .await
+                .print();
+        }
+    }
+    for (rate, seed) in [(0.3, 31), (0.5, 51), (0.7, 71)] {
+        serve_cell(rate, seed).await.print();
+    }
+    for (name, fault) in [
+        ("401 (expected to fail: no retry)", Fault::Unauthorized),
+        ("403 (expected to fail: no retry)", Fault::Forbidden),
+        ("400 context overflow (expected to fail)", Fault::ContextOverflow),
+    ] {
+        let plan = FaultPlan {
+            always: Some(fault),
+            always_after: 1,
+            ..FaultPlan::default()
+        };
+        run_cell(name, "every call after the plan", plan, 1, 120_000)
+            .await
+            .print();
+    }
+    for (name, length) in [
+        ("outage of 60 s", Duration::from_secs(60)),
+        ("outage of 5 min", Duration::from_secs(300)),
+    ] {
+        let plan = FaultPlan {
+            outage: Some((Duration::from_millis(1), length)),
+            ..FaultPlan::default()
+        };
+        run_cell(name, "every call while it lasts", plan, 1, 600_000)
+            .await
+            .print();
+    }
+}
