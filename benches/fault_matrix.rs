@@ -47,13 +47,19 @@ fn files(task: usize) -> Vec<(String, String)> {
 
 fn task_text(task: usize) -> String {
     let files = files(task);
-    let pairs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+    let pairs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
     task_for(&pairs)
 }
 
 fn files_right(workspace: &Path, task: usize) -> bool {
     files(task).iter().all(|(path, content)| {
-        std::fs::read_to_string(workspace.join(path)).ok().as_deref() == Some(content.as_str())
+        std::fs::read_to_string(workspace.join(path))
+            .ok()
+            .as_deref()
+            == Some(content.as_str())
     })
 }
 
@@ -67,7 +73,9 @@ fn writes(log: &str) -> HashMap<String, u32> {
             .nth(1)
             .and_then(|rest| rest.split_whitespace().next());
         if let (true, Some(path)) = (changed, path) {
-            *counts.entry(path.trim_matches('"').to_string()).or_insert(0) += 1;
+            *counts
+                .entry(path.trim_matches('"').to_string())
+                .or_insert(0) += 1;
         }
     }
     counts
@@ -102,11 +110,30 @@ impl Row {
     }
 }
 
+/// How long the breaker stays open: short for the random faults (so a cell takes
+/// seconds), the default 30 s for the outages (what bounds a dead provider's calls).
+#[derive(Clone, Copy)]
+enum Breaker {
+    Quick,
+    Default,
+}
+
 /// `RUNS` sequential `conclave run`s against one server with `plan`.
-async fn run_cell(fault: &str, rate: &str, plan: FaultPlan, runs: usize, patience_ms: u64) -> Row {
+async fn run_cell(
+    fault: &str,
+    rate: &str,
+    plan: FaultPlan,
+    runs: usize,
+    patience_ms: u64,
+    breaker: Breaker,
+) -> Row {
     let server = FaultServer::start(plan).await;
     let ws = tempfile::tempdir().unwrap();
-    std::fs::write(ws.path().join("conclave.toml"), config(&server, patience_ms)).unwrap();
+    let mut config = config(&server, patience_ms);
+    if let Breaker::Default = breaker {
+        config = config.replace("openMs = 300", "openMs = 30000");
+    }
+    std::fs::write(ws.path().join("conclave.toml"), config).unwrap();
     let mut completed = 0;
     let mut twice = 0;
     let started = Instant::now();
@@ -184,7 +211,10 @@ async fn serve_cell(rate: f64, seed: u64) -> Row {
         }
     }
     let elapsed = started.elapsed();
-    assert_eq!(lsp.call("shutdown", serde_json::Value::Null).await, serde_json::Value::Null);
+    assert_eq!(
+        lsp.call("shutdown", serde_json::Value::Null).await,
+        serde_json::Value::Null
+    );
     lsp.notify("exit", serde_json::Value::Null).await;
     let rest = lsp.rest().await;
     let seen_steps = rest
@@ -221,8 +251,46 @@ fn all_transient() -> Vec<Fault> {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    // `--outages`: the two outage cells alone (they take six minutes of the run).
+    let only_outages = std::env::args().any(|a| a == "--outages");
+    println!(
+        "| fault | rate | completed | model calls | faults injected | time a task | files written twice | events lost |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    if !only_outages {
+        random_faults().await;
+    }
+    for (name, length) in [
+        ("outage of 60 s", Duration::from_secs(60)),
+        ("outage of 5 min", Duration::from_secs(300)),
+    ] {
+        let plan = FaultPlan {
+            outage: Some((Duration::from_millis(1), length)),
+            ..FaultPlan::default()
+        };
+        run_cell(
+            name,
+            "every call while it lasts",
+            plan,
+            1,
+            600_000,
+            Breaker::Default,
+        )
+        .await
+        .print();
+    }
+}
+
+/// Every transient kind at 30, 50 and 70% through `run`, mixed through `serve`, and the
+/// faults that must end a task at once.
+async fn random_faults() {
     let kinds: Vec<(&str, Fault)> = vec![
-        ("429 + Retry-After", Fault::RateLimited { retry_after_secs: 1 }),
+        (
+            "429 + Retry-After",
+            Fault::RateLimited {
+                retry_after_secs: 1,
+            },
+        ),
         ("500", Fault::Http500),
         ("503", Fault::Http503),
         ("malformed 200", Fault::Garbage),
@@ -231,8 +299,6 @@ async fn main() {
         ("stall before headers", Fault::Stall { millis: 20_000 }),
         ("stall mid-stream", Fault::StallMidStream { millis: 20_000 }),
     ];
-    println!("| fault | rate | completed | model calls | faults injected | time a task | files written twice | events lost |");
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for (name, fault) in &kinds {
         for rate in [0.3, 0.5, 0.7] {
             let plan = FaultPlan {
@@ -241,7 +307,8 @@ async fn main() {
                 kinds: vec![*fault],
                 ..FaultPlan::default()
             };
-            run_cell(name, &format!("{:.0}%", rate * 100.0), plan, RUNS, 120_000)
+            let rate = format!("{:.0}%", rate * 100.0);
+            run_cell(name, &rate, plan, RUNS, 120_000, Breaker::Quick)
                 .await
                 .print();
         }
@@ -252,27 +319,25 @@ async fn main() {
     for (name, fault) in [
         ("401 (expected to fail: no retry)", Fault::Unauthorized),
         ("403 (expected to fail: no retry)", Fault::Forbidden),
-        ("400 context overflow (expected to fail)", Fault::ContextOverflow),
+        (
+            "400 context overflow (expected to fail)",
+            Fault::ContextOverflow,
+        ),
     ] {
         let plan = FaultPlan {
             always: Some(fault),
             always_after: 1,
             ..FaultPlan::default()
         };
-        run_cell(name, "every call after the plan", plan, 1, 120_000)
-            .await
-            .print();
-    }
-    for (name, length) in [
-        ("outage of 60 s", Duration::from_secs(60)),
-        ("outage of 5 min", Duration::from_secs(300)),
-    ] {
-        let plan = FaultPlan {
-            outage: Some((Duration::from_millis(1), length)),
-            ..FaultPlan::default()
-        };
-        run_cell(name, "every call while it lasts", plan, 1, 600_000)
-            .await
-            .print();
+        run_cell(
+            name,
+            "every call after the plan",
+            plan,
+            1,
+            120_000,
+            Breaker::Quick,
+        )
+        .await
+        .print();
     }
 }
