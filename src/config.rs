@@ -406,6 +406,8 @@ pub struct VerifyConfig {
     /// When Python code changed and no test ran, the team writes an acceptance test from
     /// the task and runs it (`team/acceptance.rs`); on by default.
     pub acceptance_tests: bool,
+    /// Rules of the checks switched off, by id (docs/checks.md).
+    pub disabled: Vec<String>,
 }
 
 impl Default for VerifyConfig {
@@ -416,6 +418,7 @@ impl Default for VerifyConfig {
             min_confidence: 50,
             checks: true,
             acceptance_tests: true,
+            disabled: Vec::new(),
         }
     }
 }
@@ -596,6 +599,16 @@ impl Config {
             merge(&mut merged, layer);
             config = check(&merged, "initializationOptions")?;
         }
+        for id in crate::checks::unknown_ids(&config.verify.disabled) {
+            tracing::warn!(
+                "verify.disabled: no check rule is called `{id}`, so it switches nothing off (the rules: {})",
+                crate::checks::RULES
+                    .iter()
+                    .map(|r| r.id)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         Ok(config)
     }
 }
@@ -761,6 +774,17 @@ mod tests {
         let keys: Vec<&str> = unknown.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["approvals.fileChange", "aprovals"]);
         assert!(unknown[0].1.contains(&"fileChanges".to_string()));
+    }
+
+    #[test]
+    fn check_rules_are_switched_off_by_id_in_the_file_or_the_editor() {
+        let file = parse_toml("[verify]\ndisabled = [\"python.stub\"]\n", "conclave.toml").unwrap();
+        let config = Config::from_layers(Some(&file), None).unwrap();
+        assert_eq!(config.verify.disabled, ["python.stub"]);
+        let init = json!({ "verify": { "disabled": ["names.rename", "tests.acceptance"] } });
+        let config = Config::from_layers(Some(&file), Some(&init)).unwrap();
+        assert_eq!(config.verify.disabled, ["names.rename", "tests.acceptance"]);
+        assert!(Config::default().verify.disabled.is_empty());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! → work (models, tools, executor) → recovery → store.
 
 pub mod acp;
+pub mod checks;
 pub mod config;
 pub mod engine;
 pub mod exec;

@@ -383,6 +383,16 @@ async fn a_syntax_error_goes_back_to_the_agent_and_a_stub_fails_the_subtask() {
         "{:?}",
         detail.errors
     );
+    // The failure names the rule that found it, on the task's detail.
+    assert!(
+        detail
+            .checks
+            .iter()
+            .any(|c| c.status == conclave::runtime::CheckStatus::Failed
+                && c.rules == ["python.stub"]),
+        "{:?}",
+        detail.checks
+    );
     team.engine.shutdown().await;
 }
 

@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import sqlite3
 import threading
 import time
 import urllib.error
@@ -296,6 +297,28 @@ def run_pi(binary, workspace, task, port, timeout_s, agent_dir, preread=True):
     )
 
 
+def rule_findings(workspace):
+    """rule id -> how many times it found something in the run's task, and the rules of
+    the checks that still failed at the end (Conclave's store; {} for pi)."""
+    db = workspace / ".conclave" / "conclave.db"
+    if not db.is_file():
+        return {}, []
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        bodies = [json.loads(b) for (b,) in conn.execute("SELECT body FROM tasks")]
+        conn.close()
+    except (sqlite3.Error, ValueError):
+        return {}, []
+    fired, final = {}, []
+    for body in bodies:
+        for rule, n in (body.get("ruleFindings") or {}).items():
+            fired[rule] = fired.get(rule, 0) + n
+        for check in body.get("checks") or []:
+            if check.get("status") == "failed":
+                final.extend(r for r in check.get("rules") or [] if r not in final)
+    return fired, final
+
+
 def task_dirs(which):
     """The task folders of a set, from split.json: dev is its dev list together with every
     task under tasks/ (so dev is what it was before the split), heldout its held-out list,
@@ -386,6 +409,7 @@ def main():
                     code, tail = None, "timed out"
                 seconds = time.monotonic() - started
                 solved, why = hidden_check(task_dir, workspace)
+                fired, failing = rule_findings(workspace)
                 row = {
                     "system": system, "faultRate": rate, "task": task_dir.name, "set": set_of(task_dir),
                     "solved": solved, "claimed": code == 0, "exit": code,
@@ -394,6 +418,7 @@ def main():
                     "check": "" if solved else why, "tail": "" if solved else tail,
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "commit": commit, "template": args.template, "seed": args.seed,
+                    "rulesFired": fired, "rulesFailingAtEnd": failing,
                 }
                 rows.append(row)
                 out.write(json.dumps(row) + "\n")
@@ -406,6 +431,8 @@ def main():
         proxy.server.shutdown()
     print()
     print(summary(rows))
+    print()
+    print(rules_summary(rows))
 
 
 def interval(rows, resamples=2000, seed=7):
@@ -445,9 +472,30 @@ def summary(rows):
     return "\n".join(lines)
 
 
+def rules_summary(rows):
+    """Per check rule: the runs it found something in, how many of those the hidden check
+    passed in the end, and its false alarms: runs reported failed with the rule still
+    failing although the hidden check passes."""
+    rows = [r for r in rows if "rulesFired" in r]
+    if not rows:
+        return ""
+    lines = [f"Rules over {len(rows)} runs that record them:", "",
+             "| rule | runs it fired in | of those solved | false alarms (failed at the end, hidden check passes) |",
+             "| --- | --- | --- | --- |"]
+    rules = sorted({rule for r in rows for rule in r["rulesFired"]})
+    for rule in rules:
+        fired = [r for r in rows if r["rulesFired"].get(rule)]
+        alarms = sum(1 for r in rows if rule in r.get("rulesFailingAtEnd", []) and r["solved"]
+                     and not r["claimed"])
+        lines.append(f"| `{rule}` | {len(fired)} | {sum(r['solved'] for r in fired)} | {alarms} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--summary":
         rows = [json.loads(l) for f in sys.argv[2:] for l in open(f) if l.strip()]
         print(summary(rows))
+        print()
+        print(rules_summary(rows))
     else:
         main()

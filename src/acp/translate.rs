@@ -744,6 +744,7 @@ mod tests {
             partial_results: vec![],
             errors: vec![],
             checks: vec![],
+            rule_findings: Default::default(),
             usage: Default::default(),
         };
         let text = final_message(&detail, Some(Path::new("/w/ERROR_REPORT.md")));

@@ -147,7 +147,8 @@ pub fn render(finished: &mut Finished, style: Style) -> String {
         for c in shown {
             let (mark, how) = match c.status {
                 CheckStatus::Passed => (style.green("✓"), "passed".to_string()),
-                CheckStatus::Failed => (style.red("✗"), "failed".to_string()),
+                CheckStatus::Failed if c.rules.is_empty() => (style.red("✗"), "failed".to_string()),
+                CheckStatus::Failed => (style.red("✗"), format!("failed [{}]", c.rules.join(", "))),
                 CheckStatus::Skipped => ("-".to_string(), format!("skipped: {}", c.detail)),
             };
             let _ = writeln!(out, "    {mark} {} `{}` {how}", c.kind, clip(&c.name, 70));

@@ -2,6 +2,7 @@
 //! progress. The registry publishes every change as `TaskUpdated` and checkpoints the
 //! task into the store.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -211,6 +212,10 @@ pub struct TaskRecord {
     /// What was checked after the code was written, and how (`team/check.rs`).
     #[serde(default)]
     pub checks: Vec<CheckResult>,
+    /// How many times each check rule found something in the task's work, over every
+    /// check that ran (`checks` keeps only the latest), by rule id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rule_findings: BTreeMap<String, u32>,
     /// Tokens and cost so far (checkpoints from before usage was counted have none).
     #[serde(default)]
     pub usage: TaskUsage,
@@ -253,6 +258,7 @@ impl TaskRecord {
             coordinator: None,
             plan_decision: None,
             checks: Vec::new(),
+            rule_findings: BTreeMap::new(),
             usage: TaskUsage::default(),
             unchecked: None,
             owner: None,
@@ -320,6 +326,7 @@ impl TaskRecord {
             partial_results: self.partial_results.clone(),
             errors: self.errors.clone(),
             checks: self.checks.clone(),
+            rule_findings: self.rule_findings.clone(),
             usage: self.usage.clone(),
         }
     }
@@ -376,6 +383,9 @@ pub struct TaskDetail {
     /// (addition) What was checked, and how: syntax, stubs, tests.
     #[serde(default)]
     pub checks: Vec<CheckResult>,
+    /// (addition) How many times each check rule found something, by rule id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rule_findings: BTreeMap<String, u32>,
     /// Tokens and cost, in all and by subtask and agent (docs/protocol.md, "Executor: tokens and cost").
     #[serde(default)]
     pub usage: TaskUsage,
@@ -398,6 +408,10 @@ pub struct CheckResult {
     /// The subtask whose work it checked; `None` for the task-level checks.
     pub subtask_id: Option<SubtaskId>,
     pub at: DateTime<Utc>,
+    /// The rules behind it (`checks::RULES` ids): the one a single-rule check is, or
+    /// those of a many-rule check that found something.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

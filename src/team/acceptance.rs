@@ -103,6 +103,7 @@ impl Language {
 /// ran.
 pub fn wanted(s: &Services, files: &[String], tests: &[CheckResult]) -> bool {
     s.config.verify.acceptance_tests
+        && crate::checks::enabled("tests.acceptance", &s.config.verify.disabled)
         && s.model.is_some()
         && tests.iter().all(|r| r.status == CheckStatus::Skipped)
         && files.iter().any(|f| language_of(f).is_some())
@@ -165,6 +166,7 @@ pub async fn run(
         detail,
         subtask_id: None,
         at: chrono::Utc::now(),
+        rules: vec!["tests.acceptance".into()],
     };
     // Asked before the test is written: a test no one may run is not worth a model call.
     let runner = match language {

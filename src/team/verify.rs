@@ -35,6 +35,7 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         root: s.sandbox.root().to_path_buf(),
         runner: s.runner.clone(),
         consent: s.code_consent(task_id, None),
+        disabled: s.config.verify.disabled.clone(),
         timeout: check::check_timeout(s),
         cancel: s.task_cancel(task_id).child_token(),
         subtask: None,

@@ -422,7 +422,13 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
         }
         Some(Fault::Forbidden) => {
             let body = json!({"error": {"message": "This key may not use this model", "type": "permission_error"}});
-            respond(&mut stream, "403 Forbidden", &[json_type], &body.to_string()).await
+            respond(
+                &mut stream,
+                "403 Forbidden",
+                &[json_type],
+                &body.to_string(),
+            )
+            .await
         }
         Some(Fault::ContextOverflow) => {
             let body = json!({"error": {"message": "This model's maximum context length is 4096 tokens", "type": "invalid_request_error", "code": "context_length_exceeded"}});

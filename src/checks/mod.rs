@@ -1,0 +1,264 @@
+//! The checks of the team's work as named rules: each has a stable id, says what it
+//! catches, and can be switched off (`verify.disabled = ["rule-id", …]`). Every finding
+//! carries the id of the rule that made it (`CheckResult.rules`), on the task's detail,
+//! in its events and in the log. docs/checks.md lists them all.
+//!
+//! - [`RULES`]: the registry.
+//! - [`intent`]: the task read once: what it names, asks for, renames and removes.
+//! - `python/checks.py`: the rules that read Python code, one program kept as a file with
+//!   its own tests (`python/test_checks.py`), run isolated (`python3 -I`).
+//!
+//! Running the rules (through `exec`, under the approval policy) is `team/check.rs`'s.
+
+pub mod intent;
+
+use serde::Deserialize;
+
+/// What a rule is about, as `CheckResult.kind` says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Syntax,
+    Stubs,
+    Contracts,
+    Tests,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Syntax => "syntax",
+            Kind::Stubs => "stubs",
+            Kind::Contracts => "contracts",
+            Kind::Tests => "tests",
+        }
+    }
+}
+
+/// One rule of the checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// Stable: configuration and reports name rules by it.
+    pub id: &'static str,
+    pub kind: Kind,
+    /// What it catches, in a line.
+    pub catches: &'static str,
+}
+
+/// Every rule, in the order they run.
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "syntax.python",
+        kind: Kind::Syntax,
+        catches: "Python that does not compile (`python3 -I -m py_compile`)",
+    },
+    Rule {
+        id: "syntax.javascript",
+        kind: Kind::Syntax,
+        catches: "JavaScript that does not parse (`node --check`)",
+    },
+    Rule {
+        id: "syntax.typescript",
+        kind: Kind::Syntax,
+        catches: "TypeScript that does not type-check (`tsc --noEmit`, with a tsconfig.json)",
+    },
+    Rule {
+        id: "syntax.shell",
+        kind: Kind::Syntax,
+        catches: "shell scripts that do not parse (`bash -n`)",
+    },
+    Rule {
+        id: "syntax.json",
+        kind: Kind::Syntax,
+        catches: "JSON files that do not parse",
+    },
+    Rule {
+        id: "syntax.rust",
+        kind: Kind::Syntax,
+        catches: "Rust that does not build (`cargo check`, in a Cargo project)",
+    },
+    Rule {
+        id: "python.stub",
+        kind: Kind::Stubs,
+        catches: "a Python function whose body is only a docstring, `pass`, `...` or NotImplementedError",
+    },
+    Rule {
+        id: "stubs.marked",
+        kind: Kind::Stubs,
+        catches: "`todo!()` / `unimplemented!()` in Rust, a thrown \"not implemented\" in JavaScript or TypeScript",
+    },
+    Rule {
+        id: "python.broken-import",
+        kind: Kind::Contracts,
+        catches: "an import of a name the project's module does not define (any more)",
+    },
+    Rule {
+        id: "python.lost-definition",
+        kind: Kind::Contracts,
+        catches: "a function or class the file had before the task, gone though the task does not name it",
+    },
+    Rule {
+        id: "python.unkept-return",
+        kind: Kind::Contracts,
+        catches: "a function whose annotation or docstring promises a value and that never returns one",
+    },
+    Rule {
+        id: "python.unbound-name",
+        kind: Kind::Contracts,
+        catches: "a name the code reads that nothing binds (a lost import, constant or function)",
+    },
+    Rule {
+        id: "python.unparsed-option",
+        kind: Kind::Contracts,
+        catches: "`args.x` read from an argparse parser that never adds `--x`",
+    },
+    Rule {
+        id: "python.lost-main",
+        kind: Kind::Contracts,
+        catches: "an `if __name__ == \"__main__\":` block the file had before the task, gone",
+    },
+    Rule {
+        id: "names.missing-file",
+        kind: Kind::Contracts,
+        catches: "a source file the task asks for that is not there at the end (or was written in another directory)",
+    },
+    Rule {
+        id: "names.unchanged-file",
+        kind: Kind::Contracts,
+        catches: "a task that asks to change files it names, left as they were while nothing, or a same-named file elsewhere, was written",
+    },
+    Rule {
+        id: "names.missing-name",
+        kind: Kind::Contracts,
+        catches: "a command-line flag or function the task asks for by name that no file the team wrote has",
+    },
+    Rule {
+        id: "names.rename",
+        kind: Kind::Contracts,
+        catches: "a rename the task asks for not done: the old definition still there, or the new one missing",
+    },
+    Rule {
+        id: "tests.command",
+        kind: Kind::Tests,
+        catches: "`verify.command` failing",
+    },
+    Rule {
+        id: "tests.python",
+        kind: Kind::Tests,
+        catches: "the project's Python tests, or the tests the task wrote, failing (pytest or unittest)",
+    },
+    Rule {
+        id: "tests.javascript",
+        kind: Kind::Tests,
+        catches: "`npm test`, or the JavaScript tests the task wrote (`node --test`), failing",
+    },
+    Rule {
+        id: "tests.rust",
+        kind: Kind::Tests,
+        catches: "`cargo test` failing",
+    },
+    Rule {
+        id: "tests.acceptance",
+        kind: Kind::Tests,
+        catches: "code that fails the acceptance test the team writes from the task when no other test ran",
+    },
+];
+
+/// The rule called `id`.
+pub fn rule(id: &str) -> Option<&'static Rule> {
+    RULES.iter().find(|r| r.id == id)
+}
+
+/// Whether the rule `id` runs under `disabled` (`verify.disabled`).
+pub fn enabled(id: &str, disabled: &[String]) -> bool {
+    !disabled.iter().any(|d| d == id)
+}
+
+/// The Python rules' program (`python/checks.py`).
+pub const PYTHON_CHECKS: &str = include_str!("python/checks.py");
+
+/// One problem a rule found.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Finding {
+    pub rule: String,
+    pub message: String,
+}
+
+/// The findings of a run of the Python rules (one JSON object a line).
+pub fn parse_findings(output: &str) -> Result<Vec<Finding>, String> {
+    output
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            serde_json::from_str(line).map_err(|e| format!("unreadable finding ({e}): {line}"))
+        })
+        .collect()
+}
+
+/// The ids that `verify.disabled` names and no rule has (a typo, most likely).
+pub fn unknown_ids(disabled: &[String]) -> Vec<&str> {
+    disabled
+        .iter()
+        .map(String::as_str)
+        .filter(|id| rule(id).is_none())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_ids_are_unique_and_every_python_rule_is_registered() {
+        let mut ids: Vec<&str> = RULES.iter().map(|r| r.id).collect();
+        ids.sort_unstable();
+        let count = ids.len();
+        ids.dedup();
+        assert_eq!(ids.len(), count, "duplicate rule ids");
+        for found in regex::Regex::new(r#""(python\.[a-z-]+)""#)
+            .unwrap()
+            .captures_iter(PYTHON_CHECKS)
+        {
+            assert!(rule(&found[1]).is_some(), "{} is not registered", &found[1]);
+        }
+    }
+
+    #[test]
+    fn findings_are_read_and_garbage_is_said_to_be() {
+        let findings =
+            parse_findings("{\"rule\": \"python.stub\", \"message\": \"m.py:1: x\"}\n\n").unwrap();
+        assert_eq!(findings[0].rule, "python.stub");
+        assert!(parse_findings("Traceback (most recent call last)").is_err());
+        assert_eq!(
+            unknown_ids(&["python.stub".into(), "pyton.stub".into()]),
+            ["pyton.stub"]
+        );
+    }
+
+    /// The Python rules' own tests, run by cargo test.
+    #[test]
+    fn the_python_rules_pass_their_own_tests() {
+        let found = std::process::Command::new("python3")
+            .arg("--version")
+            .output()
+            .is_ok();
+        if !found {
+            assert!(std::env::var_os("CI").is_none(), "CI needs python3");
+            eprintln!("SKIPPED: python3 is not installed");
+            return;
+        }
+        let tests = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/checks/python/test_checks.py"
+        );
+        let run = std::process::Command::new("python3")
+            .arg(tests)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+}

@@ -1,0 +1,377 @@
+"""What Conclave's checks read in Python code: stubs, broken promises and what a rewrite
+lost. One program, kept as a file with its own tests (test_checks.py), run with the
+workspace as its working directory by `python3 -I` (isolated: no file of the workspace is
+ever imported; everything is read with `ast`).
+
+Every finding is one JSON line, `{"rule": ID, "message": TEXT}`; the rule ids are the
+stable names of docs/checks.md, and a rule named in the disabled list is not run.
+
+    checks.py stubs DISABLED_JSON PATH...
+    checks.py contracts DISABLED_JSON PAIRS_JSON TASK (whole|subtask) (removes|keeps)
+
+PAIRS_JSON is a list of [path, original text or null]: the files checked and what they held
+when the task began.
+"""
+
+import ast
+import json
+import os
+import re
+import sys
+
+# ---- what a finding is ------------------------------------------------------------------
+
+
+def finding(rule, message):
+    return {"rule": rule, "message": message}
+
+
+# ---- python.stub: a function with no body -----------------------------------------------
+
+
+def trivial(statement):
+    if isinstance(statement, ast.Pass):
+        return True
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+        return True
+    if (
+        isinstance(statement, ast.Raise)
+        and statement.exc is not None
+        and "NotImplementedError" in ast.unparse(statement.exc)
+    ):
+        return True
+    return False
+
+
+def stubs(paths):
+    """Functions whose body is only a docstring, `pass`, `...` or NotImplementedError.
+    Abstract methods, overloads and Protocol or ABC members are meant to be empty."""
+    found = []
+    for path in paths:
+        try:
+            tree = ast.parse(open(path, encoding="utf-8").read(), path)
+        except Exception:
+            continue
+        skip = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(
+                "Protocol" in ast.unparse(b) or "ABC" in ast.unparse(b) for b in node.bases
+            ):
+                skip.update(id(n) for n in node.body)
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or id(node) in skip:
+                continue
+            if any(w in ast.unparse(d) for d in node.decorator_list for w in ("abstract", "overload")):
+                continue
+            if all(trivial(s) for s in node.body):
+                found.append(finding(
+                    "python.stub",
+                    f"{path}:{node.lineno}: function `{node.name}` has no body, only a docstring, "
+                    "`pass`, `...` or NotImplementedError: implement it",
+                ))
+    return found
+
+
+# ---- reading a module -------------------------------------------------------------------
+
+def functions(tree):
+    found = {}
+    def visit(body, prefix):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found[prefix + node.name] = node
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body, prefix + node.name + ".")
+    visit(tree.body, "")
+    return found
+def promise(fn):
+    if any(w in ast.unparse(d) for d in fn.decorator_list for w in ("abstract", "overload")):
+        return None
+    if fn.returns is not None and ast.unparse(fn.returns) not in ("None", "NoReturn", "Never"):
+        return "its signature says it returns `" + ast.unparse(fn.returns) + "`"
+    doc = (ast.get_docstring(fn) or "").strip()
+    if doc.lower().startswith("return") and not doc.lower().startswith(("returns nothing", "returns none")):
+        return 'its docstring says "' + doc.splitlines()[0].strip() + '"'
+    return None
+def gives(fn):
+    todo = list(fn.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Return) and node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+            return True
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+def unbound(tree):
+    """Names read and bound nowhere in the module, nor built in: {name: line of the first
+    read}. A rewrite that drops an import or a constant leaves such names."""
+    import builtins
+    bound = set(dir(builtins)) | {"__file__", "__name__", "__doc__", "__builtins__", "__spec__", "__path__", "__package__", "__loader__", "__annotations__", "__class__"}
+    reads = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return {}
+                bound.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                reads.setdefault(node.id, node.lineno)
+            else:
+                bound.add(node.id)
+        for field in ("name", "rest"):
+            value = getattr(node, field, None)
+            if type(node).__name__.startswith("Match") and isinstance(value, str):
+                bound.add(value)
+    return {name: line for name, line in reads.items() if name not in bound}
+def unparsed_options(tree):
+    """`args.shout` read where args came from an argparse parser that never adds
+    --shout: an AttributeError whenever the program runs. [(name, line)]; nothing when
+    the parser is built in ways not read here."""
+    results, dests = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "parse_args":
+            results.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr in ("add_subparsers", "set_defaults", "parse_known_args", "add_mutually_exclusive_group"):
+            return []
+        if node.func.attr == "add_argument":
+            strings = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if len(strings) != len(node.args) or not strings:
+                return []
+            dest = [k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)]
+            longs = [o for o in strings if o.startswith("--")]
+            name = (dest or longs or strings)[0]
+            dests.add(name.lstrip("-").replace("-", "_"))
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) and node.value.id in results:
+            if node.attr not in dests and not node.attr.startswith("_"):
+                found.setdefault(node.attr, node.lineno)
+    return sorted(found.items(), key=lambda item: item[1])
+def main_block(tree):
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) and "__main__" in ast.unparse(node.test):
+            return node
+    return None
+def header(source, fn):
+    lines = source.splitlines()
+    end = fn.body[0].end_lineno if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(getattr(fn.body[0], "value", None), ast.Constant) else fn.lineno
+    start = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
+    return "\n".join(lines[start - 1:end])
+def top_names(tree):
+    # What a module defines at its top level (also under a top-level if/try); None when
+    # that cannot be known: a star import, a module __getattr__.
+    names = set()
+    for node in tree.body:
+        for n in ast.walk(node):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if n.name == "__getattr__" and n in tree.body:
+                    return None
+                names.add(n.name)
+            elif isinstance(n, ast.alias):
+                if n.name == "*":
+                    return None
+                names.add(n.asname or n.name.split(".")[0])
+            elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                names.add(n.id)
+    return names
+def module_file(module, importer):
+    for base in (".", os.path.dirname(importer) or "."):
+        stem = os.path.join(base, *module.split("."))
+        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+            if os.path.isfile(candidate):
+                return os.path.normpath(candidate)
+    return None
+def project_files():
+    found = []
+    for directory, subdirectories, files in os.walk("."):
+        subdirectories[:] = [d for d in subdirectories if not d.startswith((".", "__")) and d not in ("node_modules", "venv", "env", "site-packages") and directory.count(os.sep) < 3]
+        found += [os.path.normpath(os.path.join(directory, f)) for f in files if f.endswith(".py")]
+    return sorted(found)[:300]
+# What was read from disk and parsed, for one run of the checks (cleared by each).
+_texts = {}
+_trees = {}
+
+
+def text_of(path):
+    if path not in _texts:
+        try:
+            _texts[path] = open(path, encoding="utf-8").read()
+        except Exception:
+            _texts[path] = None
+    return _texts[path]
+
+
+def parsed(path, text=None):
+    key = (path, text)
+    if key not in _trees:
+        try:
+            _trees[key] = ast.parse(text if text is not None else text_of(path), path)
+        except Exception:
+            _trees[key] = None
+    return _trees[key]
+
+
+def broken_imports(changed, whole_task, removes):
+    """`from mathx import calc` where the project's mathx.py does not define calc: a name
+    the task's change took from a module while a file still imports it, or an import the
+    team wrote of a name that is not there. Checking one subtask, only its own files
+    count: another subtask may still update the rest."""
+    problems = []
+    for importer in (project_files() if whole_task else sorted(changed)):
+        tree = parsed(importer)
+        if tree is None:
+            continue
+        original = changed.get(importer)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+                continue
+            target = module_file(node.module, importer)
+            target_tree = parsed(target) if target else None
+            names_now = top_names(target_tree) if target_tree else None
+            if names_now is None:
+                continue
+            before_tree = parsed(target, changed[target]) if changed.get(target) is not None else None
+            names_before = (top_names(before_tree) or set()) if before_tree else set()
+            for alias in node.names:
+                name = alias.name
+                if name == "*" or name in names_now or os.path.isfile(os.path.join(os.path.dirname(target), name + ".py")):
+                    continue
+                statement = ast.get_source_segment(text_of(importer), node) or ""
+                if name in names_before:
+                    if removes:
+                        how = f"change the import and every use of `{name}` to what {target} defines now"
+                    else:
+                        how = f"put `{name}` back in {target} as it was (the task does not remove it)"
+                    problems.append(f"{importer}:{node.lineno}: imports `{name}` from {node.module}, but {target} no longer defines it (it did before the task): {how}")
+                elif importer in changed and (original is None or statement not in original):
+                    problems.append(f"{importer}:{node.lineno}: imports `{name}` from {node.module}, but {target} does not define it")
+    return problems
+
+
+# ---- the contracts of a change ----------------------------------------------------------
+
+
+def contracts(pairs, task, whole_task, removes, disabled):
+    """Broken imports, definitions a rewrite lost, promises of a return value not kept,
+    names read and bound nowhere, options read that the parser never adds, and a lost
+    main block: each against the file as it was when the task began."""
+    _texts.clear()
+    _trees.clear()
+    found = []
+    on = lambda rule: rule not in disabled
+    named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", task))
+    if on("python.broken-import"):
+        for problem in broken_imports({os.path.normpath(p): o for p, o in pairs}, whole_task, removes):
+            found.append(finding("python.broken-import", problem))
+    for path, original in pairs:
+        try:
+            source = open(path, encoding="utf-8").read()
+            tree = ast.parse(source, path)
+            now = functions(tree)
+        except Exception:
+            continue
+        old_tree = None
+        if original is not None:
+            try:
+                old_tree = ast.parse(original, path)
+            except Exception:
+                old_tree = None
+        before = functions(old_tree) if old_tree is not None else {}
+        if on("python.lost-definition"):
+            for name, old in before.items():
+                # Gone without the task naming it: lost in a rewrite (a renamed or removed
+                # function is named by its task).
+                if name not in now and name.split(".")[-1] not in named:
+                    found.append(finding(
+                        "python.lost-definition",
+                        f"{path}: `{name}` was in the file before the task and is gone; the task "
+                        f"did not ask to remove it: put it back as it was:\n"
+                        f"{ast.get_source_segment(original, old) or header(original, old)}",
+                    ))
+        if on("python.unkept-return"):
+            for name, new in now.items():
+                old = before.get(name)
+                promised = promise(old) if old is not None else None
+                why = promised or promise(new)
+                if why and not gives(new):
+                    keep = f" Keep the signature and docstring:\n{header(original, old)}" if promised else ""
+                    found.append(finding(
+                        "python.unkept-return",
+                        f"{path}:{new.lineno}: `{name}` must return its result ({why}), but it never "
+                        f"returns a value; return it instead of printing it.{keep}",
+                    ))
+        if on("python.unbound-name"):
+            # Only names the file did not already leave unbound are the team's doing.
+            already = unbound(old_tree) if old_tree is not None else {}
+            for name, line in sorted(unbound(tree).items(), key=lambda item: item[1]):
+                if name in already:
+                    continue
+                had = ""
+                if old_tree is not None:
+                    for node in old_tree.body:
+                        binds = isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign,
+                                                  ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                        names = {getattr(n, "id", None) or getattr(n, "asname", None)
+                                 or (getattr(n, "name", None) or "").split(".")[0] for n in ast.walk(node)}
+                        if binds and name in names:
+                            had = (f"; before the task the file had:\n"
+                                   f"{ast.get_source_segment(original, node)}\nput it back")
+                            break
+                found.append(finding(
+                    "python.unbound-name",
+                    f"{path}:{line}: `{name}` is used but never defined or imported{had}",
+                ))
+        if on("python.unparsed-option"):
+            unparsed_before = {name for name, _ in unparsed_options(old_tree)} if old_tree is not None else set()
+            for name, line in unparsed_options(tree):
+                if name in unparsed_before:
+                    continue
+                option = name.replace("_", "-")
+                found.append(finding(
+                    "python.unparsed-option",
+                    f"{path}:{line}: `args.{name}` is read, but the parser never adds `--{option}`: add "
+                    f"it, for a flag with parser.add_argument(\"--{option}\", action=\"store_true\")",
+                ))
+        if (on("python.lost-main") and old_tree is not None and main_block(old_tree) is not None
+                and main_block(tree) is None and "__main__" not in task):
+            found.append(finding(
+                "python.lost-main",
+                f"{path}: its `if __name__ == \"__main__\":` block was in the file before the task and "
+                f"is gone, so running the file does nothing: put it back as it was:\n"
+                f"{ast.get_source_segment(original, main_block(old_tree))}",
+            ))
+    return found
+
+
+def main(argv):
+    command, disabled = argv[1], set(json.loads(argv[2]))
+    if command == "stubs":
+        found = [] if "python.stub" in disabled else stubs(argv[3:])
+    elif command == "contracts":
+        pairs = json.loads(argv[3])
+        task = argv[4] if len(argv) > 4 else ""
+        found = contracts(pairs, task, argv[5:6] == ["whole"], argv[6:7] == ["removes"], disabled)
+    else:
+        print(f"unknown command {command}", file=sys.stderr)
+        return 2
+    for item in found:
+        print(json.dumps(item))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

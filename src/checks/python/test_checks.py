@@ -1,0 +1,232 @@
+"""The Python rules of the checks, each on a general case that must fire and one of right
+code that must not (a rule that fails right code is as much a defect as one that passes
+wrong code). Run: `python3 -m unittest src/checks/python/test_checks.py` (cargo test does)."""
+
+import os
+import sys
+import tempfile
+import textwrap
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checks  # noqa: E402
+
+
+class Workspace:
+    """A temp directory made the working directory, with files in it."""
+
+    def __init__(self, files):
+        self.files = files
+
+    def __enter__(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.cwd = os.getcwd()
+        os.chdir(self.dir.name)
+        for path, text in self.files.items():
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(textwrap.dedent(text))
+        return self
+
+    def __exit__(self, *_):
+        os.chdir(self.cwd)
+        self.dir.cleanup()
+
+
+def rules(found):
+    return [f["rule"] for f in found]
+
+
+def contracts(now, before, task="", whole=False, removes=False, disabled=()):
+    """Runs the contracts of the files `now` (path: text) against `before` (path: text or
+    None for a new file)."""
+    with Workspace(now):
+        pairs = [[path, textwrap.dedent(before[path]) if before.get(path) else None] for path in now]
+        return checks.contracts(pairs, task, whole, removes, set(disabled))
+
+
+class Stubs(unittest.TestCase):
+    def test_a_body_that_is_only_a_docstring_or_pass_is_a_stub(self):
+        with Workspace({"m.py": '''
+            def area(w, h):
+                """The area."""
+
+            def later():
+                raise NotImplementedError
+
+            def done(x):
+                return x + 1
+            '''}):
+            found = checks.stubs(["m.py"])
+        self.assertEqual(rules(found), ["python.stub", "python.stub"])
+        self.assertIn("`area`", found[0]["message"])
+
+    def test_abstract_methods_and_protocol_members_are_meant_to_be_empty(self):
+        with Workspace({"m.py": '''
+            from abc import ABC, abstractmethod
+            from typing import Protocol
+
+            class Shape(ABC):
+                @abstractmethod
+                def area(self): ...
+
+            class Sized(Protocol):
+                def size(self) -> int: ...
+            '''}):
+            self.assertEqual(checks.stubs(["m.py"]), [])
+
+
+class Returns(unittest.TestCase):
+    def test_a_function_that_promises_a_value_and_prints_it_breaks_its_promise(self):
+        found = contracts({"m.py": '''
+            def total(xs) -> int:
+                print(sum(xs))
+
+            def mean(xs):
+                """Return the mean of xs."""
+                print(sum(xs) / len(xs))
+            '''}, {})
+        self.assertEqual(rules(found), ["python.unkept-return", "python.unkept-return"])
+
+    def test_the_promise_of_the_original_holds_after_a_rewrite(self):
+        found = contracts(
+            {"m.py": "def total(xs):\n    print(sum(xs))\n"},
+            {"m.py": "def total(xs) -> int:\n    ...\n"},
+        )
+        self.assertEqual(rules(found), ["python.unkept-return"])
+        self.assertIn("Keep the signature", found[0]["message"])
+
+    def test_a_function_that_returns_or_yields_keeps_it(self):
+        self.assertEqual(contracts({"m.py": '''
+            def total(xs) -> int:
+                if not xs:
+                    return 0
+                return sum(xs)
+
+            def each(xs):
+                """Return the items one by one."""
+                yield from xs
+
+            def show(xs) -> None:
+                print(xs)
+            '''}, {}), [])
+
+
+class LostDefinitions(unittest.TestCase):
+    def test_a_function_a_rewrite_dropped_is_lost(self):
+        found = contracts(
+            {"m.py": "def main():\n    return 1\n"},
+            {"m.py": "def helper():\n    return 2\n\ndef main():\n    return helper()\n"},
+            task="Make main return 1.",
+        )
+        self.assertIn("python.lost-definition", rules(found))
+
+    def test_a_function_the_task_names_may_go(self):
+        found = contracts(
+            {"m.py": "def main():\n    return 1\n"},
+            {"m.py": "def helper():\n    return 2\n\ndef main():\n    return helper()\n"},
+            task="Inline helper into main.",
+        )
+        self.assertNotIn("python.lost-definition", rules(found))
+
+
+class UnboundNames(unittest.TestCase):
+    def test_a_name_a_rewrite_left_unbound_is_found_with_what_the_file_had(self):
+        found = contracts(
+            {"m.py": "def area(r):\n    return PI * r * r\n"},
+            {"m.py": "PI = 3.14159\n\ndef area(r):\n    return PI * r * r\n"},
+        )
+        self.assertEqual(rules(found), ["python.unbound-name"])
+        self.assertIn("PI = 3.14159", found[0]["message"])
+
+    def test_names_bound_by_imports_arguments_loops_and_builtins_are_bound(self):
+        self.assertEqual(contracts({"m.py": '''
+            import os
+            from math import sqrt as root
+
+            def f(xs, *rest, **named):
+                for i, x in enumerate(xs):
+                    try:
+                        yield root(x) + len(rest) + len(named) + i
+                    except ValueError as e:
+                        print(e, os.sep)
+            '''}, {}), [])
+
+    def test_a_name_already_unbound_before_the_task_is_not_the_teams_doing(self):
+        code = "def f():\n    return undefined_thing\n"
+        self.assertEqual(contracts({"m.py": code}, {"m.py": code}), [])
+
+
+class Options(unittest.TestCase):
+    def test_an_option_read_that_the_parser_never_adds_is_found(self):
+        found = contracts({"cli.py": '''
+            import argparse
+            parser = argparse.ArgumentParser()
+            parser.add_argument("name")
+            args = parser.parse_args()
+            print(args.name.upper() if args.loud else args.name)
+            '''}, {})
+        self.assertEqual(rules(found), ["python.unparsed-option"])
+        self.assertIn("--loud", found[0]["message"])
+
+    def test_options_the_parser_adds_or_cannot_be_read_are_left_alone(self):
+        self.assertEqual(contracts({"cli.py": '''
+            import argparse
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--dry-run", action="store_true")
+            args = parser.parse_args()
+            print(args.dry_run)
+            '''}, {}), [])
+        self.assertEqual(contracts({"cli.py": '''
+            import argparse
+            parser = argparse.ArgumentParser()
+            sub = parser.add_subparsers(dest="command")
+            args = parser.parse_args()
+            print(args.anything)
+            '''}, {}), [])
+
+
+class MainBlock(unittest.TestCase):
+    def test_a_main_block_a_rewrite_dropped_is_lost(self):
+        found = contracts(
+            {"run.py": "def main():\n    print(1)\n"},
+            {"run.py": "def main():\n    print(1)\n\nif __name__ == '__main__':\n    main()\n"},
+        )
+        self.assertEqual(rules(found), ["python.lost-main"])
+
+    def test_a_task_about_the_main_block_may_change_it(self):
+        self.assertEqual(contracts(
+            {"run.py": "def main():\n    print(1)\n"},
+            {"run.py": "def main():\n    print(1)\n\nif __name__ == '__main__':\n    main()\n"},
+            task="Remove the if __name__ == '__main__' block.",
+        ), [])
+
+
+class Imports(unittest.TestCase):
+    def test_an_import_of_a_name_the_module_no_longer_defines_is_broken(self):
+        found = contracts(
+            {"geo.py": "def area2(w, h):\n    return w * h\n",
+             "app.py": "from geo import area\nprint(area(2, 3))\n"},
+            {"geo.py": "def area(w, h):\n    return w * h\n", "app.py": None},
+            task="Rename area in geo.py to area2.", whole=True, removes=True,
+        )
+        self.assertIn("python.broken-import", rules(found))
+        self.assertIn("app.py:1", " ".join(f["message"] for f in found))
+
+    def test_imports_of_names_that_are_there_are_fine(self):
+        self.assertEqual(contracts(
+            {"geo.py": "def area(w, h):\n    return w * h\n",
+             "app.py": "from geo import area\nprint(area(2, 3))\n"},
+            {"geo.py": "def area(w, h):\n    return w * h\n", "app.py": None},
+            whole=True,
+        ), [])
+
+
+class Disabled(unittest.TestCase):
+    def test_a_disabled_rule_does_not_run(self):
+        files = {"m.py": "def total(xs) -> int:\n    print(sum(xs))\n"}
+        self.assertEqual(contracts(files, {}, disabled={"python.unkept-return"}), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
