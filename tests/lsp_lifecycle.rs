@@ -166,3 +166,106 @@ async fn creating_the_state_directory_is_announced_once_with_a_gitignore_line() 
         "{rest:?}"
     );
 }
+
+/// Nothing an editor has seen is lost to a kill: a notification goes out only once its
+/// record is committed, and so does the answer that names a new task. While the store
+/// cannot commit (another process holds its write lock) the team goes on in memory and
+/// the editor hears nothing of it; once the store commits again everything comes, and a
+/// SIGKILL right after loses none of it.
+#[tokio::test]
+async fn a_notification_goes_out_only_once_its_record_is_durable() {
+    let ws = Workspace::scripted(
+        lsp_support::script(vec![
+            lsp_support::plan(&["Write a.txt"]),
+            json!(lsp_support::writes("Write a.txt", "a.txt", "a\n")),
+        ]),
+        "writes = \"disk\"",
+    );
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(bare_capabilities(), json!({})).await;
+    // Startup's own news (the default team of 9 ready) is out first.
+    for _ in 0..9 {
+        server
+            .notification("conclave/agentStatus", |p| p["to"] == "idle")
+            .await;
+    }
+
+    let db = ws.path().join(".conclave").join("conclave.db");
+    let lock = rusqlite::Connection::open(&db).unwrap();
+    lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let seen_before = server.received().len();
+    let submit = server
+        .send_request(
+            "conclave/submitTask",
+            json!({ "description": "Write a.txt" }),
+        )
+        .await;
+    // The team does the work in memory meanwhile.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let listed = server.call("conclave/listTasks", json!({})).await;
+        if listed["tasks"][0]["status"] == "completed" {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{listed}");
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(ws.read("a.txt").as_deref(), Some("a\n"));
+    let runtime_news = |m: &Value| {
+        m["id"] == submit
+            || [
+                "conclave/taskUpdated",
+                "conclave/agentStatus",
+                "conclave/recoveryStatus",
+            ]
+            .contains(&m["method"].as_str().unwrap_or(""))
+    };
+    let early: Vec<&Value> = server
+        .received()
+        .iter()
+        .skip(seen_before)
+        .filter(|m| runtime_news(m))
+        .collect();
+    assert!(
+        early.is_empty(),
+        "sent before the store committed it: {early:?}"
+    );
+
+    lock.execute_batch("ROLLBACK").unwrap();
+    drop(lock);
+    let task = server.response(submit).await.unwrap()["taskId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    server
+        .notification("conclave/taskUpdated", |p| {
+            p["task"]["taskId"] == task && p["task"]["status"] == "completed"
+        })
+        .await;
+    let seen: Vec<Value> = server.received().iter().cloned().collect();
+    signal(server.pid(), libc::SIGKILL);
+    server.exit_status().await;
+
+    let store = conclave::store::Store::open(&db).unwrap();
+    let tasks = store.tasks().await.unwrap();
+    let stored = tasks
+        .iter()
+        .find(|t| t.id.to_string() == task)
+        .expect("the task the editor was told of is stored");
+    assert_eq!(stored.status, conclave::runtime::TaskStatus::Completed);
+    let transitions = store.transitions(None).await.unwrap();
+    for status in seen
+        .iter()
+        .filter(|m| m["method"] == "conclave/agentStatus")
+    {
+        let p = &status["params"];
+        assert!(
+            transitions
+                .iter()
+                .any(|t| t.agent_id.to_string() == p["agentId"]
+                    && t.to.to_string() == p["to"]
+                    && t.reason == p["reason"]),
+            "{p} was seen and is not stored"
+        );
+    }
+}

@@ -391,9 +391,25 @@ impl Engine {
         &self.services.runtime
     }
 
-    /// Everything observable, from now on.
+    /// Everything observable, from now on. Every event's record was queued for the
+    /// store before the event was published, so an event received and then
+    /// [`durable`](Engine::durable) is on disk.
     pub fn subscribe(&self) -> EventStream {
         self.services.runtime.events.subscribe()
+    }
+
+    /// Waits until everything recorded so far is committed to the store (at once
+    /// without one). One wait covers every record before it: the store commits them
+    /// as one batch, so many callers share one commit. A store that cannot commit
+    /// (locked, disk full) keeps this waiting until it can: nothing is reported as
+    /// done that a kill would lose.
+    pub async fn durable(&self) {
+        if let Some(store) = &self.services.runtime.store
+            && let Err(e) = store.flush().await
+        {
+            // Only when the store has stopped (the engine is shutting down).
+            tracing::debug!("the store's writer has stopped: {e}");
+        }
     }
 
     /// Writes generated files through `writer` from now on (the editor's applyEdit).

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use serde_json::Value;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::Client;
@@ -43,6 +43,9 @@ use crate::runtime::{
     ApprovalAnswer, ApprovalRequest, EventStream, RuntimeEvent, Snapshot, TaskId, TaskStatus,
     TaskSummary,
 };
+
+/// At most this many events go out behind one durability wait.
+const NOTIFICATION_BATCH: usize = 512;
 
 /// At most one `conclave/whiteboardChanged` per board in this interval (docs/protocol.md).
 pub const WHITEBOARD_INTERVAL: Duration = Duration::from_millis(50);
@@ -180,7 +183,7 @@ impl Bridge {
         let mut notes = FileNotes::default();
         loop {
             let deadline = coalescer.next_deadline();
-            let event = tokio::select! {
+            let first = tokio::select! {
                 () = self.closed.cancelled() => return,
                 event = events.recv() => event,
                 () = sleep_until(deadline) => {
@@ -190,80 +193,113 @@ impl Bridge {
                     continue;
                 }
             };
-            match event {
-                Ok(RuntimeEvent::TaskUpdated(summary)) => {
-                    self.task_changed(&summary, &mut notes).await;
+            // Nothing goes out before its record is durable: what has queued meanwhile
+            // goes out behind the same wait, so the store commits it as one batch.
+            let mut batch = vec![first];
+            while batch.len() < NOTIFICATION_BATCH {
+                match events.try_recv() {
+                    Ok(event) => batch.push(Ok(event)),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Lagged(missed)) => batch.push(Err(RecvError::Lagged(missed))),
+                    Err(TryRecvError::Closed) => {
+                        batch.push(Err(RecvError::Closed));
+                        break;
+                    }
                 }
-                Ok(RuntimeEvent::AgentStatus(transition)) => {
-                    let params = serde_json::to_value(&transition).unwrap_or(Value::Null);
-                    self.client
-                        .send_notification::<AgentStatusChanged>(params)
-                        .await;
+            }
+            self.engine.durable().await;
+            for event in batch {
+                if !self.forward(event, &mut coalescer, &mut notes).await {
+                    return;
                 }
-                Ok(RuntimeEvent::WhiteboardChanged {
+            }
+        }
+    }
+
+    /// Sends what the editor sees of `event` (its record is durable); `false` when the
+    /// event stream has ended.
+    async fn forward(
+        self: &Arc<Self>,
+        event: Result<RuntimeEvent, RecvError>,
+        coalescer: &mut Coalescer,
+        notes: &mut FileNotes,
+    ) -> bool {
+        match event {
+            Ok(RuntimeEvent::TaskUpdated(summary)) => {
+                self.task_changed(&summary, notes).await;
+            }
+            Ok(RuntimeEvent::AgentStatus(transition)) => {
+                let params = serde_json::to_value(&transition).unwrap_or(Value::Null);
+                self.client
+                    .send_notification::<AgentStatusChanged>(params)
+                    .await;
+            }
+            Ok(RuntimeEvent::WhiteboardChanged {
+                id,
+                version,
+                content,
+                at,
+            }) => {
+                let board = Snapshot {
                     id,
                     version,
                     content,
-                    at,
-                }) => {
-                    let board = Snapshot {
-                        id,
-                        version,
-                        content,
-                        updated_at: at,
-                    };
-                    let id = board.id.to_string();
-                    if !self.subscribed(&id) {
-                        coalescer.forget(&id);
-                        continue;
-                    }
-                    let params = protocol::whiteboard(&board);
-                    let now = tokio::time::Instant::now();
-                    if let Some(params) = coalescer.offer(&id, version, params, now) {
-                        self.client
-                            .send_notification::<WhiteboardChanged>(params)
-                            .await;
-                    }
+                    updated_at: at,
+                };
+                let id = board.id.to_string();
+                if !self.subscribed(&id) {
+                    coalescer.forget(&id);
+                    return true;
                 }
-                Ok(RuntimeEvent::Recovery(step)) => {
+                let params = protocol::whiteboard(&board);
+                let now = tokio::time::Instant::now();
+                if let Some(params) = coalescer.offer(&id, version, params, now) {
                     self.client
-                        .send_notification::<RecoveryStatus>(self.uris.recovery(&step))
+                        .send_notification::<WhiteboardChanged>(params)
                         .await;
                 }
-                Ok(RuntimeEvent::ApprovalRequested(request)) => self.ask(request),
-                Ok(RuntimeEvent::ApprovalResolved {
-                    approval_id,
-                    task_id,
-                    decision,
-                    reason,
-                }) => {
-                    self.settled(approval_id, task_id, decision, reason).await;
+            }
+            Ok(RuntimeEvent::Recovery(step)) => {
+                self.client
+                    .send_notification::<RecoveryStatus>(self.uris.recovery(&step))
+                    .await;
+            }
+            Ok(RuntimeEvent::ApprovalRequested(request)) => self.ask(request),
+            Ok(RuntimeEvent::ApprovalResolved {
+                approval_id,
+                task_id,
+                decision,
+                reason,
+            }) => {
+                self.settled(approval_id, task_id, decision, reason).await;
+            }
+            Ok(_) => {}
+            Err(RecvError::Lagged(missed)) => {
+                tracing::warn!(
+                    missed,
+                    "the editor connection fell behind the runtime; sending the current state again"
+                );
+                // The current state may be ahead of the events received.
+                self.engine.durable().await;
+                for summary in self.engine.tasks() {
+                    self.task_changed(&summary, notes).await;
                 }
-                Ok(_) => {}
-                Err(RecvError::Lagged(missed)) => {
-                    tracing::warn!(
-                        missed,
-                        "the editor connection fell behind the runtime; sending the current state again"
-                    );
-                    for summary in self.engine.tasks() {
-                        self.task_changed(&summary, &mut notes).await;
-                    }
-                    let now = tokio::time::Instant::now();
-                    for board in self.engine.whiteboards() {
-                        let id = board.id.to_string();
-                        if self.subscribed(&id) {
-                            let params = protocol::whiteboard(&board);
-                            if let Some(params) = coalescer.offer(&id, board.version, params, now) {
-                                self.client
-                                    .send_notification::<WhiteboardChanged>(params)
-                                    .await;
-                            }
+                let now = tokio::time::Instant::now();
+                for board in self.engine.whiteboards() {
+                    let id = board.id.to_string();
+                    if self.subscribed(&id) {
+                        let params = protocol::whiteboard(&board);
+                        if let Some(params) = coalescer.offer(&id, board.version, params, now) {
+                            self.client
+                                .send_notification::<WhiteboardChanged>(params)
+                                .await;
                         }
                     }
                 }
-                Err(RecvError::Closed) => return,
             }
+            Err(RecvError::Closed) => return false,
         }
+        true
     }
 
     async fn task_changed(&self, summary: &TaskSummary, notes: &mut FileNotes) {

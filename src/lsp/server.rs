@@ -258,6 +258,8 @@ impl Backend {
             })
             .map_err(engine_error)?;
         s.bridge.track_progress(id, params.work_done_token);
+        // The answer names the task: a kill after it must not lose it.
+        s.engine.durable().await;
         Ok(json!({ "taskId": id }))
     }
 
@@ -274,6 +276,7 @@ impl Backend {
         let s = self.session()?;
         let id = s.engine.retry(&params.task_id).map_err(engine_error)?;
         s.bridge.track_progress(id, None);
+        s.engine.durable().await;
         Ok(json!({ "taskId": id }))
     }
 

@@ -174,6 +174,23 @@ impl Server {
         self.response(json!(id)).await
     }
 
+    /// Sends a request without waiting for its response; its id.
+    pub async fn send_request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+            .await;
+        id
+    }
+
+    /// Every message received so far and not yet waited for, oldest first.
+    pub fn received(&mut self) -> &VecDeque<Value> {
+        while let Ok(message) = self.incoming.try_recv() {
+            self.backlog.push_back(message);
+        }
+        &self.backlog
+    }
+
     /// The response to request `id`.
     pub async fn response(&mut self, id: Value) -> Result<Value, Value> {
         let response = self
