@@ -91,12 +91,14 @@ struct Row {
     mean: Duration,
     written_twice: usize,
     events_lost: Option<i64>,
+    /// `serve` cells: `conclave/listTasks` round trips while the tasks ran, p50 and p99.
+    list_tasks: Option<(Duration, Duration)>,
 }
 
 impl Row {
     fn print(&self) {
         println!(
-            "| {} | {} | {} of {} | {} | {} | {:.1} s | {} | {} |",
+            "| {} | {} | {} of {} | {} | {} | {:.1} s | {} | {} | {} |",
             self.fault,
             self.rate,
             self.completed,
@@ -106,6 +108,12 @@ impl Row {
             self.mean.as_secs_f64(),
             self.written_twice,
             self.events_lost.map_or("—".to_string(), |n| n.to_string()),
+            self.list_tasks
+                .map_or("—".to_string(), |(p50, p99)| format!(
+                    "{:.2} / {:.2} ms",
+                    p50.as_secs_f64() * 1e3,
+                    p99.as_secs_f64() * 1e3
+                )),
         );
     }
 }
@@ -171,6 +179,7 @@ async fn run_cell(
         mean: started.elapsed() / runs as u32,
         written_twice: twice,
         events_lost: None,
+        list_tasks: None,
     }
 }
 
@@ -197,19 +206,35 @@ async fn serve_cell(rate: f64, seed: u64) -> Row {
     for task in 0..SERVED {
         ids.push(lsp.submit(&task_text(task)).await);
     }
-    let mut completed = 0;
-    for (task, id) in ids.iter().enumerate() {
-        let done = lsp
-            .notification("conclave/taskUpdated", |p| {
-                p["task"]["taskId"] == id.as_str()
-                    && ["completed", "failed", "cancelled"]
-                        .contains(&p["task"]["status"].as_str().unwrap_or_default())
-            })
-            .await;
-        if done["task"]["status"] == "completed" && files_right(ws.path(), task) {
-            completed += 1;
+    // An editor polls the task list while the team works: its round trip under the load.
+    let mut list_times = Vec::new();
+    let mut finished: HashMap<String, bool> = HashMap::new();
+    while finished.len() < ids.len() {
+        let asked = Instant::now();
+        lsp.call("conclave/listTasks", serde_json::json!({})).await;
+        list_times.push(asked.elapsed());
+        for message in lsp.received() {
+            let task = &message["params"]["task"];
+            let status = task["status"].as_str().unwrap_or_default();
+            if message["method"] == "conclave/taskUpdated"
+                && ["completed", "failed", "cancelled"].contains(&status)
+            {
+                finished.insert(
+                    task["taskId"].as_str().unwrap_or_default().to_string(),
+                    status == "completed",
+                );
+            }
         }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    list_times.sort();
+    let completed = ids
+        .iter()
+        .enumerate()
+        .filter(|(task, id)| {
+            finished.get(id.as_str()) == Some(&true) && files_right(ws.path(), *task)
+        })
+        .count();
     let elapsed = started.elapsed();
     assert_eq!(
         lsp.call("shutdown", serde_json::Value::Null).await,
@@ -239,7 +264,15 @@ async fn serve_cell(rate: f64, seed: u64) -> Row {
         mean: elapsed / SERVED as u32,
         written_twice: writes(&log).values().filter(|n| **n > 1).count(),
         events_lost: Some(stored - seen_steps),
+        list_tasks: Some((percentile(&list_times, 0.5), percentile(&list_times, 0.99))),
     }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted
+        .get(((sorted.len().max(1) - 1) as f64 * p).round() as usize)
+        .copied()
+        .unwrap_or_default()
 }
 
 fn all_transient() -> Vec<Fault> {
@@ -254,9 +287,9 @@ async fn main() {
     // `--outages`: the two outage cells alone (they take six minutes of the run).
     let only_outages = std::env::args().any(|a| a == "--outages");
     println!(
-        "| fault | rate | completed | model calls | faults injected | time a task | files written twice | events lost |"
+        "| fault | rate | completed | model calls | faults injected | time a task | files written twice | events lost | listTasks p50 / p99 under the load |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     if !only_outages {
         random_faults().await;
     }

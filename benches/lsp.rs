@@ -98,21 +98,39 @@ async fn notification_throughput() {
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
     let started = Instant::now();
-    let mut ids = Vec::new();
+    // Submitted as an editor with many at once would: without waiting for each answer.
+    let mut submits = std::collections::HashSet::new();
     for t in 0..tasks {
-        ids.push(server.submit(&format!("Job {t}: go")).await);
+        submits.insert(
+            server
+                .send_request(
+                    "conclave/submitTask",
+                    json!({ "description": format!("Job {t}: go") }),
+                )
+                .await,
+        );
     }
-    let mut remaining: std::collections::HashSet<String> = ids.into_iter().collect();
+    let mut ids = std::collections::HashSet::new();
+    let mut completed = std::collections::HashSet::new();
     let mut received = 0u64;
-    while !remaining.is_empty() {
+    while ids.len() < tasks || !ids.is_subset(&completed) {
         let message = server.wait_for("any message", |_| true).await;
+        if message.get("method").is_none() && submits.contains(&message["id"]) {
+            ids.insert(message["result"]["taskId"].as_str().unwrap().to_string());
+            continue;
+        }
         if message.get("method").is_some() && message.get("id").is_none() {
             received += 1;
         }
         if message["method"] == "conclave/taskUpdated"
             && message["params"]["task"]["status"] == "completed"
         {
-            remaining.remove(message["params"]["task"]["taskId"].as_str().unwrap());
+            completed.insert(
+                message["params"]["task"]["taskId"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            );
         }
     }
     let elapsed = started.elapsed();

@@ -455,3 +455,90 @@ async fn replacement_carries_over_the_current_task_queue_and_whiteboard() {
     }
     team.engine.shutdown().await;
 }
+
+/// A writer over the real disk that fails as a full disk does while `full` is set.
+struct FillableDisk {
+    disk: conclave::tools::DiskWriter,
+    full: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl conclave::tools::WorkspaceWriter for FillableDisk {
+    async fn write_file(
+        &self,
+        path: &std::path::Path,
+        content: &str,
+    ) -> Result<conclave::tools::WriteOutcome, conclave::tools::WriteError> {
+        if self.full.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(conclave::tools::WriteError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::from_raw_os_error(libc::ENOSPC),
+            });
+        }
+        self.disk.write_file(path, content).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_disk_is_waited_for_and_the_subtask_goes_on_when_there_is_space() {
+    let [_, done] = writes("Create a.txt", "a.txt", "a\n");
+    let team = start(
+        json!([
+            plan(&["Create a.txt"]),
+            { "match": "Create a.txt", "toolCalls": [ { "name": "file_write", "arguments": { "path": "a.txt", "content": "a\n" } } ], "times": 2 },
+            done
+        ]),
+        config(),
+    )
+    .await;
+    let disk = Arc::new(FillableDisk {
+        disk: conclave::tools::DiskWriter::new(
+            conclave::tools::Sandbox::new(team.workspace.path()).unwrap(),
+        ),
+        full: std::sync::atomic::AtomicBool::new(true),
+    });
+    team.engine.set_writer(disk.clone());
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create a.txt");
+    let mut steps = Vec::new();
+    // Five minutes of the paused clock: the waits are seconds.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        assert!(steps.len() < 20, "recovery without end: {steps:?}");
+        let event = tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("the task did not finish; recovery so far: {steps:?}"));
+        match event.unwrap() {
+            RuntimeEvent::Recovery(step) => {
+                if step.action == RecoveryAction::WaitForProvider {
+                    assert_eq!(step.provider.as_deref(), Some("the workspace's disk"));
+                    assert!(
+                        step.message.contains("a.txt") && step.message.contains("No space left"),
+                        "the wait names the file and the cause: {}",
+                        step.message
+                    );
+                    // Space comes back while the subtask waits.
+                    disk.full.store(false, std::sync::atomic::Ordering::SeqCst);
+                }
+                steps.push(step.action);
+            }
+            RuntimeEvent::TaskUpdated(t) if t.status.is_finished() => break,
+            _ => {}
+        }
+    }
+    assert_eq!(
+        steps,
+        [RecoveryAction::WaitForProvider, RecoveryAction::Recovered],
+        "a wait, not a retry spent on the work"
+    );
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(
+        detail.summary.status,
+        TaskStatus::Completed,
+        "{:?}",
+        detail.errors
+    );
+    assert_eq!(team.read("a.txt"), "a\n");
+    assert_eq!(detail.errors[0].failure.kind, "disk_unavailable");
+    team.engine.shutdown().await;
+}

@@ -475,6 +475,9 @@ struct LoopState {
     failed_approaches: HashMap<(String, u64, u64), u32>,
     /// Set when the model repeats a call it was told to give up: why the loop ends.
     stuck: Option<String>,
+    /// Set when a write found the workspace's disk full or read-only: no other call
+    /// can help, so the execution ends and recovery waits for the disk.
+    disk_unavailable: Option<String>,
     /// Tools whose latest call failed: open error episodes.
     failing_tools: HashSet<String>,
     /// (tool, args hash) → hash of the result of its latest success.
@@ -756,6 +759,11 @@ impl BuiltinExecutor {
         out: &mut Output<'_, '_>,
     ) -> String {
         let message = error.to_string();
+        if error.is_disk_unavailable() {
+            out.note(&format!("▸ {tool} failed: {}", first_line(&message, 160)));
+            state.disk_unavailable = Some(first_line(&message, 300));
+            return format!("Failed: {message}");
+        }
         if error.is_refusal() {
             // Final: no retry count, no "try different parameters".
             state.error_count += 1;
@@ -1062,6 +1070,10 @@ impl BuiltinExecutor {
                     state.synthesize()
                 );
                 return Ok(state.outcome(success, summary, iterations));
+            }
+            if let Some(why) = state.disk_unavailable.take() {
+                tracing::warn!(iterations, "subtask stopped: {why}");
+                return Err(ExecutorError::DiskUnavailable(why));
             }
             if let Some(why) = state.stuck.take() {
                 tracing::info!(iterations, "subtask stopped: {why}");

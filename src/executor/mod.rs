@@ -112,7 +112,14 @@ pub enum ExecutorError {
     /// a read) and the model found no other way: final, never retried as it was.
     #[error("refused: {0}")]
     Refused(String),
+    /// A write failed because the workspace's disk is full or read-only: waited for
+    /// like a provider, and the subtask tried again when it can be written.
+    #[error("the workspace cannot be written: {0}")]
+    DiskUnavailable(String),
 }
+
+/// What the ladder waits for when the workspace cannot be written.
+pub const WORKSPACE_DISK: &str = "the workspace's disk";
 
 impl Classify for ExecutorError {
     fn severity(&self) -> Severity {
@@ -132,7 +139,8 @@ impl Classify for ExecutorError {
             ExecutorError::StepTimeout(_)
             | ExecutorError::Crashed(_)
             | ExecutorError::Unresponsive(_)
-            | ExecutorError::CircuitOpen { .. } => true,
+            | ExecutorError::CircuitOpen { .. }
+            | ExecutorError::DiskUnavailable(_) => true,
             ExecutorError::Cancelled
             | ExecutorError::Process(_)
             | ExecutorError::NoProgress(_)
@@ -153,6 +161,7 @@ impl Classify for ExecutorError {
             ExecutorError::Crashed(_) => "executor_crashed",
             ExecutorError::Unresponsive(_) => "executor_unresponsive",
             ExecutorError::CircuitOpen { .. } => "executor_circuit_open",
+            ExecutorError::DiskUnavailable(_) => "disk_unavailable",
         }
     }
 
@@ -168,6 +177,7 @@ impl Classify for ExecutorError {
             ExecutorError::Crashed(_) => FailureKind::ExecutorCrashed,
             ExecutorError::Unresponsive(_) => FailureKind::Timeout,
             ExecutorError::CircuitOpen { .. } => FailureKind::CircuitOpen,
+            ExecutorError::DiskUnavailable(_) => FailureKind::DiskUnavailable,
         }
     }
 
@@ -184,6 +194,7 @@ impl Classify for ExecutorError {
             ExecutorError::Model(e) => e.provider(),
             // The ladder waits for an executor paused by its breaker as for a provider.
             ExecutorError::CircuitOpen { executor, .. } => Some(executor),
+            ExecutorError::DiskUnavailable(_) => Some(WORKSPACE_DISK),
             _ => None,
         }
     }

@@ -70,6 +70,9 @@ pub enum FailureKind {
     BadRequest,
     /// The executor's process died mid-run (pi crashed or was killed).
     ExecutorCrashed,
+    /// The workspace cannot be written: its disk is full or read-only. Waited for like a
+    /// provider: the work goes on when there is space again.
+    DiskUnavailable,
     /// A fault inside Conclave (a report that cannot be read, a store failure).
     Internal,
     /// A kind this version does not know (read from an older or newer record).
@@ -104,6 +107,7 @@ impl FailureKind {
             FailureKind::Skipped => "skipped",
             FailureKind::BadRequest => "bad_request",
             FailureKind::ExecutorCrashed => "executor_crashed",
+            FailureKind::DiskUnavailable => "disk_unavailable",
             FailureKind::Internal => "internal",
             FailureKind::Other => "other",
         }
@@ -126,6 +130,7 @@ impl FailureKind {
             | FailureKind::AgentUnavailable
             | FailureKind::BadRequest
             | FailureKind::ExecutorCrashed
+            | FailureKind::DiskUnavailable
             | FailureKind::Internal => Severity::High,
             FailureKind::RateLimited
             | FailureKind::Server
@@ -153,6 +158,7 @@ impl FailureKind {
                 | FailureKind::CircuitOpen
                 | FailureKind::AgentUnavailable
                 | FailureKind::ExecutorCrashed
+                | FailureKind::DiskUnavailable
         )
     }
 

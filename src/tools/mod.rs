@@ -209,6 +209,19 @@ impl From<WriteError> for ToolError {
 impl ToolError {
     /// Whether a person or the editor refused the call: final, never to be retried as
     /// it was.
+    /// The workspace's disk is full or read-only: no call can write until that changes.
+    pub fn is_disk_unavailable(&self) -> bool {
+        matches!(
+            self,
+            ToolError::Io { kind, .. } if matches!(
+                kind,
+                io::ErrorKind::StorageFull
+                    | io::ErrorKind::ReadOnlyFilesystem
+                    | io::ErrorKind::QuotaExceeded
+            )
+        )
+    }
+
     pub fn is_refusal(&self) -> bool {
         matches!(
             self,
@@ -269,7 +282,12 @@ impl Classify for ToolError {
             }
             ToolError::Io { kind, .. } => matches!(
                 kind,
-                io::ErrorKind::Interrupted | io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+                io::ErrorKind::Interrupted
+                    | io::ErrorKind::TimedOut
+                    | io::ErrorKind::WouldBlock
+                    | io::ErrorKind::StorageFull
+                    | io::ErrorKind::ReadOnlyFilesystem
+                    | io::ErrorKind::QuotaExceeded
             ),
             _ => false,
         }
@@ -284,6 +302,7 @@ impl Classify for ToolError {
             ToolError::Io { kind, .. } if *kind == io::ErrorKind::PermissionDenied => {
                 "permission_denied"
             }
+            error @ ToolError::Io { .. } if error.is_disk_unavailable() => "disk_unavailable",
             ToolError::Io { .. } => "io",
             ToolError::TooLarge { .. } => "too_large",
             ToolError::Binary { .. } => "binary_file",
@@ -310,6 +329,9 @@ impl Classify for ToolError {
             | ToolError::ReadRefused { .. } => FailureKind::Refused,
             ToolError::Io { kind, .. } if *kind == io::ErrorKind::PermissionDenied => {
                 FailureKind::Permission
+            }
+            error @ ToolError::Io { .. } if error.is_disk_unavailable() => {
+                FailureKind::DiskUnavailable
             }
             ToolError::HttpStatus { status, .. } if *status == 401 => FailureKind::Auth,
             ToolError::HttpStatus { status, .. } if *status == 403 => FailureKind::Permission,

@@ -265,6 +265,46 @@ mod tests {
         assert_eq!(ContentHash(0xab).to_string(), "00000000000000ab");
     }
 
+    /// A real full disk (a 64 KiB tmpfs): the write fails naming the file and the cause,
+    /// the file keeps its old content and no temporary file is left. Mounting needs
+    /// privileges a test machine may not give: then the test says SKIPPED.
+    #[test]
+    fn a_full_disk_fails_the_write_and_leaves_the_old_file_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("SKIPPED: a tmpfs cannot be mounted here (needs privileges)");
+            return;
+        }
+        let unmount = || {
+            let _ = std::process::Command::new("umount").arg(dir.path()).status();
+        };
+        let path = dir.path().join("notes.txt");
+        std::fs::write(&path, "before\n").unwrap();
+        let error = write_atomically(&path, &"x".repeat(256 * 1024)).unwrap_err();
+        let after = std::fs::read_to_string(&path).unwrap();
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        unmount();
+        assert_eq!(error.kind(), io::ErrorKind::StorageFull, "{error}");
+        let tool_error = crate::tools::ToolError::from(WriteError::Io {
+            path: path.clone(),
+            source: error,
+        });
+        assert!(tool_error.is_disk_unavailable());
+        assert!(tool_error.to_string().contains("notes.txt"), "{tool_error}");
+        assert_eq!(after, "before\n");
+        assert_eq!(left, ["notes.txt"], "no temporary file is left");
+    }
+
     #[tokio::test]
     async fn writes_create_update_and_skip_identical_content() {
         let dir = tempfile::tempdir().unwrap();
