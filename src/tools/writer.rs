@@ -282,7 +282,9 @@ mod tests {
             return;
         }
         let unmount = || {
-            let _ = std::process::Command::new("umount").arg(dir.path()).status();
+            let _ = std::process::Command::new("umount")
+                .arg(dir.path())
+                .status();
         };
         let path = dir.path().join("notes.txt");
         std::fs::write(&path, "before\n").unwrap();
