@@ -679,9 +679,20 @@ async fn an_acceptance_test_that_is_broken_itself_is_rewritten_once_then_the_tas
         acceptance.detail
     );
     assert!(
-        acceptance.detail.contains("NameError"),
+        acceptance.detail.contains("NameError") && !acceptance.detail.contains("::rule"),
         "{}",
         acceptance.detail
+    );
+    // The rule that found the test broken is named, and counted for both tests.
+    assert_eq!(
+        acceptance.rules,
+        ["tests.acceptance", "acceptance.test-error"],
+        "{acceptance:?}"
+    );
+    assert!(
+        detail.rule_findings["acceptance.test-error"] >= 1,
+        "{:?}",
+        detail.rule_findings
     );
     assert!(
         team.model.unused_steps().is_empty(),

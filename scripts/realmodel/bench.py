@@ -357,6 +357,7 @@ def main():
     parser.add_argument("--pi", default=str(ROOT / "tests/pi/node_modules/.bin/pi"))
     parser.add_argument("--timeout", type=int, default=900, help="seconds per run")
     parser.add_argument("--out", default=str(HERE / "results.jsonl"))
+    parser.add_argument("--commit", help="the commit the binary was built from (default: HEAD's)")
     parser.add_argument("--seed", type=int, default=0,
                         help="a label for this pass (repeats of the same task), kept in each row")
     parser.add_argument("--template", default=os.environ.get("LLM_TEMPLATE", "fenced"),
@@ -370,8 +371,8 @@ def main():
     args.conclave = str(Path(args.conclave).resolve())
     args.pi = str(Path(args.pi).resolve())
 
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    commit = args.commit or subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                                           capture_output=True, text=True).stdout.strip()
     tasks = task_dirs(args.set)
     if args.tasks:
         wanted = args.tasks.split(",")

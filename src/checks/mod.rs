@@ -161,6 +161,84 @@ pub const RULES: &[Rule] = &[
         kind: Kind::Tests,
         catches: "code that fails the acceptance test the team writes from the task when no other test ran",
     },
+    // What makes the team's own acceptance test broken, so that it says nothing of the
+    // code (`team/acceptance_runner.py`): a broken first test is written again; a second
+    // broken one leaves the task unverified, never completed.
+    Rule {
+        id: "acceptance.unreadable",
+        kind: Kind::Tests,
+        catches: "a test that is not Python (cannot be switched off: it cannot run)",
+    },
+    Rule {
+        id: "acceptance.runs-nothing",
+        kind: Kind::Tests,
+        catches: "a test that imports no module of the project and runs no program",
+    },
+    Rule {
+        id: "acceptance.program-for-function",
+        kind: Kind::Tests,
+        catches: "a first test that only runs a program when the task is about a function it names",
+    },
+    Rule {
+        id: "acceptance.test-exits",
+        kind: Kind::Tests,
+        catches: "a test that ends itself with sys.exit (off: counted against the code)",
+    },
+    Rule {
+        id: "acceptance.test-error",
+        kind: Kind::Tests,
+        catches: "a test that raises in its own lines, or uses names neither the task nor the code has (off: counted against the code)",
+    },
+    Rule {
+        id: "acceptance.long-expected-value",
+        kind: Kind::Tests,
+        catches: "a first test whose failing assert compares with a long value written out by hand",
+    },
+    Rule {
+        id: "acceptance.copied-assert",
+        kind: Kind::Tests,
+        catches: "a first test that expects of one function the task names what it expects of another, for the same arguments, and fails there",
+    },
+    Rule {
+        id: "acceptance.no-assert",
+        kind: Kind::Tests,
+        catches: "a test that runs no assert (off: such a test passes)",
+    },
+    Rule {
+        id: "acceptance.off-task",
+        kind: Kind::Tests,
+        catches: "a test that checks nothing the task names: it passes on other code only, or only its asserts about other code fail",
+    },
+    Rule {
+        id: "acceptance.ignored-assert",
+        kind: Kind::Tests,
+        catches: "an assert about code the task does not name that the code before the task failed too: ignored, and said (off: it counts)",
+    },
+];
+
+/// One repair of model output: what the model got wrong in a way that can be mended
+/// without asking it again. Each says so when it mends something and can be switched
+/// off by id like a rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Repair {
+    pub id: &'static str,
+    pub mends: &'static str,
+}
+
+/// Every repair with an id.
+pub const REPAIRS: &[Repair] = &[
+    Repair {
+        id: "repair.test-cut-off",
+        mends: "a test cut off by the model's token limit: its complete part runs (cannot be switched off)",
+    },
+    Repair {
+        id: "repair.test-own-said",
+        mends: "a test that defines `said()` again: the given one, which compares printed text as a person reads it, is used",
+    },
+    Repair {
+        id: "repair.test-missing-import",
+        mends: "a test that uses a module of the project, or a name exactly one module defines, without importing it: the import is added",
+    },
 ];
 
 /// The rule called `id`.
@@ -194,12 +272,12 @@ pub fn parse_findings(output: &str) -> Result<Vec<Finding>, String> {
         .collect()
 }
 
-/// The ids that `verify.disabled` names and no rule has (a typo, most likely).
+/// The ids that `verify.disabled` names and no rule or repair has (a typo, most likely).
 pub fn unknown_ids(disabled: &[String]) -> Vec<&str> {
     disabled
         .iter()
         .map(String::as_str)
-        .filter(|id| rule(id).is_none())
+        .filter(|id| rule(id).is_none() && !REPAIRS.iter().any(|r| r.id == *id))
         .collect()
 }
 
@@ -219,6 +297,19 @@ mod tests {
             .captures_iter(PYTHON_CHECKS)
         {
             assert!(rule(&found[1]).is_some(), "{} is not registered", &found[1]);
+        }
+        let runner = include_str!("../team/acceptance_runner.py");
+        let named: Vec<&str> = regex::Regex::new(r#""((?:acceptance|repair)\.[a-z-]+)""#)
+            .unwrap()
+            .captures_iter(runner)
+            .map(|c| c.get(1).unwrap().as_str())
+            .collect();
+        assert!(named.len() >= 10, "{named:?}");
+        for id in named {
+            assert!(
+                unknown_ids(&[id.to_string()]).is_empty(),
+                "{id} is not registered"
+            );
         }
     }
 

@@ -158,7 +158,9 @@ pub async fn run(
         .filter(|f| language_of(f) == Some(language))
         .cloned()
         .collect();
-    let result = |status, detail: String| CheckResult {
+    // The rules that found something in a test or mended one, over both tests.
+    let mut fired: Vec<String> = vec!["tests.acceptance".into()];
+    let result = |status, detail: String, fired: &[String]| CheckResult {
         kind: "tests".into(),
         name: NAME.into(),
         status,
@@ -166,7 +168,7 @@ pub async fn run(
         detail,
         subtask_id: None,
         at: chrono::Utc::now(),
-        rules: vec!["tests.acceptance".into()],
+        rules: fired.to_vec(),
     };
     // Asked before the test is written: a test no one may run is not worth a model call.
     let runner = match language {
@@ -179,7 +181,11 @@ pub async fn run(
         code_files.join(", ")
     );
     if let Err(why) = bench.consent.may_run(&what).await {
-        return result(CheckStatus::Skipped, format!("{}: {why}", check::NOT_RUN));
+        return result(
+            CheckStatus::Skipped,
+            format!("{}: {why}", check::NOT_RUN),
+            &fired,
+        );
     }
     let mut rewritten = false;
     // Why the last test could not be used, for its rewrite.
@@ -210,7 +216,11 @@ pub async fn run(
                     continue;
                 }
                 Err(why) => {
-                    return result(CheckStatus::Skipped, format!("{NOT_WRITTEN}: {why}"));
+                    return result(
+                        CheckStatus::Skipped,
+                        format!("{NOT_WRITTEN}: {why}"),
+                        &fired,
+                    );
                 }
             }
         }
@@ -227,6 +237,7 @@ pub async fn run(
                     task_file,
                     originals,
                     which.into(),
+                    serde_json::to_string(&bench.disabled).unwrap_or_else(|_| "[]".into()),
                 ];
                 bench.run_program("python3", &args).await
             }
@@ -237,8 +248,9 @@ pub async fn run(
         };
         let (code, output) = match ran {
             Ok(ran) => ran,
-            Err(why) => return result(CheckStatus::Skipped, why),
+            Err(why) => return result(CheckStatus::Skipped, why, &fired),
         };
+        let output = rules_named(&output, &mut fired);
         let shown = format!(
             "{}\n\nThe test ({}):\n{}",
             output.trim_end(),
@@ -250,7 +262,7 @@ pub async fn run(
         match code {
             // The asserts it ignored (about code the task does not name, failed before
             // the task too) are said.
-            Some(0) => return result(CheckStatus::Passed, output.trim().to_string()),
+            Some(0) => return result(CheckStatus::Passed, output.trim().to_string(), &fired),
             Some(TEST_BROKEN_EXIT) if !rewritten => {
                 // A broken test says nothing about the code: write it once more.
                 tracing::info!(task = %task_id, "the acceptance test is broken; rewriting it: {}", first_line(&output));
@@ -260,11 +272,27 @@ pub async fn run(
                 rewritten = true;
             }
             Some(TEST_BROKEN_EXIT) => {
-                return result(CheckStatus::Skipped, format!("{BROKEN}:\n{shown}"));
+                return result(CheckStatus::Skipped, format!("{BROKEN}:\n{shown}"), &fired);
             }
-            _ => return result(CheckStatus::Failed, shown),
+            _ => return result(CheckStatus::Failed, shown, &fired),
         }
     }
+}
+
+/// The runner's output without its `::rule ID` lines, whose ids join `fired`.
+fn rules_named(output: &str, fired: &mut Vec<String>) -> String {
+    let mut kept = String::with_capacity(output.len());
+    for line in output.split_inclusive('\n') {
+        match line.trim_end().strip_prefix("::rule ") {
+            Some(id) => {
+                if !fired.iter().any(|f| f == id) {
+                    fired.push(id.to_string());
+                }
+            }
+            None => kept.push_str(line),
+        }
+    }
+    kept
 }
 
 /// The test as the team wrote it, back on disk if something changed it since (seen on
@@ -752,6 +780,18 @@ mod tests {
         test: &str,
         which: &str,
     ) -> (Option<i32>, String) {
+        run_on_stats_with(task, now, before, test, which, "[]")
+    }
+
+    /// As [`run_on_stats_as`], with the rules `disabled` (JSON) switched off.
+    fn run_on_stats_with(
+        task: &str,
+        now: &str,
+        before: &str,
+        test: &str,
+        which: &str,
+        disabled: &str,
+    ) -> (Option<i32>, String) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("stats.py"), now).unwrap();
         let checks = dir.path().join(".conclave/checks/t");
@@ -770,6 +810,7 @@ mod tests {
                 &task_file,
                 &originals,
                 which,
+                disabled,
             ])
             .current_dir(dir.path())
             .output()
@@ -1027,6 +1068,70 @@ mod tests {
     }
 
     #[test]
+    fn each_judging_rule_names_itself_and_switched_off_lets_the_test_count() {
+        if !installed("python3") {
+            return;
+        }
+        let task = "Change the function mean in stats.py so that it returns 0.0 for an empty list.";
+        let before = "def mean(xs):\n    return sum(xs) / len(xs)\n";
+        let right = "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n";
+        // (rule, a test it calls broken, the exit with the rule switched off:
+        // 1 = counted against the code, 0 = passed, None = cannot be switched off).
+        let cases: &[(&str, &str, Option<i32>)] = &[
+            ("acceptance.runs-nothing", "assert 1 + 1 == 2\n", Some(0)),
+            (
+                "acceptance.test-exits",
+                "import sys\nfrom stats import mean\nsys.exit(4)\n",
+                Some(1),
+            ),
+            (
+                "acceptance.test-error",
+                "from stats import mean\nassert mean([2]) == 2\nassert {}['missing'] == 1\n",
+                Some(1),
+            ),
+            (
+                "acceptance.no-assert",
+                "from stats import mean\nmean([1, 2])\n",
+                Some(0),
+            ),
+            (
+                "acceptance.unreadable",
+                "assert mean([]) = 0.0\nfrom stats import mean\nassert mean([2]) == 2\nassert mean([]) == 0.0\n",
+                None,
+            ),
+        ];
+        for (rule, test, off) in cases {
+            let (exit, output) = run_on_stats(task, right, before, test);
+            assert_eq!(exit, Some(TEST_BROKEN_EXIT), "{rule}: {output}");
+            assert!(
+                output.contains(&format!("::rule {rule}")),
+                "{rule}: {output}"
+            );
+            let disabled = format!("[\"{rule}\"]");
+            let (exit, output) = run_on_stats_with(task, right, before, test, "first", &disabled);
+            match off {
+                Some(off) => {
+                    assert_eq!(exit, Some(*off), "{rule} off: {output}");
+                    assert!(!output.contains("::rule"), "{rule} off: {output}");
+                }
+                None => assert_eq!(exit, Some(TEST_BROKEN_EXIT), "{rule} off: {output}"),
+            }
+        }
+        // A repair says what it mended; switched off, the test runs as written.
+        let own_said = format!(
+            "{}def said(text):\n    return text\n\nfrom stats import mean\nassert said('Mean: 2') == said('mean 2')\n",
+            said_prelude(task)
+        );
+        let (exit, output) = run_on_stats(task, right, before, &own_said);
+        assert_eq!(exit, Some(0), "{output}");
+        assert!(output.contains("::rule repair.test-own-said"), "{output}");
+        let disabled = r#"["repair.test-own-said"]"#;
+        let (exit, output) = run_on_stats_with(task, right, before, &own_said, "first", disabled);
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(!output.contains("::rule"), "{output}");
+    }
+
+    #[test]
     fn asserts_copied_from_one_function_to_another_are_a_broken_first_test() {
         if !installed("python3") {
             return;
@@ -1043,9 +1148,15 @@ mod tests {
         let (exit, output) = run_on_stats(task, code, "", copied);
         assert_eq!(exit, Some(TEST_BROKEN_EXIT), "{output}");
         assert!(
-            output.contains("expects `c_to_f` and `f_to_c` to give the same result"),
+            output.contains("expects `c_to_f` and `f_to_c` to give the same result")
+                && output.contains("::rule acceptance.copied-assert"),
             "{output}"
         );
+        // Switched off, the rule lets the code be judged by the copied asserts.
+        let disabled = r#"["acceptance.copied-assert"]"#;
+        let (exit, output) = run_on_stats_with(task, code, "", copied, "first", disabled);
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(!output.contains("::rule"), "{output}");
         // The rewrite is judged as written.
         assert_eq!(
             run_on_stats_as(task, code, "", copied, "rewritten").0,

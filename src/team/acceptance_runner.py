@@ -1,8 +1,12 @@
 # Runs an acceptance test the team wrote (see acceptance.rs), in the workspace.
 #
-#   python3 -c RUNNER TEST [TASK_FILE ORIGINALS_DIR]
+#   python3 -c RUNNER TEST [TASK_FILE ORIGINALS_DIR (first|rewritten) DISABLED_JSON]
 #
 # Exit 0: passed; 1: the code failed it; 3: the test itself is broken.
+#
+# What it finds wrong with a test, and what it mends in one, are rules with ids
+# (docs/checks.md): after the line that says it, a line `::rule ID` names the rule, and
+# a rule whose id is in DISABLED_JSON (`verify.disabled`) does not run.
 #
 # Every `assert` is judged on its own. One that fails is a failure of the code, except
 # when it only exercises functions the task does not name and the code as it was before
@@ -13,6 +17,7 @@
 import ast
 import builtins
 import inspect
+import json
 import os
 import re
 import sys
@@ -23,8 +28,32 @@ TASK_FILE = sys.argv[2] if len(sys.argv) > 2 else ""
 ORIGINALS = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] else ""
 # The team's second test for the task: its long hand-written values are let be.
 REWRITTEN = len(sys.argv) > 4 and sys.argv[4] == "rewritten"
+DISABLED = set(json.loads(sys.argv[5])) if len(sys.argv) > 5 and sys.argv[5] else set()
 ROOT = os.getcwd()
 BROKEN = 3
+
+
+def on(rule):
+    """Whether the rule `rule` runs."""
+    return rule not in DISABLED
+
+
+def fired(rule):
+    """Names the rule behind the line printed just before."""
+    print(f"::rule {rule}")
+
+
+def broken(rule, message=None, otherwise=None):
+    """The test is broken itself, as the rule `rule` found: it says nothing of the code.
+    With the rule switched off the run ends with `otherwise` instead (1: the code failed
+    the test, 0: it passed); a rule with no `otherwise` cannot be switched off."""
+    if otherwise is not None and not on(rule):
+        sys.exit(otherwise)
+    if message:
+        print(message)
+    fired(rule)
+    sys.exit(BROKEN)
+
 sys.path.insert(0, ROOT)
 TASK_TEXT = open(TASK_FILE).read() if TASK_FILE else ""
 TASK_WORDS = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", TASK_TEXT))
@@ -664,23 +693,27 @@ def main():
         tree, cut = parse_test(source)
     except SyntaxError:
         traceback.print_exc()
-        sys.exit(BROKEN)
+        broken("acceptance.unreadable")
     if cut:
         print(cut)
+        fired("repair.test-cut-off")
     tree = ast.fix_missing_locations(SameInterpreter().visit(tree))
-    if without_own_said(tree):
+    if on("repair.test-own-said") and without_own_said(tree):
         print("the test's own said() was left out: the one given to it compares printed text")
-    for note in import_project_names(tree):
-        print(note)
-    if not runs_project_code(tree):
-        print("the test never runs the team's code: it imports no module of the project and runs no program")
-        sys.exit(BROKEN)
-    function = program_instead_of_function(tree)
+        fired("repair.test-own-said")
+    if on("repair.test-missing-import"):
+        for note in import_project_names(tree):
+            print(note)
+            fired("repair.test-missing-import")
+    if on("acceptance.runs-nothing") and not runs_project_code(tree):
+        broken("acceptance.runs-nothing",
+               "the test never runs the team's code: it imports no module of the project and runs no program")
+    function = program_instead_of_function(tree) if on("acceptance.program-for-function") else None
     if function and not REWRITTEN:
-        print(f"the test runs a program, but the task is about a function, {function}: import it and check what it returns")
-        sys.exit(BROKEN)
-    long_values = long_expected_values(tree, source)
-    copies = copied_expectations(tree)
+        broken("acceptance.program-for-function",
+               f"the test runs a program, but the task is about a function, {function}: import it and check what it returns")
+    long_values = long_expected_values(tree, source) if on("acceptance.long-expected-value") else {}
+    copies = copied_expectations(tree) if on("acceptance.copied-assert") else {}
     tree = ast.fix_missing_locations(UnittestAsserts().visit(tree))
     rounding_task = bool({w.lower() for w in TASK_WORDS} & ROUNDING_WORDS)
     tree = ast.fix_missing_locations(WrittenFloats(source, rounding_task).visit(tree))
@@ -693,52 +726,51 @@ def main():
         namespace = execute(tree, now)
     except SystemExit as e:
         if e.code not in (None, 0):
-            # The workspace's code exiting fails it; the test's own `sys.exit` (seen: a
-            # test that was a copy of the script, exiting on its missing argument) is a
+            # The workspace's code exiting fails it; the test's own `sys.exit` is a
             # broken test.
             print(f"the test exited with {e.code}")
-            sys.exit(1 if raised_in_code(e) else BROKEN)
+            if raised_in_code(e):
+                sys.exit(1)
+            broken("acceptance.test-exits", otherwise=1)
         namespace = {}
     except BaseException as e:
         traceback.print_exc()
         if raised_in_code(e):
             sys.exit(1)
-        say_invented([e])
-        sys.exit(BROKEN)
+        if on("acceptance.test-error"):
+            say_invented([e])
+        broken("acceptance.test-error", otherwise=1)
 
-    broken = [line for line, (kind, _) in now.failed.items() if kind == "broken"]
-    if broken:
-        say_invented(now.errors[line] for line in broken)
-        print("\n".join(now.failed[line][1] for line in broken))
-        sys.exit(BROKEN)
-    # A long value written by hand that the code matches is as good a check as any (seen:
-    # a right FizzBuzz list thrown away); one it does not match is more likely the
-    # test's mistake than the code's, the first time.
+    failing_by_test = [line for line, (kind, _) in now.failed.items() if kind == "broken"]
+    if failing_by_test:
+        if on("acceptance.test-error"):
+            say_invented(now.errors[line] for line in failing_by_test)
+        broken("acceptance.test-error", "\n".join(now.failed[line][1] for line in failing_by_test), otherwise=1)
+    # A long value written by hand that the code matches is as good a check as any; one
+    # it does not match is more likely the test's mistake than the code's, the first time.
     wrong_long = [long_values[line] for line in sorted(now.failed) if line in long_values]
     if wrong_long and not REWRITTEN:
-        print(
+        broken(
+            "acceptance.long-expected-value",
             f"the test writes out long expected values by hand, which are easy to get wrong "
-            f"(`{wrong_long[0]}`): check single items, lengths and short results instead"
+            f"(`{wrong_long[0]}`): check single items, lengths and short results instead",
         )
-        sys.exit(BROKEN)
     # Two functions expected to give the same result is an assert copied and renamed
     # (and one of them then fails), more likely than code that is wrong, the first time.
     for (first, other), lines in sorted(copies.items()):
         if any(line in now.failed for line in lines) and not REWRITTEN:
-            print(
+            broken(
+                "acceptance.copied-assert",
                 f"the test expects `{first}` and `{other}` to give the same result for the "
                 f"same arguments (lines {', '.join(map(str, lines))}): a copied assert; work out "
-                f"each function's expected values on its own, from the task"
+                f"each function's expected values on its own, from the task",
             )
-            sys.exit(BROKEN)
     if not now.failed:
         if not now.passed:
-            print("the test ran no assert")
-            sys.exit(BROKEN)
-        beside = beside_the_task(tree, namespace, now.passed, asserts)
+            broken("acceptance.no-assert", "the test ran no assert", otherwise=0)
+        beside = beside_the_task(tree, namespace, now.passed, asserts) if on("acceptance.off-task") else None
         if beside:
-            print(beside)
-            sys.exit(BROKEN)
+            broken("acceptance.off-task", beside)
         sys.exit(0)
 
     def about_task(line):
@@ -750,7 +782,7 @@ def main():
             print(now.failed[line][1])
 
     failing = sorted(now.failed)
-    if not ORIGINALS or any(about_task(line) for line in failing):
+    if not ORIGINALS or not on("acceptance.ignored-assert") or any(about_task(line) for line in failing):
         report(failing)
         sys.exit(1)
 
@@ -778,11 +810,12 @@ def main():
         sys.exit(1)
     if not any(about_task(line) for line in now.passed):
         report(failing)
-        print("the test checks nothing the task asks for: its failing asserts are about other code")
-        sys.exit(BROKEN)
+        broken("acceptance.off-task",
+               "the test checks nothing the task asks for: its failing asserts are about other code")
     for line in ignored:
         shown = ast.get_source_segment(source, asserts[line]) or f"line {line}"
         print(f"ignored: `{shown}` checks code the task does not name, and the code before the task failed it too")
+        fired("acceptance.ignored-assert")
     sys.exit(0)
 
 

@@ -1147,8 +1147,14 @@ pub fn record(s: &Services, task_id: TaskId, subtask: Option<SubtaskId>, results
         );
     }
     s.tasks.update(task_id, |t| {
-        for failed in results.iter().filter(|r| r.status == CheckStatus::Failed) {
-            for rule in &failed.rules {
+        for result in results {
+            // A failure counts every rule behind it; any other result the rules that
+            // found or mended something on the way (those after its own).
+            let found = match result.status {
+                CheckStatus::Failed => &result.rules[..],
+                _ => result.rules.get(1..).unwrap_or_default(),
+            };
+            for rule in found {
                 *t.rule_findings.entry(rule.clone()).or_default() += 1;
             }
         }
