@@ -284,12 +284,18 @@ fn all_transient() -> Vec<Fault> {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    // `--outages`: the two outage cells alone (they take six minutes of the run).
+    // `--outages`: the two outage cells alone (they take six minutes of the run);
+    // `--serve`: the load cells alone (eight tasks at once over one `serve` connection).
     let only_outages = std::env::args().any(|a| a == "--outages");
+    let only_serve = std::env::args().any(|a| a == "--serve");
     println!(
         "| fault | rate | completed | model calls | faults injected | time a task | files written twice | events lost | listTasks p50 / p99 under the load |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    if only_serve {
+        serve_cells().await;
+        return;
+    }
     if !only_outages {
         random_faults().await;
     }
@@ -346,9 +352,7 @@ async fn random_faults() {
                 .print();
         }
     }
-    for (rate, seed) in [(0.3, 31), (0.5, 51), (0.7, 71)] {
-        serve_cell(rate, seed).await.print();
-    }
+    serve_cells().await;
     for (name, fault) in [
         ("401 (expected to fail: no retry)", Fault::Unauthorized),
         ("403 (expected to fail: no retry)", Fault::Forbidden),
@@ -372,5 +376,12 @@ async fn random_faults() {
         )
         .await
         .print();
+    }
+}
+
+/// Eight tasks at once over one `serve` connection, mixed faults at 30, 50 and 70%.
+async fn serve_cells() {
+    for (rate, seed) in [(0.3, 31), (0.5, 51), (0.7, 71)] {
+        serve_cell(rate, seed).await.print();
     }
 }
