@@ -522,7 +522,8 @@ async fn a_low_confidence_fix_is_asked_for_and_not_applied_when_rejected() {
         "a rejected fix is not written"
     );
     let detail = team.engine.task(&task.to_string()).unwrap();
-    assert_eq!(detail.errors.last().unwrap().failure.kind, "check_failed");
+    // The person's no ends the task as refused, not as code the team failed to fix.
+    assert_eq!(detail.errors.last().unwrap().failure.kind, "refused");
     team.engine.shutdown().await;
 }
 

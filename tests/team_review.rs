@@ -842,3 +842,96 @@ async fn a_plan_the_model_cannot_make_leaves_the_task_whole_instead_of_failing_i
     );
     team.engine.shutdown().await;
 }
+
+/// The task's failure, and what the person was asked, when a coder's fix with tools is
+/// rated `confidence` and the person answers `approve`.
+async fn tool_fix_rated(confidence: u8, approve: bool) -> (Team, TaskStatus, Option<String>) {
+    let team = start(
+        json!([
+            team_support::plan(&["Implement double in calc.py."]),
+            { "match": "does not pass this check", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return 2 * x\n" } } ] },
+            { "match": "Implement double", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return x + 1\n" } } ] },
+            { "match": "updated calc.py", "text": "Implemented double." },
+            { "match": "updated calc.py", "text": format!("double now multiplies by two.\nConfidence: {confidence}") },
+            { "match": "short Python test script", "text": "```python\nfrom calc import double\nassert double(2) == 4\n```" },
+            // Only if a fix were asked for after a refusal.
+            { "match": "fails its checks", "text": "{\"files\": [], \"confidence\": 90, \"explanation\": \"x\"}" }
+        ]),
+        config(),
+    )
+    .await;
+    std::fs::write(
+        team.workspace.path().join("calc.py"),
+        "def double(x):\n    \"\"\"Return twice x.\"\"\"\n",
+    )
+    .unwrap();
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Implement double in calc.py.");
+    let mut asked = None;
+    let status = loop {
+        tokio::select! {
+            event = events.recv() => {
+                if let Ok(RuntimeEvent::ApprovalRequested(request)) = event {
+                    assert_eq!(request.kind, ApprovalKind::FileChange);
+                    let diff = request.diff.clone().unwrap();
+                    assert!(diff.before.contains("x + 1") && diff.after.contains("2 * x"), "{diff:?}");
+                    asked = Some(request.title.clone());
+                    let decision = if approve { ApprovalChoice::Approve } else { ApprovalChoice::Reject };
+                    team.engine
+                        .resolve_approval(
+                            &request.approval_id.to_string(),
+                            ApprovalAnswer::new(decision),
+                        )
+                        .unwrap();
+                }
+            }
+            summary = team.engine.wait_for(task) => break summary.unwrap().status,
+        }
+    };
+    (team, status, asked)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_fix_rated_under_the_threshold_is_kept_only_with_the_person_s_yes() {
+    if !python_available() {
+        return;
+    }
+    let (team, status, asked) = tool_fix_rated(20, true).await;
+    assert_eq!(status, TaskStatus::Completed);
+    assert_eq!(
+        asked.as_deref(),
+        Some("Apply a fix the model is only 20% sure of?")
+    );
+    assert!(team.read("calc.py").contains("2 * x"));
+    team.engine.shutdown().await;
+
+    // A no is final: the fix is put back and no other fix is tried in its place.
+    let (team, status, asked) = tool_fix_rated(20, false).await;
+    assert_eq!(status, TaskStatus::Failed);
+    assert!(asked.is_some());
+    assert!(
+        team.read("calc.py").contains("x + 1"),
+        "{}",
+        team.read("calc.py")
+    );
+    let task = team.engine.tasks().into_iter().next().unwrap();
+    let detail = team.engine.task(&task.task_id.to_string()).unwrap();
+    let failure = &detail
+        .errors
+        .last()
+        .expect("a failed task says why")
+        .failure;
+    assert_eq!(failure.kind, "refused", "{failure:?}");
+    assert_eq!(
+        team.model.unused_steps(),
+        [6],
+        "no fix was asked for after the refusal"
+    );
+    team.engine.shutdown().await;
+
+    // Rated at the threshold, nobody is asked.
+    let (team, status, asked) = tool_fix_rated(50, false).await;
+    assert_eq!(status, TaskStatus::Completed);
+    assert_eq!(asked, None);
+    team.engine.shutdown().await;
+}

@@ -58,7 +58,7 @@ use crate::config::Config;
 use crate::model::{
     ChatMessage, ModelError, ModelProvider, ModelRequest, ModelResponse, StopReason, ToolCall,
 };
-use crate::recovery::Classify;
+use crate::recovery::{Classify, quality};
 use crate::runtime::usage::{self, UsageScope, estimate_tokens, request_chars};
 use crate::tools::writer::Fnv1a;
 use crate::tools::{Args, CallContext, ToolError, ToolOutput, ToolRegistry};
@@ -84,9 +84,6 @@ a command). Reply without a tool call only when the work is done.";
 
 /// The tools whose failure means a change the model asked for was not made.
 const WRITE_TOOLS: &[&str] = &["file_write", "file_edit"];
-
-/// How many times a context overflow reported by the provider is compacted and retried.
-const OVERFLOW_RETRIES: u32 = 2;
 
 /// The latest messages compaction never shortens: the current step and the one before.
 const KEEP_RECENT: usize = 4;
@@ -909,7 +906,7 @@ impl BuiltinExecutor {
         let asks_for_changes = asks_for_changes(&spec.description);
         let mut state = LoopState::default();
         let mut iterations = 0;
-        let mut nudged = false;
+        let mut nudges = 0;
         // A whole file in the answer once the model held the work done: written once.
         let mut final_block_written = false;
         let mut overflows = 0;
@@ -940,7 +937,7 @@ impl BuiltinExecutor {
             }
             let mut response = match self.call_model(&request, &cancel, &mut out).await {
                 Err(ExecutorError::Model(ModelError::ContextOverflow { message, .. }))
-                    if overflows < OVERFLOW_RETRIES =>
+                    if quality::compact_after_overflow(overflows) =>
                 {
                     overflows += 1;
                     tighter = Some(tighter.unwrap_or(budget).after_overflow(&request));
@@ -1007,8 +1004,8 @@ impl BuiltinExecutor {
                     return Err(ExecutorError::Refused(refused.clone()));
                 }
                 if let Some(unfinished) = state.unfinished(asks_for_changes) {
-                    if !nudged {
-                        nudged = true;
+                    if quality::nudge_unfinished(nudges) {
+                        nudges += 1;
                         out.note(match &unfinished {
                             Unfinished::NothingChanged => {
                                 "▸ no change made yet: telling the model to use its tools"

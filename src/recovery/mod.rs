@@ -3,13 +3,17 @@
 //! This module is the one place that decides what a failure means. Errors from models,
 //! tools and agents implement [`Classify`]; call-level retry ([`backoff`]) and the
 //! circuit breakers ([`breaker`]) read that classification, and so does the subtask-level
-//! severity ladder. Every failure, whatever its source, becomes one [`Failure`].
+//! severity ladder ([`ladder`]). Every failure, whatever its source, becomes one
+//! [`Failure`]. What the team does when its checks find the code wrong (fix turns, undo
+//! before a retry, the fix rounds, a broken acceptance test, a fix the person must see)
+//! is the quality ladder ([`quality`]).
 
 pub mod backoff;
 pub mod breaker;
 pub mod event;
 pub mod failure;
 pub mod ladder;
+pub mod quality;
 pub mod report;
 
 pub use event::{RecoveryAction, RecoveryEvent};

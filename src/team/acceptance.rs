@@ -37,6 +37,7 @@ use std::path::{Path, PathBuf};
 use super::check::{self, Bench, Originals};
 use super::{Services, first_line};
 use crate::model::{ChatMessage, ModelRequest};
+use crate::recovery::quality::{self, TestOutcome, TestStep, Verdict};
 use crate::runtime::{AgentContext, CheckResult, CheckStatus, TaskId};
 
 /// The check's name, as `getTask` and the boards show it.
@@ -187,7 +188,8 @@ pub async fn run(
             &fired,
         );
     }
-    let mut rewritten = false;
+    // Times the test was written again; the quality ladder says how many it may be.
+    let mut rewrites = 0;
     // Why the last test could not be used, for its rewrite.
     let mut previous_problem: Option<String> = None;
     loop {
@@ -208,20 +210,22 @@ pub async fn run(
                     s.acceptance_tests.insert(task_id, written);
                 }
                 // An answer with no usable test (prose, a copy of the code without an
-                // assert) is asked for once more, as a broken test is.
-                Err(why) if !rewritten => {
-                    tracing::info!(task = %task_id, "no usable acceptance test; asking again: {why}");
-                    previous_problem = Some(why);
-                    rewritten = true;
-                    continue;
-                }
-                Err(why) => {
-                    return result(
-                        CheckStatus::Skipped,
-                        format!("{NOT_WRITTEN}: {why}"),
-                        &fired,
-                    );
-                }
+                // assert) is asked for again, as a broken test is.
+                Err(why) => match quality::acceptance_test(TestOutcome::NotWritten, rewrites) {
+                    TestStep::WriteAgain => {
+                        tracing::info!(task = %task_id, "no usable acceptance test; asking again: {why}");
+                        previous_problem = Some(why);
+                        rewrites += 1;
+                        continue;
+                    }
+                    _ => {
+                        return result(
+                            CheckStatus::Skipped,
+                            format!("{NOT_WRITTEN}: {why}"),
+                            &fired,
+                        );
+                    }
+                },
             }
         }
         put_back_if_changed(ctx, s, task_id, &path);
@@ -229,7 +233,7 @@ pub async fn run(
         let (task_file, originals) = write_runner_inputs(&path, &bench.originals);
         let ran = match language {
             Language::Python => {
-                let which = if rewritten { "rewritten" } else { "first" };
+                let which = if rewrites > 0 { "rewritten" } else { "first" };
                 let args = [
                     "-c".into(),
                     RUNNER.into(),
@@ -259,22 +263,30 @@ pub async fn run(
                 .unwrap_or_default()
                 .trim_end()
         );
-        match code {
+        let outcome = match code {
+            Some(0) => TestOutcome::Passed,
+            Some(TEST_BROKEN_EXIT) => TestOutcome::Broken,
+            _ => TestOutcome::Failed,
+        };
+        match quality::acceptance_test(outcome, rewrites) {
             // The asserts it ignored (about code the task does not name, failed before
             // the task too) are said.
-            Some(0) => return result(CheckStatus::Passed, output.trim().to_string(), &fired),
-            Some(TEST_BROKEN_EXIT) if !rewritten => {
-                // A broken test says nothing about the code: write it once more.
+            TestStep::Count(Verdict::Passed) => {
+                return result(CheckStatus::Passed, output.trim().to_string(), &fired);
+            }
+            TestStep::Count(Verdict::Failed) => return result(CheckStatus::Failed, shown, &fired),
+            // Skipped as broken: `unverified`, never completed.
+            TestStep::Count(Verdict::Unverified) | TestStep::Skip => {
+                return result(CheckStatus::Skipped, format!("{BROKEN}:\n{shown}"), &fired);
+            }
+            TestStep::WriteAgain => {
+                // A broken test says nothing about the code: write it again.
                 tracing::info!(task = %task_id, "the acceptance test is broken; rewriting it: {}", first_line(&output));
                 previous_problem = Some(broken_because(&output));
                 let _ = std::fs::remove_file(&path);
                 s.acceptance_tests.remove(&task_id);
-                rewritten = true;
+                rewrites += 1;
             }
-            Some(TEST_BROKEN_EXIT) => {
-                return result(CheckStatus::Skipped, format!("{BROKEN}:\n{shown}"), &fired);
-            }
-            _ => return result(CheckStatus::Failed, shown, &fired),
         }
     }
 }

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::Services;
 use crate::exec::{RunError, RunSpec, Runner};
 use crate::executor::{ExecutionOutcome, Executor, SubtaskSpec};
+use crate::recovery::quality::{self, SubtaskStep, Verdict};
 use crate::runtime::{CheckResult, CheckStatus, SubtaskId, TaskId};
 
 /// A check's output kept on the task record and shown to a model: its end, which is
@@ -1209,41 +1210,54 @@ pub async fn after_subtask(
         }
         files
     };
-    let mut checks = code(&bench, &files(&outcome)).await;
-    record(s, task_id, Some(subtask_id), &checks.results);
-    let Some(failure) = checks.failure_text() else {
-        return Ok(outcome);
-    };
-    let fix = SubtaskSpec {
-        description: format!(
-            "{}\n\nYou wrote the code, but it fails this check:\n{failure}\n\nFix the files with your tools so the check passes.",
-            spec.description
-        ),
-        context: super::subtask::with_files_now(&spec.context, &s.sandbox, &bench.originals.task),
-        target_files: super::subtask::target_files_now(&s.sandbox, &bench.originals.task),
-        ..spec.clone()
-    };
-    sink(&format!("check failed, fixing: {}\n", checks.summary()));
-    match executor.execute(&fix, cancel, sink).await {
-        Ok(fixed) => {
-            super::verify::keep_proposed(s, task_id, &fixed);
-            for path in fixed.files_written {
-                if !outcome.files_written.contains(&path) {
-                    outcome.files_written.push(path);
+    // The quality ladder decides: a fix turn with the coder's tools, then the attempt
+    // fails its checks and the subtask ladder takes over.
+    let mut fix_turns = 0;
+    loop {
+        let checks = code(&bench, &files(&outcome)).await;
+        record(s, task_id, Some(subtask_id), &checks.results);
+        let failure = checks.failure_text();
+        let verdict = if failure.is_some() {
+            Verdict::Failed
+        } else {
+            Verdict::Passed
+        };
+        match quality::after_subtask_checks(verdict, fix_turns) {
+            SubtaskStep::Accept => return Ok(outcome),
+            SubtaskStep::Fail => return Err((outcome, failure.unwrap_or_default())),
+            SubtaskStep::FixTurn => {}
+        }
+        fix_turns += 1;
+        let fix = SubtaskSpec {
+            description: format!(
+                "{}\n\nYou wrote the code, but it fails this check:\n{}\n\nFix the files with your tools so the check passes.",
+                spec.description,
+                failure.unwrap_or_default()
+            ),
+            context: super::subtask::with_files_now(
+                &spec.context,
+                &s.sandbox,
+                &bench.originals.task,
+            ),
+            target_files: super::subtask::target_files_now(&s.sandbox, &bench.originals.task),
+            ..spec.clone()
+        };
+        sink(&format!("check failed, fixing: {}\n", checks.summary()));
+        match executor.execute(&fix, cancel.clone(), sink).await {
+            Ok(fixed) => {
+                super::verify::keep_proposed(s, task_id, &fixed);
+                for path in fixed.files_written {
+                    if !outcome.files_written.contains(&path) {
+                        outcome.files_written.push(path);
+                    }
+                }
+                outcome.partial_results.extend(fixed.partial_results);
+                if fixed.success {
+                    outcome.summary = fixed.summary;
                 }
             }
-            outcome.partial_results.extend(fixed.partial_results);
-            if fixed.success {
-                outcome.summary = fixed.summary;
-            }
+            Err(e) => tracing::info!("the fix turn after a failed check did not run: {e}"),
         }
-        Err(e) => tracing::info!("the fix turn after a failed check did not run: {e}"),
-    }
-    checks = code(&bench, &files(&outcome)).await;
-    record(s, task_id, Some(subtask_id), &checks.results);
-    match checks.failure_text() {
-        None => Ok(outcome),
-        Some(failure) => Err((outcome, failure)),
     }
 }
 

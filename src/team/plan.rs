@@ -22,6 +22,7 @@ use crate::executor::builtin::asks_for_changes;
 use crate::model::structured::{Plan, ask_json};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::Severity;
+use crate::recovery::quality::{self, AfterVeto};
 use crate::recovery::{Failure, FailureKind, Scope};
 use crate::runtime::{
     AgentContext, AgentId, ApprovalChoice, ApprovalKind, ApprovalOption, ApprovalRequest, Conflict,
@@ -57,7 +58,9 @@ pub(super) async fn plan_and_approve(
         .collect();
     let mut feedback = String::new();
     let mut vetoes: Vec<String> = Vec::new();
-    for round in 1..=2 {
+    let mut round = 0;
+    loop {
+        round += 1;
         s.tasks.update(task.id, |t| t.status = TaskStatus::Planning);
         let mut prompt = format!(
             "Plan this task for {} bottom agent(s): {}.\n\nTask:\n{}\n\n{PLANNING_RULES}",
@@ -122,6 +125,9 @@ pub(super) async fn plan_and_approve(
             Verdict::Vetoed(reasons) => {
                 let _ = ctx.append_own_board(&format!("- plan vetoed: {}", reasons.join("; ")));
                 vetoes.extend(reasons.iter().map(|r| format!("round {round}: {r}")));
+                if quality::after_veto(round) == AfterVeto::AskPerson {
+                    return person_decides(ctx, s, task, &vetoes).await;
+                }
                 feedback = format!(
                     "\n\nThe top layer vetoed the previous plan:\n{}\nMake a new plan that answers each reason.",
                     reasons
@@ -133,7 +139,6 @@ pub(super) async fn plan_and_approve(
             }
         }
     }
-    person_decides(ctx, s, task, &vetoes).await
 }
 
 /// The task as the person gave it.

@@ -21,7 +21,7 @@ use super::{Services, SubtaskAssignment, SubtaskReport, first_line, recovery_eve
 use crate::recovery::ladder::{
     History, LadderPolicy, Outcome, PersonAnswer, Step, decide, human_duration,
 };
-use crate::recovery::{Failure, FailureKind, RecoveryAction, Scope, Severity};
+use crate::recovery::{Failure, FailureKind, RecoveryAction, Scope, Severity, quality};
 use crate::runtime::{
     AgentContext, AgentId, AgentStatus, ApprovalAnswer, ApprovalChoice, BusError, Layer, Message,
     MessageKind, Recipient, Subtask, SubtaskId, SubtaskStatus, TaskError, TaskId, TaskRecord,
@@ -454,12 +454,13 @@ async fn run_subtask(
             .flatten()
             .unwrap_or(1);
         after_wait = false;
-        let earlier_failure = history.last_failure().filter(|f| about_the_work(f.kind));
-        let undone = match earlier_failure {
-            Some(f) if f.kind == FailureKind::CheckFailed => {
-                undo_failed_attempt(ctx, s, &as_found).await
-            }
-            _ => Vec::new(),
+        let last_failure = history.last_failure();
+        let before = quality::before_attempt(last_failure.map(|f| f.kind));
+        let earlier_failure = last_failure.filter(|_| before.tell);
+        let undone = if before.undo {
+            undo_failed_attempt(ctx, s, &as_found).await
+        } else {
+            Vec::new()
         };
         let started = Instant::now();
         let with_person = s.approvals.time_with_person(subtask_id);
@@ -859,19 +860,6 @@ fn subtask_files(s: &Services, task_id: TaskId, subtask_id: SubtaskId) -> Vec<St
         .get(task_id)
         .and_then(|t| t.subtask(subtask_id).map(|st| st.files.clone()))
         .unwrap_or_default()
-}
-
-/// Failures that say something about the work (what a check found, what was left
-/// undone), worth telling the next attempt; not provider or team trouble.
-fn about_the_work(kind: FailureKind) -> bool {
-    matches!(
-        kind,
-        FailureKind::CheckFailed
-            | FailureKind::Incomplete
-            | FailureKind::NoProgress
-            | FailureKind::Tool
-            | FailureKind::Timeout
-    )
 }
 
 /// The one subtask of a task, as its agent reads it: the task verbatim first, then the

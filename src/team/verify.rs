@@ -1,12 +1,9 @@
 //! Code and tests together: once a task's subtasks are done, the mid checks the code
-//! (`check.rs`: syntax, stubs, then `verify.command` or the tests found); on failure it
-//! extracts the errors, has them fixed and checks again, at most `verify.maxRounds`
-//! rounds. Each round first has a coder fix the code with its tools (the executor, whose
-//! writes pass the file-change approvals like any other); only when that changes
-//! nothing is the model asked for the files whole (JSON, or a task file whole in a code
-//! block), and a fix it rates under `verify.minConfidence` goes to the user as a
-//! fileChange approval instead. A loop that ends failing puts the files back as the
-//! subtasks left them.
+//! (`check.rs`: syntax, stubs, then `verify.command` or the tests found) and carries out
+//! the fix loop the quality ladder decides (`recovery::quality::FixLoop`): the versions
+//! of files coders showed and never wrote, a coder's fix with its tools, the files asked
+//! for whole (JSON, or a task file whole in a code block), the person asked about a fix
+//! rated under `verify.minConfidence`, and the files put back when the loop ends failing.
 
 use std::sync::Arc;
 
@@ -17,6 +14,7 @@ use super::{Services, acceptance, check, first_line, recovery_event};
 use crate::executor::{ExecutionOutcome, SubtaskSpec, TargetFile, code_answer};
 use crate::model::structured::{FileContent, Fix, ask_json_or};
 use crate::model::{ChatMessage, ModelRequest};
+use crate::recovery::quality::{FixEvent, FixLoop, FixStep, Verdict};
 use crate::recovery::{Failure, FailureKind};
 use crate::recovery::{RecoveryAction, Severity};
 use crate::runtime::{
@@ -24,8 +22,9 @@ use crate::runtime::{
 };
 use crate::tools::WorkspaceWriter;
 
-/// Checks the task's code and runs the fix loop. `Err` when the checks still fail at
-/// the end.
+/// Checks the task's code and runs the fix loop, carrying out the steps of the quality
+/// ladder ([`FixLoop`]). `Err` when the checks still fail at the end, nothing could
+/// check the code, or the person refused a fix.
 pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Result<(), Failure> {
     if !s.config.verify.checks && s.config.verify.command.is_none() {
         return Ok(());
@@ -42,174 +41,251 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         whole_task: true,
         originals: s.originals(task_id),
     };
+    let mut fix_loop = FixLoop::new(rounds, s.config.verify.min_confidence);
+    let mut step = fix_loop.start();
     let mut last_output = String::new();
     let mut last_failed = String::new();
+    let mut unverified_because = String::new();
     // The files as the subtasks left them, before any fix: what a failed loop restores.
     let mut before_fixes: Vec<(String, String)> = Vec::new();
-    for round in 0..=rounds {
-        let checks = check_all(ctx, s, task_id, &bench).await;
-        check::record(s, task_id, None, &checks.results);
-        let _ = ctx.append_own_board(&format!("- checks (round {round}): {}", checks.summary()));
-        // "Completed" means checked: code no working test ran is not done, whatever
-        // the other checks say (seen: a test that ran nothing, and a task reported done
-        // whose greeting had lost its "!"). No fix round can help: the code is kept.
-        if let Some(unchecked) = checks.results.iter().find(|r| acceptance::unverified(r)) {
-            let why = acceptance::why_unverified(unchecked);
-            return Err(check_failed(format!(
-                "nothing could check that the code does what the task asks: the test the team wrote was broken twice ({why}); the code is left as the team wrote it: review it, or set verify.command to a test of it"
-            )));
-        }
-        if checks.passed() {
-            if round > 0 {
+    // The files as they were before the last fix, and the fix the model gave whole: what
+    // a refusal puts back, and what an approval writes.
+    let mut before_this_fix: Vec<(String, String)> = Vec::new();
+    let mut pending: Option<Fix> = None;
+    let mut kept_proposed: Option<String> = None;
+    let fix_round = |round: u32, what: &str, how: String| {
+        s.recovery(recovery_event(
+            task_id,
+            None,
+            ctx.id(),
+            RecoveryAction::Retry,
+            Severity::Medium,
+            round,
+            rounds,
+            format!("{what} failed; fix round {round} of {rounds} {how}"),
+        ));
+    };
+    loop {
+        step = match step {
+            FixStep::Check => {
+                let checks = check_all(ctx, s, task_id, &bench).await;
+                check::record(s, task_id, None, &checks.results);
+                let _ = ctx.append_own_board(&format!(
+                    "- checks (round {}): {}",
+                    fix_loop.round(),
+                    checks.summary()
+                ));
+                // Code no working test ran is not done, whatever the other checks say.
+                let verdict = if let Some(unchecked) =
+                    checks.results.iter().find(|r| acceptance::unverified(r))
+                {
+                    unverified_because = acceptance::why_unverified(unchecked);
+                    Verdict::Unverified
+                } else if checks.passed() {
+                    Verdict::Passed
+                } else {
+                    last_failed = checks
+                        .failed()
+                        .map(|r| format!("`{}`", r.name))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    last_output = checks.failure_text().unwrap_or_default();
+                    Verdict::Failed
+                };
+                fix_loop.next(FixEvent::Checked(verdict))
+            }
+            FixStep::Accept { rounds: 0 } => return Ok(()),
+            FixStep::Accept { rounds: done } => {
                 s.recovery(recovery_event(
                     task_id,
                     None,
                     ctx.id(),
                     RecoveryAction::Recovered,
                     Severity::Medium,
-                    round,
+                    done,
                     rounds,
-                    format!("{last_failed} passes after {round} fix round(s)"),
+                    match &kept_proposed {
+                        Some(path) => format!(
+                            "{last_failed} failed; the version of {path} a coder gave in its answer and did not write passes, and is kept"
+                        ),
+                        None => format!("{last_failed} passes after {done} fix round(s)"),
+                    },
                 ));
+                return Ok(());
             }
-            return Ok(());
-        }
-        let what = checks
-            .failed()
-            .map(|r| format!("`{}`", r.name))
-            .collect::<Vec<_>>()
-            .join(", ");
-        last_output = checks.failure_text().unwrap_or_default();
-        last_failed.clone_from(&what);
-        if round == rounds {
-            break;
-        }
-        // A version of a file a coder showed in its answer and never wrote: the checks
-        // choose, before any model call.
-        if let Some((path, passed)) = try_proposed(ctx, s, task_id, &bench, &mut before_fixes).await
-        {
-            check::record(s, task_id, None, &passed.results);
-            s.recovery(recovery_event(
-                task_id,
-                None,
-                ctx.id(),
-                RecoveryAction::Recovered,
-                Severity::Medium,
-                round + 1,
-                rounds,
-                format!("{what} failed; the version of {path} a coder gave in its answer and did not write passes, and is kept"),
-            ));
-            return Ok(());
-        }
-        // The round's fix is first a coder's with its tools (on the real model the
-        // structured answers below failed where tool calls worked: a format example
-        // echoed back, the test copied over the code); when that changes nothing, the
-        // model is asked for the files whole.
-        let fix_round = |how: String| {
-            s.recovery(recovery_event(
-                task_id,
-                None,
-                ctx.id(),
-                RecoveryAction::Retry,
-                Severity::Medium,
-                round + 1,
-                rounds,
-                format!("{what} failed; fix round {} of {rounds} {how}", round + 1),
-            ));
-        };
-        let written = fix_with_tools(ctx, s, task_id, &last_output, &mut before_fixes).await;
-        if !written.is_empty() {
-            fix_round(format!("with tools wrote {}", written.join(", ")));
-            continue;
-        }
-        // An answer that cannot be used costs its round, not the task: the next round
-        // checks again and asks again (seen on the real model: a fix whose file
-        // content came in triple quotes, not JSON).
-        let (fix, said) = match ask_for_fix(ctx, s, task_id, &what, &last_output).await {
-            Ok(fix) => {
-                let said = format!(
-                    "(confidence {}): {}",
-                    fix.confidence,
-                    first_line(&fix.explanation)
-                );
-                (Some(fix), said)
+            FixStep::Unverified => {
+                return Err(check_failed(format!(
+                    "nothing could check that the code does what the task asks: the test the team wrote was broken twice ({unverified_because}); the code is left as the team wrote it: review it, or set verify.command to a test of it"
+                )));
             }
-            Err(problem) => (
-                None,
-                format!("gave no usable fix: {}", first_line(&problem)),
-            ),
-        };
-        fix_round(said);
-        let Some(fix) = fix else {
-            continue;
-        };
-        // A fix rated under `verify.minConfidence` goes to the person first; their yes
-        // is the approval of its writes.
-        let approved = fix.confidence < s.config.verify.min_confidence;
-        if approved && !approved_by_person(s, task_id, ctx, &fix).await {
-            return Err(check_failed(format!(
-                "{what} fails and the proposed fix (confidence {}) was not approved",
-                fix.confidence
-            )));
-        }
-        let task_files = files_of(s, task_id);
-        let mut targets: Vec<(String, String)> = Vec::new();
-        for file in &fix.files {
-            let path = match fix_path(s, &task_files, &file.path) {
-                Some(path) => Some(path),
-                None => file_the_content_is(s, &task_files, &file.content, fix.files.len()).await,
-            };
-            let Some(path) = path else {
-                let _ = ctx.append_own_board(&format!(
-                    "- the fix's {} is not a file of the task; not written",
-                    file.path
-                ));
-                continue;
-            };
-            add_part(&mut targets, path, &file.content);
-        }
-        for (path, content) in targets {
-            if !before_fixes.iter().any(|(p, _)| *p == path)
-                && let Ok(absolute) = s.sandbox.resolve(&path)
-                && let Ok(now) = tokio::fs::read_to_string(&absolute).await
-            {
-                before_fixes.push((path.clone(), now));
-            }
-            let (content, _) = crate::tools::file::as_meant(&path, &content);
-            match s.write_change(task_id, &path, &content, approved).await {
-                Ok(outcome) => {
-                    let path = outcome.path.to_string_lossy().into_owned();
-                    s.tasks.update(task_id, |t| {
-                        if !t.files_written.contains(&path) {
-                            t.files_written.push(path);
-                        }
-                    });
+            FixStep::TryProposed => {
+                // A version of a file a coder showed in its answer and never wrote: the
+                // checks choose, before any model call.
+                let kept = try_proposed(ctx, s, task_id, &bench, &mut before_fixes).await;
+                if let Some((path, passed)) = &kept {
+                    check::record(s, task_id, None, &passed.results);
+                    kept_proposed = Some(path.clone());
                 }
-                Err(e) => tracing::warn!("fix for {path} not written: {e}"),
+                fix_loop.next(FixEvent::ProposedTried {
+                    passes: kept.is_some(),
+                })
+            }
+            FixStep::FixWithTools { round } => {
+                before_this_fix = files_now(s, task_id).await;
+                let fixed = fix_with_tools(ctx, s, task_id, &last_output, &mut before_fixes).await;
+                if !fixed.written.is_empty() {
+                    fix_round(
+                        round,
+                        &last_failed,
+                        format!("with tools wrote {}", fixed.written.join(", ")),
+                    );
+                }
+                fix_loop.next(FixEvent::ToolFix {
+                    wrote: !fixed.written.is_empty(),
+                    confidence: fixed.confidence,
+                })
+            }
+            FixStep::AskForFiles { round } => {
+                let answer = ask_for_fix(ctx, s, task_id, &last_failed, &last_output).await;
+                let said = match &answer {
+                    Ok(fix) => format!(
+                        "(confidence {}): {}",
+                        fix.confidence,
+                        first_line(&fix.explanation)
+                    ),
+                    Err(problem) => format!("gave no usable fix: {}", first_line(problem)),
+                };
+                fix_round(round, &last_failed, said);
+                let confidence = answer.as_ref().ok().map(|fix| fix.confidence);
+                pending = answer.ok();
+                fix_loop.next(FixEvent::FilesFix { confidence })
+            }
+            FixStep::AskPerson { confidence } => {
+                let approved = match &pending {
+                    Some(fix) => approved_by_person(s, task_id, ctx, fix).await,
+                    None => approved_tool_fix(s, task_id, ctx, confidence, &before_this_fix).await,
+                };
+                fix_loop.next(FixEvent::PersonAnswered { approved })
+            }
+            FixStep::Apply { approved } => {
+                if let Some(fix) = pending.take() {
+                    apply_fix(ctx, s, task_id, &fix, approved, &mut before_fixes).await;
+                }
+                fix_loop.next(FixEvent::Applied)
+            }
+            FixStep::Refused => {
+                // A no is final for that fix: a fix already written by the tools is put
+                // back, and no other fix is tried in its place.
+                let confidence = pending.as_ref().map(|fix| fix.confidence);
+                if pending.is_none() {
+                    put_back(s, &before_this_fix).await;
+                }
+                return Err(Failure::new(
+                    FailureKind::Refused,
+                    format!(
+                        "{last_failed} fails and the person did not approve the proposed fix{}",
+                        confidence.map_or(String::new(), |c| format!(" (confidence {c})"))
+                    ),
+                ));
+            }
+            FixStep::GiveUp => {
+                let restored = restore(ctx, s, &before_fixes).await;
+                return Err(check_failed(format!(
+                    "the checks still fail after {rounds} fix round(s){restored}:\n{}",
+                    tail(&last_output, 40)
+                )));
+            }
+        };
+        if !matches!(step, FixStep::AskPerson { .. } | FixStep::Apply { .. }) {
+            pending = None;
+        }
+    }
+}
+
+/// Writes the files of a fix the model gave whole (`approved`: the person approved it,
+/// which approves its writes).
+async fn apply_fix(
+    ctx: &AgentContext,
+    s: &Services,
+    task_id: TaskId,
+    fix: &Fix,
+    approved: bool,
+    before_fixes: &mut Vec<(String, String)>,
+) {
+    let task_files = files_of(s, task_id);
+    let mut targets: Vec<(String, String)> = Vec::new();
+    for file in &fix.files {
+        let path = match fix_path(s, &task_files, &file.path) {
+            Some(path) => Some(path),
+            None => file_the_content_is(s, &task_files, &file.content, fix.files.len()).await,
+        };
+        let Some(path) = path else {
+            let _ = ctx.append_own_board(&format!(
+                "- the fix's {} is not a file of the task; not written",
+                file.path
+            ));
+            continue;
+        };
+        add_part(&mut targets, path, &file.content);
+    }
+    for (path, content) in targets {
+        if !before_fixes.iter().any(|(p, _)| *p == path)
+            && let Ok(absolute) = s.sandbox.resolve(&path)
+            && let Ok(now) = tokio::fs::read_to_string(&absolute).await
+        {
+            before_fixes.push((path.clone(), now));
+        }
+        let (content, _) = crate::tools::file::as_meant(&path, &content);
+        match s.write_change(task_id, &path, &content, approved).await {
+            Ok(outcome) => {
+                let path = outcome.path.to_string_lossy().into_owned();
+                s.tasks.update(task_id, |t| {
+                    if !t.files_written.contains(&path) {
+                        t.files_written.push(path);
+                    }
+                });
+            }
+            Err(e) => tracing::warn!("fix for {path} not written: {e}"),
+        }
+    }
+}
+
+/// The task's files and the files it names, as they are now.
+async fn files_now(s: &Services, task_id: TaskId) -> Vec<(String, String)> {
+    let mut paths = files_of(s, task_id);
+    if let Some(task) = s.tasks.get(task_id) {
+        let whole = super::plan::task_text(&task);
+        for target in super::subtask::target_files_now(&s.sandbox, whole) {
+            if !paths.contains(&target.path) {
+                paths.push(target.path);
             }
         }
     }
-    let restored = restore(ctx, s, &before_fixes).await;
-    Err(check_failed(format!(
-        "the checks still fail after {rounds} fix round(s){restored}:\n{}",
-        tail(&last_output, 40)
-    )))
+    let mut now = Vec::new();
+    for path in paths {
+        if let Ok(absolute) = s.sandbox.resolve(&path)
+            && let Ok(content) = tokio::fs::read_to_string(&absolute).await
+        {
+            now.push((path, content));
+        }
+    }
+    now
 }
 
 /// A fix made by the executor with its tools, as a subtask's own fix turn is
 /// (`check::after_subtask`): the task, the failure and the files as they are now. The
 /// files it may change are kept first, for [`restore`]; what it writes counts as the
 /// task's files, and is checked by the next round like any fix. Returns the files it
-/// wrote.
+/// wrote, and the rating the coder gave its fix.
 async fn fix_with_tools(
     ctx: &AgentContext,
     s: &Services,
     task_id: TaskId,
     output: &str,
     before_fixes: &mut Vec<(String, String)>,
-) -> Vec<String> {
+) -> ToolFix {
     let (Some(executor), Some(task)) = (s.executor.clone(), s.tasks.get(task_id)) else {
-        return Vec::new();
+        return ToolFix::default();
     };
     let whole = super::plan::task_text(&task);
     let targets = super::subtask::target_files_now(&s.sandbox, whole);
@@ -233,7 +309,8 @@ async fn fix_with_tools(
         description: format!(
             "{whole}\n\nThe team's code for this task does not pass this check:\n{}\n\n\
              Fix the team's files with your tools so that the check passes. \
-             A test shown above is Conclave's check: never change it or copy it into a file.",
+             A test shown above is Conclave's check: never change it or copy it into a file. \
+             When you are done, end your answer with `Confidence: N`, how sure you are (0 to 100) that the check now passes.",
             extract_errors(output)
         ),
         system_prompt: ctx.system_prompt(super::bottom::RESPONSIBILITIES),
@@ -244,20 +321,24 @@ async fn fix_with_tools(
     let mut said = String::new();
     let mut sink = |text: &str| said.push_str(text);
     let cancel = s.task_cancel(task_id).child_token();
-    let written: Vec<String> = match executor.execute(&spec, cancel, &mut sink).await {
-        Ok(outcome) => {
-            keep_proposed(s, task_id, &outcome);
-            outcome
-                .files_written
-                .iter()
-                .map(|p| p.to_string_lossy().into_owned())
-                .collect()
-        }
-        Err(e) => {
-            let _ = ctx.append_own_board(&format!("- the fix with tools did not run: {e}"));
-            return Vec::new();
-        }
-    };
+    let (written, confidence): (Vec<String>, _) =
+        match executor.execute(&spec, cancel, &mut sink).await {
+            Ok(outcome) => {
+                keep_proposed(s, task_id, &outcome);
+                (
+                    outcome
+                        .files_written
+                        .iter()
+                        .map(|p| p.to_string_lossy().into_owned())
+                        .collect(),
+                    stated_confidence(&outcome.summary),
+                )
+            }
+            Err(e) => {
+                let _ = ctx.append_own_board(&format!("- the fix with tools did not run: {e}"));
+                return ToolFix::default();
+            }
+        };
     s.tasks.update(task_id, |t| {
         for path in &written {
             if !t.files_written.contains(path) {
@@ -270,7 +351,19 @@ async fn fix_with_tools(
     } else {
         format!("- the fix with tools wrote {}", written.join(", "))
     });
-    written
+    ToolFix {
+        written,
+        confidence,
+    }
+}
+
+/// What a fix with tools came to.
+#[derive(Default)]
+struct ToolFix {
+    /// The files it wrote.
+    written: Vec<String>,
+    /// The rating the coder gave its fix, when it gave one.
+    confidence: Option<u8>,
 }
 
 /// Puts back the files as they were before the fix loop changed them: fixes that did
@@ -626,7 +719,8 @@ fn stated_confidence(text: &str) -> Option<u8> {
     digits.parse::<u8>().ok().filter(|n| *n <= 100)
 }
 
-/// A low-confidence fix, shown to the person as a diff of its first file.
+/// A low-confidence fix the model gave whole, shown to the person as a diff of its
+/// first file.
 async fn approved_by_person(s: &Services, task_id: TaskId, ctx: &AgentContext, fix: &Fix) -> bool {
     let Some(first) = fix.files.first() else {
         return false;
@@ -635,6 +729,77 @@ async fn approved_by_person(s: &Services, task_id: TaskId, ctx: &AgentContext, f
         Ok(path) => tokio::fs::read_to_string(path).await.unwrap_or_default(),
         Err(_) => return false,
     };
+    let files = fix
+        .files
+        .iter()
+        .map(|f| format!("`{}`", f.path))
+        .collect::<Vec<_>>()
+        .join(", ");
+    ask_about_fix(
+        s,
+        task_id,
+        ctx,
+        fix.confidence,
+        format!("{}\n\nFiles: {files}", fix.explanation),
+        &first.path,
+        before,
+        first.content.clone(),
+    )
+    .await
+}
+
+/// A low-confidence fix a coder already wrote with its tools, shown to the person as a
+/// diff of the first file it changed (against `before`, the files before the fix).
+async fn approved_tool_fix(
+    s: &Services,
+    task_id: TaskId,
+    ctx: &AgentContext,
+    confidence: u8,
+    before: &[(String, String)],
+) -> bool {
+    let mut changed = Vec::new();
+    for (path, was) in before {
+        if let Ok(absolute) = s.sandbox.resolve(path)
+            && let Ok(now) = tokio::fs::read_to_string(&absolute).await
+            && now != *was
+        {
+            changed.push((path.clone(), was.clone(), now));
+        }
+    }
+    let Some((path, was, now)) = changed.first().cloned() else {
+        // Nothing the person could be shown changed: there is nothing to keep.
+        return false;
+    };
+    let files = changed
+        .iter()
+        .map(|(p, _, _)| format!("`{p}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    ask_about_fix(
+        s,
+        task_id,
+        ctx,
+        confidence,
+        format!("A coder fixed the files with its tools and rated its fix {confidence}%. Declining puts them back.\n\nFiles: {files}"),
+        &path,
+        was,
+        now,
+    )
+    .await
+}
+
+/// Asks the person whether to keep a fix rated `confidence`; true on their yes.
+#[allow(clippy::too_many_arguments)]
+async fn ask_about_fix(
+    s: &Services,
+    task_id: TaskId,
+    ctx: &AgentContext,
+    confidence: u8,
+    detail: String,
+    path: &str,
+    before: String,
+    after: String,
+) -> bool {
     let request = ApprovalRequest {
         approval_id: Uuid::new_v4(),
         kind: ApprovalKind::FileChange,
@@ -642,26 +807,13 @@ async fn approved_by_person(s: &Services, task_id: TaskId, ctx: &AgentContext, f
         subtask_id: None,
         agent_id: ctx.id().to_string(),
         severity: Severity::Medium,
-        title: format!("Apply a fix the model is only {}% sure of?", fix.confidence),
-        detail: format!(
-            "{}\n\nFiles: {}",
-            fix.explanation,
-            fix.files
-                .iter()
-                .map(|f| format!("`{}`", f.path))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        title: format!("Apply a fix the model is only {confidence}% sure of?"),
+        detail,
         proposed_solution: None,
         diff: Some(FileDiff {
-            uri: s
-                .sandbox
-                .root()
-                .join(&first.path)
-                .to_string_lossy()
-                .into_owned(),
+            uri: s.sandbox.root().join(path).to_string_lossy().into_owned(),
             before,
-            after: first.content.clone(),
+            after,
         }),
         command: None,
         subtask_description: None,
