@@ -161,6 +161,11 @@ pub const RULES: &[Rule] = &[
         kind: Kind::Tests,
         catches: "code that fails the acceptance test the team writes from the task when no other test ran",
     },
+    Rule {
+        id: "tests.examples",
+        kind: Kind::Tests,
+        catches: "code that does not give what the task's own examples say (doctest `>>>` examples in the task's text, or in the docstring of a function the task found unwritten), checked before the team's acceptance test",
+    },
     // What makes the team's own acceptance test broken, so that it says nothing of the
     // code (`team/acceptance_runner.py`): a broken first test is written again; a second
     // broken one leaves the task unverified, never completed.
@@ -208,6 +213,11 @@ pub const RULES: &[Rule] = &[
         id: "acceptance.off-task",
         kind: Kind::Tests,
         catches: "a test that checks nothing the task names: it passes on other code only, or only its asserts about other code fail",
+    },
+    Rule {
+        id: "acceptance.contradicts-example",
+        kind: Kind::Tests,
+        catches: "an assert that expects of a call other than the task's own example for the same call: ignored, and said (off: it counts)",
     },
     Rule {
         id: "acceptance.ignored-assert",

@@ -1080,6 +1080,58 @@ mod tests {
     }
 
     #[test]
+    fn the_task_s_own_examples_outweigh_the_team_s_test() {
+        if !installed("python3") {
+            return;
+        }
+        let right = "def double(x):\n    return 2 * x\n";
+        let wrong = "def double(x):\n    return x + 2\n";
+        // A test that passes wrong code (2 + 2 == 2 * 2) is not the last word: the
+        // task's example is.
+        let weak = "from stats import double\nassert double(2) == 4\n";
+        let in_text = "Write the function double(x) in stats.py.\n\n>>> double(3)\n6\n";
+        let (exit, output) = run_on_stats(in_text, wrong, "", weak);
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(
+            output.contains("`double(3)` should give 6, the task says; it gives 5")
+                && output.contains("::rule tests.examples"),
+            "{output}"
+        );
+        assert_eq!(run_on_stats(in_text, right, "", weak).0, Some(0));
+        // Switched off, the team's test decides.
+        let off = r#"["tests.examples"]"#;
+        assert_eq!(
+            run_on_stats_with(in_text, wrong, "", weak, "first", off).0,
+            Some(0)
+        );
+        // The examples of a function the task found unwritten are the task's too.
+        let stub = "def double(x):\n    \"\"\"Twice x.\n\n    >>> double(3)\n    6\n    \"\"\"\n";
+        let implement = "Implement double in stats.py.";
+        assert_eq!(run_on_stats(implement, wrong, stub, weak).0, Some(1));
+        assert_eq!(run_on_stats(implement, right, stub, weak).0, Some(0));
+        // Not those of code already written, which the task may be there to change.
+        let written = "def double(x):\n    \"\"\"Twice x.\n\n    >>> double(3)\n    6\n    \"\"\"\n    return 2 * x\n";
+        let change = "Change double in stats.py so that it gives three times x.";
+        let triple = "def double(x):\n    return 3 * x\n";
+        let test = "from stats import double\nassert double(3) == 9\n";
+        let (exit, output) = run_on_stats(change, triple, written, test);
+        assert_eq!(exit, Some(0), "{output}");
+        // An assert against the task's example for the same call is the test's
+        // mistake: ignored and said, while the test's other asserts still count.
+        let contradicting =
+            "from stats import double\nassert double(3) == 9\nassert double(5) == 10\n";
+        let (exit, output) = run_on_stats(in_text, right, "", contradicting);
+        assert_eq!(exit, Some(0), "{output}");
+        assert!(
+            output.contains("::rule acceptance.contradicts-example"),
+            "{output}"
+        );
+        let also_wrong =
+            "from stats import double\nassert double(3) == 9\nassert double(5) == 11\n";
+        assert_eq!(run_on_stats(in_text, right, "", also_wrong).0, Some(1));
+    }
+
+    #[test]
     fn each_judging_rule_names_itself_and_switched_off_lets_the_test_count() {
         if !installed("python3") {
             return;

@@ -687,7 +687,130 @@ def say_invented(errors):
         )
 
 
+def unwritten_functions(tree):
+    """The functions of a module that have only a signature and a docstring (or `pass`,
+    `...`): what the task asks to write."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+        if all(isinstance(n, ast.Pass) or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in body):
+            found.append(node)
+    return found
+
+
+def task_examples():
+    """The examples the task itself gives, as [(call source, expected value)]: doctest
+    examples (`>>> f(2)` and the value on the next line) in the task's text, and in the
+    docstrings of the functions the task found unwritten. A docstring of code that was
+    already written is not taken: the task may be there to change what it says. Only an
+    example whose value is a Python literal, of a call to a function the project
+    defines, counts."""
+    import doctest
+
+    texts = [TASK_TEXT]
+    if ORIGINALS:
+        for directory, _, files in os.walk(ORIGINALS):
+            for file in files:
+                if not file.endswith(".py"):
+                    continue
+                try:
+                    tree = ast.parse(open(os.path.join(directory, file)).read())
+                except (SyntaxError, ValueError, OSError, UnicodeDecodeError):
+                    continue
+                texts.extend(ast.get_docstring(f) or "" for f in unwritten_functions(tree))
+    defined = {name for _, names in project_modules() for name in names}
+    examples = []
+    for text in texts:
+        try:
+            found = doctest.DocTestParser().get_examples(text)
+        except ValueError:
+            continue
+        for example in found:
+            if example.exc_msg or not example.want.strip():
+                continue
+            try:
+                call = ast.parse(example.source.strip(), mode="eval").body
+                expected = ast.literal_eval(example.want.strip())
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                continue
+            names = {n.func.id for n in ast.walk(call) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+            if not isinstance(call, ast.Call) or not names or not names <= defined:
+                continue
+            if (example.source.strip(), expected) not in examples:
+                examples.append((example.source.strip(), expected))
+    return examples
+
+
+def check_examples(examples):
+    """Runs the task's own examples on the code; the lines of those it does not give."""
+    modules = project_modules()
+    lines = []
+    for name in sorted({n.func.id for source, _ in examples for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}):
+        owners = [module for module, names in modules if name in names]
+        if len(owners) > 1:
+            owners = [m for m in owners if m.split(".")[-1] in TASK_WORDS] or owners[:1]
+        if owners:
+            lines.append(f"from {owners[0]} import {name}")
+    start = len(lines) + 1
+    for source, expected in examples:
+        lines.append(f"assert ({source}) == {expected!r}")
+    tree = ast.parse("\n".join(lines) + "\n")
+    tree = ast.fix_missing_locations(WrittenFloats("\n".join(lines), False).visit(tree))
+    tree = SoftAsserts().visit(tree)
+    outcomes = Outcomes()
+    try:
+        namespace = execute(tree, outcomes)
+    except BaseException:
+        return [f"`{source}` should give {expected!r}: {traceback.format_exc().strip().splitlines()[-1]}" for source, expected in examples]
+    wrong = []
+    for number, (source, expected) in enumerate(examples):
+        if start + number in outcomes.failed:
+            try:
+                got = repr(eval(source, dict(namespace)))
+            except BaseException as error:
+                got = f"{type(error).__name__}: {error}"
+            wrong.append(f"`{source}` should give {expected!r}, the task says; it gives {got}")
+    return wrong
+
+
+def contradicting_examples(asserts, failing, examples):
+    """The failing asserts that expect of a call something other than the task's own
+    example for the very same call: the test's mistake, whatever the code does."""
+    said = {}
+    for source, expected in examples:
+        said[ast.dump(ast.parse(source, mode="eval").body)] = expected
+    found = []
+    for line in failing:
+        test = asserts[line].test
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+            continue
+        for call, value in ((test.left, test.comparators[0]), (test.comparators[0], test.left)):
+            key = ast.dump(call)
+            if key not in said:
+                continue
+            try:
+                expected = ast.literal_eval(value)
+            except (ValueError, SyntaxError, TypeError):
+                break
+            if expected != said[key]:
+                found.append(line)
+            break
+    return found
+
+
 def main():
+    # The task's own examples are the strongest word on what the code must give: code
+    # that does not give them fails, whatever the team's test says.
+    examples = task_examples() if on("tests.examples") else []
+    if examples:
+        wrong = check_examples(examples)
+        for line in wrong:
+            print(line)
+        if wrong:
+            fired("tests.examples")
+            sys.exit(1)
     source = open(TEST).read()
     try:
         tree, cut = parse_test(source)
@@ -782,6 +905,17 @@ def main():
             print(now.failed[line][1])
 
     failing = sorted(now.failed)
+    # An assert against the task's own example for the same call (which the code gave,
+    # above) is the test's mistake: ignored, and said.
+    contradicting = contradicting_examples(asserts, failing, examples) if on("acceptance.contradicts-example") else []
+    if contradicting:
+        for line in contradicting:
+            shown = ast.get_source_segment(source, asserts[line]) or f"line {line}"
+            print(f"ignored: `{shown}` expects other than the task's own example for that call")
+        fired("acceptance.contradicts-example")
+        failing = [line for line in failing if line not in contradicting]
+        if not failing:
+            sys.exit(0)
     if not ORIGINALS or not on("acceptance.ignored-assert") or any(about_task(line) for line in failing):
         report(failing)
         sys.exit(1)
