@@ -26,8 +26,8 @@ pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// An answer whose last this many bytes are one short unit over and over is a model
-/// caught in a loop. Seen on a 1.5B model: `\u0020` written 800 times into a tool call's
-/// arguments for 214 s, until the token limit. The stream is then stopped and the call
+/// caught in a loop (`\u0020` written over and over into a tool call's arguments), which
+/// would otherwise run on until the token limit. The stream is then stopped and the call
 /// fails as malformed, which the call-level retry sends again.
 const LOOPING_TAIL_BYTES: usize = 2_400;
 const LOOPING_UNIT_MAX_BYTES: usize = 400;
@@ -589,7 +589,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_answer_caught_in_a_loop_is_stopped_as_malformed() {
-        // Seen: a file_write whose content became `\u0020` repeated to the token limit.
+        // A file_write whose content repeats `\u0020` up to the token limit.
         let start = "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"file_write\",\"arguments\":\"{\\\"content\\\": \\\"def f():\\\\n\"}}]}}]}\n\n";
         let again = "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\\u0020\\\\u0020\\\\u0020\\\\u0020\"}}]}}]}\n\n";
         let mut sse = start.to_string();

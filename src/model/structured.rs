@@ -195,7 +195,7 @@ pub fn repair_json(text: &str) -> String {
             }
         }
         if in_string {
-            // `"""` cannot be inside a JSON string: a docstring copied into one (seen).
+            // `"""` cannot be inside a JSON string: a docstring copied into one.
             if !escaped && chars[i..].starts_with(&['"', '"', '"']) {
                 out.push_str("\\\"\\\"\\\"");
                 skip_to = i + 3;
@@ -241,9 +241,9 @@ pub fn repair_json(text: &str) -> String {
 }
 
 /// A triple-quoted block as the model meant it: a block that opens on a line of its own
-/// and is indented as a whole (`"""\n      def f():\n          …\n      """`, seen on a 1.5B
-/// model) loses its first line break and the indentation all its lines share, as
-/// Python's `textwrap.dedent` would. A block starting on the quotes' line is kept as is.
+/// and is indented as a whole (`"""\n      def f():\n          …\n      """`) loses
+/// its first line break and the indentation all its lines share, as Python's
+/// `textwrap.dedent` would. A block starting on the quotes' line is kept as is.
 fn dedent_block(content: &str) -> String {
     let Some(rest) = content
         .strip_prefix('\n')
@@ -471,14 +471,14 @@ mod tests {
         let answer = "```json\n{\"files\": [{\"path\": \"a.py\", \"content\": \"\"\"def f():\n    return \"x\"\n\"\"\"}], \"confidence\": 80, \"explanation\": \"x\"}\n```";
         let value = extract_json_object(answer).unwrap();
         assert_eq!(value["files"][0]["content"], "def f():\n    return \"x\"\n");
-        // A docstring's quotes inside a JSON string (seen): read as quotes.
+        // A docstring's quotes inside a JSON string: read as quotes.
         let docstring = "{\"files\": [{\"path\": \"a.py\", \"content\": \"def f():\\n    \"\"\"Doc.\"\"\"\\n    return 1\\n\"}]}";
         let value = extract_json_object(docstring).unwrap();
         assert_eq!(
             value["files"][0]["content"],
             "def f():\n    \"\"\"Doc.\"\"\"\n    return 1\n"
         );
-        // Opened on a line of its own and indented as a whole (seen): dedented.
+        // Opened on a line of its own and indented as a whole: dedented.
         let indented = "{\"files\": [{\"path\": \"a.py\", \"content\": \"\"\"\n      def f():\n          return 1\n\n      x = f()\n      \"\"\"}]}";
         let value = extract_json_object(indented).unwrap();
         assert_eq!(

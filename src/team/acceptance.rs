@@ -2,8 +2,8 @@
 //!
 //! A task that changes Python code in a workspace without tests leaves the checks with
 //! nothing that runs the code: a function that compiles and has a body passes, right
-//! or wrong (seen on the real model: `fizzbuzz` returning a tuple of ints, reported
-//! done). So before calling such a task done, the coordinator has the model write a
+//! or wrong (a `fizzbuzz` returning a tuple of ints would be reported done). So
+//! before calling such a task done, the coordinator has the model write a
 //! few `assert`s from the task itself (and the files as they were before it, not the
 //! code now: a test read off the code would only repeat its mistakes), and runs them.
 //!
@@ -23,8 +23,8 @@
 //!   skip. unittest-style tests (`self.assertEqual`…) run as the asserts they stand for.
 //! - Each assert is judged on its own. One that only calls functions the task does not
 //!   name, and that the code as it was before the task fails too, asked for something
-//!   the task never did (seen: "make `mean([])` return 0.0" tested with
-//!   `spread([]) == 0.0`, failing right code): it is ignored, and the check says so. The
+//!   the task never did (for "make `mean([])` return 0.0", an assert
+//!   `spread([]) == 0.0` would fail right code): it is ignored, and the check says so. The
 //!   same assert passing before the task is a regression, and fails the check.
 //! - What small models get wrong in a test and the runner can mend, it mends and says
 //!   so: a project module or function used without its import, a check function never
@@ -307,9 +307,9 @@ fn rules_named(output: &str, fired: &mut Vec<String>) -> String {
     kept
 }
 
-/// The test as the team wrote it, back on disk if something changed it since (seen on
-/// the real model: a fix round's coder rewrote the test to pass; the file tools refuse
-/// `.conclave/`, but `bash` can still write there).
+/// The test as the team wrote it, back on disk if something changed it since: a fix
+/// round's coder may rewrite the test to pass instead of fixing the code, and while the
+/// file tools refuse `.conclave/`, `bash` can still write there.
 fn put_back_if_changed(ctx: &AgentContext, s: &Services, task_id: TaskId, path: &Path) {
     let Some(written) = s.acceptance_tests.get(&task_id).map(|t| t.clone()) else {
         return;
@@ -364,8 +364,8 @@ fn relative(s: &Services, path: &Path) -> String {
 
 /// Put before the model's test: printed text compared as a person reads it. Small
 /// models compare "Hello, world!" with "hello world" exactly and fail right code. Case
-/// counts when the task is about case (seen: "print it in upper case" passed by code
-/// that never did, because `said` made every greeting equal).
+/// counts when the task is about case: otherwise `said` would make every greeting
+/// equal, and "print it in upper case" would pass code that never does.
 fn said_prelude(task: &str) -> String {
     let lower = if about_case(task) { "" } else { ".lower()" };
     format!(
@@ -450,7 +450,7 @@ async fn write_test(
         format!("\n\n{others}")
     };
     // The examples name the task's own function: a small model copies an example
-    // as it is (seen: `from hello import square` in the test of a hello-world program).
+    // as it is, even an import of a function the project does not have.
     let task_function = task_function(&task, &defined);
     let what = format!(
         "that check the behaviour the task asks for, and nothing the task does not state: use its exact \
@@ -483,7 +483,7 @@ with a path from the project root (`const {{ {name} }} = require('./{file}');`),
                 .map_or("file.js", |(file, _)| file.as_str()),
         ),
     };
-    // A rewrite is told what was wrong with the last test (seen: the same mistake twice).
+    // A rewrite is told what was wrong with the last test, or it may repeat the mistake.
     let previous = previous
         .map(|why| {
             format!(
@@ -843,7 +843,7 @@ mod tests {
         let task = "Change the function mean in stats.py so that it returns 0.0 for an empty list.";
         let before = "def mean(xs):\n    return sum(xs) / len(xs)\n";
         let right = "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n";
-        // Seen on the real model: no import at all, which ran no code of the project.
+        // No import at all: as written, it runs no code of the project.
         let unimported = "assert mean([]) == 0.0\nassert mean([1, 3]) == 2.0\n";
         let (code, output) = run_on_stats(task, right, before, unimported);
         assert_eq!(code, Some(0), "{output}");
@@ -874,8 +874,8 @@ mod tests {
         let task = "Change stats.py so that running it prints 0.0, the mean of an empty list.";
         let before = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\nif __name__ == '__main__':\n    print(mean([]))\n";
         let right = "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n\n\nif __name__ == '__main__':\n    print(mean([]))\n";
-        // Seen on the real model: `check_hello_world()` defined and never called, which
-        // ran no assert; and `["python", …]`, which a machine may not have.
+        // A check function defined and never called, which runs no assert; and
+        // `["python", …]`, which a machine may not have.
         let uncalled = "import subprocess\n\ndef check_empty():\n    result = subprocess.run(['python', 'stats.py'], capture_output=True, text=True)\n    assert result.stdout == '0.0'\n";
         let (code, output) = run_on_stats(task, right, before, uncalled);
         assert_eq!(code, Some(0), "{output}");
@@ -885,7 +885,7 @@ mod tests {
             Some(1),
             "the check runs, and fails the old code: {output}"
         );
-        // Seen: 24 asserts, the last cut off by the token limit mid-string.
+        // Asserts, the last cut off by the token limit mid-string.
         let cut = "from stats import mean\nassert mean([]) == 0.0\nassert mean([2, 4]) == 3\nassert mean([1, 2, 3, 4, 5, 6, 7, 8, 9]) == \"5";
         let (code, output) = run_on_stats(task, right, before, cut);
         assert_eq!(code, Some(0), "{output}");
@@ -896,7 +896,7 @@ mod tests {
         let (code, _) = run_on_stats(task, before, before, cut);
         assert_eq!(code, Some(1), "the complete asserts still check");
         // A `said` of the test's own is left out: the given one compares printed text
-        // (seen: one that kept "!" and the line break).
+        // as a person reads it, and the test's own may keep punctuation or line breaks.
         let own_said = "import subprocess, sys\n\ndef said(s):\n    return s.replace(' ', '').lower()\n\nassert said(subprocess.run([sys.executable, 'stats.py'], capture_output=True, text=True).stdout) == said('0.0')\n";
         let (code, output) = run_on_stats(
             task,
@@ -907,7 +907,7 @@ mod tests {
         assert_eq!(code, Some(0), "{output}");
         assert!(output.contains("own said() was left out"), "{output}");
         // Code that reads the command line sees the test's alone, not the runner's
-        // (seen: a test calling greet.main(), whose argparse met the runner's arguments).
+        // (a test may call a `main()` whose argparse would meet the runner's arguments).
         let reads_argv =
             "import sys\n\n\ndef mean(xs):\n    return 0.0 if sys.argv[1:] == [] else 1.0\n";
         let (code, output) = run_on_stats(
@@ -927,8 +927,8 @@ mod tests {
         if !installed("python3") {
             return;
         }
-        // Seen on the real model: "total_value in inventory.py returns a wrong result"
-        // tested by running inventory.py and expecting six lines of "100".
+        // A task about a function, tested by running its module as a program and
+        // expecting what it prints.
         let task = "Change the function mean in stats.py so that it returns 0.0 for an empty list.";
         let right = "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n";
         let program = "import subprocess, sys\nresult = subprocess.run([sys.executable, 'stats.py'], capture_output=True, text=True)\nassert result.stdout == '0.0'\n";
@@ -959,8 +959,8 @@ mod tests {
         assert_eq!(run_on_stats(task, without_mean, "", test).0, Some(1));
         let attribute = "import stats\nassert stats.mean([]) == 0.0\n";
         assert_eq!(run_on_stats(task, without_mean, "", attribute).0, Some(1));
-        // Seen on the real model: "a program in stats.py that prints the mean of 1, 2, 3"
-        // tested with `stats.mean()`, a word of the task, no function it asks for.
+        // A program task tested with `stats.mean()`: a word of the task, no function
+        // it asks for.
         let program = "Write a program in stats.py that prints the mean of 1, 2 and 3.";
         let printing = "print(2.0)\n";
         let (code, output) = run_on_stats(program, printing, "", attribute);
@@ -974,7 +974,7 @@ mod tests {
         assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
         assert!(output.contains("`stats.mean`"), "{output}");
 
-        // Seen: `from string import string` atop the code. An import the code makes
+        // `from string import string` atop the code. An import the code makes
         // fails the code; one the test makes of something that is not there is the
         // test's own mistake.
         let bad_import = "from string import string\n\n\ndef mean(xs):\n    return 0.0\n";
@@ -1040,8 +1040,8 @@ mod tests {
         let task = "Change the function mean in stats.py so that it returns 0.0 for an empty list.";
         let before = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\ndef spread(xs):\n    return max(xs) - min(xs)\n";
         let right = "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n\n\ndef spread(xs):\n    return max(xs) - min(xs)\n";
-        // Seen on the real model: the test also asked spread([]) for 0.0, which the task
-        // never did and the code never could.
+        // The test also asks spread([]) for 0.0, which the task never did and the code
+        // never could.
         let test = "from stats import mean, spread\nassert mean([]) == 0.0\nassert mean([1, 3]) == 2\nassert spread([]) == 0.0\n";
         let (code, output) = run_on_stats(task, right, before, test);
         assert_eq!(code, Some(0), "{output}");
@@ -1200,7 +1200,7 @@ mod tests {
         if !installed("python3") {
             return;
         }
-        // Seen on the real model, in two runs: f_to_c tested with c_to_f's asserts.
+        // f_to_c tested with c_to_f's asserts.
         let task =
             "Create a module stats.py with two functions: c_to_f(celsius) and f_to_c(fahrenheit).";
         let code = "def c_to_f(c):\n    return c * 9 / 5 + 32\n\n\ndef f_to_c(f):\n    return (f - 32) * 5 / 9\n";
@@ -1226,7 +1226,7 @@ mod tests {
             run_on_stats_as(task, code, "", copied, "rewritten").0,
             Some(1)
         );
-        // One copied assert is enough (seen: only `f_to_c(1) == 33.8`).
+        // One copied assert is enough (here only `f_to_c(1) == 33.8`).
         let one = "from stats import c_to_f, f_to_c\nassert c_to_f(1) == 33.8\nassert f_to_c(0) == -160 / 9\nassert f_to_c(1) == 33.8\n";
         assert_eq!(run_on_stats(task, code, "", one).0, Some(TEST_BROKEN_EXIT));
         // A value both rightly share (-40) is no copy: the right asserts pass.
@@ -1242,8 +1242,8 @@ mod tests {
         if !installed("python3") {
             return;
         }
-        // Seen on the real model: `fizzbuzz(9) == ['1', …, '9']`, wrong in its ninth
-        // item, failed right code through three fix rounds.
+        // A long list written out by hand, wrong in one item: it fails right code, and
+        // no fix of the code can pass it.
         let task = "Implement evens(n) in stats.py: the even numbers below n.";
         let evens = "def evens(n):\n    return [i for i in range(0, n, 2)]\n";
         let long = "from stats import evens\nassert evens(4) == [0, 2]\nassert evens(19) == [0, 2, 4, 6, 8, 10, 12, 14, 16, 17]\n";
@@ -1254,8 +1254,8 @@ mod tests {
         // The rewrite is judged as written: its long value counts.
         let (code, _) = run_on_stats_as(task, evens, "", long, "rewritten");
         assert_eq!(code, Some(1));
-        // A long value the code matches is a check like any other (seen: a right
-        // FizzBuzz list thrown away).
+        // A long value the code matches is a check like any other: a right one is
+        // not thrown away.
         let right =
             "from stats import evens\nassert evens(19) == [0, 2, 4, 6, 8, 10, 12, 14, 16, 18]\n";
         assert_eq!(run_on_stats(task, evens, "", right).0, Some(0));
@@ -1269,8 +1269,8 @@ mod tests {
         if !installed("python3") {
             return;
         }
-        // Seen on the real model: "add a --shout flag" passed by a test of an invented
-        // `greet_upper` helper, while the greeting without the flag had changed.
+        // A flag task passed by a test of a helper alone, which never runs the program
+        // with the flag.
         let now = "import sys\n\n\ndef mean(xs):\n    return sum(xs) / len(xs)\n\n\ndef spread(xs):\n    return max(xs) - min(xs)\n\n\nif __name__ == '__main__':\n    print(mean([1, 2]) if '--mean' in sys.argv else spread([1, 2]))\n";
         let helper_only = "from stats import mean\nassert mean([2, 4]) == 3\n";
         let (code, output) = run_on_stats("Add a --mean flag to stats.py.", now, "", helper_only);
@@ -1301,7 +1301,8 @@ mod tests {
         if !installed("python3") {
             return;
         }
-        // Seen on the real model: `result.stdout == "hello world"` failed right code.
+        // `result.stdout == "hello world"` must not fail right code over the line
+        // break print() adds.
         let task = "Write a program stats.py that prints hello world.";
         let test = |expected: &str| {
             format!(
@@ -1321,7 +1322,7 @@ mod tests {
         if !installed("python3") {
             return;
         }
-        // Seen on the real model: right code failed by `f_to_c(0) == -17.78`.
+        // A value rounded by hand (`f_to_c(0) == -17.78`) must not fail right code.
         let mean = "def mean(xs):\n    return sum(xs) / len(xs)\n";
         let task = "Write mean(xs) in stats.py.";
         let code = |test: &str, task: &str| run_on_stats(task, mean, "", test).0;
@@ -1363,7 +1364,7 @@ mod tests {
         let task = "Change the function mean in stats.py so that it returns 0.0 for an empty list.";
         let before = "def mean(xs):\n    return sum(xs) / len(xs)\n";
         let right = "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n";
-        // Seen: a TestCase ending in unittest.main(), which in the runner ran no test,
+        // A TestCase ending in unittest.main(), which in the runner would run no test,
         // and `sys` used without its import.
         let test = "import unittest\nfrom stats import mean\n\n\nclass TestMean(unittest.TestCase):\n    def test_empty(self):\n        self.assertEqual(mean([]), 0.0)\n\n    def test_two(self):\n        self.assertTrue(mean([1, 3]) == 2)\n        self.assertIn(sys.platform, (sys.platform,))\n\n\nif __name__ == \"__main__\":\n    unittest.main(argv=[''])\n";
         let (code, output) = run_on_stats(task, right, before, test);
@@ -1380,8 +1381,8 @@ mod tests {
         }
         let task = "Write a Python program in the file stats.py that prints hello world.";
         let code = "print('hello world')\n";
-        // Seen: asserts on a helper the test defined itself, failing, then "fixed" in
-        // the team's code for three rounds.
+        // Asserts on a helper the test defined itself: whether they pass or fail says
+        // nothing of the team's code, and a fix of the code cannot mend them.
         let test = "import subprocess\n\ndef say(s):\n    return s.replace(' ', '')\n\nassert say('hello world') == 'helloworld'\nassert say('Hello, world!') == 'helloworld'\n";
         let (exit, output) = run_on_stats(task, code, "", test);
         assert_eq!(exit, Some(TEST_BROKEN_EXIT), "{output}");
@@ -1399,7 +1400,7 @@ mod tests {
         }
         let task = "Change the function mean in stats.py so that it returns 0.0 for an empty list.";
         let before = "def mean(xs):\n    return sum(xs) / len(xs)\n";
-        // Seen: the "test" was a copy of the script, exiting on its missing argument.
+        // A "test" that is a copy of the script, exiting on its missing argument.
         let script_copy = "import sys\nif len(sys.argv) != 2:\n    print('Usage: python stats.py <file>')\n    sys.exit(1)\n";
         let (code, output) = run_on_stats(task, before, before, script_copy);
         assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
@@ -1445,8 +1446,8 @@ mod tests {
                     assert.strictEqual(slugify('Hello, World!'), 'hello-world');\n";
         let right = "module.exports = { slugify: (t) => t.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') };\n";
         assert_eq!(run(right, test).0, Some(0));
-        // Seen on the real model: every character replaced on its own, so runs of them
-        // make "hello--world"; reported completed when nothing ran the code.
+        // Every character replaced on its own, so runs of them make "hello--world":
+        // wrong code that only a test that runs it can catch.
         let wrong = "module.exports = { slugify: (t) => t.toLowerCase().replace(/[^a-z0-9]/g, '-').replace(/^-|-$/g, '') };\n";
         let (code, output) = run(wrong, test);
         assert_eq!(code, Some(1), "{output}");
@@ -1471,8 +1472,8 @@ mod tests {
             Some(TEST_BROKEN_EXIT),
             "a module the test got wrong"
         );
-        // Seen on the real model: the export the task said to keep was dropped. The
-        // test is right; the code lacks what the task names.
+        // The export the task said to keep is dropped. The test is right; the code
+        // lacks what the task names.
         let unexported = "function slugify(t) {\n  return t.toLowerCase();\n}\n";
         let (code, output) = run(unexported, test);
         assert_eq!(code, Some(1), "{output}");

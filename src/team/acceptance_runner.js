@@ -20,8 +20,8 @@ const rootRequire = createRequire(path.join(root, 'acceptance_test.js'));
 const BROKEN = 3;
 
 // "slugify is not a function" is the code's failure when a module the task names does
-// not export the function the task names (seen on the real model: `module.exports`
-// dropped from slugify.js, which the task said to keep).
+// not export the function the task names (say, `module.exports` dropped from a file the
+// task said to keep exported).
 function lacksTaskName(error) {
   const named = /^([\w$]+) is not a function/.exec(String(error && error.message));
   if (!named || !taskWords.has(named[1])) return false;

@@ -11,9 +11,8 @@
 # Every `assert` is judged on its own. One that fails is a failure of the code, except
 # when it only exercises functions the task does not name and the code as it was before
 # the task (ORIGINALS_DIR, first on sys.path) fails it too: then the test expected
-# something of the rest of the code that the task never asked for (seen on the real
-# model: "make mean([]) return 0.0" tested with `spread([]) == 0.0`), and the assert is
-# ignored, saying so. A regression in the rest of the code still fails.
+# something of the rest of the code that the task never asked for (for "make mean([])
+# return 0.0", an assert `spread([]) == 0.0`), and the assert is ignored, saying so. A regression in the rest of the code still fails.
 import ast
 import builtins
 import inspect
@@ -90,8 +89,8 @@ def raised_in_code(error):
     if isinstance(error, SyntaxError):
         return bool(error.filename) and in_workspace_code(error.filename)
     if isinstance(error, ImportError):
-        # Only an import the code itself makes (seen: `from string import string` atop
-        # solution.py); the test's own import of a name that is not there is the test's.
+        # Only an import the code itself makes (`from string import string` atop the
+        # code); the test's own import of a name that is not there is the test's.
         return bool(frames) and in_workspace_code(frames[-1].filename)
     return any(in_workspace_code(f.filename) for f in frames)
 
@@ -120,7 +119,7 @@ def lacks_task_name(error):
 
 def invented_names(errors):
     """What the test used of a project module that neither the task names nor the code
-    defines (seen: `hello.hello()` for "a program that prints hello world")."""
+    defines (`hello.hello()` for "a program that prints hello world")."""
     project = {module for module, _ in project_modules()}
     found = []
     for error in errors:
@@ -241,10 +240,10 @@ def written_decimals(node, source):
 class WrittenFloats(ast.NodeTransformer):
     """Values compared as the person who wrote the test meant them. What a program
     printed is compared without surrounding whitespace. `f_to_c(0) == -17.78` holds for
-    -17.777…: a float written out in the test is
-    compared at the precision it is written with (seen: right code failed by a test that
-    wrote the value a person would). Ordinary float error (0.1 + 0.2 == 0.3) is let
-    through too. A task about rounding keeps the digits exact."""
+    -17.777…: a float written out in the test is compared at the precision it is
+    written with, so that a test that writes the value as a person would does not fail
+    right code. Ordinary float error (0.1 + 0.2 == 0.3) is let through too. A task
+    about rounding keeps the digits exact."""
 
     def __init__(self, source, rounding_task):
         self.source = source
@@ -257,7 +256,7 @@ class WrittenFloats(ast.NodeTransformer):
         left, right = node.left, node.comparators[0]
         if printed(left) or printed(right):
             # `result.stdout == "hello world"`: what a program printed, compared without
-            # the line break print() ends it with (seen: right code failed by "\n").
+            # the line break print() ends it with, which would fail right code.
             call = ast.Call(ast.Name("_conclave_same_text", ast.Load()), [left, right], [])
             result = call if isinstance(node.ops[0], ast.Eq) else ast.UnaryOp(ast.Not(), call)
             return ast.copy_location(result, node)
@@ -306,8 +305,8 @@ def execute(tree, outcomes):
     # A test's own `unittest.main()` would look for tests in this runner, find none and
     # exit: its TestCase classes are run below instead.
     unittest.main = lambda *args, **kwargs: None
-    # The test runs as if alone: code it calls that parses the command line (seen: a
-    # test calling greet.main()) must not see the runner's own arguments.
+    # The test runs as if alone: code it calls that parses the command line (a
+    # `main()`, say) must not see the runner's own arguments.
     sys.argv = [TEST]
     namespace = {
         "__name__": "__main__",
@@ -319,8 +318,8 @@ def execute(tree, outcomes):
     }
     exec(compile(tree, TEST, "exec"), namespace)
     # pytest style: test functions the script defines but never calls are called here
-    # (seen on the real model: a test that only defined `test_is_palindrome`, and one
-    # that only defined `check_hello_world()`).
+    # (`test_…` functions, or a check function defined and never called), or the
+    # test would run no assert at all.
     uncalled = uncalled_functions(tree)
     for name, value in list(namespace.items()):
         if (name.startswith("test") or name in uncalled) and callable(value) and getattr(value, "__module__", None) == "__main__":
@@ -369,9 +368,9 @@ class SameInterpreter(ast.NodeTransformer):
 
 
 def without_own_said(tree):
-    """The test without its own `said` when it redefines the one it was given (seen on
-    the real model: a `said` that kept the "!" and the line break, failing "Hello,
-    World!" against "hello world"). Returns whether there was one."""
+    """The test without its own `said` when it redefines the one it was given: its own
+    may keep punctuation or line breaks, failing "Hello, World!" against "hello world".
+    Returns whether there was one."""
     given = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "said"]
     if len(given) < 2:
         return False
@@ -381,8 +380,8 @@ def without_own_said(tree):
 
 def parse_test(text):
     """The test's syntax tree, and a note when only its complete part could be read: an
-    answer cut off by the model's token limit ends in an unfinished line (seen: 24
-    asserts and an unterminated string), and the asserts before it still check."""
+    answer cut off by the model's token limit ends in an unfinished line (say, an
+    unterminated string), and the asserts before it still check."""
     try:
         return ast.parse(text, TEST), None
     except SyntaxError as error:
@@ -452,8 +451,7 @@ def imports_project_module(tree):
 
 def program_instead_of_function(tree):
     """The function a task is about, when the test only runs a program instead of
-    calling it (seen on the real model: "total_value in inventory.py returns a wrong
-    result" tested by running inventory.py and expecting six lines of "100")."""
+    calling it: what a program prints says little of the function the task is about."""
     if {w.lower() for w in TASK_WORDS} & PROGRAM_WORDS or re.search(r"(^|\s)--?[A-Za-z]", TASK_TEXT):
         return None
     if imports_project_module(tree) or not runs_program(tree):
@@ -467,7 +465,7 @@ def program_instead_of_function(tree):
 
 def runs_project_code(tree):
     """Whether the test imports a module of the project or runs a program: a test that
-    does neither checks only itself (seen: asserts on a helper the test defined)."""
+    does neither checks only itself (asserts on a helper the test defined, say)."""
     return imports_project_module(tree) or runs_program(tree)
 
 
@@ -486,9 +484,9 @@ LONG_ITEMS = 8
 
 def long_expected_values(tree, source):
     """Asserts that compare with a long value written out by hand, {line: source}: a
-    list of more than LONG_ITEMS items, or text of more than LONG_ITEMS lines. Seen on
-    the real model: `fizzbuzz(9) == ['1', '2', 'Fizz', …, '9']`, wrong in its ninth item,
-    failing right code."""
+    list of more than LONG_ITEMS items, or text of more than LONG_ITEMS lines. A small
+    model often gets one item of such a value wrong (`fizzbuzz(9) == ['1', '2', 'Fizz',
+    …, '9']`), and the assert then fails right code."""
     found = {}
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare)):
@@ -519,9 +517,9 @@ def empty(node):
 
 def copied_expectations(tree):
     """Two functions the test expects the very same result of, for the same arguments:
-    {(function, other): [lines of both]}. Seen on the real model, in three runs:
-    f_to_c's asserts a copy of c_to_f's (`f_to_c(0) == 32.0`, or only
-    `f_to_c(1) == 33.8`), failing right code through every fix round. Two functions may
+    {(function, other): [lines of both]}: one function's asserts copied onto another
+    (`f_to_c(0) == 32.0`, or only `f_to_c(1) == 33.8`, from c_to_f's) fail right code,
+    and no fix of the code can pass them. Two functions may
     rightly agree somewhere (both give -40 for -40), so this counts only where an assert
     failed, only for functions the task names, never on empty arguments (`mean([])` and
     `spread([])` may both be 0.0), and only in a first test."""
@@ -576,9 +574,9 @@ def defined_in_project(namespace):
 
 
 def beside_the_task(tree, namespace, passed, asserts):
-    """Why a test that passed still checked nothing the task asks for, or None. Seen on
-    the real model: "add a --shout flag" tested only through a `greet_upper` helper the
-    planner had invented, while the greeting without the flag had changed."""
+    """Why a test that passed still checked nothing the task asks for, or None: a test
+    of some other function (a helper the plan invented, say) can pass while what the task
+    asks for is missing or broken."""
     source = open(TEST).read()
     for flag in re.findall(r"(?<![\w-])--[A-Za-z][\w-]*", TASK_TEXT):
         if flag not in source or not runs_program(tree):
@@ -648,9 +646,9 @@ def project_modules(cache=[]):
 
 def import_project_names(tree):
     """Imports what the test uses without importing it: a module of the project
-    (`stats.mean(...)`), or a name one module of the project defines (seen on the real
-    model: `assert fizzbuzz(3) == ...` and `assert stats.mean([]) == 0.0` with no import,
-    tests that ran no code). Returns a line saying so for each."""
+    (`stats.mean(...)`), or a name one module of the project defines
+    (`assert fizzbuzz(3) == ...` with no import): as written, such a test runs no code
+    of the project. Returns a line saying so for each."""
     missing = unbound_names(tree)
     if not missing:
         return []

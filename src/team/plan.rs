@@ -157,11 +157,9 @@ pub(super) fn task_text(task: &TaskRecord) -> &str {
 ///
 /// In a task that asks for changes, a subtask that changes nothing ("Check the existing
 /// logic…", "Test the new function…") beside one that does is folded away: agents read
-/// before they edit, and
-/// the team checks and tests the work itself (`check.rs`, `acceptance.rs`). Seen on the
-/// real model: such steps split "change `mean`, keep the rest of the file" into a
-/// rewrite that lost the rest of the file, and a "test" subtask that went looking for a
-/// web server.
+/// before they edit, and the team checks and tests the work itself (`check.rs`,
+/// `acceptance.rs`). Such steps only split one change apart (a rewrite that loses the
+/// rest of the file, say) or send an agent off on work the task never asked for.
 pub(super) fn fit_plan(
     plan: &Plan,
     task: &TaskRecord,
@@ -261,11 +259,11 @@ pub(super) fn fit_plan(
         0 => vec![Subtask::new(task_text(task).to_string(), Vec::new())],
         1 => {
             // One subtask is the whole task: a rewording of it, or any other change,
-            // becomes the task verbatim (seen on the real model: "fix the bug in
-            // textutil.py" planned as "Write a unit test for the 'remove_newlines'
-            // function", a function that does not exist, and the agent did that). A
-            // description that says something else (an answer instead of a change) is
-            // kept, and the agent still gets the task verbatim in its context.
+            // becomes the task verbatim, since a planner's rewording can drift to a
+            // different change (a test of a function that does not exist, say) and the
+            // agent would do that instead of the task. A description that says
+            // something else (an answer instead of a change) is kept, and the agent
+            // still gets the task verbatim in its context.
             let description = &subtasks[0].description;
             if covers(description, whole)
                 || (asks_for_changes(whole) && asks_for_changes(description))

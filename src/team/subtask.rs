@@ -837,9 +837,8 @@ fn files_as_found(s: &Services, task: &TaskRecord, description: &str) -> Vec<(St
 
 /// Puts back the files an attempt left failing their checks, after its own fix turn:
 /// the next attempt starts again from the files as the subtask found them, told why
-/// (seen on the real model: each retry of "add a --shout flag" built on the last one's
-/// broken greet.py — `HELLO, {name}!{name}!`, then an IndentationError — until no
-/// attempt could save it). Returns the files put back.
+/// (otherwise each retry builds on the last one's broken code, the damage piling up
+/// until no attempt can save it). Returns the files put back.
 async fn undo_failed_attempt(
     ctx: &AgentContext,
     s: &Services,
@@ -863,9 +862,8 @@ fn subtask_files(s: &Services, task_id: TaskId, subtask_id: SubtaskId) -> Vec<St
 }
 
 /// The one subtask of a task, as its agent reads it: the task verbatim first, then the
-/// planner's other words for the change (seen on the real model: "Add a --shout flag to
-/// greet.py…" planned as "Write a function greet_upper()…", and the agent did that
-/// instead of the task). A subtask of several, one that is the task, or an answer
+/// planner's other words for the change, which can drift to a different change that
+/// the agent would do instead of the task. A subtask of several, one that is the task, or an answer
 /// instead of a change is read as planned (the task is in the context then).
 fn as_the_agent_reads_it(s: &Services, task_id: TaskId, description: &str) -> String {
     let Some(task) = s.tasks.get(task_id) else {

@@ -367,8 +367,8 @@ struct ToolFix {
 }
 
 /// Puts back the files as they were before the fix loop changed them: fixes that did
-/// not make the checks pass must not leave the code worse than the team wrote it (seen
-/// on the real model: a "fix" that replaced a right `stats.py` with the test's text).
+/// not make the checks pass must not leave the code worse than the team wrote it (a
+/// "fix" may replace right code with something else entirely, such as the test's text).
 async fn restore(ctx: &AgentContext, s: &Services, before: &[(String, String)]) -> String {
     let restored = put_back(s, before).await;
     if restored.is_empty() {
@@ -447,8 +447,9 @@ pub(super) fn keep_proposed(s: &Services, task_id: TaskId, outcome: &ExecutionOu
 
 /// Tries each kept version of a task file (see [`keep_proposed`]) in place of the file:
 /// the first with which every check passes stays, and is returned with those checks;
-/// any other is put back. Seen on the real model: `split(" ")` written, and the answer
-/// after it showing the file with `split()`, which the project's test wanted.
+/// any other is put back. A model may write one version and then show another in its
+/// answer (`split(" ")` written, `split()` shown), and only the checks can tell which
+/// is right.
 async fn try_proposed(
     ctx: &AgentContext,
     s: &Services,
@@ -526,8 +527,8 @@ fn files_of(s: &Services, task_id: TaskId) -> Vec<String> {
 /// workspace. A path that is neither but ends in the name of exactly one of the task's
 /// files is that file (small models write `relative/path/to/solution.py` for the
 /// `solution.py` they were shown). Anything else is not written: the fix loop fixes
-/// the team's code, it does not add files (seen: the model "fixing" the acceptance
-/// test by writing a copy of it into the workspace), rewrite a test of the project that
+/// the team's code, it does not add files (such as a copy of the acceptance test
+/// written into the workspace), rewrite a test of the project that
 /// the team did not write, nor touch Conclave's own state.
 fn fix_path(s: &Services, task_files: &[String], given: &str) -> Option<String> {
     // Inside the workspace (or nothing), relative to its root.
@@ -541,7 +542,7 @@ fn fix_path(s: &Services, task_files: &[String], given: &str) -> Option<String> 
         return Some(given);
     }
     // The project's own tests judge the team's code: a fix makes them pass, it does not
-    // rewrite them (seen: the test file replaced by a copy of the code under test).
+    // rewrite them (for instance by replacing the test file with the code under test).
     if resolved.is_file() {
         return (!check::is_test_file(&given)).then_some(given);
     }
@@ -556,9 +557,9 @@ fn fix_path(s: &Services, task_files: &[String], given: &str) -> Option<String> 
 }
 
 /// Adds one of a fix's files to what the round writes. Two that land in the same file
-/// and define different names are parts of it, joined in order (seen: a module's two
-/// functions given as two files under the format's placeholder path, the second
-/// written over the first); otherwise the later one is the file.
+/// and define different names are parts of it, joined in order (a module's functions
+/// may come as separate files under one placeholder path, and writing each over the
+/// last would lose all but one); otherwise the later one is the file.
 fn add_part(targets: &mut Vec<(String, String)>, path: String, content: &str) {
     let Some((_, whole)) = targets.iter_mut().find(|(p, _)| *p == path) else {
         targets.push((path, content.to_string()));
@@ -574,8 +575,8 @@ fn add_part(targets: &mut Vec<(String, String)>, path: String, content: &str) {
 }
 
 /// The task's file a fix's `content` is a new version of, when the fix gave a path that
-/// is none of the task's (seen: "a path as shown above", copied from the answer's
-/// format, with the whole new inventory.py): the one file that defines a function or
+/// is none of the task's (a placeholder such as "a path as shown above", copied from
+/// the answer's format, with a whole new version of a task file): the one file that defines a function or
 /// class the content defines too, else the task's only file when the fix has only this
 /// one.
 async fn file_the_content_is(
@@ -658,7 +659,7 @@ async fn ask_for_fix(
         }
     }
     // The team's files first, the failure after them: a small model shown the test
-    // first copied the test into the team's file (seen).
+    // first tends to copy the test into the team's file.
     let request = ModelRequest {
         system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
         messages: vec![ChatMessage::user(format!(

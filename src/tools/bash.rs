@@ -214,7 +214,7 @@ impl Tool for Bash {
         if command.trim().is_empty() {
             return Err(ToolError::invalid("`command` is empty"));
         }
-        // `timeout_ms: 0` (seen on a small model) means "no particular limit", not "none at all".
+        // `timeout_ms: 0` means "no particular limit", not "none at all".
         let mut timeout = args
             .opt_u64("timeout_ms")?
             .filter(|ms| *ms > 0)
@@ -276,9 +276,9 @@ impl Tool for Bash {
     }
 }
 
-/// A line for the model when the program a command runs is not installed. Seen on the
-/// real model: `pytest -v` four times over on a machine without pytest, until the loop
-/// stopped it, when `python3 -m unittest` would have run the same tests.
+/// A line for the model when the program a command runs is not installed: otherwise a
+/// model may retry the same command (`pytest -v` on a machine without pytest) until the
+/// loop stops it, when another (`python3 -m unittest`) would run the same tests.
 fn missing_program_hint(exit_code: Option<i32>, output: &str) -> Option<String> {
     let not_found = exit_code == Some(127);
     if output.contains("No module named pytest") || (not_found && output.contains("pytest")) {

@@ -1,5 +1,5 @@
 //! Where `file_edit` puts `new_text`: the place `old_text` names, found the way small
-//! models write it. Each rule below was seen failing edits on a real 1.5B model.
+//! models write it. Each rule below mends a way small models get `old_text` wrong.
 //!
 //! In order; the first rule that finds exactly one place wins, and two places are
 //! ambiguous and stop the search:
@@ -156,11 +156,11 @@ fn variants(text: &str, old: &str, new: &str) -> Vec<(String, String, &'static s
 }
 
 /// Python code the model escaped twice, decoded. Either one line with no real line
-/// break whose `\n`s start indented lines or definitions (seen on the real model: `def
-/// word_count(text):\n    \"The number…` written as one line, a syntax error through
-/// three fix rounds), or code with real line breaks and a `\n` written as two characters
-/// outside any string, where it can only be a syntax error (seen: a docstring line
-/// ending `rectangle."\n    return 2 * …`, rewritten that way through four fix rounds).
+/// break whose `\n`s start indented lines or definitions (`def f(text):\n    return 1`
+/// written as one line), or code with real line breaks and a `\n` written as two
+/// characters outside any string, where it can only be a syntax error (a docstring line
+/// run on into the next with `"\n    return …`). Either way the file cannot run, and a
+/// model that wrote it so tends to write it so again on every fix round.
 /// `None` when the text is not that.
 pub(crate) fn twice_escaped_python(path: &str, text: &str) -> Option<String> {
     if !path.ends_with(".py") || !text.contains("\\n") {
@@ -198,8 +198,8 @@ pub(crate) fn python_file_as_meant(path: &str, text: &str) -> Option<String> {
 const PYTHON_QUOTES: [&str; 4] = ["\"\"\"", "'''", "\"", "'"];
 
 /// A line that is a one-line string with a `.` after its closing quote (`"The area of a
-/// rectangle".`), only ever a syntax error, with the `.` put inside the quotes. Seen on
-/// the real model in three runs, each through its fix rounds.
+/// rectangle".`), only ever a syntax error, with the `.` put inside the quotes. A model
+/// that writes it so tends to write it so again in every fix round.
 fn docstring_periods_inside(text: &str) -> Option<String> {
     let mut changed = false;
     // The triple quote of a string the line is in, which is text, not code.
@@ -245,8 +245,8 @@ fn docstring_periods_inside(text: &str) -> Option<String> {
 /// break: outside a string a backslash may only end a line, so such a `\n` is never code
 /// as meant. In a `whole_file` (the scan then knows where strings are from the start),
 /// also a real line break inside a one-quote string that closes on the next line is
-/// made `\n` (seen: `print(f'…{count}` / `')`, the model's `\n` decoded once too
-/// often); such a string is a syntax error as written. `None` when there is nothing to
+/// made `\n` (`print(f'…{count}` / `')`: the model's `\n` decoded once too often);
+/// such a string is a syntax error as written. `None` when there is nothing to
 /// mend.
 fn breaks_as_meant(text: &str, whole_file: bool) -> Option<String> {
     let mut out = String::with_capacity(text.len());
@@ -494,8 +494,8 @@ fn approximate_match(text: &str, old: &str) -> Option<(LooseMatch, f32)> {
 /// `new` is the whole file: at least 60% of the file's words are in it, in order (the
 /// file's text with a docstring reflowed, an import added, a body filled in), in a file
 /// of a few words or more. Code to add beside the file shares few of its words in order.
-/// Seen: an empty `old_text` with the whole new file, led by a new import line, which
-/// an append would have put after the old file.
+/// An empty `old_text` with the whole new file, led by a new import line, is the file:
+/// appending it would leave the old file and the new one both in place.
 pub(crate) fn is_whole_file(text: &str, new: &str) -> bool {
     let words = |s: &str| -> Vec<String> {
         s.split_whitespace()
@@ -615,8 +615,8 @@ fn python_definitions(text: &str) -> (Vec<Definition>, Vec<(usize, &str)>) {
 
 /// An empty `old_text` whose `new_text` redefines functions or classes the Python file
 /// already has: those definitions are replaced, the new ones appended, new imports put
-/// with the file's imports. Seen: `def is_palindrome(…)` with its body, appended after
-/// the stub of the same name, which the file then kept as its first definition.
+/// with the file's imports. Appended after a stub of the same name, a new definition
+/// would leave the stub as the file's first one.
 /// `None` when `new_text` is not only definitions and imports, or redefines nothing.
 fn redefine(text: &str, new: &str, file_name: &str) -> Option<Applied> {
     let (new_definitions, new_others) = python_definitions(new);
@@ -776,8 +776,7 @@ mod tests {
 
     #[test]
     fn a_line_break_escaped_outside_any_string_is_made_one() {
-        // Seen on the real model, four times over: the docstring line ran on into the
-        // return with `\n` written as two characters.
+        // A docstring line run on into the return with `\n` written as two characters.
         let written = "def perimeter(width, height):\n    \"The perimeter.\"\\n    return 2 * (width + height)\n";
         assert_eq!(
             twice_escaped_python("geometry.py", written).as_deref(),
@@ -816,8 +815,8 @@ mod tests {
 
     #[test]
     fn a_line_break_inside_a_one_quote_string_of_a_whole_file_is_made_an_escape() {
-        // Seen on the real model: `\n` meant inside the f-string, decoded to a line
-        // break, an unterminated string through three fix rounds.
+        // `\n` meant inside the f-string, decoded to a line break: an unterminated
+        // string.
         let written =
             "def count(path):\n    n = 3\n    print(f'lines in {path}: {n}\n')\n    return n\n";
         assert_eq!(
@@ -836,7 +835,7 @@ mod tests {
 
     #[test]
     fn twice_escaped_old_text_is_read_with_its_escapes_decoded() {
-        // Seen: old_text `def calc(prices):\n    \"\"\"The sum…` with `\n` and `\"` literal.
+        // old_text `def calc(prices):\n    \"\"\"The sum…` with `\n` and `\"` literal.
         let text = "def calc(prices):\n    \"\"\"The sum.\"\"\"\n    return sum(prices)\n";
         let done = applied(
             text,
@@ -858,7 +857,7 @@ mod tests {
 
     #[test]
     fn a_docstring_copied_with_a_typo_matches_approximately() {
-        // Seen: a stray `\n"` inside the docstring line of old_text.
+        // A stray `\n"` inside the docstring line of old_text.
         let text = "def total_value(items):\n    \"The total value of (price, quantity) pairs.\"\n    total = 0\n    for price, quantity in items:\n        total += price\n    return total\n";
         let done = applied(
             text,
@@ -895,7 +894,7 @@ mod tests {
 
     #[test]
     fn new_text_that_is_the_whole_file_replaces_it() {
-        // Seen: old_text "--shout" (not in the file), new_text the whole new greet.py.
+        // old_text "--shout" (not in the file), new_text the whole new file.
         let text = "import argparse\n\n\ndef main():\n    args = parse()\n    print(args.name)\n";
         let new = "import argparse\n\n\ndef main():\n    args = parse()\n    if args.shout:\n        print(args.name.upper())\n    else:\n        print(args.name)\n";
         let done = applied(text, "--shout", new);
@@ -910,8 +909,9 @@ mod tests {
 
     #[test]
     fn the_whole_file_led_by_a_new_import_replaces_it_and_code_beside_it_appends() {
-        // Seen: an empty old_text and the whole file, a typing import first and the
-        // docstring on one line: appended, it left two definitions and a broken file.
+        // An empty old_text and the whole file, a typing import first and the
+        // docstring on one line: appended, it would leave two definitions and a broken
+        // file.
         let stub = "def fizzbuzz(n: int) -> list:\n    \"\"\"Return the strings for 1..n: Fizz for\n    multiples of 3, else the number.\"\"\"\n";
         let whole = "from typing import *\n\n\ndef fizzbuzz(n: int) -> list:\n    \"\"\"Return the strings for 1..n: Fizz for multiples of 3, else the number.\"\"\"\n    return [str(i) for i in range(1, n + 1)]\n";
         assert_eq!(applied(stub, "", whole).edited, whole);
@@ -925,7 +925,8 @@ mod tests {
 
     #[test]
     fn empty_old_text_redefining_a_python_function_replaces_its_definition() {
-        // Seen: `def is_palindrome` with a body appended after the stub of the same name.
+        // `def is_palindrome` with a body, given to append after the stub of the same
+        // name.
         let stub = "\"\"\"Text helpers.\"\"\"\n\n\ndef is_palindrome(text: str) -> bool:\n    \"\"\"True when text reads the same backwards.\"\"\"\n\n\n@cache\ndef shout(text):\n    return text.upper()\n\n\nif __name__ == \"__main__\":\n    print(is_palindrome(\"abba\"))\n";
         let body = "import re\n\ndef is_palindrome(text: str) -> bool:\n    r = re.sub('[^a-z0-9]', '', text.lower())\n    return r == r[::-1]\n\n\ndef whisper(text):\n    return text.lower()\n";
         let done = applied(stub, "", body);

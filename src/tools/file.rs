@@ -456,8 +456,8 @@ fn remember_refusal(
 }
 
 /// Conclave's own state (`.conclave/`: its checks, history and reports) is not the
-/// team's to write. Seen on the real model: a fix round that rewrote the team's
-/// acceptance test instead of the code.
+/// team's to write: a fix round that rewrites the acceptance test instead of the code
+/// would make the check pass without fixing anything.
 fn not_conclave_state(path: &str) -> Result<(), ToolError> {
     let first = Path::new(path.trim())
         .components()

@@ -1,8 +1,8 @@
 //! Standard-library imports a Python file plainly uses and never wrote, added before
 //! the file is written: `re.sub(…)` with no `import re`, `List[int]` with no
-//! `from typing import List`. Seen on a real 1.5B model: the right function, written
-//! without its `import re`, failed with a NameError through three fix rounds whose
-//! answers said "import re" in prose and never wrote it.
+//! `from typing import List`. Small models often write the right code without its
+//! import, and may keep leaving it out through every fix round (saying "import re" in
+//! prose and never writing it), so the NameError never goes away on its own.
 //!
 //! Conservative on purpose: a module is imported only when every use of its name is an
 //! attribute (`re.` …) and nothing in the file binds the name, and a typing name only
