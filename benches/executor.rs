@@ -101,6 +101,7 @@ fn main() {
             max_tokens: 1024,
             temperature: None,
             context_window: 8192,
+            disabled: Vec::new(),
         },
     );
     let spec = SubtaskSpec {

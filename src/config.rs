@@ -287,7 +287,7 @@ pub struct SeverityStep {
     pub base_delay_ms: u64,
 }
 
-/// Subtask-level retry limits and base delays per severity (the seed's defaults).
+/// Subtask-level retry limits and base delays per severity (the design's defaults).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SeverityLadder {

@@ -136,6 +136,7 @@ fn settings() -> BuiltinSettings {
         max_tokens: 1024,
         temperature: None,
         context_window: 8192,
+        disabled: Vec::new(),
     }
 }
 
@@ -686,6 +687,36 @@ async fn tool_calls_written_as_text_are_run() {
         output.contains("▸ file_write: created hello.py"),
         "{output}"
     );
+    // Each answer whose calls were read from its text is a repair, named.
+    assert_eq!(
+        outcome.repairs,
+        ["repair.text-tool-calls", "repair.text-tool-calls"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_repair_switched_off_is_not_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new(vec![
+        text(
+            "```json\n{\"name\": \"file_write\", \"arguments\": {\"path\": \"hello.py\", \"content\": \"print('hello world')\\n\"}}\n```",
+        ),
+        finish("hello.py prints hello world."),
+        finish("hello.py prints hello world."),
+    ]);
+    let off = BuiltinSettings {
+        disabled: vec!["repair.text-tool-calls".into()],
+        ..settings()
+    };
+    let executor = executor(dir.path(), model.clone(), off);
+    let (result, _) = execute(&executor, &spec("Write hello.py that prints hello world")).await;
+    // The call written as text is only text now: nothing is written, and the subtask
+    // that asked for a file ends without progress.
+    assert!(!dir.path().join("hello.py").exists());
+    match result {
+        Err(ExecutorError::NoProgress(_)) => {}
+        other => panic!("expected no progress, got {other:?}"),
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -788,6 +819,7 @@ async fn a_whole_file_answered_in_a_code_block_is_written() {
         output.contains("gave solution.py in a code block and made no tool call"),
         "{output}"
     );
+    assert_eq!(outcome.repairs, ["repair.code-answer"]);
     // The model is told what happened to its block.
     let users = user_messages(&model);
     assert!(

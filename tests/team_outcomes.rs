@@ -830,3 +830,28 @@ async fn a_fatal_failure_stops_the_task_even_with_continue_on_error() {
     assert_eq!(kinds, ["permission", "skipped"]);
     assert!(!wrote, "nothing starts after a fatal failure");
 }
+
+#[tokio::test(start_paused = true)]
+async fn repairs_of_the_model_s_output_are_counted_on_the_task_by_id() {
+    let team = start(
+        json!([
+            plan(&["Create notes.txt"]),
+            { "match": "Create notes.txt", "text": "```json\n{\"name\": \"file_write\", \"arguments\": {\"path\": \"notes.txt\", \"content\": \"hello\\n\"}}\n```" },
+            { "match": "notes.txt", "text": "Wrote notes.txt." }
+        ]),
+        config(),
+    )
+    .await;
+    let task = team.submit("Create notes.txt");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed);
+    assert_eq!(team.read("notes.txt"), "hello\n");
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(
+        detail.rule_findings.get("repair.text-tool-calls"),
+        Some(&1),
+        "{:?}",
+        detail.rule_findings
+    );
+    team.engine.shutdown().await;
+}

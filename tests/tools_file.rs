@@ -281,6 +281,7 @@ async fn file_read_pages_caps_and_refuses_binaries() {
         files: FileSettings {
             max_read_bytes: 100,
             max_file_bytes: 10_000,
+            ..FileSettings::default()
         },
         ..ToolSettings::default()
     };
@@ -481,5 +482,58 @@ async fn python_escaped_twice_into_one_line_is_written_with_its_line_breaks() {
     assert_eq!(
         std::fs::read_to_string(dir.path().join("textutil.py")).unwrap(),
         "def word_count(text):\n    return len(text.split()) or 0\n"
+    );
+}
+
+#[tokio::test]
+async fn each_repair_of_a_file_change_is_named_and_can_be_switched_off() {
+    let greet = "def main():\n    name = \"Ada\"\n    print(f\"Hello, {name}!\")\n\n\nmain()\n";
+    let loose_edit = json!({ "path": "greet.py", "old_text": "print(f'Hello, {name}!')",
+                             "new_text": "print(f'Hi, {name}!')" });
+    let uses_re = json!({ "path": "clean.py",
+                          "content": "def clean(text):\n    return re.sub(r'\\s+', ' ', text)\n" });
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("greet.py"), greet).unwrap();
+    let tools = registry(dir.path(), ToolSettings::default());
+    let edited = run(&tools, "file_edit", loose_edit.clone()).await.unwrap();
+    assert_eq!(edited.repairs, ["repair.edit-loose-match"]);
+    let written = run(&tools, "file_write", uses_re.clone()).await.unwrap();
+    assert_eq!(written.repairs, ["repair.stdlib-imports"]);
+    // A change as the model wrote it is no repair.
+    let exact = run(
+        &tools,
+        "file_edit",
+        json!({ "path": "greet.py", "old_text": "print(f'Hi, {name}!')", "new_text": "print(f'Hey, {name}!')" }),
+    )
+    .await
+    .unwrap();
+    assert!(exact.repairs.is_empty(), "{:?}", exact.repairs);
+
+    // Switched off (`verify.disabled`), the edit is not found and the import not added.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("greet.py"), greet).unwrap();
+    let settings = ToolSettings {
+        files: FileSettings {
+            disabled_repairs: vec![
+                "repair.edit-loose-match".into(),
+                "repair.edit-approximate-match".into(),
+                "repair.stdlib-imports".into(),
+            ],
+            ..FileSettings::default()
+        },
+        ..ToolSettings::default()
+    };
+    let tools = registry(dir.path(), settings);
+    assert!(matches!(
+        run(&tools, "file_edit", loose_edit).await,
+        Err(ToolError::NoMatch { .. })
+    ));
+    let written = run(&tools, "file_write", uses_re).await.unwrap();
+    assert!(written.repairs.is_empty());
+    assert!(
+        !std::fs::read_to_string(dir.path().join("clean.py"))
+            .unwrap()
+            .contains("import re")
     );
 }

@@ -246,6 +246,46 @@ pub const REPAIRS: &[Repair] = &[
         mends: "a test that defines `said()` again: the given one, which compares printed text as a person reads it, is used",
     },
     Repair {
+        id: "repair.text-tool-calls",
+        mends: "tool calls written as text (a ```json block, `<tool_call>` tags) in an answer with no native tool call: they are run as calls",
+    },
+    Repair {
+        id: "repair.code-answer",
+        mends: "a whole file of the task answered in a code block with no tool call while the subtask is not done: written as the file_write it stands for",
+    },
+    Repair {
+        id: "repair.code-answer-names",
+        mends: "a final answer whose code block has a flag or function the task asks for that the file lacks: that file is written",
+    },
+    Repair {
+        id: "repair.edit-escapes",
+        mends: "a file_edit whose old_text was escaped twice (`\\n`, `\\\"` as two characters): matched with its escapes decoded",
+    },
+    Repair {
+        id: "repair.edit-loose-match",
+        mends: "a file_edit whose old_text differs from the file only in indentation or quote style: matched loosely, new_text at the file's indentation",
+    },
+    Repair {
+        id: "repair.edit-approximate-match",
+        mends: "a file_edit whose old_text is at least 90% like one run of the file's lines (a typo, a line left out): matched there",
+    },
+    Repair {
+        id: "repair.edit-whole-file",
+        mends: "a file_edit whose old_text is empty or not found and whose new_text is the whole file: the file becomes new_text",
+    },
+    Repair {
+        id: "repair.python-escapes",
+        mends: "Python whose `\\n` line breaks were escaped once too often or too few, or a one-line docstring's period written after its closing quote: written as meant",
+    },
+    Repair {
+        id: "repair.stdlib-imports",
+        mends: "Python that uses a standard-library module it does not import: the import is added",
+    },
+    Repair {
+        id: "repair.json",
+        mends: "a JSON answer (a plan, a review, a fix) with raw line breaks in strings, trailing commas or a file in triple quotes: read as meant (cannot be switched off; in the log only)",
+    },
+    Repair {
         id: "repair.test-missing-import",
         mends: "a test that uses a module of the project, or a name exactly one module defines, without importing it: the import is added",
     },
@@ -315,6 +355,20 @@ mod tests {
             .map(|c| c.get(1).unwrap().as_str())
             .collect();
         assert!(named.len() >= 10, "{named:?}");
+        // The repairs the executor, the file tools and the JSON reader make.
+        let made = [
+            crate::executor::builtin::REPAIR_TEXT_CALLS,
+            crate::executor::builtin::REPAIR_CODE_ANSWER,
+            crate::executor::builtin::REPAIR_CODE_ANSWER_NAMES,
+            crate::tools::edit_match::REPAIR_EDIT_ESCAPES,
+            crate::tools::edit_match::REPAIR_EDIT_LOOSE,
+            crate::tools::edit_match::REPAIR_EDIT_APPROXIMATE,
+            crate::tools::edit_match::REPAIR_EDIT_WHOLE_FILE,
+            crate::tools::file::REPAIR_PYTHON_ESCAPES,
+            crate::tools::file::REPAIR_STDLIB_IMPORTS,
+            crate::model::structured::REPAIR_JSON,
+        ];
+        let named: Vec<&str> = named.into_iter().chain(made).collect();
         for id in named {
             assert!(
                 unknown_ids(&[id.to_string()]).is_empty(),

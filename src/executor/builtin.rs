@@ -23,14 +23,13 @@
 //!   oldest steps are left out. A context-overflow error from the provider compacts the
 //!   conversation further and retries, twice at most.
 //!
-//! Tool-level recovery follows TASK-008:
+//! Tool-level recovery:
 //! - A failed call is an *approach* keyed by (tool, hash of the normalised arguments,
 //!   hash of the first 100 characters of the error). The same approach may fail
 //!   `max_retries_per_tool` times with a "Retry attempt n/max" note; the next identical
 //!   failure tells the model "This approach is not working. Please try a completely
 //!   different tool or method…". Different arguments are a different attempt with a
-//!   budget of its own (the seed's "different parameters count as different attempts");
-//!   `max_iterations` bounds the whole loop regardless.
+//!   budget of its own; `max_iterations` bounds the whole loop regardless.
 //! - Every failure counts in `error_count`. A failure opens an *error episode* for its
 //!   tool; the next success of that tool closes it as a recovery. The recovery rate is
 //!   recovered episodes / episodes ([`MetricsSnapshot::recovery_rate`]).
@@ -74,13 +73,20 @@ You work in a code workspace through tools. Rules:
 - If a tool fails, fix the arguments or try another way; never repeat a failing call.
 - When the subtask is done, stop calling tools and reply with a short summary.";
 
-/// How many characters of an error identify it for failure tracking (TASK-008).
+/// How many characters of an error identify it for failure tracking.
 const ERROR_KEY_CHARS: usize = 100;
 
 /// Told once when the model stops without having changed anything a subtask asked for.
 pub const NUDGE_NO_CHANGES: &str = "You have not changed anything yet, so the subtask is not done. \
 Call the tools now (file_write to create or replace a file, file_edit to change one, bash to run \
 a command). Reply without a tool call only when the work is done.";
+
+/// Repairs of model output the executor makes (`checks::REPAIRS`): tool calls written
+/// as text, a whole file answered in a code block while the work is unfinished, and a
+/// final answer's code block that has a name the task asks for which the file lacks.
+pub const REPAIR_TEXT_CALLS: &str = "repair.text-tool-calls";
+pub const REPAIR_CODE_ANSWER: &str = "repair.code-answer";
+pub const REPAIR_CODE_ANSWER_NAMES: &str = "repair.code-answer-names";
 
 /// The tools whose failure means a change the model asked for was not made.
 const WRITE_TOOLS: &[&str] = &["file_write", "file_edit"];
@@ -277,6 +283,8 @@ pub struct BuiltinSettings {
     pub temperature: Option<f32>,
     /// `llm.contextWindow`: the conversation is trimmed to fit it.
     pub context_window: u32,
+    /// `verify.disabled`: the repairs of model output switched off, by id.
+    pub disabled: Vec<String>,
 }
 
 impl Default for BuiltinSettings {
@@ -296,6 +304,7 @@ impl BuiltinSettings {
             max_tokens: config.llm.max_tokens.unwrap_or(4096),
             temperature: config.llm.temperature,
             context_window: config.llm.context_window(),
+            disabled: config.verify.disabled.clone(),
         }
     }
 }
@@ -379,6 +388,11 @@ impl BuiltinExecutor {
             settings,
             metrics: Arc::new(ExecutorMetrics::default()),
         }
+    }
+
+    /// Whether the repair `id` of model output is on (not in `verify.disabled`).
+    fn repairs_on(&self, id: &str) -> bool {
+        !self.settings.disabled.iter().any(|d| d == id)
     }
 
     /// Counts across every execution so far.
@@ -491,10 +505,13 @@ struct LoopState {
     /// The first refusal (of a change, a command, a read) by the person or the editor.
     refused: Option<String>,
     /// Set when the model repeats a call that already succeeded after it was told so:
-    /// it takes the work as done and cannot say so (seen: one file_write sent 30 times).
+    /// it takes the work as done and cannot say so, and would send the call until the
+    /// iterations run out.
     repeating_success: bool,
     /// (tool, args hash) → how often a successful call came again with the same result.
     success_repeats: HashMap<(String, u64), u32>,
+    /// The repairs made to the model's output, by id, once for each time.
+    repairs: Vec<String>,
 }
 
 /// Why an answer without tool calls does not finish the subtask.
@@ -527,7 +544,14 @@ impl LoopState {
             error_count: self.error_count,
             recoveries: self.recoveries,
             proposed_files: Vec::new(),
+            repairs: self.repairs,
         }
+    }
+
+    /// Notes a repair of the model's output, by id, in the outcome and the log.
+    fn repaired(&mut self, id: &str) {
+        tracing::info!(repair = id, "repaired the model's output");
+        self.repairs.push(id.to_string());
     }
 
     /// Whether an answer without tool calls may end the subtask.
@@ -541,7 +565,7 @@ impl LoopState {
         (asks_for_changes && !self.changed).then_some(Unfinished::NothingChanged)
     }
 
-    /// TASK-008's summary of what was done when the whole could not be.
+    /// A summary of what was done when the whole could not be.
     fn synthesize(&self) -> String {
         if self.partial_results.is_empty() {
             return format!(
@@ -635,7 +659,7 @@ fn normalise_calls(calls: &mut [ToolCall], iteration: u32) {
 
 impl BuiltinExecutor {
     /// Runs one tool call and turns its result into the tool message for the model,
-    /// applying TASK-008's failure tracking.
+    /// tracking failures by approach (see the module's doc).
     async fn run_tool(
         &self,
         call: &ToolCall,
@@ -672,8 +696,8 @@ impl BuiltinExecutor {
                 if change {
                     state.changed = true;
                     // A write that left the file as it was does not make the change a
-                    // failed edit wanted (seen on the real model: a failed file_edit,
-                    // then the same content written back, then "done").
+                    // failed edit wanted: writing the file back unchanged after a failed
+                    // file_edit is not the edit.
                     if output.progress || !WRITE_TOOLS.contains(&tool_name.as_str()) {
                         state.failed_change = None;
                     }
@@ -728,6 +752,9 @@ impl BuiltinExecutor {
                 state.files_written.push(path);
             }
         }
+        for repair in output.repairs {
+            state.repaired(repair);
+        }
         if repeat {
             let count = state
                 .success_repeats
@@ -746,7 +773,8 @@ impl BuiltinExecutor {
         }
     }
 
-    /// TASK-008's `_handle_tool_error`, keyed per (tool, arguments, error).
+    /// A failed tool call: counted per approach (tool, arguments, error), with a note
+    /// to retry, then to change course, then the end of the loop.
     fn on_failure(
         &self,
         tool: &str,
@@ -800,8 +828,7 @@ impl BuiltinExecutor {
         state.failed_approaches.insert(key, retry_count + 1);
         if retry_count > max {
             // Told to change course and still repeating the same failing call: the
-            // loop ends here instead of spending every iteration on it (seen on the
-            // real model: one file_edit sent twenty times).
+            // loop ends here instead of spending every iteration on it.
             state.stuck = Some(format!(
                 "the model kept repeating a failing {tool} call after it was told to change approach ({})",
                 first_line(&message, 160)
@@ -950,12 +977,18 @@ impl BuiltinExecutor {
                 other => other?,
             };
             // Calls written as text, when the answer has no native ones.
-            let textual = response.tool_calls.is_empty() && !request.tools.is_empty() && {
-                let found =
-                    text_calls::parse(&response.text, &|name| self.tools.find(name).is_some());
-                response.tool_calls = found;
-                !response.tool_calls.is_empty()
-            };
+            let textual = response.tool_calls.is_empty()
+                && !request.tools.is_empty()
+                && self.repairs_on(REPAIR_TEXT_CALLS)
+                && {
+                    let found =
+                        text_calls::parse(&response.text, &|name| self.tools.find(name).is_some());
+                    response.tool_calls = found;
+                    !response.tool_calls.is_empty()
+                };
+            if textual {
+                state.repaired(REPAIR_TEXT_CALLS);
+            }
             // A whole file answered in a code block while the subtask is not done yet:
             // written as the file_write it stands for (see `code_answer`).
             let unfinished = state.unfinished(asks_for_changes).is_some();
@@ -969,6 +1002,11 @@ impl BuiltinExecutor {
                 {
                     Some(call) => {
                         final_block_written |= !unfinished;
+                        state.repaired(if unfinished {
+                            REPAIR_CODE_ANSWER
+                        } else {
+                            REPAIR_CODE_ANSWER_NAMES
+                        });
                         out.note(&format!(
                             "▸ the answer gave {} in a code block and made no tool call: writing it with file_write",
                             call.arguments["path"].as_str().unwrap_or("a file")
@@ -1102,9 +1140,12 @@ impl BuiltinExecutor {
     ) -> Option<ToolCall> {
         let targets = &spec.target_files;
         if unfinished {
+            if !self.repairs_on(REPAIR_CODE_ANSWER) {
+                return None;
+            }
             return code_answer::file_write_in(text, targets);
         }
-        if spec.task_names.is_empty() {
+        if spec.task_names.is_empty() || !self.repairs_on(REPAIR_CODE_ANSWER_NAMES) {
             return None;
         }
         let now = self.targets_now(spec).await;

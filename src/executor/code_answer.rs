@@ -37,9 +37,9 @@ pub fn file_write_in(text: &str, targets: &[TargetFile]) -> Option<ToolCall> {
 
 /// Once the model holds the subtask done: the `file_write` of the last whole file in
 /// `text` that has a name the task asks for (`--shout`) which the file as it is now
-/// (`targets`, read again) lacks. Seen on the real model: an edit that "succeeded"
-/// without the flag, then an answer showing the whole file with it. A block that only
-/// restates the file in other words is a summary, and is left alone.
+/// (`targets`, read again) lacks: an edit may "succeed" without the name, and the
+/// answer after it show the whole file with it. A block that only restates the file in
+/// other words is a summary, and is left alone.
 pub fn missing_names_written_in(
     text: &str,
     targets: &[TargetFile],
@@ -203,7 +203,6 @@ mod tests {
 
     #[test]
     fn a_whole_file_in_prose_is_its_file_write() {
-        // Seen on the 1.5B model, answered twice instead of a tool call.
         let answer = "To implement the function fizzbuzz in solution.py, you can use the file_write function.\n\n```python\ndef fizzbuzz(n: int) -> list:\n    \"\"\"Return the strings for 1..n.\"\"\"\n    return [str(i) for i in range(1, n + 1)]\n```\n\nTo verify it, you can run:\n```bash\npython3 -c 'import solution'\n```";
         assert_eq!(
             written(file_write_in(answer, &[target("solution.py", Some(STUB))])),

@@ -69,10 +69,14 @@ pub struct ExecutionOutcome {
     /// Tool failures followed by a success of the same tool.
     pub recoveries: u32,
     /// Whole files the model's final answer showed in code blocks, different from the
-    /// files as they are: not written, but the team's checks may try them (seen on the
-    /// real model: the file written with the bug, the answer after it showing the fix).
+    /// files as they are: not written, but the team's checks may try them (a model may
+    /// write a file with a bug, then show the fixed file in its answer).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub proposed_files: Vec<TargetFile>,
+    /// The ids of the repairs made to the model's output during the execution
+    /// (`checks::REPAIRS`), once for each time one was made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repairs: Vec<String>,
 }
 
 /// Why an execution could not produce an outcome at all.

@@ -371,8 +371,8 @@ impl PiExecutor {
         .await;
         let (error, reason) = match end {
             // "Done" with no write, edit or command on a subtask that asks for changes
-            // is no progress, as with the built-in executor (seen on the real model:
-            // pi ended at once, nothing written, and the task was reported completed).
+            // is no progress, as with the built-in executor: an agent that ends at once
+            // with nothing written has not done the work.
             FollowEnd::Finished(RunEnd::Completed(outcome))
                 if outcome.success
                     && outcome.partial_results.is_empty()

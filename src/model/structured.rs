@@ -155,8 +155,13 @@ fn first_object(text: &str) -> Result<Value, String> {
         let candidate = &text[start..start + end];
         // Small models put raw newlines in strings and leave trailing commas: repaired
         // before the answer is given up on.
-        let parsed = serde_json::from_str::<Value>(candidate)
-            .or_else(|e| serde_json::from_str::<Value>(&repair_json(candidate)).map_err(|_| e));
+        let parsed = serde_json::from_str::<Value>(candidate).or_else(|e| {
+            let repaired = serde_json::from_str::<Value>(&repair_json(candidate)).map_err(|_| e);
+            if repaired.is_ok() {
+                tracing::info!(repair = REPAIR_JSON, "repaired the model's output");
+            }
+            repaired
+        });
         match parsed {
             Ok(value @ Value::Object(_)) => return Ok(value),
             Ok(_) => {}
@@ -166,6 +171,10 @@ fn first_object(text: &str) -> Result<Value, String> {
     }
     Err(last_error.unwrap_or_else(|| "no JSON object found in the answer".to_string()))
 }
+
+/// The repair of a JSON answer (`checks::REPAIRS`): raw line breaks in strings, trailing
+/// commas, a file given in triple quotes.
+pub const REPAIR_JSON: &str = "repair.json";
 
 /// `text` with raw newlines, tabs and other control characters inside JSON strings
 /// escaped, Python's triple-quoted strings (`"content": """…"""`, a small model's way

@@ -238,7 +238,7 @@ pub struct Transition {
     pub at: DateTime<Utc>,
 }
 
-/// The top layer's three powers (the seed's power_a / power_b / power_c), in seniority order.
+/// The top layer's three powers, in seniority order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PowerType {
@@ -288,7 +288,7 @@ pub struct AgentConfig {
 }
 
 impl AgentConfig {
-    /// A config with the layer's full capability set and the seed's defaults
+    /// A config with the layer's full capability set and the design's defaults
     /// (3 retries, 5 minute timeout).
     pub fn new(name: impl Into<String>, layer: Layer, role: impl Into<String>) -> Self {
         AgentConfig {

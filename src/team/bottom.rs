@@ -200,6 +200,7 @@ async fn run_subtask(
     // turn to fix what fails, and a check that still fails is a failed report.
     let mut check_failure = None;
     if let Ok(Ok(outcome)) = &result {
+        super::check::record_repairs(services, assignment.task_id, &outcome.repairs);
         super::verify::keep_proposed(services, assignment.task_id, outcome);
     }
     let result = match result {

@@ -1164,6 +1164,26 @@ pub fn record(s: &Services, task_id: TaskId, subtask: Option<SubtaskId>, results
     });
 }
 
+/// Counts on the task the repairs made to model output (ids of `checks::REPAIRS`), as
+/// `ruleFindings` counts what the rules found.
+pub fn record_repairs<S: AsRef<str>>(s: &Services, task_id: TaskId, repairs: &[S]) {
+    if repairs.is_empty() {
+        return;
+    }
+    tracing::info!(
+        task = %task_id,
+        repairs = %repairs.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(","),
+        "repaired the model's output"
+    );
+    s.tasks.update(task_id, |t| {
+        for repair in repairs {
+            *t.rule_findings
+                .entry(repair.as_ref().to_string())
+                .or_default() += 1;
+        }
+    });
+}
+
 /// Right after a subtask's executor succeeded: checks the files it wrote, and on a
 /// failure gives the same executor one turn to fix its own work with the failure in
 /// the prompt. `Err` carries the failure for a `check_failed` report.
@@ -1245,6 +1265,7 @@ pub async fn after_subtask(
         sink(&format!("check failed, fixing: {}\n", checks.summary()));
         match executor.execute(&fix, cancel.clone(), sink).await {
             Ok(fixed) => {
+                record_repairs(s, task_id, &fixed.repairs);
                 super::verify::keep_proposed(s, task_id, &fixed);
                 for path in fixed.files_written {
                     if !outcome.files_written.contains(&path) {

@@ -235,7 +235,7 @@ async fn apply_fix(
         {
             before_fixes.push((path.clone(), now));
         }
-        let (content, _) = crate::tools::file::as_meant(&path, &content);
+        let content = as_written(s, task_id, &path, &content);
         match s.write_change(task_id, &path, &content, approved).await {
             Ok(outcome) => {
                 let path = outcome.path.to_string_lossy().into_owned();
@@ -248,6 +248,16 @@ async fn apply_fix(
             Err(e) => tracing::warn!("fix for {path} not written: {e}"),
         }
     }
+}
+
+/// A file's content as the model meant it (`tools::file::as_meant`), with the repairs
+/// made counted on the task.
+fn as_written(s: &Services, task_id: TaskId, path: &str, content: &str) -> String {
+    let disabled = &s.config.verify.disabled;
+    let meant =
+        crate::tools::file::as_meant(path, content, &|id| !disabled.iter().any(|d| d == id));
+    check::record_repairs(s, task_id, &meant.repairs);
+    meant.content
 }
 
 /// The task's files and the files it names, as they are now.
@@ -324,6 +334,7 @@ async fn fix_with_tools(
     let (written, confidence): (Vec<String>, _) =
         match executor.execute(&spec, cancel, &mut sink).await {
             Ok(outcome) => {
+                check::record_repairs(s, task_id, &outcome.repairs);
                 keep_proposed(s, task_id, &outcome);
                 (
                     outcome
@@ -474,7 +485,7 @@ async fn try_proposed(
         let Ok(now) = tokio::fs::read_to_string(&absolute).await else {
             continue;
         };
-        let (content, _) = crate::tools::file::as_meant(&path, &content);
+        let content = as_written(s, task_id, &path, &content);
         if now == content {
             continue;
         }

@@ -264,6 +264,7 @@ impl Tool for Bash {
                 summary: format!("ran `{short}` (exit 0)"),
                 progress: true,
                 files_written: Vec::new(),
+                repairs: Vec::new(),
             }),
             exit_code => Err(ToolError::CommandFailed {
                 exit_code,

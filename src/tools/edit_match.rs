@@ -56,9 +56,29 @@ pub(super) enum Miss {
     },
 }
 
+/// The repairs of an edit (`checks::REPAIRS`): rules 2, 3 and 4, and a `new_text` taken
+/// as the whole file. Rule 1 and an append are the edit as written.
+pub const REPAIR_EDIT_ESCAPES: &str = "repair.edit-escapes";
+pub const REPAIR_EDIT_LOOSE: &str = "repair.edit-loose-match";
+pub const REPAIR_EDIT_APPROXIMATE: &str = "repair.edit-approximate-match";
+pub const REPAIR_EDIT_WHOLE_FILE: &str = "repair.edit-whole-file";
+
 /// `file_name` is the path shown to the model; a `.py` name makes an append go before
 /// the script's main block.
+#[cfg(test)]
 pub(super) fn apply(text: &str, old: &str, new: &str, file_name: &str) -> Result<Applied, Miss> {
+    apply_with(text, old, new, file_name, &|_| true).map(|(applied, _)| applied)
+}
+
+/// As [`apply`], with only the repairs `on` says are on, and the repair the edit took,
+/// if it took one.
+pub(super) fn apply_with(
+    text: &str,
+    old: &str,
+    new: &str,
+    file_name: &str,
+    on: &dyn Fn(&str) -> bool,
+) -> Result<(Applied, Option<&'static str>), Miss> {
     let whole_file = || Applied {
         edited: new.to_string(),
         detail: format!(
@@ -66,32 +86,43 @@ pub(super) fn apply(text: &str, old: &str, new: &str, file_name: &str) -> Result
             if old.is_empty() { "empty" } else { "not found" }
         ),
     };
+    let whole_file_on = on(REPAIR_EDIT_WHOLE_FILE);
     if old.is_empty() {
         // The whole file as new_text means "this is the file", not "add a second copy".
-        if is_whole_file(text, new) {
-            return Ok(whole_file());
+        if whole_file_on && is_whole_file(text, new) {
+            return Ok((whole_file(), Some(REPAIR_EDIT_WHOLE_FILE)));
         }
         let python = file_name.ends_with(".py");
         if python && let Some(applied) = redefine(text, new, file_name) {
-            return Ok(applied);
+            return Ok((applied, None));
         }
-        return Ok(append(text, new, python));
+        return Ok((append(text, new, python), None));
     }
-    if let Some(applied) = find_place(text, old, new)? {
-        return Ok(applied);
+    if let Some(found) = find_place(text, old, new, on)? {
+        return Ok(found);
     }
-    if is_whole_file(text, new) {
-        return Ok(whole_file());
+    if whole_file_on && is_whole_file(text, new) {
+        return Ok((whole_file(), Some(REPAIR_EDIT_WHOLE_FILE)));
     }
     Err(Miss::NotFound {
         nearest: nearest(text, old, file_name),
     })
 }
 
-/// Rules 1 to 4: the one place `old` names, if there is one.
-fn find_place(text: &str, old: &str, new: &str) -> Result<Option<Applied>, Miss> {
-    let variants = variants(text, old, new);
+/// Rules 1 to 4: the one place `old` names, if there is one, and the repair that found it.
+fn find_place(
+    text: &str,
+    old: &str,
+    new: &str,
+    on: &dyn Fn(&str) -> bool,
+) -> Result<Option<(Applied, Option<&'static str>)>, Miss> {
+    let mut variants = variants(text, old, new);
+    // The first readings are the edit as written; a later one decodes its escapes.
+    if !on(REPAIR_EDIT_ESCAPES) {
+        variants.retain(|(_, _, how)| how.is_empty());
+    }
     for (old, new, how) in &variants {
+        let repair = (!how.is_empty()).then_some(REPAIR_EDIT_ESCAPES);
         match text.matches(old.as_str()).count() {
             0 => {}
             1 => {
@@ -100,23 +131,34 @@ fn find_place(text: &str, old: &str, new: &str) -> Result<Option<Applied>, Miss>
                     old.lines().count().max(1),
                     new.lines().count()
                 );
-                return Ok(Some(Applied {
-                    edited: text.replacen(old.as_str(), new, 1),
-                    detail,
-                }));
+                return Ok(Some((
+                    Applied {
+                        edited: text.replacen(old.as_str(), new, 1),
+                        detail,
+                    },
+                    repair,
+                )));
             }
             count => return Err(Miss::Ambiguous { count }),
         }
     }
-    for (old, new, how) in &variants {
-        match loose_matches(text, old).as_slice() {
-            [] => {}
-            [found] => {
-                let how = format!("old_text matched ignoring indentation and quote style{how}");
-                return Ok(Some(found.apply(text, new, &how)));
+    if on(REPAIR_EDIT_LOOSE) {
+        for (old, new, how) in &variants {
+            match loose_matches(text, old).as_slice() {
+                [] => {}
+                [found] => {
+                    let how = format!("old_text matched ignoring indentation and quote style{how}");
+                    return Ok(Some((
+                        found.apply(text, new, &how),
+                        Some(REPAIR_EDIT_LOOSE),
+                    )));
+                }
+                many => return Err(Miss::Ambiguous { count: many.len() }),
             }
-            many => return Err(Miss::Ambiguous { count: many.len() }),
         }
+    }
+    if !on(REPAIR_EDIT_APPROXIMATE) {
+        return Ok(None);
     }
     // The last reading is the likeliest: escapes decoded, the file's line breaks.
     let (old, new, how) = variants.last().expect("variants holds old_text as given");
@@ -125,7 +167,7 @@ fn find_place(text: &str, old: &str, new: &str) -> Result<Option<Applied>, Miss>
             "old_text matched approximately ({:.0}% alike){how}; check the result",
             alike * 100.0
         );
-        found.apply(text, new, &how)
+        (found.apply(text, new, &how), Some(REPAIR_EDIT_APPROXIMATE))
     }))
 }
 

@@ -26,6 +26,15 @@ pub struct FileSettings {
     pub max_read_bytes: usize,
     /// Files larger than this are not loaded at all (by `file_read` or `file_edit`).
     pub max_file_bytes: u64,
+    /// `verify.disabled`: the repairs of what the model writes that are switched off.
+    pub disabled_repairs: Vec<String>,
+}
+
+impl FileSettings {
+    /// Whether the repair `id` is on.
+    pub fn repair_on(&self, id: &str) -> bool {
+        !self.disabled_repairs.iter().any(|d| d == id)
+    }
 }
 
 impl Default for FileSettings {
@@ -33,6 +42,7 @@ impl Default for FileSettings {
         FileSettings {
             max_read_bytes: 256 * 1024,
             max_file_bytes: 16 * 1024 * 1024,
+            disabled_repairs: Vec::new(),
         }
     }
 }
@@ -359,11 +369,22 @@ impl ChangeReview {
 pub struct FileWrite {
     writer: Arc<dyn WorkspaceWriter>,
     review: Option<ChangeReview>,
+    settings: FileSettings,
 }
 
 impl FileWrite {
     pub fn new(writer: Arc<dyn WorkspaceWriter>, review: Option<ChangeReview>) -> FileWrite {
-        FileWrite { writer, review }
+        FileWrite {
+            writer,
+            review,
+            settings: FileSettings::default(),
+        }
+    }
+
+    /// With the repairs `settings` switches off.
+    pub fn with_settings(mut self, settings: FileSettings) -> FileWrite {
+        self.settings = settings;
+        self
     }
 }
 
@@ -393,7 +414,10 @@ impl Tool for FileWrite {
     async fn authorize(&self, args: &Args, ctx: &CallContext) -> Result<(), ToolError> {
         let path = args.str("path")?;
         not_conclave_state(path)?;
-        let (content, _) = as_meant(path, args.str("content")?);
+        let meant = as_meant(path, args.str("content")?, &|id| {
+            self.settings.repair_on(id)
+        });
+        let content = meant.content;
         match &self.review {
             Some(review) => review.approve(Path::new(path), &content, ctx).await,
             None => Ok(()),
@@ -403,12 +427,19 @@ impl Tool for FileWrite {
     async fn call(&self, args: &Args, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
         let path = args.str("path")?;
         not_conclave_state(path)?;
-        let (content, added) = as_meant(path, args.str("content")?);
+        let meant = as_meant(path, args.str("content")?, &|id| {
+            self.settings.repair_on(id)
+        });
+        let content = meant.content;
         if let Some(review) = &self.review {
             review.confirm(Path::new(path), &content, ctx).await?;
         }
-        let detail = added.map(|added| format!("{} bytes; {added}", content.len()));
-        let written = write_output(&*self.writer, Path::new(path), &content, detail).await;
+        let detail = meant
+            .said
+            .map(|added| format!("{} bytes; {added}", content.len()));
+        let written = write_output(&*self.writer, Path::new(path), &content, detail)
+            .await
+            .map(|output| output.with_repairs(meant.repairs));
         remember_refusal(self.review.as_ref(), &written, &content, ctx);
         written
     }
@@ -418,18 +449,28 @@ impl Tool for FileWrite {
 /// the model escaped `\n` once too often or too few (see
 /// [`edit_match::python_file_as_meant`]), with the standard-library imports it uses and
 /// lacks (see [`python_imports`]), and what was done, in words for the model.
-pub(crate) fn as_meant(path: &str, content: &str) -> (String, Option<String>) {
+pub(crate) fn as_meant(path: &str, content: &str, on: &dyn Fn(&str) -> bool) -> Meant {
+    let mut meant = Meant {
+        content: content.to_string(),
+        said: None,
+        repairs: Vec::new(),
+    };
     if !path.ends_with(".py") {
-        return (content.to_string(), None);
+        return meant;
     }
     let mut done = Vec::new();
-    let mut content = content.to_string();
-    if let Some(mended) = edit_match::python_file_as_meant(path, &content) {
-        content = mended;
+    if on(REPAIR_PYTHON_ESCAPES)
+        && let Some(mended) = edit_match::python_file_as_meant(path, &meant.content)
+    {
+        meant.content = mended;
+        meant.repairs.push(REPAIR_PYTHON_ESCAPES);
         done.push("its `\\n` line breaks were written as meant".to_string());
     }
-    if let Some((completed, lines)) = python_imports::complete(&content) {
-        content = completed;
+    if on(REPAIR_STDLIB_IMPORTS)
+        && let Some((completed, lines)) = python_imports::complete(&meant.content)
+    {
+        meant.content = completed;
+        meant.repairs.push(REPAIR_STDLIB_IMPORTS);
         let added = lines
             .iter()
             .map(|l| format!("`{l}`"))
@@ -439,9 +480,22 @@ pub(crate) fn as_meant(path: &str, content: &str) -> (String, Option<String>) {
             "added {added}: the code uses it and did not import it"
         ));
     }
-    let said = (!done.is_empty()).then(|| done.join("; "));
-    (content, said)
+    meant.said = (!done.is_empty()).then(|| done.join("; "));
+    meant
 }
+
+/// A file's content as the model meant it ([`as_meant`]).
+pub(crate) struct Meant {
+    pub content: String,
+    /// What was mended, in words for the model.
+    pub said: Option<String>,
+    /// The repairs made, by id.
+    pub repairs: Vec<&'static str>,
+}
+
+/// The repairs of a Python file the model writes (`checks::REPAIRS`).
+pub const REPAIR_PYTHON_ESCAPES: &str = "repair.python-escapes";
+pub const REPAIR_STDLIB_IMPORTS: &str = "repair.stdlib-imports";
 
 /// A write the editor refused is remembered, so the same change is not tried again.
 fn remember_refusal(
@@ -494,6 +548,7 @@ async fn write_output(
         } else {
             Vec::new()
         },
+        repairs: Vec::new(),
     })
 }
 
@@ -552,30 +607,41 @@ impl Tool for FileEdit {
             return Ok(());
         };
         match self.edited(args).await {
-            Ok((relative, edited, _)) => review.approve(&relative, &edited, ctx).await,
+            Ok((relative, edited, _, _)) => review.approve(&relative, &edited, ctx).await,
             Err(_) => Ok(()),
         }
     }
 
     async fn call(&self, args: &Args, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
-        let (relative, edited, detail) = self.edited(args).await?;
+        let (relative, edited, detail, repairs) = self.edited(args).await?;
         if let Some(review) = &self.review {
             review.confirm(&relative, &edited, ctx).await?;
         }
-        let written = write_output(&*self.writer, &relative, &edited, Some(detail)).await;
+        let written = write_output(&*self.writer, &relative, &edited, Some(detail))
+            .await
+            .map(|output| output.with_repairs(repairs));
         remember_refusal(self.review.as_ref(), &written, &edited, ctx);
         written
     }
 }
 
 impl FileEdit {
-    /// The file as the edit would leave it: (relative path, new content, what changed).
-    async fn edited(&self, args: &Args) -> Result<(PathBuf, String, String), ToolError> {
+    /// The file as the edit would leave it: (relative path, new content, what changed,
+    /// the repairs it took).
+    async fn edited(
+        &self,
+        args: &Args,
+    ) -> Result<(PathBuf, String, String, Vec<&'static str>), ToolError> {
         let path = args.str("path")?;
         not_conclave_state(path)?;
         let old_text = args.str("old_text")?;
         let new_text = args.str("new_text")?;
-        let decoded = edit_match::twice_escaped_python(path, new_text);
+        let decoded = edit_match::twice_escaped_python(path, new_text)
+            .filter(|_| self.settings.repair_on(REPAIR_PYTHON_ESCAPES));
+        let mut repairs: Vec<&'static str> = Vec::new();
+        if decoded.is_some() {
+            repairs.push(REPAIR_PYTHON_ESCAPES);
+        }
         let new_text = decoded.as_deref().unwrap_or(new_text);
         if old_text == new_text {
             return Err(ToolError::invalid(
@@ -590,12 +656,27 @@ impl FileEdit {
         )
         .await?;
 
-        match edit_match::apply(&text, old_text, new_text, &relative.display().to_string()) {
-            Ok(edit_match::Applied { edited, detail }) => {
-                match as_meant(&relative.to_string_lossy(), &edited) {
-                    (edited, Some(added)) => Ok((relative, edited, format!("{detail}; {added}"))),
-                    (edited, None) => Ok((relative, edited, detail)),
+        let on = |id: &str| self.settings.repair_on(id);
+        match edit_match::apply_with(
+            &text,
+            old_text,
+            new_text,
+            &relative.display().to_string(),
+            &on,
+        ) {
+            Ok((edit_match::Applied { edited, detail }, repair)) => {
+                repairs.extend(repair);
+                let meant = as_meant(&relative.to_string_lossy(), &edited, &on);
+                for id in meant.repairs {
+                    if !repairs.contains(&id) {
+                        repairs.push(id);
+                    }
                 }
+                let detail = match meant.said {
+                    Some(added) => format!("{detail}; {added}"),
+                    None => detail,
+                };
+                Ok((relative, meant.content, detail, repairs))
             }
             Err(edit_match::Miss::NotFound { nearest }) => Err(ToolError::NoMatch {
                 path: relative,

@@ -240,6 +240,7 @@ impl HttpRequest {
             // A successful request that changes something on the server is progress.
             progress: !matches!(method.as_str(), "GET" | "HEAD" | "OPTIONS"),
             files_written: Vec::new(),
+            repairs: Vec::new(),
         })
     }
 }

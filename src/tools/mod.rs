@@ -57,6 +57,16 @@ pub struct ToolOutput {
     pub progress: bool,
     /// Workspace-relative paths whose content this call changed.
     pub files_written: Vec<PathBuf>,
+    /// The repairs made to what the model gave the tool (`checks::REPAIRS`), by id.
+    pub repairs: Vec<&'static str>,
+}
+
+impl ToolOutput {
+    /// The output, noting the repairs made to the call's arguments.
+    pub fn with_repairs(mut self, repairs: Vec<&'static str>) -> ToolOutput {
+        self.repairs = repairs;
+        self
+    }
 }
 
 /// Where and how a tool call runs.

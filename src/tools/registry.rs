@@ -73,6 +73,10 @@ impl ToolSettings {
             call_retry: config.recovery.call.clone(),
             sandbox: config.sandbox.clone(),
             scrub_env: config.llm.key_variables(),
+            files: FileSettings {
+                disabled_repairs: config.verify.disabled.clone(),
+                ..FileSettings::default()
+            },
             ..ToolSettings::default()
         }
     }
@@ -146,7 +150,9 @@ impl ToolRegistry {
             approver.clone(),
             settings.file_changes == FileChangePolicy::Ask,
         ));
-        registry.register(Arc::new(FileWrite::new(writer.clone(), review.clone())));
+        registry.register(Arc::new(
+            FileWrite::new(writer.clone(), review.clone()).with_settings(settings.files.clone()),
+        ));
         registry.register(Arc::new(FileEdit::new(
             sandbox.clone(),
             writer,

@@ -170,6 +170,7 @@ impl RunTracker {
             error_count: self.error_count,
             recoveries: self.recoveries,
             proposed_files: Vec::new(),
+            repairs: Vec::new(),
         }
     }
 
