@@ -219,14 +219,10 @@ impl Engine {
             executor,
             writer,
             behaviors: behaviors.unwrap_or_else(standard_behaviors),
-            cancels: DashMap::new(),
+            task_state: DashMap::new(),
             attempts: DashMap::new(),
             replaced: DashMap::new(),
             replacements: tokio::sync::watch::channel(0).0,
-            originals: DashMap::new(),
-            acceptance_tests: DashMap::new(),
-            proposed_files: DashMap::new(),
-            consents: DashMap::new(),
             refusals,
             mode,
         });
@@ -521,7 +517,7 @@ impl Engine {
                 value: json!({ "taskId": id, "status": task.status }),
             });
         }
-        self.services.cancels.remove(&task.id);
+        self.services.task_state.remove(&task.id);
         self.services.tasks.update(task.id, |t| {
             t.status = TaskStatus::Queued;
             t.result = None;
@@ -618,7 +614,7 @@ impl Engine {
                 .tasks
                 .get(id)
                 .ok_or_else(|| EngineError::TaskNotFound(id.to_string()))?;
-            if task.status.is_finished() && !self.services.cancels.contains_key(&id) {
+            if task.status.is_finished() && !self.services.task_state.contains_key(&id) {
                 return Ok(task.summary());
             }
             match events.recv().await {

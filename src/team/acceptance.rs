@@ -207,7 +207,7 @@ pub async fn run(
             .await
             {
                 Ok(written) => {
-                    s.acceptance_tests.insert(task_id, written);
+                    s.task_state.entry(task_id).or_default().acceptance_test = Some(written);
                 }
                 // An answer with no usable test (prose, a copy of the code without an
                 // assert) is asked for again, as a broken test is.
@@ -284,7 +284,9 @@ pub async fn run(
                 tracing::info!(task = %task_id, "the acceptance test is broken; rewriting it: {}", first_line(&output));
                 previous_problem = Some(broken_because(&output));
                 let _ = std::fs::remove_file(&path);
-                s.acceptance_tests.remove(&task_id);
+                if let Some(mut state) = s.task_state.get_mut(&task_id) {
+                    state.acceptance_test = None;
+                }
                 rewrites += 1;
             }
         }
@@ -311,7 +313,11 @@ fn rules_named(output: &str, fired: &mut Vec<String>) -> String {
 /// round's coder may rewrite the test to pass instead of fixing the code, and while the
 /// file tools refuse `.conclave/`, `bash` can still write there.
 fn put_back_if_changed(ctx: &AgentContext, s: &Services, task_id: TaskId, path: &Path) {
-    let Some(written) = s.acceptance_tests.get(&task_id).map(|t| t.clone()) else {
+    let Some(written) = s
+        .task_state
+        .get(&task_id)
+        .and_then(|state| state.acceptance_test.clone())
+    else {
         return;
     };
     if std::fs::read_to_string(path).ok().as_deref() == Some(written.as_str()) {

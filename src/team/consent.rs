@@ -46,7 +46,7 @@ pub struct TaskConsent {
 impl Services {
     /// The consent the checks of `task` run under (one answer per task).
     pub fn code_consent(&self, task: TaskId, subtask: Option<SubtaskId>) -> Arc<dyn CodeConsent> {
-        let answer = self.consents.entry(task).or_default().clone();
+        let answer = self.task_state.entry(task).or_default().consent.clone();
         let unavailable = match self.runner.confinement() {
             Confinement::Refused { reason } => Some(format!(
                 "the sandbox is required (sandbox.required = true) and {reason}"
@@ -66,9 +66,9 @@ impl Services {
 
     /// Why the checks of `task` could not run its code, if they were refused.
     pub fn code_refusal(&self, task: TaskId) -> Option<String> {
-        self.consents
+        self.task_state
             .get(&task)
-            .and_then(|answer| answer.get().cloned())
+            .and_then(|state| state.consent.get().cloned())
             .and_then(Result::err)
     }
 }

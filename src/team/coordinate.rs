@@ -260,11 +260,7 @@ async fn finish(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId, outcome:
         t.clone()
     });
     s.approvals.withdraw_task(task_id);
-    s.cancels.remove(&task_id);
-    s.originals.remove(&task_id);
-    s.acceptance_tests.remove(&task_id);
-    s.proposed_files.remove(&task_id);
-    s.consents.remove(&task_id);
+    s.task_state.remove(&task_id);
     s.refusals.forget(task_id);
     if let Some(record) = record {
         report_upward(ctx, &record);

@@ -81,26 +81,15 @@ pub struct Services {
     pub executor: Option<Arc<dyn Executor>>,
     pub writer: Arc<SwappableWriter>,
     pub behaviors: BehaviorFactory,
-    /// Per unfinished task: cancelled when the task is cancelled.
-    pub cancels: DashMap<TaskId, CancellationToken>,
+    /// Per unfinished task: what the team keeps while it works on it ([`TaskState`]).
+    /// The entry goes when the task ends.
+    pub task_state: DashMap<TaskId, TaskState>,
     /// Per running subtask attempt: who runs it, and how to stop just that attempt.
     pub attempts: DashMap<SubtaskId, (AgentId, CancellationToken)>,
     /// Replacements so far (old → new), so waiting coordinators can follow them.
     pub replaced: DashMap<AgentId, AgentId>,
     /// Bumped after every replacement; coordinators waiting on an agent watch it.
     pub replacements: tokio::sync::watch::Sender<u64>,
-    /// Per unfinished task: the files it names as they were when it began, for the
-    /// contracts check (`check.rs`).
-    pub originals: DashMap<TaskId, check::Originals>,
-    /// Per unfinished task: its acceptance test as the team wrote it. A test changed on
-    /// disk since (a coder's `bash` wrote over it) is put back before it runs.
-    pub acceptance_tests: DashMap<TaskId, String>,
-    /// Per unfinished task: whole files a coder's final answer showed and did not write
-    /// ([`crate::executor::ExecutionOutcome::proposed_files`]); the fix loop tries them
-    /// before it asks for a fix (`verify.rs`).
-    pub proposed_files: DashMap<TaskId, Vec<crate::executor::TargetFile>>,
-    /// Per unfinished task: whether its checks may run its code (`consent.rs`).
-    pub consents: DashMap<TaskId, consent::Answer>,
     /// Per unfinished task: the changes refused in it (shared with the tools' approver).
     pub refusals: Refusals,
     /// `.conclave/sessions/<session>/`, where ERROR_REPORT.md goes.
@@ -109,26 +98,48 @@ pub struct Services {
     pub mode: String,
 }
 
+/// What the team keeps about one unfinished task while it works on it, beside its
+/// record: one entry of [`Services::task_state`], gone when the task ends.
+#[derive(Default)]
+pub struct TaskState {
+    /// Cancelled when the task is cancelled.
+    pub cancel: CancellationToken,
+    /// The files the task names as they were when it began, for the contracts check
+    /// (`check.rs`); captured on first use.
+    pub originals: Option<check::Originals>,
+    /// The acceptance test as the team wrote it. A test changed on disk since (a coder's
+    /// `bash` wrote over it) is put back before it runs.
+    pub acceptance_test: Option<String>,
+    /// Whole files a coder's final answer showed and did not write
+    /// ([`crate::executor::ExecutionOutcome::proposed_files`]); the fix loop tries them
+    /// before it asks for a fix (`verify.rs`).
+    pub proposed_files: Vec<crate::executor::TargetFile>,
+    /// Whether the task's checks may run its code (`consent.rs`).
+    pub consent: consent::Answer,
+}
+
 impl Services {
     /// The files `task` names as they were when it began (captured on first use).
     pub fn originals(&self, task: TaskId) -> check::Originals {
-        if let Some(originals) = self.originals.get(&task) {
-            return originals.clone();
+        if let Some(originals) = self.task_state.get(&task).and_then(|t| t.originals.clone()) {
+            return originals;
         }
         let description = self
             .tasks
             .get(task)
             .map(|t| t.description.clone())
             .unwrap_or_default();
-        self.originals
+        self.task_state
             .entry(task)
-            .or_insert_with(|| check::capture_originals(&self.sandbox, &description))
+            .or_default()
+            .originals
+            .get_or_insert_with(|| check::capture_originals(&self.sandbox, &description))
             .clone()
     }
 
     /// The cancellation token of `task`, created on first use.
     pub fn task_cancel(&self, task: TaskId) -> CancellationToken {
-        self.cancels.entry(task).or_default().clone()
+        self.task_state.entry(task).or_default().cancel.clone()
     }
 
     /// Publishes a recovery step, stores it, and makes it the task's latest.

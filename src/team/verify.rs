@@ -448,7 +448,8 @@ pub(super) fn keep_proposed(s: &Services, task_id: TaskId, outcome: &ExecutionOu
     if outcome.proposed_files.is_empty() {
         return;
     }
-    let mut kept = s.proposed_files.entry(task_id).or_default();
+    let mut state = s.task_state.entry(task_id).or_default();
+    let kept = &mut state.proposed_files;
     for file in &outcome.proposed_files {
         if !kept.contains(file) {
             kept.push(file.clone());
@@ -469,9 +470,9 @@ async fn try_proposed(
     before_fixes: &mut Vec<(String, String)>,
 ) -> Option<(String, check::Checks)> {
     let proposed = s
-        .proposed_files
-        .remove(&task_id)
-        .map(|(_, files)| files)
+        .task_state
+        .get_mut(&task_id)
+        .map(|mut state| std::mem::take(&mut state.proposed_files))
         .unwrap_or_default();
     let task_files = files_of(s, task_id);
     for file in proposed {
