@@ -153,10 +153,7 @@ async fn run_subtask(
     let Some(subtask) = task.subtask(subtask_id).cloned() else {
         return;
     };
-    let policy = LadderPolicy::from_config(&s.config.recovery, task.options.max_retries);
-    let mut history = History::default();
-    let mut description = subtask.description.clone();
-    let mut assignee = match subtask
+    let assignee = match subtask
         .assignee
         .filter(|a| s.runtime.pool.get(*a).is_some())
     {
@@ -177,262 +174,409 @@ async fn run_subtask(
             }
         },
     };
-    let mut tried: Vec<AgentId> = Vec::new();
-    let as_found = files_as_found(s, &task, &description);
-    // `recovery.subtaskTimeoutMs` bounds all attempts together; waits between them
-    // (backoff, the provider, a person) are not work and do not count.
-    let limit = Duration::from_millis(s.config.recovery.subtask_timeout_ms.max(1));
-    let mut spent = Duration::ZERO;
+    let run = SubtaskRun {
+        ctx,
+        s,
+        task_id,
+        subtask_id,
+        policy: LadderPolicy::from_config(&s.config.recovery, task.options.max_retries),
+        history: History::default(),
+        as_found: files_as_found(s, &task, &subtask.description),
+        description: subtask.description,
+        assignee,
+        tried: Vec::new(),
+        // `recovery.subtaskTimeoutMs` bounds all attempts together; waits between them
+        // (backoff, the provider, a person) are not work and do not count.
+        limit: Duration::from_millis(s.config.recovery.subtask_timeout_ms.max(1)),
+        spent: Duration::ZERO,
+        after_wait: false,
+        task,
+    };
+    run.run().await;
+}
 
-    // An escalation that was waiting for a person when the last run stopped: its answer
-    // decides how this subtask goes on.
-    let mut next = Step::Attempt;
-    // A dispatch after waiting for the provider is the same attempt, not a new one.
-    let mut after_wait = false;
-    if let Some(answered) = s.approvals.take_restored(subtask_id) {
-        set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Escalated);
-        history.restored_person_escalation();
+/// One subtask on its way up the ladder: the interpreter of the ladder's steps
+/// (`recovery::ladder::decide`), one method a step, and what it keeps between them.
+struct SubtaskRun<'a> {
+    ctx: &'a AgentContext,
+    s: &'a Arc<Services>,
+    task: TaskRecord,
+    task_id: TaskId,
+    subtask_id: SubtaskId,
+    policy: LadderPolicy,
+    history: History,
+    /// The subtask as its agent reads it (a supervisor or a person may rewrite it).
+    description: String,
+    assignee: AgentId,
+    /// Agents that ran out of retries on it.
+    tried: Vec<AgentId>,
+    /// The files it names as it found them, put back before a retry of work that
+    /// failed its checks.
+    as_found: Vec<(String, String)>,
+    limit: Duration,
+    /// Time its attempts spent working (not waiting).
+    spent: Duration,
+    /// The next dispatch follows a wait for the provider: the same attempt, not a new one.
+    after_wait: bool,
+}
+
+impl SubtaskRun<'_> {
+    async fn run(mut self) {
+        let mut next = self.resume_escalation().await;
+        loop {
+            next = match next {
+                Step::Attempt => match self.attempt().await {
+                    Some(step) => step,
+                    None => return,
+                },
+                Step::Retry {
+                    attempt,
+                    max,
+                    delay,
+                } => {
+                    self.retry(attempt, max, delay).await;
+                    Step::Attempt
+                }
+                Step::WaitForProvider {
+                    provider,
+                    reason,
+                    delay,
+                    waited,
+                    patience,
+                } => {
+                    self.wait_for_provider(&provider, &reason, delay, waited, patience)
+                        .await;
+                    Step::Attempt
+                }
+                Step::AskPeer => {
+                    let outcome = self.ask_peer().await;
+                    self.decide(outcome)
+                }
+                Step::EscalateToSupervisor => {
+                    let outcome = self.escalate_to_supervisor().await;
+                    self.decide(outcome)
+                }
+                Step::EscalateToTop => {
+                    self.escalate_to_top();
+                    let outcome = self.ask_person().await;
+                    self.decide(outcome)
+                }
+                Step::AskPerson => {
+                    let outcome = self.ask_person().await;
+                    self.decide(outcome)
+                }
+                Step::GiveUp(failure) => {
+                    give_up(
+                        self.s,
+                        self.task_id,
+                        self.subtask_id,
+                        self.assignee,
+                        failure,
+                    );
+                    return;
+                }
+                Step::Stop => return,
+            };
+        }
+    }
+
+    /// The ladder's next step after `outcome`.
+    fn decide(&mut self, outcome: Outcome) -> Step {
+        decide(&self.policy, &mut self.history, outcome, rand::random())
+    }
+
+    /// The failure the ladder is climbing for.
+    fn last_failure(&self) -> Failure {
+        self.history
+            .last_failure()
+            .cloned()
+            .unwrap_or_else(|| Failure::new(FailureKind::Other, "the subtask kept failing"))
+    }
+
+    fn files(&self) -> Vec<String> {
+        subtask_files(self.s, self.task_id, self.subtask_id)
+    }
+
+    /// An escalation that was waiting for a person when the last run stopped: its
+    /// answer decides how this subtask goes on.
+    async fn resume_escalation(&mut self) -> Step {
+        let Some(answered) = self.s.approvals.take_restored(self.subtask_id) else {
+            return Step::Attempt;
+        };
+        set_subtask_status(
+            self.s,
+            self.task_id,
+            self.subtask_id,
+            SubtaskStatus::Escalated,
+        );
+        self.history.restored_person_escalation();
         let answer = answered.await.ok();
         let outcome = apply_answer(
-            ctx,
-            s,
-            task_id,
-            subtask_id,
-            &mut assignee,
-            &mut description,
-            &tried,
+            self.ctx,
+            self.s,
+            self.task_id,
+            self.subtask_id,
+            &mut self.assignee,
+            &mut self.description,
+            &self.tried,
             answer,
         );
-        next = match outcome {
+        match outcome {
             Outcome::PersonAnswered(Some(PersonAnswer::GoOn)) => Step::Attempt,
             _ => Step::GiveUp(Failure::new(
                 FailureKind::Cancelled,
                 "the person aborted the subtask",
             )),
-        };
+        }
     }
-    loop {
-        let files = subtask_files(s, task_id, subtask_id);
-        match next {
-            Step::Attempt => {}
-            Step::Retry {
-                attempt,
-                max,
-                delay,
-            } => {
-                let failure = history.last_failure().cloned();
-                let (kind, severity, message) = failure
-                    .as_ref()
-                    .map(|f| (f.kind, f.severity, first_line(&f.message)))
-                    .unwrap_or((FailureKind::Other, Severity::Medium, String::new()));
-                let mut event = recovery_event(
-                    task_id,
-                    Some(subtask_id),
-                    assignee,
-                    RecoveryAction::Retry,
-                    severity,
-                    attempt,
-                    max,
-                    format!(
-                        "{} failed ({kind}): {message}; retry {attempt}/{max} in {}",
-                        agent_name(s, assignee),
-                        human_duration(delay)
-                    ),
-                );
-                event.delay_ms = Some(delay.as_millis() as u64);
-                event.files = Some(files);
-                s.recovery(event);
-                set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Recovering);
-                tokio::time::sleep(delay).await;
-            }
-            Step::WaitForProvider {
-                provider,
-                reason,
-                delay,
-                waited,
-                patience,
-            } => {
-                let mut event = recovery_event(
-                    task_id,
-                    Some(subtask_id),
-                    assignee,
-                    RecoveryAction::WaitForProvider,
-                    Severity::Medium,
-                    0,
-                    0,
-                    format!(
-                        "waiting for {provider} ({reason}), next try in {} (waited {} of {})",
-                        human_duration(delay),
-                        human_duration(waited),
-                        human_duration(patience)
-                    ),
-                );
-                event.delay_ms = Some(delay.as_millis() as u64);
-                event.provider = Some(provider.clone());
-                event.files = Some(files);
-                s.recovery(event);
-                set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Recovering);
-                set_agent(
-                    s,
-                    assignee,
-                    AgentStatus::Blocked,
-                    &format!("waiting for {provider}"),
-                );
-                tokio::time::sleep(delay).await;
-                set_agent(
-                    s,
-                    assignee,
-                    AgentStatus::Idle,
-                    &format!("{provider} may answer again"),
-                );
-                after_wait = true;
-            }
-            Step::AskPeer => {
-                tried.push(assignee);
-                let failure = history.last_failure().cloned().unwrap_or_else(|| {
-                    Failure::new(FailureKind::Other, "the subtask kept failing")
-                });
-                // The agent ran out of retries: failed until it is replaced (unless it is
-                // busy with other work, which it goes on with).
-                if s.runtime
-                    .pool
-                    .get(s.current_agent(assignee))
-                    .is_some_and(|a| a.status() == AgentStatus::Idle)
-                {
-                    set_agent(s, assignee, AgentStatus::Failed, "ran out of retries");
-                }
-                let outcome = match peer_takeover(
-                    ctx, s, &task, subtask_id, assignee, &tried, &failure,
-                )
-                .await
-                {
-                    Some(peer) => {
-                        let mut event = recovery_event(
-                            task_id,
-                            Some(subtask_id),
-                            peer,
-                            RecoveryAction::PeerTakeover,
-                            failure.severity,
-                            1,
-                            1,
-                            format!(
-                                "{} handed the subtask to idle peer {}",
-                                agent_name(s, assignee),
-                                agent_name(s, peer)
-                            ),
-                        );
-                        event.files = Some(files);
-                        s.recovery(event);
-                        replace_in_background(s, assignee, "ran out of retries on a subtask");
-                        assignee = peer;
-                        Outcome::HandedOver
-                    }
-                    None => {
-                        let _ = ctx.append_own_board(&format!(
-                            "- no idle peer could take over from {}; escalating",
-                            agent_name(s, assignee)
-                        ));
-                        Outcome::NoPeer
-                    }
-                };
-                next = decide(&policy, &mut history, outcome, rand::random());
-                continue;
-            }
-            Step::EscalateToSupervisor => {
-                let failure = history.last_failure().cloned().unwrap_or_else(|| {
-                    Failure::new(FailureKind::Other, "the subtask kept failing")
-                });
-                let outcome = supervise(
-                    ctx,
-                    s,
-                    &task,
-                    subtask_id,
-                    &mut assignee,
-                    &mut description,
-                    &tried,
-                    &failure,
-                    files,
-                )
-                .await;
-                next = decide(&policy, &mut history, outcome, rand::random());
-                continue;
-            }
-            Step::EscalateToTop | Step::AskPerson => {
-                let failure = history.last_failure().cloned().unwrap_or_else(|| {
-                    Failure::new(FailureKind::Other, "the subtask kept failing")
-                });
-                if matches!(next, Step::EscalateToTop) {
-                    let notice = Message::new(
-                        ctx.id(),
-                        Recipient::Layer(Layer::Top),
-                        MessageKind::IssueEscalation,
-                        json!({ "taskId": task_id, "subtaskId": subtask_id, "kind": failure.kind, "severity": failure.severity, "fatal": failure.fatal, "message": failure.message }),
-                    )
-                    .with_task(task_id.to_string());
-                    let _ = ctx.bus.send(notice);
-                    let mut event = recovery_event(
-                        task_id,
-                        Some(subtask_id),
-                        assignee,
-                        RecoveryAction::EscalateToTop,
-                        failure.severity,
-                        history.person_escalations(),
-                        crate::recovery::ladder::MAX_PERSON_ESCALATIONS,
-                        format!(
-                            "{} {} escalated to the top layer and the user: {}",
-                            if failure.fatal { "fatal" } else { "critical" },
-                            failure.kind,
-                            first_line(&failure.message)
-                        ),
-                    );
-                    event.files = Some(files);
-                    s.recovery(event);
-                }
-                set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Escalated);
-                set_agent(
-                    s,
-                    assignee,
-                    AgentStatus::WaitingApproval,
-                    "waiting for a person's decision",
-                );
-                let answer =
-                    ask_person(s, &task, subtask_id, assignee, &description, &failure).await;
-                set_agent(s, assignee, AgentStatus::Idle, "the person answered");
-                let outcome = apply_answer(
-                    ctx,
-                    s,
-                    task_id,
-                    subtask_id,
-                    &mut assignee,
-                    &mut description,
-                    &tried,
-                    answer,
-                );
-                next = decide(&policy, &mut history, outcome, rand::random());
-                continue;
-            }
-            Step::GiveUp(failure) => {
-                give_up(s, task_id, subtask_id, assignee, failure);
-                return;
-            }
-            Step::Stop => return,
-        }
 
-        if spent >= limit {
-            let timeout = Failure::new(
-                FailureKind::Timeout,
-                format!(
-                    "the subtask's attempts used up its {} (recovery.subtaskTimeoutMs)",
-                    human_duration(limit)
-                ),
-            );
-            let timeout = match history.first_failure() {
-                Some(first) => timeout.caused_by(first),
-                None => timeout,
-            };
-            give_up(s, task_id, subtask_id, assignee, timeout);
-            return;
+    /// Waits `delay` before the next attempt on the same agent, saying so.
+    async fn retry(&mut self, attempt: u32, max: u32, delay: Duration) {
+        let (s, task_id, subtask_id) = (self.s, self.task_id, self.subtask_id);
+        let failure = self.history.last_failure().cloned();
+        let (kind, severity, message) = failure
+            .as_ref()
+            .map(|f| (f.kind, f.severity, first_line(&f.message)))
+            .unwrap_or((FailureKind::Other, Severity::Medium, String::new()));
+        let mut event = recovery_event(
+            task_id,
+            Some(subtask_id),
+            self.assignee,
+            RecoveryAction::Retry,
+            severity,
+            attempt,
+            max,
+            format!(
+                "{} failed ({kind}): {message}; retry {attempt}/{max} in {}",
+                agent_name(s, self.assignee),
+                human_duration(delay)
+            ),
+        );
+        event.delay_ms = Some(delay.as_millis() as u64);
+        event.files = Some(self.files());
+        s.recovery(event);
+        set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Recovering);
+        tokio::time::sleep(delay).await;
+    }
+
+    /// Waits for the provider, costing no attempt; the agent shows as blocked meanwhile.
+    async fn wait_for_provider(
+        &mut self,
+        provider: &str,
+        reason: &str,
+        delay: Duration,
+        waited: Duration,
+        patience: Duration,
+    ) {
+        let (s, task_id, subtask_id) = (self.s, self.task_id, self.subtask_id);
+        let mut event = recovery_event(
+            task_id,
+            Some(subtask_id),
+            self.assignee,
+            RecoveryAction::WaitForProvider,
+            Severity::Medium,
+            0,
+            0,
+            format!(
+                "waiting for {provider} ({reason}), next try in {} (waited {} of {})",
+                human_duration(delay),
+                human_duration(waited),
+                human_duration(patience)
+            ),
+        );
+        event.delay_ms = Some(delay.as_millis() as u64);
+        event.provider = Some(provider.to_string());
+        event.files = Some(self.files());
+        s.recovery(event);
+        set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Recovering);
+        set_agent(
+            s,
+            self.assignee,
+            AgentStatus::Blocked,
+            &format!("waiting for {provider}"),
+        );
+        tokio::time::sleep(delay).await;
+        set_agent(
+            s,
+            self.assignee,
+            AgentStatus::Idle,
+            &format!("{provider} may answer again"),
+        );
+        self.after_wait = true;
+    }
+
+    /// The agent ran out of retries: an idle peer takes the subtask over, if there is one.
+    async fn ask_peer(&mut self) -> Outcome {
+        let (ctx, s) = (self.ctx, self.s);
+        let assignee = self.assignee;
+        self.tried.push(assignee);
+        let failure = self.last_failure();
+        // Failed until it is replaced (unless it is busy with other work, which it goes
+        // on with).
+        if s.runtime
+            .pool
+            .get(s.current_agent(assignee))
+            .is_some_and(|a| a.status() == AgentStatus::Idle)
+        {
+            set_agent(s, assignee, AgentStatus::Failed, "ran out of retries");
         }
+        match peer_takeover(
+            ctx,
+            s,
+            &self.task,
+            self.subtask_id,
+            assignee,
+            &self.tried,
+            &failure,
+        )
+        .await
+        {
+            Some(peer) => {
+                let mut event = recovery_event(
+                    self.task_id,
+                    Some(self.subtask_id),
+                    peer,
+                    RecoveryAction::PeerTakeover,
+                    failure.severity,
+                    1,
+                    1,
+                    format!(
+                        "{} handed the subtask to idle peer {}",
+                        agent_name(s, assignee),
+                        agent_name(s, peer)
+                    ),
+                );
+                event.files = Some(self.files());
+                s.recovery(event);
+                replace_in_background(s, assignee, "ran out of retries on a subtask");
+                self.assignee = peer;
+                Outcome::HandedOver
+            }
+            None => {
+                let _ = ctx.append_own_board(&format!(
+                    "- no idle peer could take over from {}; escalating",
+                    agent_name(s, assignee)
+                ));
+                Outcome::NoPeer
+            }
+        }
+    }
+
+    /// The supervisor (this mid) decides: replace the agent, reassign or rewrite the
+    /// subtask, or pass it up.
+    async fn escalate_to_supervisor(&mut self) -> Outcome {
+        let failure = self.last_failure();
+        let files = self.files();
+        supervise(
+            self.ctx,
+            self.s,
+            &self.task,
+            self.subtask_id,
+            &mut self.assignee,
+            &mut self.description,
+            &self.tried,
+            &failure,
+            files,
+        )
+        .await
+    }
+
+    /// A fatal or critical failure goes to the top layer (and then the person).
+    fn escalate_to_top(&mut self) {
+        let (ctx, s, task_id, subtask_id) = (self.ctx, self.s, self.task_id, self.subtask_id);
+        let failure = self.last_failure();
+        let notice = Message::new(
+            ctx.id(),
+            Recipient::Layer(Layer::Top),
+            MessageKind::IssueEscalation,
+            json!({ "taskId": task_id, "subtaskId": subtask_id, "kind": failure.kind, "severity": failure.severity, "fatal": failure.fatal, "message": failure.message }),
+        )
+        .with_task(task_id.to_string());
+        let _ = ctx.bus.send(notice);
+        let mut event = recovery_event(
+            task_id,
+            Some(subtask_id),
+            self.assignee,
+            RecoveryAction::EscalateToTop,
+            failure.severity,
+            self.history.person_escalations(),
+            crate::recovery::ladder::MAX_PERSON_ESCALATIONS,
+            format!(
+                "{} {} escalated to the top layer and the user: {}",
+                if failure.fatal { "fatal" } else { "critical" },
+                failure.kind,
+                first_line(&failure.message)
+            ),
+        );
+        event.files = Some(self.files());
+        s.recovery(event);
+    }
+
+    /// The person decides how the subtask goes on.
+    async fn ask_person(&mut self) -> Outcome {
+        let (s, task_id, subtask_id) = (self.s, self.task_id, self.subtask_id);
+        let failure = self.last_failure();
+        set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Escalated);
+        set_agent(
+            s,
+            self.assignee,
+            AgentStatus::WaitingApproval,
+            "waiting for a person's decision",
+        );
+        let answer = ask_person(
+            s,
+            &self.task,
+            subtask_id,
+            self.assignee,
+            &self.description,
+            &failure,
+        )
+        .await;
+        set_agent(s, self.assignee, AgentStatus::Idle, "the person answered");
+        apply_answer(
+            self.ctx,
+            s,
+            task_id,
+            subtask_id,
+            &mut self.assignee,
+            &mut self.description,
+            &self.tried,
+            answer,
+        )
+    }
+
+    /// The subtask's time used up: it ends as a timeout caused by its first failure
+    /// (or by `last`, the failure that used it up).
+    fn timed_out(&self, last: Option<&Failure>) -> Failure {
+        let message = match last {
+            Some(last) => format!(
+                "the subtask's attempts used up its {} (recovery.subtaskTimeoutMs); last error: {}",
+                human_duration(self.limit),
+                first_line(&last.message)
+            ),
+            None => format!(
+                "the subtask's attempts used up its {} (recovery.subtaskTimeoutMs)",
+                human_duration(self.limit)
+            ),
+        };
+        let timeout = Failure::new(FailureKind::Timeout, message);
+        match (self.history.first_failure(), last) {
+            (Some(first), _) => timeout.caused_by(first),
+            (None, Some(last)) if last.kind != FailureKind::Timeout => timeout.caused_by(last),
+            _ => timeout,
+        }
+    }
+
+    /// One attempt by the assignee. `None` when the subtask is done (completed, or
+    /// given up); otherwise the ladder's next step.
+    async fn attempt(&mut self) -> Option<Step> {
+        let (ctx, s, task_id, subtask_id) = (self.ctx, self.s, self.task_id, self.subtask_id);
+        if self.spent >= self.limit {
+            give_up(s, task_id, subtask_id, self.assignee, self.timed_out(None));
+            return None;
+        }
+        let (assignee, after_wait, errored) =
+            (self.assignee, self.after_wait, self.history.errored());
         let attempts = s
             .tasks
             .update(task_id, |t| {
@@ -442,7 +586,7 @@ async fn run_subtask(
                 }
                 st.assignee = Some(assignee);
                 st.assignee_name = Some(agent_name(s, assignee));
-                st.status = if history.errored() {
+                st.status = if errored {
                     SubtaskStatus::Recovering
                 } else {
                     SubtaskStatus::Running
@@ -453,12 +597,14 @@ async fn run_subtask(
             })
             .flatten()
             .unwrap_or(1);
-        after_wait = false;
-        let last_failure = history.last_failure();
-        let before = quality::before_attempt(last_failure.map(|f| f.kind));
+        self.after_wait = false;
+        // The quality ladder says whether the last failure is told, and whether the
+        // last attempt's changes are put back first.
+        let last_failure = self.history.last_failure().cloned();
+        let before = quality::before_attempt(last_failure.as_ref().map(|f| f.kind));
         let earlier_failure = last_failure.filter(|_| before.tell);
         let undone = if before.undo {
-            undo_failed_attempt(ctx, s, &as_found).await
+            undo_failed_attempt(ctx, s, &self.as_found).await
         } else {
             Vec::new()
         };
@@ -467,13 +613,13 @@ async fn run_subtask(
         let report = attempt(
             ctx,
             s,
-            &task,
+            &self.task,
             subtask_id,
             assignee,
-            &description,
-            earlier_failure.map(|f| (f, undone.as_slice())),
+            &self.description,
+            earlier_failure.as_ref().map(|f| (f, undone.as_slice())),
             attempts,
-            limit - spent,
+            self.limit - self.spent,
         )
         .await;
         // Waiting for a person (approvals during the attempt) is not the subtask's time.
@@ -481,12 +627,11 @@ async fn run_subtask(
             .approvals
             .time_with_person(subtask_id)
             .saturating_sub(with_person);
-        spent += started.elapsed().saturating_sub(person);
+        self.spent += started.elapsed().saturating_sub(person);
         let report = match report {
             Attempt::Replaced(new) => {
-                assignee = new;
-                next = Step::Attempt;
-                continue;
+                self.assignee = new;
+                return Some(Step::Attempt);
             }
             Attempt::Done(report) => report,
         };
@@ -506,11 +651,11 @@ async fn run_subtask(
                     add_new(&mut t.files_written, files);
                     refresh_status(t);
                 });
-                if history.errored() {
+                if self.history.errored() {
                     s.recovery(recovery_event(
                         task_id,
                         Some(subtask_id),
-                        assignee,
+                        self.assignee,
                         RecoveryAction::Recovered,
                         Severity::Low,
                         attempts,
@@ -518,7 +663,7 @@ async fn run_subtask(
                         format!("subtask recovered on attempt {attempts}"),
                     ));
                 }
-                return;
+                None
             }
             SubtaskReport::Failed {
                 failure,
@@ -558,41 +703,18 @@ async fn run_subtask(
                 {
                     // An attempt stopped by something else than the task's cancellation
                     // (its agent was replaced mid-attempt): try again.
-                    next = decide(
-                        &policy,
-                        &mut history,
-                        Outcome::Failed(Failure::new(
-                            FailureKind::AgentUnavailable,
-                            failure.message.clone(),
-                        )),
-                        rand::random(),
-                    );
-                    continue;
+                    return Some(self.decide(Outcome::Failed(Failure::new(
+                        FailureKind::AgentUnavailable,
+                        failure.message.clone(),
+                    ))));
                 }
-                if spent >= limit {
+                if self.spent >= self.limit {
                     // The subtask's time is used up: no retry can follow.
-                    let timeout = Failure::new(
-                        FailureKind::Timeout,
-                        format!(
-                            "the subtask's attempts used up its {} (recovery.subtaskTimeoutMs); last error: {}",
-                            human_duration(limit),
-                            first_line(&failure.message)
-                        ),
-                    );
-                    let timeout = match history.first_failure() {
-                        Some(first) => timeout.caused_by(first),
-                        None if failure.kind != FailureKind::Timeout => timeout.caused_by(&failure),
-                        None => timeout,
-                    };
-                    give_up(s, task_id, subtask_id, assignee, timeout);
-                    return;
+                    let timeout = self.timed_out(Some(&failure));
+                    give_up(s, task_id, subtask_id, self.assignee, timeout);
+                    return None;
                 }
-                next = decide(
-                    &policy,
-                    &mut history,
-                    Outcome::Failed(failure),
-                    rand::random(),
-                );
+                Some(self.decide(Outcome::Failed(failure)))
             }
         }
     }
