@@ -146,7 +146,19 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
                 })
             }
             FixStep::AskForFiles { round } => {
-                let answer = ask_for_fix(ctx, s, task_id, &last_failed, &last_output).await;
+                // A fix that gives no file changes nothing: an answer that cannot be used.
+                let answer = ask_for_fix(ctx, s, task_id, &last_failed, &last_output)
+                    .await
+                    .and_then(|fix| {
+                        if fix.files.is_empty() {
+                            Err(format!(
+                                "it gives no file ({})",
+                                first_line(&fix.explanation)
+                            ))
+                        } else {
+                            Ok(fix)
+                        }
+                    });
                 let said = match &answer {
                     Ok(fix) => format!(
                         "(confidence {}): {}",
@@ -780,8 +792,8 @@ async fn approved_tool_fix(
         }
     }
     let Some((path, was, now)) = changed.first().cloned() else {
-        // Nothing the person could be shown changed: there is nothing to keep.
-        return false;
+        // Nothing changed: there is nothing to keep or refuse, and the loop checks on.
+        return true;
     };
     let files = changed
         .iter()
