@@ -29,18 +29,29 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-/// A script where job `t` plans `subtasks` steps and every step answers at once.
+/// Files written to disk (`Workspace::scripted` has plans reviewed by the rules).
+const JOBS_CONFIG: &str = "writes = \"disk\"";
+
+/// A script where job `t` plans `subtasks` steps, each writing a file of its own (a
+/// plan's steps must change something, or planning folds them away), and every step
+/// answers at once.
 fn jobs(tasks: usize, subtasks: usize, step_delay_ms: u64) -> Value {
     let mut steps = Vec::new();
     for t in 0..tasks {
         let list: Vec<Value> = (0..subtasks)
-            .map(|s| json!({ "description": format!("Step {s} of job {t}") }))
+            .map(
+                |s| json!({ "description": format!("Step {s} of job {t}: write out_{t}_{s}.txt") }),
+            )
             .collect();
         steps.push(json!({ "match": format!("Job {t}:"), "text": json!({ "subtasks": list }).to_string() }));
     }
-    steps.push(
-        json!({ "match": "Step", "text": "Done.", "repeat": true, "delayMs": step_delay_ms }),
-    );
+    steps.push(json!({ "match": "out.txt", "text": "Done.", "repeat": true }));
+    steps.push(json!({
+        "match": "Step",
+        "toolCalls": [ { "name": "file_write", "arguments": { "path": "out.txt", "content": "done\n" } } ],
+        "repeat": true,
+        "delayMs": step_delay_ms
+    }));
     Value::Array(steps)
 }
 
@@ -63,7 +74,7 @@ async fn startup() {
 }
 
 async fn list_tasks_round_trip() {
-    let ws = Workspace::scripted(jobs(10, 3, 0), "writes = \"disk\"");
+    let ws = Workspace::scripted(jobs(10, 3, 0), JOBS_CONFIG);
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(bare_capabilities(), json!({})).await;
     let mut ids = Vec::new();
@@ -93,7 +104,7 @@ async fn notification_throughput() {
     let tasks = 300;
     let ws = Workspace::scripted(
         jobs(tasks, 5, 0),
-        "writes = \"disk\"\n[team]\ntop = 3\nmid = 5\nbottomPerMid = 8",
+        &format!("{JOBS_CONFIG}\n[team]\ntop = 3\nmid = 5\nbottomPerMid = 8"),
     );
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
