@@ -124,14 +124,23 @@ async fn notification_throughput() {
     let mut ids = std::collections::HashSet::new();
     let mut completed = std::collections::HashSet::new();
     let mut received = 0u64;
+    let mut by_method = std::collections::BTreeMap::<String, u64>::new();
     while ids.len() < tasks || !ids.is_subset(&completed) {
         let message = server.wait_for("any message", |_| true).await;
         if message.get("method").is_none() && submits.contains(&message["id"]) {
             ids.insert(message["result"]["taskId"].as_str().unwrap().to_string());
             continue;
         }
-        if message.get("method").is_some() && message.get("id").is_none() {
+        if message.get("method").is_some() && message.get("id").is_some() {
+            // As an editor does: accept the progress tokens the server creates.
+            server.respond(message["id"].clone(), Value::Null).await;
+            continue;
+        }
+        if message.get("method").is_some() {
             received += 1;
+            *by_method
+                .entry(message["method"].as_str().unwrap_or("").to_string())
+                .or_default() += 1;
         }
         if message["method"] == "conclave/taskUpdated"
             && message["params"]["task"]["status"] == "completed"
@@ -150,6 +159,9 @@ async fn notification_throughput() {
         elapsed.as_secs_f64(),
         received as f64 / elapsed.as_secs_f64()
     );
+    println!("  by method: {by_method:?}");
+    let log = server.stderr_text();
+    println!("  lagged: {}", log.matches("fell behind").count());
     server.shutdown_and_exit().await;
 }
 

@@ -31,9 +31,10 @@ use crate::recovery::event::EventScope;
 use crate::recovery::{RecoveryAction, Severity};
 use crate::runtime::usage::MeteredModel;
 use crate::runtime::{
-    Accessor, AgentId, AgentInfo, ApprovalAnswer, ApprovalRequest, Approvals, EventStream, Layer,
-    Message, MessageKind, Runtime, RuntimeEvent, Snapshot, SubtaskStatus, TaskContext, TaskDetail,
-    TaskId, TaskOptions, TaskRecord, TaskStatus, TaskSummary, Tasks, Team, WhiteboardId,
+    Accessor, AgentId, AgentInfo, ApprovalAnswer, ApprovalRequest, Approvals, EventBus,
+    EventStream, Layer, Message, MessageKind, Runtime, RuntimeEvent, Snapshot, SubtaskStatus,
+    TaskContext, TaskDetail, TaskId, TaskOptions, TaskRecord, TaskStatus, TaskSummary, Tasks, Team,
+    WhiteboardId,
 };
 use crate::store::Store;
 use crate::team::{
@@ -74,6 +75,9 @@ pub struct EngineSetup {
     pub behaviors: Option<BehaviorFactory>,
     /// The model, when the caller built it (tests); otherwise from `config.llm`.
     pub model: Option<Arc<dyn ModelProvider>>,
+    /// The runtime's event stream. A caller that subscribes before `Engine::start` sees
+    /// everything from the first agent coming up.
+    pub events: EventBus,
 }
 
 impl EngineSetup {
@@ -85,6 +89,7 @@ impl EngineSetup {
             mode: "serve".into(),
             behaviors: None,
             model: None,
+            events: EventBus::default(),
         }
     }
 }
@@ -113,6 +118,7 @@ impl Engine {
             mode,
             behaviors,
             model,
+            events,
         } = setup;
         let workspace = workspace.canonicalize().map_err(|e| {
             EngineError::Internal(format!("workspace {}: {e}", workspace.display()))
@@ -120,7 +126,7 @@ impl Engine {
         let sandbox = Sandbox::new(&workspace).map_err(|e| EngineError::Internal(e.to_string()))?;
         // The keys this configuration names are secrets wherever they might show up.
         crate::redact::register_environment(&config.llm.key_variables());
-        let runtime = Runtime::new(config.clone(), store.clone());
+        let runtime = Runtime::with_events(config.clone(), store.clone(), events);
         let tasks = Tasks::new(runtime.events.clone(), store.clone());
         let approvals = Approvals::new(runtime.events.clone(), store.clone());
 

@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use serde_json::Value;
-use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::Client;
@@ -45,7 +46,11 @@ use crate::runtime::{
 };
 
 /// At most this many events go out behind one durability wait.
-const NOTIFICATION_BATCH: usize = 512;
+const NOTIFICATION_BATCH: usize = 16_384;
+
+/// Events a connection holds while it waits for the store or the editor (its queue
+/// allocates only what is waiting).
+const EVENT_BACKLOG: usize = 65_536;
 
 /// At most one `conclave/whiteboardChanged` per board in this interval (docs/protocol.md).
 pub const WHITEBOARD_INTERVAL: Duration = Duration::from_millis(50);
@@ -178,14 +183,15 @@ impl Bridge {
         });
     }
 
-    async fn follow(self: Arc<Self>, mut events: EventStream) {
+    async fn follow(self: Arc<Self>, events: EventStream) {
+        let mut queue = self.queue_events(events);
         let mut coalescer = Coalescer::new(WHITEBOARD_INTERVAL);
         let mut notes = FileNotes::default();
         loop {
             let deadline = coalescer.next_deadline();
             let first = tokio::select! {
                 () = self.closed.cancelled() => return,
-                event = events.recv() => event,
+                event = queue.recv() => event.unwrap_or(Err(RecvError::Closed)),
                 () = sleep_until(deadline) => {
                     for params in coalescer.due(tokio::time::Instant::now()) {
                         self.client.send_notification::<WhiteboardChanged>(params).await;
@@ -197,14 +203,9 @@ impl Bridge {
             // goes out behind the same wait, so the store commits it as one batch.
             let mut batch = vec![first];
             while batch.len() < NOTIFICATION_BATCH {
-                match events.try_recv() {
-                    Ok(event) => batch.push(Ok(event)),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Lagged(missed)) => batch.push(Err(RecvError::Lagged(missed))),
-                    Err(TryRecvError::Closed) => {
-                        batch.push(Err(RecvError::Closed));
-                        break;
-                    }
+                match queue.try_recv() {
+                    Ok(event) => batch.push(event),
+                    Err(_) => break,
                 }
             }
             self.engine.durable().await;
@@ -214,6 +215,33 @@ impl Bridge {
                 }
             }
         }
+    }
+
+    /// Moves the runtime's events into a queue of this connection's own, so that the
+    /// runtime's bounded stream keeps moving while this connection waits for the store
+    /// or the editor. Only when `EVENT_BACKLOG` events wait here does the stream fall
+    /// behind, and the connection then sends the current state instead.
+    fn queue_events(
+        &self,
+        mut events: EventStream,
+    ) -> mpsc::Receiver<Result<RuntimeEvent, RecvError>> {
+        let (sender, queue) = mpsc::channel(EVENT_BACKLOG);
+        let closed = self.closed.clone();
+        let spawned = std::thread::Builder::new()
+            .name("conclave-events".into())
+            .spawn(move || {
+                loop {
+                    let event = events.blocking_recv();
+                    let ended = matches!(event, Err(RecvError::Closed));
+                    if closed.is_cancelled() || sender.blocking_send(event).is_err() || ended {
+                        return;
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::error!("cannot start the thread that follows the runtime's events: {e}");
+        }
+        queue
     }
 
     /// Sends what the editor sees of `event` (its record is durable); `false` when the

@@ -186,9 +186,10 @@ impl Backend {
         let mut setup = EngineSetup::new(&workspace, config);
         setup.store = Some(store.clone());
         setup.mode = "serve".into();
+        // Subscribed before the team starts, so the editor sees the agents come up and
+        // misses nothing that happens before `initialized`.
+        *self.events.lock().expect("events") = Some(setup.events.subscribe());
         let engine = Engine::start(setup).await.map_err(engine_error)?;
-        // Subscribed at once, so nothing that happens before `initialized` is missed.
-        *self.events.lock().expect("events") = Some(engine.subscribe());
         let support = ClientSupport {
             features: ClientFeatures::from_experimental(params.capabilities.experimental.as_ref()),
             work_done_progress: params

@@ -74,7 +74,12 @@ pub struct Runtime {
 
 impl Runtime {
     pub fn new(config: Config, store: Option<Store>) -> Arc<Runtime> {
-        let events = EventBus::default();
+        Runtime::with_events(config, store, EventBus::default())
+    }
+
+    /// A runtime publishing on `events`, which the caller may have subscribed to already
+    /// so as to see the team come up.
+    pub fn with_events(config: Config, store: Option<Store>, events: EventBus) -> Arc<Runtime> {
         let bus = Bus::new(events.clone(), store.clone());
         let whiteboards = Whiteboards::new(events.clone(), store.clone());
         let governance = Governance::new(

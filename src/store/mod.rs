@@ -12,6 +12,7 @@ mod schema;
 
 pub use history::{Compaction, LogEntry};
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
 
@@ -22,7 +23,7 @@ use tokio::sync::oneshot;
 use crate::recovery::RecoveryEvent;
 use crate::runtime::{
     AgentConfig, AgentId, AgentStatus, ApprovalAnswer, ApprovalRequest, ArbitrationResult,
-    Decision, Message, Snapshot, TaskRecord, Transition,
+    Decision, Message, Snapshot, TaskId, TaskRecord, Transition,
 };
 
 /// One thing to remember.
@@ -434,6 +435,7 @@ fn write_batch(
             Err(e) => tracing::error!("cannot set synchronous={value}: {e}"),
         }
     }
+    drop_superseded_checkpoints(records);
     let mut pause = std::time::Duration::from_millis(100);
     let mut told = false;
     loop {
@@ -485,6 +487,29 @@ fn write_batch(
         }
     }
     records.clear();
+}
+
+/// Removes every task checkpoint that a later one of the same task in this batch
+/// replaces. The batch is one transaction, so the older states would be overwritten
+/// before anyone could read them; skipping them keeps a busy team's commits small
+/// (a task is checkpointed several times per step).
+fn drop_superseded_checkpoints(records: &mut Vec<Record>) {
+    fn sweep(records: &mut Vec<Record>, later: &mut HashSet<TaskId>) {
+        let mut keep = vec![true; records.len()];
+        for (index, record) in records.iter_mut().enumerate().rev() {
+            match record {
+                Record::TaskCheckpoint(task) => keep[index] = later.insert(task.id),
+                Record::Group(group) => sweep(group, later),
+                _ => {}
+            }
+        }
+        let mut index = 0;
+        records.retain(|_| {
+            index += 1;
+            keep[index - 1]
+        });
+    }
+    sweep(records, &mut HashSet::new());
 }
 
 fn insert(conn: &Connection, record: &Record) -> rusqlite::Result<()> {
@@ -684,4 +709,119 @@ fn parse_status(text: String, column: usize) -> rusqlite::Result<AgentStatus> {
 
 fn parse_json<T: serde::de::DeserializeOwned>(text: String, column: usize) -> rusqlite::Result<T> {
     serde_json::from_str(&text).map_err(|e| conversion_error(column, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{TaskContext, TaskOptions, TaskStatus};
+
+    fn task(title: &str) -> TaskRecord {
+        TaskRecord::new(
+            title.into(),
+            String::new(),
+            TaskContext::default(),
+            TaskOptions::default(),
+        )
+    }
+
+    fn checkpoint(task: &TaskRecord, status: TaskStatus) -> Record {
+        let mut state = task.clone();
+        state.status = status;
+        Record::TaskCheckpoint(Box::new(state))
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_checkpoints_stores_each_task_as_it_last_stood() {
+        let store = Store::in_memory().unwrap();
+        let (a, b) = (task("a"), task("b"));
+        let agent = AgentId::new();
+        // As a busy team sends them: each change is its event grouped with the task's
+        // checkpoint, and the tasks' changes interleave.
+        for (record, status) in [
+            (&a, TaskStatus::Planning),
+            (&b, TaskStatus::Planning),
+            (&a, TaskStatus::Running),
+            (&b, TaskStatus::Completed),
+            (&a, TaskStatus::Failed),
+        ] {
+            store.record(Record::Group(vec![
+                Record::AgentRemoved {
+                    agent,
+                    at: Utc::now(),
+                },
+                checkpoint(record, status),
+            ]));
+        }
+        store.flush().await.unwrap();
+        let mut stored: Vec<(String, TaskStatus)> = store
+            .tasks()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.title, t.status))
+            .collect();
+        stored.sort_by(|x, y| x.0.cmp(&y.0));
+        assert_eq!(
+            stored,
+            vec![
+                ("a".to_string(), TaskStatus::Failed),
+                ("b".to_string(), TaskStatus::Completed)
+            ]
+        );
+    }
+
+    #[test]
+    fn only_checkpoints_replaced_later_in_the_batch_are_skipped() {
+        let (a, b) = (task("a"), task("b"));
+        let transition = |reason: &str| {
+            Record::Transition(Transition {
+                agent_id: AgentId::new(),
+                from: AgentStatus::Idle,
+                to: AgentStatus::Working,
+                reason: reason.into(),
+                at: Utc::now(),
+            })
+        };
+        let mut batch = vec![
+            Record::Group(vec![transition("1"), checkpoint(&a, TaskStatus::Planning)]),
+            checkpoint(&b, TaskStatus::Planning),
+            transition("2"),
+            Record::Group(vec![checkpoint(&a, TaskStatus::Running), transition("3")]),
+        ];
+        drop_superseded_checkpoints(&mut batch);
+        let shape: Vec<String> = batch
+            .iter()
+            .map(|record| match record {
+                Record::Group(group) => format!(
+                    "group[{}]",
+                    group.iter().map(describe).collect::<Vec<_>>().join(", ")
+                ),
+                other => describe(other),
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                "group[transition 1]",
+                "checkpoint b planning",
+                "transition 2",
+                "group[checkpoint a running, transition 3]"
+            ]
+        );
+    }
+
+    fn describe(record: &Record) -> String {
+        match record {
+            Record::TaskCheckpoint(task) => format!(
+                "checkpoint {} {}",
+                task.title,
+                serde_json::to_string(&task.status)
+                    .unwrap()
+                    .trim_matches('"')
+            ),
+            Record::Transition(t) => format!("transition {}", t.reason),
+            _ => "other".into(),
+        }
+    }
 }
