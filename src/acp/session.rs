@@ -6,11 +6,12 @@
 //! brought back; the engine resumes the unfinished task by itself, and the session
 //! follows it again, asking every approval still pending.
 //!
-//! `session/prompt` submits a task and answers when the task ends: `end_turn` when it
-//! completed, `cancelled` when it was cancelled (`session/cancel`), and an error (code
-//! 1008, the task's id and ERROR_REPORT.md in `data`) when it failed, after the report
-//! was sent as an agent message. A follow-up prompt is a new task whose description
-//! carries the earlier turns and what came of them.
+//! `session/prompt` submits a task and answers when the task ends: `cancelled` when it
+//! was cancelled (`session/cancel`), `end_turn` otherwise, after a closing agent message
+//! that says how it ended; a task that did not complete also says so in `_meta` (its id,
+//! status and ERROR_REPORT.md). A follow-up prompt is a new task whose background (not
+//! its description: the checks never take an earlier turn's files for this one's
+//! deliverables) carries the earlier turns and what came of them.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -41,8 +42,36 @@ use crate::runtime::{
     RuntimeEvent, TaskContext, TaskDetail, TaskId, TaskStatus, WhiteboardId,
 };
 
-/// A failed task's `session/prompt` error code.
-pub const TASK_FAILED: i64 = 1008;
+/// How the agent messages sent so far end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TextEnding {
+    Nothing,
+    Text,
+    Line,
+    Paragraph,
+}
+
+/// `text` made to start a paragraph after messages that ended as `before`, and how the
+/// messages end with it.
+fn paragraph_after(before: TextEnding, text: String) -> (String, TextEnding) {
+    if text.is_empty() {
+        return (text, before);
+    }
+    let separator = match before {
+        TextEnding::Nothing | TextEnding::Paragraph => "",
+        TextEnding::Line => "\n",
+        TextEnding::Text => "\n\n",
+    };
+    let text = format!("{separator}{}", text.trim_start_matches('\n'));
+    let now = if text.ends_with("\n\n") {
+        TextEnding::Paragraph
+    } else if text.ends_with('\n') {
+        TextEnding::Line
+    } else {
+        TextEnding::Text
+    };
+    (text, now)
+}
 
 /// Whiteboard lines are sent at most once per this interval.
 pub const NOTES_INTERVAL: Duration = Duration::from_secs(1);
@@ -158,6 +187,9 @@ pub struct Session {
     notices: bool,
     /// Whether this session was told that commands are not confined as configured.
     warned: AtomicBool,
+    /// How the last agent message sent ended, so that the next one starts on a
+    /// paragraph of its own (clients join a session's message chunks).
+    text_ending: Mutex<TextEnding>,
     /// Cancelled when the session is closed or the connection ends.
     closed: CancellationToken,
 }
@@ -183,6 +215,7 @@ impl Session {
             asking: Mutex::new(HashMap::new()),
             notices: agent.notices(),
             warned: AtomicBool::new(false),
+            text_ending: Mutex::new(TextEnding::Nothing),
             closed: agent.peer().closed.child_token(),
         })
     }
@@ -207,6 +240,17 @@ impl Session {
     }
 
     fn send(&self, update: SessionUpdate) {
+        let update = match update {
+            SessionUpdate::AgentMessageChunk {
+                content: ContentBlock::Text { text },
+            } => SessionUpdate::agent_text(self.own_paragraph(text)),
+            // A new turn: the agent's answer to it is a new message.
+            other @ SessionUpdate::UserMessageChunk { .. } => {
+                *self.text_ending.lock().expect("text ending") = TextEnding::Nothing;
+                other
+            }
+            other => other,
+        };
         self.peer.notify(
             "session/update",
             SessionNotification {
@@ -214,6 +258,14 @@ impl Session {
                 update,
             },
         );
+    }
+
+    /// `text` as a paragraph of its own after the agent messages already sent.
+    fn own_paragraph(&self, text: String) -> String {
+        let mut ending = self.text_ending.lock().expect("text ending");
+        let (text, now) = paragraph_after(*ending, text);
+        *ending = now;
+        text
     }
 
     pub fn close(&self) {
@@ -277,6 +329,8 @@ impl Session {
             }
         }
         let (request, title) = self.task_for(&prompt)?;
+        // The answer to this prompt is a new agent message.
+        *self.text_ending.lock().expect("text ending") = TextEnding::Nothing;
         if let Some(warning) = engine.sandbox_warning()
             && !self.warned.swap(true, Ordering::SeqCst)
         {
@@ -318,32 +372,39 @@ impl Session {
             Some((detail, _)) if detail.summary.status == TaskStatus::Cancelled => {
                 Ok(json!({ "stopReason": "cancelled" }))
             }
-            Some((detail, report)) => Err(RpcError::new(
-                TASK_FAILED,
-                format!(
-                    "the task failed: {}",
-                    detail.result.as_deref().unwrap_or("see the report").trim()
-                ),
-            )
-            .with_data(json!({ "taskId": task, "errorReport": report }))),
+            // A turn that did not get the work done still ends as a turn: the closing
+            // message (sent above) says why, and `_meta` says how the task ended.
+            Some((detail, report)) => Ok(json!({
+                "stopReason": "end_turn",
+                "_meta": { "conclave": {
+                    "taskId": task,
+                    "status": detail.summary.status,
+                    "errorReport": report,
+                } }
+            })),
             None => Err(RpcError::internal(
                 "the session closed before the task ended",
             )),
         }
     }
 
-    /// The task a prompt becomes: its text, the files it links (inside the workspace)
-    /// as context, embedded resources inline, and the earlier turns of the session.
+    /// The task a prompt becomes. What it asks is the prompt's text, with each mention
+    /// (a `resource_link`, an embedded `resource`) named by its workspace path; the
+    /// linked files are the task's context files. What the agents may read besides (the
+    /// text of embedded resources, the session's earlier turns) is the task's
+    /// background, never part of what it asks: a file an earlier turn wrote or a
+    /// mentioned file is not something this task must deliver.
     fn task_for(&self, prompt: &[ContentBlock]) -> Result<(SubmitTask, String), RpcError> {
         let root = &self.workspace.root;
         let mut text = String::new();
         let mut files = Vec::new();
+        let mut attached = String::new();
         for block in prompt {
             match block {
                 ContentBlock::Text { text: t } => text.push_str(t),
                 ContentBlock::ResourceLink { uri, name, .. } => match workspace_path(root, uri) {
                     Some(relative) => {
-                        text.push_str(&format!("@{relative}"));
+                        text.push_str(&relative);
                         if !files.contains(&relative) {
                             files.push(relative);
                         }
@@ -352,9 +413,9 @@ impl Session {
                 },
                 ContentBlock::Resource { resource } => {
                     let name = workspace_path(root, &resource.uri).unwrap_or(resource.uri.clone());
-                    match &resource.text {
-                        Some(body) => text.push_str(&format!("\n\n`{name}`:\n```\n{body}\n```\n")),
-                        None => text.push_str(&format!("`{name}`")),
+                    text.push_str(&name);
+                    if let Some(body) = &resource.text {
+                        attached.push_str(&format!("{name}, as attached:\n```\n{body}\n```\n"));
                     }
                 }
                 ContentBlock::Image { .. } | ContentBlock::Audio { .. } => {
@@ -369,19 +430,25 @@ impl Session {
             return Err(RpcError::invalid_params("the prompt has no text"));
         }
         let earlier = self.earlier_turns();
-        let description = if earlier.is_empty() {
-            asked.clone()
-        } else {
-            format!("{asked}\n\nEarlier in this conversation:\n{earlier}")
-        };
-        let title = asked.lines().next().unwrap_or("").to_string();
+        let mut background = String::new();
+        if !earlier.is_empty() {
+            background.push_str(&format!("Earlier in this conversation:\n{earlier}"));
+        }
+        if !attached.is_empty() {
+            if !background.is_empty() {
+                background.push('\n');
+            }
+            background.push_str(&attached);
+        }
+        let title = short_title(&asked);
         Ok((
             SubmitTask {
-                description,
+                description: asked,
                 title: Some(title.clone()),
                 context: TaskContext {
                     files,
                     selection: None,
+                    background: (!background.is_empty()).then_some(background),
                 },
                 options: Default::default(),
                 owner: Some(format!("{}{}", super::agent::OWNER_PREFIX, self.id)),
@@ -877,6 +944,23 @@ pub fn permission_answer(option_id: &str) -> Option<(ApprovalChoice, bool)> {
 }
 
 /// A `file://` URI (or a path) inside the workspace, as a workspace-relative path.
+/// The longest title a prompt gives its task (clients show it in one line).
+const TITLE_MAX_CHARS: usize = 80;
+
+/// A prompt's first line, cut at a word to [`TITLE_MAX_CHARS`].
+fn short_title(asked: &str) -> String {
+    let line = asked.lines().next().unwrap_or("").trim();
+    if line.chars().count() <= TITLE_MAX_CHARS {
+        return line.to_string();
+    }
+    let cut: String = line.chars().take(TITLE_MAX_CHARS).collect();
+    let at_word = cut
+        .rfind(' ')
+        .filter(|&i| i > TITLE_MAX_CHARS / 2)
+        .unwrap_or(cut.len());
+    format!("{}…", cut[..at_word].trim_end())
+}
+
 fn workspace_path(root: &Path, uri: &str) -> Option<String> {
     let path = match uri.strip_prefix("file://") {
         Some(rest) => PathBuf::from(percent_decode(rest)),
@@ -928,6 +1012,40 @@ mod tests {
     use super::*;
     use crate::recovery::Severity;
     use crate::runtime::{ApprovalOption, FileDiff};
+
+    #[test]
+    fn consecutive_agent_messages_read_as_separate_paragraphs() {
+        let mut ending = TextEnding::Nothing;
+        let mut shown = String::new();
+        for message in [
+            "**Team board**\n- planned (see verify.command)",
+            "\n_↻ retry 2/3 in 4 s_\n",
+            "**Done.** 1 of 1 subtasks completed.\n",
+            "",
+            "\n\n**Done.** again\n\n",
+            "tail",
+        ] {
+            let (text, now) = paragraph_after(ending, message.to_string());
+            shown.push_str(&text);
+            ending = now;
+        }
+        assert_eq!(
+            shown,
+            "**Team board**\n- planned (see verify.command)\n\n_↻ retry 2/3 in 4 s_\n\n\
+             **Done.** 1 of 1 subtasks completed.\n\n**Done.** again\n\ntail"
+        );
+    }
+
+    #[test]
+    fn a_long_prompt_gives_a_short_title_cut_at_a_word() {
+        assert_eq!(short_title("Fix the bug\nmore"), "Fix the bug");
+        let long = "Rename the function parse_config to load_config in every module and update all callers and tests accordingly";
+        let title = short_title(long);
+        assert!(title.chars().count() <= TITLE_MAX_CHARS + 1, "{title}");
+        assert!(title.ends_with('…'), "{title}");
+        assert!(long.starts_with(title.trim_end_matches('…')), "{title}");
+        assert!(!title.trim_end_matches('…').ends_with(' '), "{title}");
+    }
 
     fn request(kind: ApprovalKind, options: Vec<ApprovalOption>) -> ApprovalRequest {
         ApprovalRequest {

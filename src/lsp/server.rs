@@ -253,6 +253,7 @@ impl Backend {
                     selection: context
                         .selection
                         .and_then(|sel| serde_json::to_value(sel).ok()),
+                    background: None,
                 },
                 options: params.options.unwrap_or_default(),
                 owner: None,

@@ -120,6 +120,11 @@ pub struct TaskContext {
     #[serde(default)]
     pub files: Vec<String>,
     pub selection: Option<serde_json::Value>,
+    /// What came before the task, for the agents to read (an ACP session's earlier
+    /// turns, the text of files a client attached). It is not what the task asks: the
+    /// checks never look in it for files or names to deliver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<String>,
 }
 
 /// One failure a task met, as the recovery module classified it. On the wire it is the

@@ -78,6 +78,9 @@ pub(super) async fn plan_and_approve(
                 task.context.files.join(", ")
             ));
         }
+        if let Some(background) = &task.context.background {
+            prompt.push_str(&format!("\n\n{}", background_for_prompt(background)));
+        }
         prompt.push_str(&feedback);
         let request = ModelRequest {
             system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
@@ -139,6 +142,15 @@ pub(super) async fn plan_and_approve(
             }
         }
     }
+}
+
+/// The task's background as a prompt shows it: marked as what came before, so that the
+/// model does not take it for more work.
+pub(super) fn background_for_prompt(background: &str) -> String {
+    format!(
+        "Background (what came before this task, for reference; do only what the task asks):\n{}",
+        background.trim_end()
+    )
 }
 
 /// The task as the person gave it.

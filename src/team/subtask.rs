@@ -1029,6 +1029,13 @@ fn context_for(
             "This subtask is one part of the task below; do only your part.\nThe whole task:\n{whole}\n"
         ),
     };
+    if let Some(background) = &task.context.background {
+        if !context.is_empty() {
+            context.push('\n');
+        }
+        context.push_str(&super::plan::background_for_prompt(background));
+        context.push('\n');
+    }
     let done: Vec<String> = task
         .subtasks
         .iter()

@@ -107,6 +107,93 @@ test('file mention: a resource link inside the workspace is context for the task
   }
 });
 
+test('file mention: mentioned and attached files are context, never deliverables, in this turn and in follow-ups', async () => {
+  const long = 'x'.repeat(400);
+  const dir = workspace([
+    // Kept whole, so the checks read the task as the person wrote it.
+    { match: ['Plan this task', 'Summarise notes.md into summary.md'], text: plan({ description: 'Summarise notes.md into summary.md' }) },
+    { match: 'Summarise notes.md into summary.md', toolCalls: [write('summary.md', 'short\n')] },
+    { match: 'created summary.md', text: 'Summarised.' },
+    // The follow-up sees the earlier turn and the attached text as background.
+    { match: ['Plan this task', 'Background', 'Summarise notes.md into summary.md (completed)', long], text: plan({ description: 'Add a title from spec.md to summary.md' }) },
+    { match: 'Add a title from spec.md to summary.md', toolCalls: [write('summary.md', '# Notes\nshort\n')] },
+    { match: 'summary.md', text: 'Titled.', repeat: true },
+  ], { top: ['writes = "disk"'] });
+  writeFileSync(join(dir, 'notes.md'), '# notes\n');
+  writeFileSync(join(dir, 'spec.md'), 'on disk\n');
+  const acp = start(dir);
+  try {
+    await acp.initialize();
+    const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
+    const first = await acp.agent.request('session/prompt', {
+      sessionId,
+      prompt: [
+        { type: 'text', text: 'Summarise ' },
+        { type: 'resource_link', uri: pathToFileURL(join(dir, 'notes.md')).href, name: 'notes.md' },
+        { type: 'text', text: ' into summary.md' },
+      ],
+    });
+    assert.equal(first.stopReason, 'end_turn');
+    assert.equal(first._meta, undefined, 'a completed turn carries no failure');
+    assert.match(agentText(acp.updates), /\*\*Done\.\*\*/);
+    assert.equal(readFileSync(join(dir, 'notes.md'), 'utf8'), '# notes\n', 'the mentioned file is left alone');
+
+    const followUp = await acp.agent.request('session/prompt', {
+      sessionId,
+      prompt: [
+        { type: 'text', text: 'Add a title from ' },
+        { type: 'resource', resource: { uri: pathToFileURL(join(dir, 'spec.md')).href, text: long } },
+        { type: 'text', text: ' to summary.md' },
+      ],
+    });
+    assert.equal(followUp.stopReason, 'end_turn', 'the earlier turn\'s files are not this turn\'s deliverables');
+    assert.equal(readFileSync(join(dir, 'summary.md'), 'utf8'), '# Notes\nshort\n');
+    const titles = ofKind(acp.updates, 'tool_call').map((c) => c.title);
+    const entries = ofKind(acp.updates, 'plan').flatMap((p) => p.entries.map((e) => e.content));
+    for (const shown of [...titles, ...entries]) {
+      assert.ok(!shown.includes(long), `an attached file's text stays out of titles and plan entries: ${shown.slice(0, 80)}…`);
+      assert.ok(shown.length <= 120, `short: ${shown.slice(0, 80)}…`);
+    }
+    const { sessions } = await acp.agent.request('session/list', { cwd: dir });
+    assert.equal(sessions[0].title, 'Summarise notes.md into summary.md');
+  } finally {
+    acp.stop();
+    cleanup(dir);
+  }
+});
+
+test('a turn that does not get the work done ends with a stopReason and says why, never an error', async () => {
+  const dir = workspace([
+    { match: 'Plan this task', text: plan({ description: 'Create r.txt' }) },
+    { match: 'Create r.txt', toolCalls: [write('r.txt', 'r\n')] },
+    { text: 'The user did not want r.txt; left it alone.', repeat: true },
+  ], { top: ['writes = "disk"'], extra: ['[approvals]', 'fileChanges = "ask"'] });
+  // The person refuses the change (final), and anything asked after it.
+  const acp = start(dir, {
+    permission: (params) => {
+      const diff = params.toolCall.content.some((c) => c.type === 'diff');
+      return { outcome: { outcome: 'selected', optionId: diff ? 'reject' : 'abort' } };
+    },
+  });
+  try {
+    await acp.initialize();
+    const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
+    const answer = await acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Create r.txt' }] });
+    assert.equal(answer.stopReason, 'end_turn');
+    assert.equal(answer._meta.conclave.status, 'failed');
+    assert.match(answer._meta.conclave.taskId, /^[0-9a-f-]{36}$/);
+    assert.ok(answer._meta.conclave.errorReport.endsWith('ERROR_REPORT.md'), answer._meta.conclave.errorReport);
+    assert.equal(existsSync(join(dir, 'r.txt')), false);
+    const text = agentText(acp.updates);
+    assert.match(text, /\*\*The task failed\.\*\*/);
+    assert.match(text, /ERROR_REPORT\.md/);
+    assert.doesNotMatch(text, /[^\n]\*\*The task failed/, 'the closing message starts a paragraph of its own');
+  } finally {
+    acp.stop();
+    cleanup(dir);
+  }
+});
+
 /** One subtask whose first model call fails with HTTP `status`; its tool call's texts. */
 async function toolCallAfterAFailure(status) {
   const dir = workspace([
@@ -163,8 +250,9 @@ test('permission: file changes are asked with their diff; approve writes, reject
   try {
     await acp.initialize();
     const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
-    await acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make a.txt and r.txt' }] })
-      .catch((e) => assert.equal(e.code, 1008, `a failed task is error 1008: ${e.message}`));
+    const answer = await acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Make a.txt and r.txt' }] });
+    assert.equal(answer.stopReason, 'end_turn', 'a turn that did not get everything done still ends as a turn');
+    assert.equal(answer._meta.conclave.status, 'failed', 'a refused change is final: the task failed');
     const changes = acp.permissions.filter((p) => p.toolCall.content.some((c) => c.type === 'diff'));
     assert.equal(changes.length, 2, 'each file change asked once');
     for (const asked of changes) {
