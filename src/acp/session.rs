@@ -184,6 +184,9 @@ pub struct Session {
     /// Approvals asked on this connection, and the ones being asked now.
     asked: Mutex<HashSet<Uuid>>,
     asking: Mutex<HashMap<Uuid, JoinHandle<()>>>,
+    /// Approvals shown as a `pending` tool call with no final status yet, with their
+    /// titles: whoever settles the approval (this client, another, a cancel) ends it.
+    open_calls: Mutex<HashMap<Uuid, String>>,
     notices: bool,
     /// Whether this session was told that commands are not confined as configured.
     warned: AtomicBool,
@@ -213,6 +216,7 @@ impl Session {
             prompts: AtomicUsize::new(0),
             asked: Mutex::new(HashSet::new()),
             asking: Mutex::new(HashMap::new()),
+            open_calls: Mutex::new(HashMap::new()),
             notices: agent.notices(),
             warned: AtomicBool::new(false),
             text_ending: Mutex::new(TextEnding::Nothing),
@@ -664,10 +668,16 @@ impl Session {
                 Ok(RuntimeEvent::ApprovalRequested(request)) if request.task_id == task => {
                     self.ask(request);
                 }
-                Ok(RuntimeEvent::ApprovalResolved { approval_id, .. }) => {
+                Ok(RuntimeEvent::ApprovalResolved {
+                    approval_id,
+                    decision,
+                    reason,
+                    ..
+                }) => {
                     if let Some(asking) = self.asking.lock().expect("asking").remove(&approval_id) {
                         asking.abort();
                     }
+                    self.end_approval_call(approval_id, decision, reason.as_deref());
                 }
                 Ok(_) => {}
                 Err(RecvError::Lagged(missed)) => {
@@ -687,6 +697,25 @@ impl Session {
             self.send(SessionUpdate::agent_text(text));
         }
         let detail = engine.task(&task_key).ok()?;
+        // The task's approvals end with it, whether or not their withdrawal was seen.
+        let open: Vec<Uuid> = self
+            .open_calls
+            .lock()
+            .expect("open calls")
+            .keys()
+            .copied()
+            .collect();
+        let why = match detail.summary.status {
+            TaskStatus::Cancelled => "the task was cancelled",
+            TaskStatus::Failed => "the task failed",
+            _ => "the task ended",
+        };
+        for approval in open {
+            if let Some(asking) = self.asking.lock().expect("asking").remove(&approval) {
+                asking.abort();
+            }
+            self.end_approval_call(approval, None, Some(why));
+        }
         self.send_usage(task, &mut last_usage);
         let report = if detail.summary.status == TaskStatus::Failed {
             match engine.error_report(Some(&task_key)).await {
@@ -781,6 +810,10 @@ impl Session {
             content: content.clone(),
             locations: Vec::new(),
         }));
+        self.open_calls
+            .lock()
+            .expect("open calls")
+            .insert(id, request.title.clone());
         let params = RequestPermissionRequest {
             session_id: self.id.clone(),
             tool_call: ToolCallUpdate {
@@ -831,19 +864,48 @@ impl Session {
         {
             Ok(()) => {
                 tracing::info!(approval = %id, decision = choice.as_str(), "the client answered an approval");
-                let status = if matches!(choice, ApprovalChoice::Reject | ApprovalChoice::Abort) {
-                    ToolCallStatus::Failed
-                } else {
-                    ToolCallStatus::Completed
-                };
-                self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
-                    tool_call_id: call_id,
-                    status: Some(status),
-                    ..ToolCallUpdate::default()
-                }));
+                self.end_approval_call(id, Some(choice), None);
             }
             Err(e) => tracing::debug!(approval = %id, "answer not used: {e}"),
         }
+    }
+}
+
+impl Session {
+    /// Gives an approval's tool call its final status, once: `completed` when approved,
+    /// `failed` when rejected, aborted or withdrawn (a cancel, an answer elsewhere that
+    /// ended it), with why in the title.
+    fn end_approval_call(
+        &self,
+        approval: Uuid,
+        decision: Option<ApprovalChoice>,
+        withdrawn_because: Option<&str>,
+    ) {
+        let Some(title) = self
+            .open_calls
+            .lock()
+            .expect("open calls")
+            .remove(&approval)
+        else {
+            return;
+        };
+        let (status, title) = match decision {
+            Some(ApprovalChoice::Reject | ApprovalChoice::Abort) => (ToolCallStatus::Failed, None),
+            Some(_) => (ToolCallStatus::Completed, None),
+            None => (
+                ToolCallStatus::Failed,
+                Some(match withdrawn_because {
+                    Some(why) if !why.trim().is_empty() => format!("{title} — withdrawn: {why}"),
+                    _ => format!("{title} — withdrawn"),
+                }),
+            ),
+        };
+        self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+            tool_call_id: format!("approval-{approval}"),
+            status: Some(status),
+            title,
+            ..ToolCallUpdate::default()
+        }));
     }
 }
 

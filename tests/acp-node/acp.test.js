@@ -316,6 +316,32 @@ test('cancel: session/cancel ends the prompt with stopReason cancelled, never an
   }
 });
 
+test('cancel: an approval still being asked ends its tool call as failed, withdrawn, never pending', async () => {
+  const dir = workspace([
+    { match: 'Plan this task', text: plan({ description: 'Create a.txt' }) },
+    { match: 'Create a.txt', toolCalls: [write('a.txt', 'a\n')] },
+    { text: 'Left it.', repeat: true },
+  ], { top: ['writes = "disk"'], extra: ['[approvals]', 'fileChanges = "ask"'] });
+  // Never answered, as a person who walked away.
+  const acp = start(dir);
+  try {
+    await acp.initialize();
+    const { sessionId } = await acp.agent.request('session/new', { cwd: dir, mcpServers: [] });
+    const prompt = acp.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Create a.txt' }] });
+    const asked = await acp.waitFor('the file change asked', (n) => n.permission);
+    const callId = asked.permission.toolCall.toolCallId;
+    await acp.agent.notify('session/cancel', { sessionId });
+    assert.equal((await prompt).stopReason, 'cancelled');
+    const ended = ofKind(acp.updates, 'tool_call_update').filter((u) => u.toolCallId === callId && u.status);
+    assert.equal(ended.at(-1)?.status, 'failed', `the approval's tool call ended: ${JSON.stringify(ended)}`);
+    assert.match(ended.at(-1).title, /withdrawn/);
+    assert.equal(existsSync(join(dir, 'a.txt')), false);
+  } finally {
+    acp.stop();
+    cleanup(dir);
+  }
+});
+
 test('dropped connection: closing stdin mid-task ends the process cleanly, and the session is kept', async () => {
   const dir = workspace([
     { match: 'Plan this task', text: plan({ description: 'Create slow.txt' }) },
