@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::Mutex as AsyncMutex;
@@ -301,15 +302,16 @@ impl Agent {
             })?],
             None => self.workspaces.lock().await.keys().cloned().collect(),
         };
-        let mut sessions: Vec<(String, SessionInfo)> = Vec::new();
+        let mut sessions: Vec<(bool, DateTime<Utc>, SessionInfo)> = Vec::new();
         for root in roots {
             for file in SessionFile::all(&root) {
-                sessions.push((file.updated_at.to_rfc3339(), file.info()));
+                sessions.push((file.turns.is_empty(), file.updated_at, file.info()));
             }
         }
-        // Most recent first.
-        sessions.sort_by(|a, b| b.0.cmp(&a.0));
-        let sessions: Vec<SessionInfo> = sessions.into_iter().map(|(_, info)| info).collect();
+        // Sessions with a conversation first, most recent first; empty ones (opened,
+        // never prompted) after them.
+        sessions.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let sessions: Vec<SessionInfo> = sessions.into_iter().map(|(_, _, info)| info).collect();
         Ok(json!({ "sessions": sessions }))
     }
 

@@ -335,13 +335,23 @@ pub fn final_message(detail: &TaskDetail, error_report: Option<&Path>) -> String
         text.push_str(result.trim());
         text.push('\n');
     }
-    if !detail.files_written.is_empty() {
-        text.push_str("\nFiles written: ");
-        let files: Vec<String> = detail
-            .files_written
-            .iter()
-            .map(|f| format!("`{f}`"))
-            .collect();
+    // A cancelled task never reached the end where its files are gathered: what its
+    // subtasks wrote stays on disk, and the person must know it.
+    let mut written = detail.files_written.clone();
+    if detail.summary.status == TaskStatus::Cancelled {
+        for file in detail.summary.subtasks.iter().flat_map(|s| &s.files) {
+            if !written.contains(file) {
+                written.push(file.clone());
+            }
+        }
+    }
+    if !written.is_empty() {
+        text.push_str(if detail.summary.status == TaskStatus::Cancelled {
+            "\nFiles written before the cancel (left as they are): "
+        } else {
+            "\nFiles written: "
+        });
+        let files: Vec<String> = written.iter().map(|f| format!("`{f}`")).collect();
         text.push_str(&files.join(", "));
         text.push('\n');
     }
@@ -754,5 +764,32 @@ mod tests {
         );
         assert!(text.contains("`a.txt`"), "{text}");
         assert!(text.contains("/w/ERROR_REPORT.md"), "{text}");
+    }
+
+    #[test]
+    fn a_cancelled_task_names_the_files_its_subtasks_wrote() {
+        let mut done = subtask("a", SubtaskStatus::Completed);
+        done.files = vec!["a.txt".into()];
+        let mut stopped = subtask("b", SubtaskStatus::Cancelled);
+        stopped.files = vec!["b.txt".into(), "a.txt".into()];
+        let mut t = task(vec![done, stopped, subtask("c", SubtaskStatus::Cancelled)]);
+        t.status = TaskStatus::Cancelled;
+        let detail = TaskDetail {
+            summary: t,
+            description: "d".into(),
+            files_written: vec![],
+            result: None,
+            partial_results: vec![],
+            errors: vec![],
+            checks: vec![],
+            rule_findings: Default::default(),
+            usage: Default::default(),
+        };
+        let text = final_message(&detail, None);
+        assert!(text.starts_with("**Cancelled.**"), "{text}");
+        assert!(
+            text.contains("Files written before the cancel (left as they are): `a.txt`, `b.txt`"),
+            "{text}"
+        );
     }
 }

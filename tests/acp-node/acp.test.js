@@ -342,6 +342,31 @@ test('cancel: an approval still being asked ends its tool call as failed, withdr
   }
 });
 
+test('session/list: sessions with a conversation first, most recent first; never-prompted ones after', async () => {
+  const dir = workspace([
+    { match: ['Plan this task', 'Create a.txt'], text: plan({ description: 'Create a.txt' }) },
+    { match: 'Create a.txt', toolCalls: [write('a.txt', 'a\n')] },
+    { match: 'created a.txt', text: 'Wrote a.txt.' },
+    { match: ['Plan this task', 'Create b.txt'], text: plan({ description: 'Create b.txt' }) },
+    { match: 'Create b.txt', toolCalls: [write('b.txt', 'b\n')] },
+    { match: 'created b.txt', text: 'Wrote b.txt.' },
+  ], { top: ['writes = "disk"'] });
+  const acp = start(dir);
+  try {
+    await acp.initialize();
+    const older = (await acp.agent.request('session/new', { cwd: dir, mcpServers: [] })).sessionId;
+    assert.equal((await acp.agent.request('session/prompt', { sessionId: older, prompt: [{ type: 'text', text: 'Create a.txt' }] })).stopReason, 'end_turn');
+    const newer = (await acp.agent.request('session/new', { cwd: dir, mcpServers: [] })).sessionId;
+    assert.equal((await acp.agent.request('session/prompt', { sessionId: newer, prompt: [{ type: 'text', text: 'Create b.txt' }] })).stopReason, 'end_turn');
+    const empty = (await acp.agent.request('session/new', { cwd: dir, mcpServers: [] })).sessionId;
+    const { sessions } = await acp.agent.request('session/list', { cwd: dir });
+    assert.deepEqual(sessions.map((s) => s.sessionId), [newer, older, empty]);
+  } finally {
+    acp.stop();
+    cleanup(dir);
+  }
+});
+
 test('dropped connection: closing stdin mid-task ends the process cleanly, and the session is kept', async () => {
   const dir = workspace([
     { match: 'Plan this task', text: plan({ description: 'Create slow.txt' }) },
