@@ -187,6 +187,8 @@ pub struct Session {
     /// Approvals shown as a `pending` tool call with no final status yet, with their
     /// titles: whoever settles the approval (this client, another, a cancel) ends it.
     open_calls: Mutex<HashMap<Uuid, String>>,
+    /// Names of agents no longer in the pool (replaced, or from before a restart).
+    known_names: Mutex<HashMap<AgentId, String>>,
     notices: bool,
     /// Whether this session was told that commands are not confined as configured.
     warned: AtomicBool,
@@ -217,6 +219,7 @@ impl Session {
             asked: Mutex::new(HashSet::new()),
             asking: Mutex::new(HashMap::new()),
             open_calls: Mutex::new(HashMap::new()),
+            known_names: Mutex::new(HashMap::new()),
             notices: agent.notices(),
             warned: AtomicBool::new(false),
             text_ending: Mutex::new(TextEnding::Nothing),
@@ -500,6 +503,7 @@ impl Session {
         let engine = self.workspace.engine.clone();
         // Subscribed before reading the tasks, so nothing between the two is missed.
         let events = engine.subscribe();
+        self.learn_agent_names().await;
         let mut unfinished = None;
         for turn in &turns {
             for block in &turn.prompt {
@@ -547,7 +551,24 @@ impl Session {
             .pool
             .get(id)
             .map(|h| h.name())
+            .or_else(|| self.known_names.lock().expect("names").get(&id).cloned())
             .unwrap_or_else(|| id.to_string()[..8].to_string())
+    }
+
+    /// Learns the names of every agent the store has known, so that agents replaced
+    /// since, or from before a restart, are shown by name in replays and recovery lines.
+    async fn learn_agent_names(&self) {
+        let Some(store) = self.workspace.engine.runtime().store.clone() else {
+            return;
+        };
+        match store.agents().await {
+            Ok(agents) => self
+                .known_names
+                .lock()
+                .expect("names")
+                .extend(agents.into_iter().map(|a| (a.id, a.name))),
+            Err(e) => tracing::debug!("agent names: {e}"),
+        }
     }
 
     /// A `usage_update` for the task, unless it says what `last` already said.
@@ -578,6 +599,7 @@ impl Session {
     ) -> Option<(TaskDetail, Option<PathBuf>)> {
         let engine = self.workspace.engine.clone();
         let task_key = task.to_string();
+        self.learn_agent_names().await;
         let name_of = |id: AgentId| self.name_of(id);
         let mut view = TaskView::new(&self.workspace.root);
         let mut notes = BoardNotes::new(NOTES_INTERVAL);

@@ -139,9 +139,16 @@ impl TaskView {
         name_of: &dyn Fn(AgentId) -> String,
     ) -> Option<SessionUpdate> {
         let id = subtask.subtask_id.to_string();
+        // The name the task kept, else the one the agent goes by.
+        let name = |agent| {
+            subtask
+                .assignee_name
+                .clone()
+                .unwrap_or_else(|| name_of(agent))
+        };
         let head = match (subtask.assignee, subtask.attempts) {
-            (Some(agent), 0) => Some(name_of(agent)),
-            (Some(agent), n) => Some(format!("{} · attempt {n}", name_of(agent))),
+            (Some(agent), 0) => Some(name(agent)),
+            (Some(agent), n) => Some(format!("{} · attempt {n}", name(agent))),
             (None, _) => None,
         };
         let content = content_for(head.as_deref(), self.steps.get(&id));
@@ -547,6 +554,28 @@ mod tests {
             task_ids: Vec::new(),
             at: Utc::now(),
         }
+    }
+
+    #[test]
+    fn a_subtask_shows_the_name_its_task_kept_for_an_agent_gone_since() {
+        let mut view = TaskView::new(Path::new("/w"));
+        let mut running = subtask("Write a.txt", SubtaskStatus::Running);
+        running.assignee = Some(AgentId::new());
+        running.assignee_name = Some("bottom-2-1.r1".into());
+        running.attempts = 2;
+        let gone = |id: AgentId| id.to_string()[..8].to_string();
+        let updates = view.task(&task(vec![running]), &gone);
+        let call = updates
+            .iter()
+            .find_map(|u| match u {
+                SessionUpdate::ToolCall(c) => Some(c),
+                _ => None,
+            })
+            .expect("a tool call");
+        assert_eq!(
+            call.content,
+            vec![ToolCallContent::text("bottom-2-1.r1 · attempt 2")]
+        );
     }
 
     #[test]

@@ -403,6 +403,7 @@ test('resume after SIGKILL: session/load replays the session and asks the pendin
   // The first client never answers the permission.
   const first = start(dir);
   let second;
+  let third;
   try {
     await first.initialize();
     const { sessionId } = await first.agent.request('session/new', { cwd: dir, mcpServers: [] });
@@ -424,9 +425,27 @@ test('resume after SIGKILL: session/load replays the session and asks the pendin
     assert.deepEqual(again.toolCall.content.find((c) => c.type === 'diff'), before);
     await second.waitFor('the resumed task to end', (n) => /\*\*Done\.\*\*/.test(n.update?.content?.text ?? ''));
     assert.equal(readFileSync(join(dir, 'k.txt'), 'utf8'), 'k\n');
+    // Agents are shown by name, even those of the server that was killed.
+    const heads = [...ofKind(first.updates, 'tool_call'), ...ofKind(first.updates, 'tool_call_update'),
+      ...ofKind(second.updates, 'tool_call'), ...ofKind(second.updates, 'tool_call_update')]
+      .map((u) => contentText(u.content)).filter((t) => t);
+    assert.ok(heads.some((t) => /bottom-\d/.test(t)), `an agent named: ${JSON.stringify(heads)}`);
+    for (const head of heads) assert.doesNotMatch(head, /(^|\s)[0-9a-f]{8}( ·|$)/, `an agent shown by id: ${head}`);
+
+    // A finished task replayed by the next server shows its agents by name too.
+    second.stop();
+    await second.exited;
+    third = start(dir);
+    await third.initialize();
+    assert.deepEqual(await third.agent.request('session/load', { sessionId, cwd: dir, mcpServers: [] }), {});
+    const replayedHeads = [...ofKind(third.updates, 'tool_call'), ...ofKind(third.updates, 'tool_call_update')]
+      .map((u) => contentText(u.content)).filter((t) => t);
+    assert.ok(replayedHeads.some((t) => /bottom-\d/.test(t)), `an agent named in the replay: ${JSON.stringify(replayedHeads)}`);
+    for (const head of replayedHeads) assert.doesNotMatch(head, /(^|\s)[0-9a-f]{8}( ·|$)/, `an agent shown by id: ${head}`);
   } finally {
     first.stop();
     second?.stop();
+    third?.stop();
     cleanup(dir);
   }
 });
