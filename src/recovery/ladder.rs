@@ -245,9 +245,13 @@ fn on_failure(policy: &LadderPolicy, history: &mut History, failure: Failure, un
             let waited = history.waited;
             let mut outage = Failure::new(
                 FailureKind::ProviderOutage,
+                // What was waited and why no more: the next wait would pass the
+                // patience, which may end the waiting well before the patience itself.
                 format!(
-                    "{provider} did not recover within {} (recovery.providerPatienceMs); last error: {}",
-                    human_duration(policy.provider_patience.max(waited)),
+                    "{provider} did not recover: waited {}, and the next wait ({}) would pass the {} allowed (recovery.providerPatienceMs); last error: {}",
+                    human_duration(waited),
+                    human_duration(delay),
+                    human_duration(policy.provider_patience),
                     failure.message
                 ),
             )
@@ -544,10 +548,21 @@ mod tests {
         };
         assert_eq!(outage.kind, FailureKind::ProviderOutage);
         assert!(
+            outage.message.contains("openai did not recover: waited "),
+            "{}",
+            outage.message
+        );
+        assert!(
             outage
                 .message
-                .contains("openai did not recover within 60 s"),
+                .contains("the 60 s allowed (recovery.providerPatienceMs)"),
             "{}",
+            outage.message
+        );
+        let waited = human_duration(history.waited_for_provider());
+        assert!(
+            outage.message.contains(&format!("waited {waited},")),
+            "says what it waited, not the patience: {}",
             outage.message
         );
         assert_eq!(
