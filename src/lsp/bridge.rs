@@ -220,7 +220,9 @@ impl Bridge {
     /// Moves the runtime's events into a queue of this connection's own, so that the
     /// runtime's bounded stream keeps moving while this connection waits for the store
     /// or the editor. Only when `EVENT_BACKLOG` events wait here does the stream fall
-    /// behind, and the connection then sends the current state instead.
+    /// behind, and the connection then sends the current state instead. It runs on a
+    /// thread, not a task: a busy team can hold the async workers for longer than the
+    /// stream holds its events.
     fn queue_events(
         &self,
         mut events: EventStream,
