@@ -549,8 +549,8 @@ impl Config {
         overrides: Option<&serde_json::Value>,
     ) -> Result<Config, ConfigError> {
         let path = workspace.join("conclave.toml");
-        let file_layer = match std::fs::read_to_string(&path) {
-            Ok(text) => Some(parse_toml(&text, &path.display().to_string())?),
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => Some(text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(source) => {
                 return Err(ConfigError::Read {
@@ -559,7 +559,16 @@ impl Config {
                 });
             }
         };
-        Config::from_layers(file_layer.as_ref(), overrides)
+        let file_layer = match &text {
+            Some(text) => Some(parse_toml(text, &path.display().to_string())?),
+            None => None,
+        };
+        Config::from_layers(file_layer.as_ref(), overrides).map_err(|e| match (&e, &text) {
+            (ConfigError::Invalid { origin, .. }, Some(text)) if origin == "conclave.toml" => {
+                located(text).unwrap_or(e)
+            }
+            _ => e,
+        })
     }
 
     /// Defaults overridden by each present layer in turn. Each layer is checked as it is
@@ -644,6 +653,42 @@ fn unknown_keys(
         }
     }
     unknown
+}
+
+/// The error of a `conclave.toml` whose values do not fit, with the line and the whole
+/// key (`team.top`) of the first value that does not: read from the file itself, where
+/// the merged layers no longer know either. `None` when the file alone reads as valid.
+fn located(text: &str) -> Option<ConfigError> {
+    let error = toml::from_str::<Config>(text).err()?;
+    let start = error.span()?.start.min(text.len());
+    let line_number = text[..start].matches('\n').count() + 1;
+    let line = text.lines().nth(line_number - 1).unwrap_or("");
+    let key = line
+        .split_once('=')
+        .map(|(key, _)| key.trim().trim_matches('"').to_string())
+        .filter(|key| !key.is_empty() && !key.starts_with('['));
+    // The table the line belongs to: the nearest `[header]` above it.
+    let table = text
+        .lines()
+        .take(line_number - 1)
+        .map(str::trim)
+        .filter(|l| l.starts_with('['))
+        .last()
+        .map(|header| {
+            header
+                .trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_string()
+        });
+    let key = match (table, key) {
+        (Some(table), Some(key)) => format!(", `{table}.{key}`"),
+        (None, Some(key)) => format!(", `{key}`"),
+        _ => String::new(),
+    };
+    Some(ConfigError::Invalid {
+        origin: "conclave.toml".into(),
+        message: format!("line {line_number}{key}: {}", error.message()),
+    })
 }
 
 fn parse_toml(text: &str, origin: &str) -> Result<serde_json::Value, ConfigError> {
@@ -737,6 +782,39 @@ mod tests {
             Config::from_layers(Some(&json!({ "llm": { "contextWindow": 4096 } })), None).unwrap();
         assert_eq!(set.llm.context_window(), 4096);
         assert_eq!(Config::default().limits.max_tokens_per_task, None);
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_in_the_file_names_its_line_and_whole_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            (
+                "[team]\ntop = \"three\"\n",
+                "conclave.toml is not valid: line 2, `team.top`: invalid type: string \"three\"",
+            ),
+            (
+                "writes = \"disk\"\n\n[recovery.severity.low]\nbaseDelayMs = -3\n",
+                "conclave.toml is not valid: line 4, `recovery.severity.low.baseDelayMs`: invalid value: integer `-3`",
+            ),
+            (
+                "heartbeatMs = \"soon\"\n",
+                "conclave.toml is not valid: line 1, `heartbeatMs`: invalid type: string \"soon\"",
+            ),
+        ];
+        for (text, expected) in cases {
+            std::fs::write(dir.path().join("conclave.toml"), text).unwrap();
+            let message = Config::load(dir.path(), None).unwrap_err().to_string();
+            assert!(message.starts_with(expected), "{text:?}: {message}");
+        }
+        // A bad value from the editor is not blamed on a line of the file.
+        std::fs::write(dir.path().join("conclave.toml"), "heartbeatMs = 1000\n").unwrap();
+        let message = Config::load(dir.path(), Some(&json!({ "writes": "paper" })))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with("initializationOptions is not valid"),
+            "{message}"
+        );
     }
 
     #[test]
