@@ -316,3 +316,82 @@ fn the_token_limit_is_asked_and_auto_continues_and_the_summary_shows_tokens() {
         "{err}"
     );
 }
+
+/// `conclave serve --stdio` and `conclave acp` typed in a terminal say what they wait
+/// for on stderr (stdout stays protocol only), and the end of input ends them.
+#[test]
+fn serve_and_acp_typed_in_a_terminal_say_what_they_wait_for() {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    for (args, expected) in [
+        (
+            &["serve", "--stdio"][..],
+            "waiting for an editor to speak the Language Server Protocol",
+        ),
+        (&["acp"][..], "waiting for an Agent Client Protocol client"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: openpty writes two new descriptors into the two integers.
+        let opened = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(opened, 0, "a pseudo-terminal");
+        // SAFETY: both descriptors were just opened and are owned here alone.
+        let (master, slave) =
+            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_conclave"))
+            .args(args)
+            .current_dir(dir.path())
+            .stdin(Stdio::from(slave))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let (lines, first_line) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut seen = String::new();
+            let mut buffer = [0u8; 512];
+            while !seen.contains('\n') {
+                match stderr.read(&mut buffer) {
+                    Ok(n) if n > 0 => seen.push_str(&String::from_utf8_lossy(&buffer[..n])),
+                    _ => break,
+                }
+            }
+            let _ = lines.send(seen);
+        });
+        // A bound on a failure only: the line comes at once.
+        let seen = first_line
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_default();
+        assert!(seen.contains(expected), "{args:?}: {seen:?}");
+        assert!(seen.contains("conclave run"), "{args:?}: {seen}");
+        // Ctrl-D at the start of a line: the end of input, as a person ends it.
+        let mut terminal = std::fs::File::from(master);
+        std::io::Write::write_all(&mut terminal, b"\x04").unwrap();
+        let status = child.wait().unwrap();
+        drop(terminal);
+        let mut stdout = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout)
+            .unwrap();
+        assert!(
+            stdout.is_empty(),
+            "{args:?}: stdout is protocol only: {stdout:?}"
+        );
+        assert!(
+            status.code().is_some(),
+            "{args:?} ended by itself: {status:?}"
+        );
+    }
+}
