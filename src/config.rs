@@ -563,11 +563,15 @@ impl Config {
             Some(text) => Some(parse_toml(text, &path.display().to_string())?),
             None => None,
         };
-        Config::from_layers(file_layer.as_ref(), overrides).map_err(|e| match (&e, &text) {
-            (ConfigError::Invalid { origin, .. }, Some(text)) if origin == "conclave.toml" => {
-                located(text).unwrap_or(e)
+        Config::from_layers(file_layer.as_ref(), overrides).map_err(|e| {
+            match (&e, &text, &file_layer) {
+                (ConfigError::Invalid { origin, message }, Some(text), Some(layer))
+                    if origin == "conclave.toml" =>
+                {
+                    located(text, layer, message).unwrap_or(e)
+                }
+                _ => e,
             }
-            _ => e,
         })
     }
 
@@ -655,40 +659,79 @@ fn unknown_keys(
     unknown
 }
 
-/// The error of a `conclave.toml` whose values do not fit, with the line and the whole
-/// key (`team.top`) of the first value that does not: read from the file itself, where
-/// the merged layers no longer know either. `None` when the file alone reads as valid.
-fn located(text: &str) -> Option<ConfigError> {
-    let error = toml::from_str::<Config>(text).err()?;
-    let start = error.span()?.start.min(text.len());
-    let line_number = text[..start].matches('\n').count() + 1;
-    let line = text.lines().nth(line_number - 1).unwrap_or("");
-    let key = line
-        .split_once('=')
-        .map(|(key, _)| key.trim().trim_matches('"').to_string())
-        .filter(|key| !key.is_empty() && !key.starts_with('['));
-    // The table the line belongs to: the nearest `[header]` above it.
-    let table = text
-        .lines()
-        .take(line_number - 1)
-        .map(str::trim)
-        .filter(|l| l.starts_with('['))
-        .last()
-        .map(|header| {
-            header
-                .trim_matches(|c| c == '[' || c == ']')
-                .trim()
-                .to_string()
-        });
-    let key = match (table, key) {
-        (Some(table), Some(key)) => format!(", `{table}.{key}`"),
-        (None, Some(key)) => format!(", `{key}`"),
-        _ => String::new(),
-    };
+/// `message`, the error of a `conclave.toml` whose values do not fit, with the line and
+/// the whole key (`team.top`) of the value it is about, which the merged layers no
+/// longer know: the first value of the file that alone, over the defaults, meets the
+/// same error. `None` when no single value does.
+fn located(text: &str, file_layer: &serde_json::Value, message: &str) -> Option<ConfigError> {
+    let defaults = serde_json::to_value(Config::default()).ok()?;
+    let mut leaves = Vec::new();
+    leaf_paths(file_layer, &mut Vec::new(), &mut leaves);
+    let (path, _) = leaves.into_iter().find_map(|(path, value)| {
+        let mut layer = value.clone();
+        for key in path.iter().rev() {
+            layer = serde_json::json!({ key.as_str(): layer });
+        }
+        let mut merged = defaults.clone();
+        merge(&mut merged, &layer);
+        match serde_json::from_value::<Config>(merged) {
+            Err(e) if e.to_string() == message => Some((path, value)),
+            _ => None,
+        }
+    })?;
+    let line = line_of(text, &path)
+        .map(|n| format!("line {n}, "))
+        .unwrap_or_default();
     Some(ConfigError::Invalid {
         origin: "conclave.toml".into(),
-        message: format!("line {line_number}{key}: {}", error.message()),
+        message: format!("{line}`{}`: {message}", path.join(".")),
     })
+}
+
+/// Every value of `value` that is not a table, with its path of keys, in order.
+fn leaf_paths<'a>(
+    value: &'a serde_json::Value,
+    path: &mut Vec<String>,
+    leaves: &mut Vec<(Vec<String>, &'a serde_json::Value)>,
+) {
+    match value.as_object() {
+        Some(table) => {
+            for (key, inner) in table {
+                path.push(key.clone());
+                leaf_paths(inner, path, leaves);
+                path.pop();
+            }
+        }
+        None => leaves.push((path.clone(), value)),
+    }
+}
+
+/// The line of `text` (TOML) that sets the key at `path`: under a `[table]` header with
+/// the key on its line, or as a dotted key.
+fn line_of(text: &str, path: &[String]) -> Option<usize> {
+    for split in (0..path.len()).rev() {
+        let (table, key) = (path[..split].join("."), path[split..].join("."));
+        let mut current = String::new();
+        for (index, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.starts_with('[') {
+                current = line
+                    .trim_matches(|c| c == '[' || c == ']')
+                    .trim()
+                    .to_string();
+            } else if let Some((name, _)) = line.split_once('=') {
+                let name: String = name
+                    .split('.')
+                    .map(|part| part.trim().trim_matches('"'))
+                    .collect::<Vec<_>>()
+                    .join(".");
+                if current == table && name == key {
+                    return Some(index + 1);
+                }
+            }
+        }
+    }
+    None
 }
 
 fn parse_toml(text: &str, origin: &str) -> Result<serde_json::Value, ConfigError> {
@@ -788,6 +831,15 @@ mod tests {
     fn a_value_of_the_wrong_type_in_the_file_names_its_line_and_whole_key() {
         let dir = tempfile::tempdir().unwrap();
         let cases = [
+            (
+                // A table of severities needs the defaults the file leaves out.
+                "heartbeatMs = 1000\n[recovery.severity.low]\nbaseDelayMs = 10\n\n[team]\ntop = \"three\"\n",
+                "conclave.toml is not valid: line 6, `team.top`: invalid type: string \"three\"",
+            ),
+            (
+                "recovery.call.maxAttempts = \"many\"\n",
+                "conclave.toml is not valid: line 1, `recovery.call.maxAttempts`: invalid type: string \"many\"",
+            ),
             (
                 "[team]\ntop = \"three\"\n",
                 "conclave.toml is not valid: line 2, `team.top`: invalid type: string \"three\"",

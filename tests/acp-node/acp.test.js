@@ -13,6 +13,12 @@ import { workspace, cleanup, start, ofKind, agentText, toolCall, contentText } f
 
 const plan = (...subtasks) => JSON.stringify({ subtasks });
 const write = (path, content) => ({ name: 'file_write', arguments: { path, content } });
+/** A workspace whose one subtask writes `file`, a change asked of the person first. */
+const askedWrite = (file) => workspace([
+  { match: 'Plan this task', text: plan({ description: `Create ${file}` }) },
+  { match: `Create ${file}`, toolCalls: [write(file, 'x\n')] },
+  { text: `Left ${file} alone.`, repeat: true },
+], { top: ['writes = "disk"'], extra: ['[approvals]', 'fileChanges = "ask"'] });
 
 test('basic: a prompt is a task, streamed as a plan and tool calls, ending end_turn; a follow-up sees it', async () => {
   const dir = workspace([
@@ -163,11 +169,7 @@ test('file mention: mentioned and attached files are context, never deliverables
 });
 
 test('a turn that does not get the work done ends with a stopReason and says why, never an error', async () => {
-  const dir = workspace([
-    { match: 'Plan this task', text: plan({ description: 'Create r.txt' }) },
-    { match: 'Create r.txt', toolCalls: [write('r.txt', 'r\n')] },
-    { text: 'The user did not want r.txt; left it alone.', repeat: true },
-  ], { top: ['writes = "disk"'], extra: ['[approvals]', 'fileChanges = "ask"'] });
+  const dir = askedWrite('r.txt');
   // The person refuses the change (final), and anything asked after it.
   const acp = start(dir, {
     permission: (params) => {
@@ -317,11 +319,7 @@ test('cancel: session/cancel ends the prompt with stopReason cancelled, never an
 });
 
 test('cancel: an approval still being asked ends its tool call as failed, withdrawn, never pending', async () => {
-  const dir = workspace([
-    { match: 'Plan this task', text: plan({ description: 'Create a.txt' }) },
-    { match: 'Create a.txt', toolCalls: [write('a.txt', 'a\n')] },
-    { text: 'Left it.', repeat: true },
-  ], { top: ['writes = "disk"'], extra: ['[approvals]', 'fileChanges = "ask"'] });
+  const dir = askedWrite('a.txt');
   // Never answered, as a person who walked away.
   const acp = start(dir);
   try {
