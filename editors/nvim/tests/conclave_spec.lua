@@ -101,6 +101,13 @@ describe('conclave.nvim against the real server', function()
     end)
     assert.truthy(h.buf_text(tasks_buf):find('Create b.txt  [completed]', 1, true))
 
+    -- the short id the list shows is accepted back
+    local task_id = h.only_task().taskId
+    vim.cmd('Conclave log ' .. require('conclave.tasks').short_id(task_id))
+    h.wait('the task log opened by its short id', function()
+      return vim.api.nvim_buf_get_name(0):find('conclave://log/' .. task_id, 1, true)
+    end)
+
     -- wiping the whiteboard buffer unsubscribes
     local client_mod = require('conclave.client')
     local original = client_mod.request

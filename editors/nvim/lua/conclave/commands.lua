@@ -8,7 +8,43 @@ local function client_or_nil()
   return client_mod.ensure(0)
 end
 
---- Pick a task: `args[1]` if given, else the only candidate, else vim.ui.select.
+--- A task id as typed: whole, or the short form `:Conclave tasks` shows (a prefix of
+--- exactly one task this editor knows). `fn(id)` gets the whole id; an id unknown here
+--- goes to the server as typed, which says whether it knows it.
+local function resolve_task_id(client, typed, fn)
+  local tasks = require('conclave.tasks')
+  local function matching()
+    local found = {}
+    for _, e in ipairs(tasks.list(nil, client.id)) do
+      if e.task.taskId == typed then
+        return { typed }
+      end
+      if vim.startswith(e.task.taskId, typed) then
+        table.insert(found, e.task.taskId)
+      end
+    end
+    return found
+  end
+  local function decide(found)
+    if #found > 1 then
+      return vim.notify(
+        ('Conclave: %s is the start of %d task ids; type more of it'):format(typed, #found),
+        vim.log.levels.WARN
+      )
+    end
+    fn(found[1] or typed)
+  end
+  local found = matching()
+  if #found > 0 then
+    return decide(found)
+  end
+  tasks.refresh(client, function()
+    decide(matching())
+  end)
+end
+
+--- Pick a task: `args[1]` if given (whole or short), else the only candidate, else
+--- vim.ui.select.
 local function with_task(args, filter, what, fn)
   local client = client_or_nil()
   if not client then
@@ -16,7 +52,9 @@ local function with_task(args, filter, what, fn)
   end
   local id = args[1]
   if type(id) == 'string' and id ~= '' then
-    return fn(client, id)
+    return resolve_task_id(client, id, function(whole)
+      fn(client, whole)
+    end)
   end
   local function choose()
     local tasks = require('conclave.tasks')
