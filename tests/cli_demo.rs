@@ -62,6 +62,18 @@ fn the_demo_recovers_by_retry_takeover_and_escalation_and_writes_its_files() {
         err.contains("recovery [3/4] escalation to the supervisor: escalated to supervisor mid-1: proposed modify"),
         "{err}"
     );
+    // The agent that gave the subtask up is replaced, and the summary counts what the
+    // story shows.
+    assert!(
+        err.contains(
+            "recovery [3/4] agent replacement: replaced bottom-1-1 by bottom-1-1.r1: ran out of retries on a subtask"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("Recovery: 2 retries · 1 peer takeover · 1 escalation · 1 agent replacement"),
+        "{err}"
+    );
     assert!(err.contains("What each agent did"), "{err}");
     assert!(
         err.contains("Subtasks: 4 completed, 0 failed (of 4)"),

@@ -12,8 +12,9 @@
 //!    provider (visibly, costing no attempt) and goes on;
 //! 2. `cli.py` — two calls time out: the subtask waits for the provider again;
 //! 3. `test_convert.py` — the subtask overflows the model's context for every agent: it
-//!    is retried, handed to an idle peer, then escalated to the supervisor, whose
-//!    model-proposed solution (`modify`) narrows it, and the narrowed subtask succeeds;
+//!    is retried, handed to an idle peer (the agent that gave up is replaced), retried
+//!    again, then escalated to the supervisor, whose model-proposed solution (`modify`)
+//!    narrows it, and the narrowed subtask succeeds;
 //! 4. `README.md` — no trouble.
 //!
 //! The demo checks it went as scripted (every subtask completed, each recovery path

@@ -637,7 +637,7 @@ impl Engine {
             message: format!("no agent {agent}"),
             value: json!({ "agentId": agent }),
         })?;
-        crate::team::replace::replace_agent(&self.services, id, reason)
+        crate::team::replace::replace_agent(&self.services, id, reason, None)
             .await
             .map_err(|e| EngineError::InvalidState {
                 message: e.to_string(),
@@ -848,7 +848,7 @@ fn spawn_hung_agent_watch(services: Arc<Services>) {
                 }
                 let reason = format!("missed {missed} heartbeats in a row");
                 if let Err(e) =
-                    crate::team::replace::replace_agent(&services, agent_id, &reason).await
+                    crate::team::replace::replace_agent(&services, agent_id, &reason, None).await
                 {
                     tracing::warn!(agent = %agent_id, "hung agent not replaced: {e}");
                 }

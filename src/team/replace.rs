@@ -9,14 +9,18 @@ use serde_json::json;
 use super::{Services, recovery_event};
 use crate::recovery::{RecoveryAction, Severity};
 use crate::runtime::{
-    Accessor, AgentConfig, AgentError, AgentId, Message, MessageKind, WhiteboardId,
+    Accessor, AgentConfig, AgentError, AgentId, Message, MessageKind, SubtaskId, TaskId,
+    WhiteboardId,
 };
 
-/// Replaces `old`, returning the new agent's id.
+/// Replaces `old`, returning the new agent's id. `cause` is the task (and subtask) whose
+/// failures led to it: the replacement is a recovery step of that task even when the
+/// old agent no longer holds any of its work (a peer took the subtask over first).
 pub async fn replace_agent(
     s: &Arc<Services>,
     old: AgentId,
     reason: &str,
+    cause: Option<(TaskId, Option<SubtaskId>)>,
 ) -> Result<AgentId, AgentError> {
     let handle = s.runtime.pool.get(old).ok_or(AgentError::NotFound(old))?;
     let config = handle.config();
@@ -107,10 +111,11 @@ pub async fn replace_agent(
             reported = true;
         }
     }
-    if !reported && let Some(task) = current_task.and_then(|t| t.parse().ok()) {
+    let cause = cause.or_else(|| current_task.and_then(|t| t.parse().ok()).map(|t| (t, None)));
+    if !reported && let Some((task, subtask)) = cause {
         s.recovery(recovery_event(
             task,
-            None,
+            subtask,
             old,
             RecoveryAction::ReplaceAgent,
             Severity::High,

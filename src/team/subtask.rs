@@ -448,7 +448,12 @@ impl SubtaskRun<'_> {
                 );
                 event.files = Some(self.files());
                 s.recovery(event);
-                replace_in_background(s, assignee, "ran out of retries on a subtask");
+                replace_in_background(
+                    s,
+                    assignee,
+                    "ran out of retries on a subtask",
+                    (self.task_id, Some(self.subtask_id)),
+                );
                 self.assignee = peer;
                 Outcome::HandedOver
             }
@@ -770,7 +775,14 @@ async fn supervise(
     set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Escalated);
     match proposal.action {
         ProposedAction::ReplaceAgent => {
-            match super::replace::replace_agent(s, *assignee, &failure.message).await {
+            match super::replace::replace_agent(
+                s,
+                *assignee,
+                &failure.message,
+                Some((task_id, Some(subtask_id))),
+            )
+            .await
+            {
                 Ok(new) => {
                     *assignee = new;
                     return Outcome::HandedOver;
@@ -847,7 +859,12 @@ fn set_agent(s: &Services, agent: AgentId, status: AgentStatus, reason: &str) {
 }
 
 /// Replaces a failed agent without holding up the subtask, which a peer now runs.
-fn replace_in_background(s: &Arc<Services>, agent: AgentId, reason: &'static str) {
+fn replace_in_background(
+    s: &Arc<Services>,
+    agent: AgentId,
+    reason: &'static str,
+    cause: (TaskId, Option<SubtaskId>),
+) {
     let s = s.clone();
     tokio::spawn(async move {
         let busy = s.attempts.iter().any(|a| a.value().0 == agent);
@@ -858,7 +875,7 @@ fn replace_in_background(s: &Arc<Services>, agent: AgentId, reason: &'static str
             .is_some_and(|a| a.status() == AgentStatus::Failed);
         if failed
             && !busy
-            && let Err(e) = super::replace::replace_agent(&s, agent, reason).await
+            && let Err(e) = super::replace::replace_agent(&s, agent, reason, Some(cause)).await
         {
             tracing::warn!(agent = %agent, "failed agent not replaced: {e}");
         }
