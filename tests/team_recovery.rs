@@ -61,8 +61,33 @@ async fn a_subtask_an_agent_keeps_failing_moves_to_an_idle_peer() {
     let mut events = team.engine.subscribe();
     let task = team.submit("Create a.txt");
     let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    let mut seen = actions(&steps);
+    // The agent that gave up is replaced beside the peer's work, and that replacement is
+    // one of the task's recovery steps, whenever it lands.
+    if !seen.contains(&RecoveryAction::ReplaceAgent) {
+        let replaced = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            loop {
+                if let RuntimeEvent::Recovery(step) = events.recv().await.unwrap()
+                    && step.action == RecoveryAction::ReplaceAgent
+                {
+                    return step;
+                }
+            }
+        })
+        .await
+        .expect("the agent that gave up is replaced");
+        assert_eq!(replaced.task_id, task.to_string());
+        seen.push(RecoveryAction::ReplaceAgent);
+    }
     assert_eq!(
-        actions(&steps),
+        seen.iter()
+            .filter(|a| **a == RecoveryAction::ReplaceAgent)
+            .count(),
+        1
+    );
+    seen.retain(|a| *a != RecoveryAction::ReplaceAgent);
+    assert_eq!(
+        seen,
         [
             RecoveryAction::Retry,
             RecoveryAction::PeerTakeover,
