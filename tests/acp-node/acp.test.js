@@ -436,6 +436,8 @@ test('resume after SIGKILL: session/load replays the session and asks the pendin
     third = start(dir);
     await third.initialize();
     assert.deepEqual(await third.agent.request('session/load', { sessionId, cwd: dir, mcpServers: [] }), {});
+    // The client may handle the replayed updates after the answer: wait for the last one.
+    await third.waitFor('the replayed closing message', (n) => /\*\*Done\.\*\*/.test(n.update?.content?.text ?? ''));
     const replayedHeads = [...ofKind(third.updates, 'tool_call'), ...ofKind(third.updates, 'tool_call_update')]
       .map((u) => contentText(u.content)).filter((t) => t);
     assert.ok(replayedHeads.some((t) => /bottom-\d/.test(t)), `an agent named in the replay: ${JSON.stringify(replayedHeads)}`);
