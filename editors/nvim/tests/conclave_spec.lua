@@ -100,6 +100,10 @@ describe('conclave.nvim against the real server', function()
       return h.buf_text(tasks_buf):find('[completed 100%]', 1, true)
     end)
     assert.truthy(h.buf_text(tasks_buf):find('Create b.txt  [completed]', 1, true))
+    -- and why it ended: the first line of its result
+    h.wait('why the task ended, under it', function()
+      return h.buf_text(tasks_buf):find('    = 2 of 2 subtasks completed', 1, true)
+    end)
 
     -- the short id the list shows is accepted back
     local task_id = h.only_task().taskId

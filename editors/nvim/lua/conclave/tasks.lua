@@ -37,12 +37,43 @@ local function changed()
   M.render_all()
 end
 
+--- Why a finished task ended, in a line: the first line of its result (the mid's
+--- summary), else its last error. Fetched once with conclave/getTask, since a task
+--- summary does not carry it; the tasks buffer shows it under the task.
+local function learn_why_it_ended(client_id, task_id)
+  local entry = M.tasks[task_id]
+  local client = vim.lsp.get_client_by_id(client_id)
+  if not entry or entry.ended ~= nil or not client then
+    return
+  end
+  entry.ended = false -- asked; not asked again
+  client_mod.request(client, 'conclave/getTask', { taskId = task_id }, function(err, detail)
+    local now = M.tasks[task_id]
+    if err or not now or type(detail) ~= 'table' then
+      return
+    end
+    local why = type(detail.result) == 'string' and detail.result or ''
+    why = vim.trim(vim.split(vim.trim(why), '\n', { plain = true })[1] or '')
+    local errors = type(detail.errors) == 'table' and detail.errors or {}
+    if why == '' and #errors > 0 and type(errors[#errors].message) == 'string' then
+      why = errors[#errors].message
+    end
+    if why ~= '' then
+      now.ended = why
+      changed()
+    end
+  end)
+end
+
 --- `conclave/taskUpdated`
 function M.on_task_updated(client_id, task)
   local entry = M.tasks[task.taskId]
   local before = entry and entry.task.status
   seq = seq + 1
-  M.tasks[task.taskId] = { task = task, client_id = client_id, seq = seq }
+  M.tasks[task.taskId] = { task = task, client_id = client_id, seq = seq, ended = entry and entry.ended }
+  if M.FINISHED[task.status] then
+    learn_why_it_ended(client_id, task.taskId)
+  end
   if before ~= task.status and M.FINISHED[task.status] and before ~= nil then
     local level = task.status == 'completed' and vim.log.levels.INFO or vim.log.levels.WARN
     local opts = require('conclave.config').options
@@ -163,6 +194,10 @@ local function task_lines(client_id)
       )
     )
     map[#lines] = t.taskId
+    if type(entry.ended) == 'string' and M.FINISHED[t.status] then
+      table.insert(lines, '    = ' .. entry.ended)
+      map[#lines] = t.taskId
+    end
     for _, why in ipairs({ t.unchecked, t.parked }) do
       if type(why) == 'string' and why ~= '' then
         table.insert(lines, '    ! ' .. why)
@@ -279,7 +314,15 @@ function M.refresh(client, done)
         -- a notification newer than this answer wins
         if not entry or entry.task.updatedAt == nil or (task.updatedAt or '') >= entry.task.updatedAt then
           seq = seq + 1
-          M.tasks[task.taskId] = { task = task, client_id = client.id, seq = entry and entry.seq or seq }
+          M.tasks[task.taskId] = {
+            task = task,
+            client_id = client.id,
+            seq = entry and entry.seq or seq,
+            ended = entry and entry.ended,
+          }
+          if M.FINISHED[task.status] then
+            learn_why_it_ended(client.id, task.taskId)
+          end
         end
       end
       changed()
