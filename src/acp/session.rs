@@ -822,7 +822,7 @@ impl Session {
 
     async fn request_permission(self: &Arc<Self>, request: &ApprovalRequest) {
         let id = request.approval_id;
-        let call_id = format!("approval-{id}");
+        let call_id = approval_call_id(id);
         let (kind, content) = approval_content(&self.workspace.root, request);
         self.send(SessionUpdate::ToolCall(ToolCall {
             tool_call_id: call_id.clone(),
@@ -891,9 +891,7 @@ impl Session {
             Err(e) => tracing::debug!(approval = %id, "answer not used: {e}"),
         }
     }
-}
 
-impl Session {
     /// Gives an approval's tool call its final status, once: `completed` when approved,
     /// `failed` when rejected, aborted or withdrawn (a cancel, an answer elsewhere that
     /// ended it), with why in the title.
@@ -923,12 +921,17 @@ impl Session {
             ),
         };
         self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
-            tool_call_id: format!("approval-{approval}"),
+            tool_call_id: approval_call_id(approval),
             status: Some(status),
             title,
             ..ToolCallUpdate::default()
         }));
     }
+}
+
+/// The id of the tool call an approval is shown as.
+fn approval_call_id(approval: Uuid) -> String {
+    format!("approval-{approval}")
 }
 
 /// Held while a `session/prompt` is unanswered.
