@@ -194,6 +194,8 @@ fn notification_cost() {
         recovery: None,
         unchecked: None,
         parked: None,
+        usage_total: None,
+        check_counts: None,
     };
     let rounds = 100_000;
     let started = Instant::now();

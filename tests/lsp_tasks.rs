@@ -685,3 +685,66 @@ async fn without_a_token_the_server_creates_one_for_progress() {
     );
     assert!(server.shutdown_and_exit().await.success());
 }
+
+#[tokio::test]
+async fn task_updated_carries_the_tasks_tokens_cost_and_check_counts() {
+    let ws = Workspace::scripted(
+        script(vec![
+            plan(&["Write hello.py"]),
+            json!(writes(
+                "Write hello.py",
+                "hello.py",
+                "def greet():\n    \"\"\"Return the greeting.\"\"\"\n    return \"hello\"\n"
+            )),
+        ]),
+        "writes = \"disk\"\n[verify]\nacceptanceTests = false\n\
+         [pricing.\"scripted\"]\ninput = 1.0\noutput = 2.0",
+    );
+    let mut server = Server::spawn(ws.path()).await;
+    server.initialize(bare_capabilities(), json!({})).await;
+    let task = server.submit("Write hello.py with greet()").await;
+
+    // Before any model call nothing is counted, and the field is left out.
+    let queued = server
+        .notification("conclave/taskUpdated", |p| p["task"]["taskId"] == task)
+        .await;
+    assert!(queued["task"].get("usageTotal").is_none(), "{queued}");
+
+    // Live: an update while the task still runs already carries what it used so far.
+    let live = server
+        .notification("conclave/taskUpdated", |p| {
+            p["task"]["taskId"] == task
+                && p["task"]["status"] != "completed"
+                && p["task"]["usageTotal"]["calls"].as_u64() > Some(0)
+        })
+        .await;
+    let so_far = &live["task"]["usageTotal"];
+    assert!(so_far["inputTokens"].as_u64() > Some(0), "{so_far}");
+    assert!(so_far["costUsd"].as_f64() > Some(0.0), "priced: {so_far}");
+
+    let done = server.task_status(&task, "completed").await;
+    let detail = server
+        .call("conclave/getTask", json!({ "taskId": task }))
+        .await;
+    assert_eq!(
+        done["usageTotal"], detail["usage"]["total"],
+        "the summary's figure is the task's whole usage"
+    );
+    let counts = &done["checkCounts"];
+    let checks = detail["checks"].as_array().unwrap();
+    let count = |status: &str| checks.iter().filter(|c| c["status"] == status).count() as u64;
+    assert!(count("passed") > 0, "{detail:#}");
+    assert_eq!(counts["passed"].as_u64(), Some(count("passed")), "{counts}");
+    assert_eq!(counts["failed"], 0);
+    assert_eq!(counts["skipped"].as_u64(), Some(count("skipped")));
+    assert!(counts.get("failedRules").is_none(), "{counts}");
+    assert!(
+        checks.iter().any(|c| c["at"] == counts["at"]),
+        "`at` is when the latest check ran: {counts}"
+    );
+
+    let listed = server.call("conclave/listTasks", json!({})).await;
+    assert_eq!(listed["tasks"][0]["usageTotal"], done["usageTotal"]);
+    assert_eq!(listed["tasks"][0]["checkCounts"], done["checkCounts"]);
+    assert!(server.shutdown_and_exit().await.success());
+}

@@ -252,6 +252,8 @@ mod tests {
             recovery: None,
             unchecked: None,
             parked: None,
+            usage_total: None,
+            check_counts: None,
         }
     }
 

@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::agent::AgentId;
 use super::events::{EventBus, RuntimeEvent};
-use super::usage::TaskUsage;
+use super::usage::{TaskUsage, TokenUsage};
 use crate::recovery::{Failure, RecoveryEvent, Scope};
 use crate::store::{Record, Store};
 
@@ -319,6 +319,8 @@ impl TaskRecord {
             recovery: self.recovery.clone(),
             unchecked: self.unchecked.clone(),
             parked: self.parked.clone(),
+            usage_total: (self.usage.total.calls > 0).then_some(self.usage.total),
+            check_counts: CheckCounts::of(&self.checks),
         }
     }
 
@@ -372,6 +374,53 @@ pub struct TaskSummary {
     /// it belongs to).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parked: Option<String>,
+    /// (addition) The task's tokens and cost so far (`TaskDetail.usage.total`), so an
+    /// editor shows them live; absent until the task's first model call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_total: Option<TokenUsage>,
+    /// (addition) How the task's checks went, counted (`TaskDetail.checks` has them
+    /// whole); absent until a check ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_counts: Option<CheckCounts>,
+}
+
+/// The checks of a task, counted by status, for `TaskSummary` (docs/protocol.md).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckCounts {
+    pub passed: u32,
+    pub failed: u32,
+    pub skipped: u32,
+    /// The rule ids behind the failed checks, each once, sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_rules: Vec<String>,
+    /// When the latest check ran: a check run again with the same outcome (a fix round)
+    /// changes it, so an editor knows its copy of the checks is stale.
+    pub at: DateTime<Utc>,
+}
+
+impl CheckCounts {
+    /// `None` while no check ran.
+    pub fn of(checks: &[CheckResult]) -> Option<CheckCounts> {
+        let at = checks.iter().map(|c| c.at).max()?;
+        let mut counts = CheckCounts {
+            at,
+            ..CheckCounts::default()
+        };
+        for check in checks {
+            match check.status {
+                CheckStatus::Passed => counts.passed += 1,
+                CheckStatus::Skipped => counts.skipped += 1,
+                CheckStatus::Failed => {
+                    counts.failed += 1;
+                    counts.failed_rules.extend(check.rules.iter().cloned());
+                }
+            }
+        }
+        counts.failed_rules.sort();
+        counts.failed_rules.dedup();
+        Some(counts)
+    }
 }
 
 /// docs/protocol.md `TaskDetail`: the summary plus what the task produced.
@@ -540,5 +589,78 @@ impl Tasks {
             store.record(Record::Group(records));
         }
         self.events.publish(RuntimeEvent::TaskUpdated(summary));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(status: CheckStatus, rules: &[&str], at: DateTime<Utc>) -> CheckResult {
+        CheckResult {
+            kind: "stubs".into(),
+            name: "stub scan".into(),
+            status,
+            files: vec!["a.py".into()],
+            detail: String::new(),
+            subtask_id: None,
+            at,
+            rules: rules.iter().map(|r| r.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_summary_counts_checks_and_carries_usage_once_a_call_was_made() {
+        let mut task = TaskRecord::new(
+            "t".into(),
+            "d".into(),
+            TaskContext::default(),
+            TaskOptions::default(),
+        );
+        let wire = serde_json::to_value(task.summary()).unwrap();
+        assert!(wire.get("usageTotal").is_none() && wire.get("checkCounts").is_none());
+
+        let first = Utc::now();
+        let latest = first + chrono::Duration::seconds(1);
+        task.checks = vec![
+            check(
+                CheckStatus::Failed,
+                &["python.stub", "python.lost-main"],
+                first,
+            ),
+            check(CheckStatus::Failed, &["python.stub"], latest),
+            check(CheckStatus::Passed, &["syntax.python"], first),
+            check(CheckStatus::Skipped, &[], first),
+        ];
+        task.usage.record(
+            None,
+            None,
+            &TokenUsage {
+                input_tokens: 1200,
+                output_tokens: 34,
+                calls: 1,
+                ..TokenUsage::default()
+            },
+        );
+        let summary = task.summary();
+        assert_eq!(
+            summary.check_counts,
+            Some(CheckCounts {
+                passed: 1,
+                failed: 2,
+                skipped: 1,
+                failed_rules: vec!["python.lost-main".into(), "python.stub".into()],
+                at: latest,
+            })
+        );
+        let wire = serde_json::to_value(&summary).unwrap();
+        assert_eq!(wire["usageTotal"]["inputTokens"], 1200);
+        assert_eq!(wire["checkCounts"]["failedRules"][1], "python.stub");
+        // The detail flattens the summary: its `usage` stays the whole split.
+        let detail = serde_json::to_value(task.detail()).unwrap();
+        assert_eq!(detail["usage"]["total"], detail["usageTotal"]);
+        assert!(detail["checks"].is_array());
+        let back: TaskDetail = serde_json::from_value(detail).unwrap();
+        assert_eq!(back.summary, summary);
     }
 }
