@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import * as lsp from './lsp_ext';
 import { isFinished, progressLabel, type TaskTreeNode } from './model/tasks';
 import { readableTime } from './model/time';
+import { checkUri } from './check_output';
 import type { Session } from './session';
 import { taskLogUri } from './task_log';
 import { whiteboardUri } from './whiteboard';
@@ -173,6 +174,12 @@ export function registerCommands(session: Session): vscode.Disposable[] {
       if (!taskId) return;
       const title = session.tasks.task(taskId)?.title ?? taskId;
       const document = await vscode.workspace.openTextDocument(taskLogUri(taskId, title));
+      await vscode.window.showTextDocument(document, { preview: true });
+    }),
+
+    register('conclave.openCheck', async (node?: TaskTreeNode) => {
+      if (node?.kind !== 'check') return;
+      const document = await vscode.workspace.openTextDocument(checkUri(node.task.taskId, node.index, node.check));
       await vscode.window.showTextDocument(document, { preview: true });
     }),
 

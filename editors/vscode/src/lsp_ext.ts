@@ -80,6 +80,55 @@ export interface TaskSummary {
   unchecked?: string;
   /** Why an unfinished task waits: for the ACP session it belongs to (addition). */
   parked?: string;
+  /** (addition) The task's tokens and cost so far; absent until its first model call. */
+  usageTotal?: TokenUsage;
+  /** (addition) The task's checks counted; absent until a check ran. */
+  checkCounts?: CheckCounts;
+}
+
+/** Tokens used by some model calls, and their cost when the model has a price. */
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+  calls: number;
+  /** Calls whose provider reported no usage, counted by an estimate. */
+  estimatedCalls?: number;
+  /** US dollars; null when the model has no entry in [pricing]. */
+  costUsd: number | null;
+}
+
+/** TaskDetail.usage: the total, and the same split by subtask and by agent (ids as keys). */
+export interface TaskUsage {
+  total: TokenUsage;
+  bySubtask: Record<string, TokenUsage>;
+  byAgent: Record<string, TokenUsage>;
+  tokenLimit?: number;
+}
+
+export interface CheckCounts {
+  passed: number;
+  failed: number;
+  skipped: number;
+  /** The rule ids behind the failed checks, each once. */
+  failedRules?: string[];
+  /** When the latest check ran. */
+  at: string;
+}
+
+export type CheckStatus = 'passed' | 'failed' | 'skipped';
+
+/** One check of the code a task wrote (TaskDetail.checks). */
+export interface CheckResult {
+  kind: string;
+  /** What ran: a command line, or a built-in scan's name. */
+  name: string;
+  status: CheckStatus;
+  files: string[];
+  /** Why it was skipped, the end of a failure's output, what a passed test ignored. */
+  detail: string;
+  subtaskId: string | null;
+  at: string;
+  rules?: string[];
 }
 
 export interface TaskError {
@@ -96,6 +145,12 @@ export interface TaskDetail extends TaskSummary {
   result: string | null;
   partialResults: string[];
   errors: TaskError[];
+  /** (addition) What was checked after the code was written, and how. */
+  checks?: CheckResult[];
+  /** (addition) How many times each check rule found something, by rule id. */
+  ruleFindings?: Record<string, number>;
+  /** (addition) Tokens and cost, in all and by subtask and agent. */
+  usage?: TaskUsage;
 }
 
 export type AgentLayer = 'top' | 'mid' | 'bottom';

@@ -5,12 +5,14 @@ import * as vscode from 'vscode';
 import { type LanguageClient, State } from 'vscode-languageclient/node';
 import { ApprovalsUi, DIFF_SCHEME, DiffContentProvider } from './approvals_ui';
 import { checkBinary } from './binary';
+import { CHECK_SCHEME, CheckOutputProvider } from './check_output';
 import { type ConclaveLanguageClient, createClient } from './client';
 import { GeneratingFilesDecorations } from './decorations';
 import * as lsp from './lsp_ext';
 import { ConclaveModels } from './model/feed';
 import { initializationOptions, type RawSettings } from './model/settings';
 import { describeStartFailure } from './model/startup';
+import type { AgentTreeNode } from './model/agents';
 import type { TaskTreeNode } from './model/tasks';
 import { WHITEBOARD_SCHEME } from './model/whiteboards';
 import { StatusBar } from './status_bar';
@@ -43,6 +45,7 @@ export class Session implements vscode.Disposable {
   readonly models = new ConclaveModels(() => this.runningOrUndefined());
   readonly output = vscode.window.createOutputChannel('Conclave', { log: true });
   readonly tasksTree: vscode.TreeView<TaskTreeNode>;
+  private readonly agentsTree: vscode.TreeView<AgentTreeNode>;
   readonly approvals: ApprovalsUi;
   private readonly statusBar: StatusBar;
   private readonly whiteboardProvider: WhiteboardContentProvider;
@@ -63,9 +66,10 @@ export class Session implements vscode.Disposable {
     this.statusBar = new StatusBar(this.models.status);
     this.whiteboardProvider = new WhiteboardContentProvider(this.models.whiteboards, () => this.runningOrUndefined());
     const taskLogs = new TaskLogContentProvider(this.models.tasks, () => this.runningOrUndefined());
-    const tasksProvider = new TasksTreeProvider(this.models.tasks);
+    const tasksProvider = new TasksTreeProvider(this.models.tasks, this.models.details);
     const agentsProvider = new AgentsTreeProvider(this.models.agents);
     this.tasksTree = vscode.window.createTreeView('conclave.tasks', { treeDataProvider: tasksProvider, showCollapseAll: true });
+    this.agentsTree = vscode.window.createTreeView('conclave.agents', { treeDataProvider: agentsProvider });
     const decorations = new GeneratingFilesDecorations(this.models.tasks);
     this.disposables.push(
       this.output,
@@ -76,7 +80,14 @@ export class Session implements vscode.Disposable {
       agentsProvider,
       decorations,
       this.tasksTree,
-      vscode.window.createTreeView('conclave.agents', { treeDataProvider: agentsProvider }),
+      this.agentsTree,
+      // The Agents view counts tokens for the task selected in the Tasks tree.
+      this.tasksTree.onDidChangeSelection(({ selection }) => {
+        const node = selection[0];
+        this.models.selectTask(node && node.kind !== 'approval' ? node.task.taskId : undefined);
+      }),
+      this.models.agents.onDidChange(() => (this.agentsTree.description = this.models.agents.usageScope())),
+      vscode.workspace.registerTextDocumentContentProvider(CHECK_SCHEME, new CheckOutputProvider(this.models.details)),
       vscode.workspace.registerTextDocumentContentProvider(WHITEBOARD_SCHEME, this.whiteboardProvider),
       vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, diffs),
       taskLogs,

@@ -1,13 +1,19 @@
-// Tree views over the pure models: Tasks (approvals on top, tasks → subtasks) and Agents.
+// Tree views over the pure models: Tasks (approvals on top, tasks → subtasks and checks)
+// and Agents.
 
 import * as vscode from 'vscode';
 import type { AgentsModel, AgentTreeNode } from './model/agents';
+import type { TaskDetails } from './model/details';
 import type { TaskTreeNode, TasksModel, TreeRow } from './model/tasks';
 
 function toItem(row: TreeRow): vscode.TreeItem {
   const item = new vscode.TreeItem(
     row.label,
-    row.collapsible ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
+    !row.collapsible
+      ? vscode.TreeItemCollapsibleState.None
+      : row.collapsed
+        ? vscode.TreeItemCollapsibleState.Collapsed
+        : vscode.TreeItemCollapsibleState.Expanded,
   );
   item.id = row.id;
   item.description = row.description;
@@ -22,7 +28,10 @@ export class TasksTreeProvider implements vscode.TreeDataProvider<TaskTreeNode>,
   readonly onDidChangeTreeData = this.changed.event;
   private readonly subscription: { dispose(): void };
 
-  constructor(private readonly model: TasksModel) {
+  constructor(
+    private readonly model: TasksModel,
+    private readonly details: TaskDetails,
+  ) {
     this.subscription = model.onDidChange(() => this.changed.fire(undefined));
   }
 
@@ -30,16 +39,20 @@ export class TasksTreeProvider implements vscode.TreeDataProvider<TaskTreeNode>,
     const item = toItem(this.model.row(node));
     if (node.kind === 'approval') {
       item.command = { command: 'conclave.answerApproval', title: 'Answer', arguments: [node] };
+    } else if (node.kind === 'check' && node.check.detail.trim()) {
+      item.command = { command: 'conclave.openCheck', title: 'Show the check\'s output', arguments: [node] };
     }
     return item;
   }
 
-  getChildren(node?: TaskTreeNode): TaskTreeNode[] {
+  async getChildren(node?: TaskTreeNode): Promise<TaskTreeNode[]> {
+    // The checks themselves are in the task's detail: fetched when the node opens.
+    if (node?.kind === 'checks') await this.details.ensure(node.task.taskId);
     return node ? this.model.children(node) : this.model.roots();
   }
 
   getParent(node: TaskTreeNode): TaskTreeNode | undefined {
-    return node.kind === 'subtask' ? { kind: 'task', task: node.task } : undefined;
+    return this.model.parent(node);
   }
 
   dispose(): void {

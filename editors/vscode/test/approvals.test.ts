@@ -132,7 +132,7 @@ test('a dismissed approval stays pending: first row of the tree, escalated statu
     assert.equal(row.label, asked!.title);
     assert.equal(row.description, 'escalation · critical · awaiting your answer');
     assert.equal(row.contextValue, 'approval');
-    assert.equal(models.status.render().text, 'Conclave: ⚠ escalated');
+    assert.match(models.status.render().text, /^Conclave: ⚠ escalated · [\d.]+k? tokens$/);
     assert.equal(models.status.render().taskId, taskId);
 
     // Answered later from the tree: a decision that is not an option is refused and the

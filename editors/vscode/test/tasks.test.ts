@@ -85,7 +85,8 @@ test('a task with a retried subtask: tasks model, files being generated and stat
       const view = status.render();
       return view.kind === 'retry' ? view.text : undefined;
     });
-    assert.match(retryText, /^Conclave: 1 running · ↻ retry 1\/\d+( in \d+ s)?$/);
+    // What the running task spent so far (its plan) comes right after how many run.
+    assert.match(retryText, /^Conclave: 1 running · [\d.]+k? tokens · ↻ retry 1\/\d+( in \d+ s)?$/);
     assert.equal(status.render().taskId, taskId, 'a click on the status bar reveals the retried task');
     const retry = recoveries.find((e) => e.action === 'retry');
     assert.ok(retry, 'a conclave/recoveryStatus retry was sent');
@@ -119,7 +120,8 @@ test('a task with a retried subtask: tasks model, files being generated and stat
     );
     for (const s of done.subtasks) assert.ok(s.assignee, `${s.description} has an assignee`);
     assert.equal(rowOf('Create a.txt')!.description, `completed · ${agents.name(subtaskOf('Create a.txt')!.assignee!)} · 1 attempt`);
-    assert.equal(tasks.row({ kind: 'task', task: done }).description, 'completed · 2/2 · 100%');
+    // No [pricing] for the model: tokens, and no cost.
+    assert.match(tasks.row({ kind: 'task', task: done }).description, /^completed · 2\/2 · 100% · [\d.]+k? tokens$/);
     assert.equal(tasks.filesBeingGenerated().size, 0);
     assert.equal(status.render().text, 'Conclave: idle');
     assert.equal(status.render().kind, 'idle');

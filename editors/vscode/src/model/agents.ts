@@ -2,9 +2,17 @@
 // status kept current by conclave/agentStatus, metrics in the tooltip. Fed by
 // conclave/listAgents and conclave/agentStatus. Imports nothing from 'vscode'.
 
-import type { AgentInfo, AgentLayer, AgentStatusParams } from '../lsp_ext';
+import type { AgentInfo, AgentLayer, AgentStatusParams, TokenUsage } from '../lsp_ext';
 import { Emitter } from './event';
 import type { TreeRow } from './tasks';
+import { addUsage, usageDetail, usageLabel } from './usage';
+
+/** Each agent's tokens and cost on one task (TaskDetail.usage.byAgent), shown on its node. */
+export interface AgentUsage {
+  taskId: string;
+  taskTitle: string;
+  byAgent: Record<string, TokenUsage>;
+}
 
 export const LAYERS: readonly AgentLayer[] = ['top', 'mid', 'bottom'];
 
@@ -51,6 +59,7 @@ export class AgentsModel {
   private readonly agents = new Map<string, AgentInfo>();
   /** Last transition reason per agent, from conclave/agentStatus. */
   private readonly reasons = new Map<string, string>();
+  private usage: AgentUsage | undefined;
   private readonly changed = new Emitter<void>();
   readonly onDidChange = this.changed.event;
 
@@ -72,6 +81,23 @@ export class AgentsModel {
     this.agents.set(params.agentId, { ...agent, status: params.to });
     this.changed.fire();
     return true;
+  }
+
+  /** The task whose usage the agents show (the selected or running one), or none. */
+  setUsage(usage: AgentUsage | undefined): void {
+    if (JSON.stringify(usage) === JSON.stringify(this.usage)) return;
+    this.usage = usage;
+    this.changed.fire();
+  }
+
+  /** What the agents' figures are about: "tokens on “Add a flag”", or undefined. */
+  usageScope(): string | undefined {
+    return this.usage ? `tokens on “${this.usage.taskTitle}”` : undefined;
+  }
+
+  /** An agent's tokens and cost on the task the view follows. */
+  usageOf(agentId: string): TokenUsage | undefined {
+    return this.usage?.byAgent[agentId];
   }
 
   get(agentId: string): AgentInfo | undefined {
@@ -109,6 +135,8 @@ export class AgentsModel {
         const n = agents.filter((a) => a.status === status).length;
         if (n > 0) counts.push(`${n} ${agentStatusLabel(status)}`);
       }
+      const used = addUsage(agents.map((a) => this.usageOf(a.agentId)).filter((u): u is TokenUsage => !!u));
+      if (used) counts.push(usageLabel(used));
       return {
         id: `layer:${node.layer}`,
         label: `${node.layer[0].toUpperCase()}${node.layer.slice(1)} layer`,
@@ -121,10 +149,11 @@ export class AgentsModel {
     }
     const agent = this.agents.get(node.agent.agentId) ?? node.agent;
     const { icon, color } = agentStatusIcon(agent.status);
+    const used = this.usageOf(agent.agentId);
     return {
       id: `agent:${agent.agentId}`,
       label: agent.name,
-      description: `${agentStatusLabel(agent.status)} · ${agent.role}`,
+      description: [agentStatusLabel(agent.status), agent.role, used ? usageLabel(used) : undefined].filter(Boolean).join(' · '),
       tooltip: this.tooltip(agent.agentId),
       icon,
       color,
@@ -145,6 +174,8 @@ export class AgentsModel {
     const reason = this.reasons.get(agentId);
     if (reason) lines.push(`Last change: ${reason}`);
     if (agent.currentTaskId) lines.push(`Current task: ${agent.currentTaskId}`);
+    const used = this.usageOf(agentId);
+    if (used && this.usage) lines.push(`Tokens on “${this.usage.taskTitle}”: ${usageDetail(used)}`);
     if (agent.supervisor) lines.push(`Supervisor: ${this.name(agent.supervisor) ?? agent.supervisor}`);
     if (agent.subordinates.length > 0)
       lines.push(`Subordinates: ${agent.subordinates.map((id) => this.name(id) ?? id).join(', ')}`);

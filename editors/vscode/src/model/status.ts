@@ -1,17 +1,18 @@
-// The status-bar text as a pure model: "idle", "N running", "↻ retry 2/3 in 4 s",
-// "⚠ escalated", "✖ failed". Fed by conclave/taskUpdated and conclave/recoveryStatus;
+// The status-bar text as a pure model: "idle", "N running", what the unfinished tasks
+// spent ("12.3k tokens · $0.0042"), "↻ retry 2/3 in 4 s", "⚠ escalated", "✖ failed". Fed by conclave/taskUpdated and conclave/recoveryStatus;
 // `render(now)` is called by the glue every second while a retry countdown runs.
 // Imports nothing from 'vscode'.
 
-import type { RecoveryEvent, TaskSummary } from '../lsp_ext';
+import type { RecoveryEvent, TaskSummary, TokenUsage } from '../lsp_ext';
 import { Emitter } from './event';
 import { isEarlier } from './time';
+import { addUsage, usageDetail, usageLabel } from './usage';
 
 export type StatusKind = 'idle' | 'running' | 'retry' | 'escalated' | 'failed';
 
 export interface StatusView {
   kind: StatusKind;
-  /** Plain text (no codicons), e.g. "Conclave: 1 running · ↻ retry 1/2 in 4 s". */
+  /** Plain text (no codicons), e.g. "Conclave: 1 running · 12.3k tokens · ↻ retry 1/2 in 4 s". */
   text: string;
   tooltip: string;
   /** The task a click should reveal, if any. */
@@ -91,8 +92,15 @@ export class StatusModel {
       parts.push(`${others.length} running`);
       kind = 'running';
       taskId = newest(others).taskId;
-      for (const task of others) tooltip.push(`${task.title}: ${task.status.replace(/_/g, ' ')} (${Math.floor(task.progress)}%)`);
+      for (const task of others) {
+        const used = task.usageTotal ? ` — ${usageLabel(task.usageTotal)}` : '';
+        tooltip.push(`${task.title}: ${task.status.replace(/_/g, ' ')} (${Math.floor(task.progress)}%)${used}`);
+      }
     }
+    // What the unfinished tasks have spent so far, right after how many there are.
+    const spent = addUsage(active.map((t) => t.usageTotal).filter((u): u is TokenUsage => !!u));
+    if (spent) tooltip.push(`Tokens of the unfinished tasks: ${usageDetail(spent)}`);
+    if (spent && others.length > 0) parts.push(usageLabel(spent));
 
     const retrying = others
       .filter((t) => t.status === 'recovering')
@@ -121,6 +129,7 @@ export class StatusModel {
         const why = this.recoveries.get(task.taskId)?.event.message;
         tooltip.push(`${task.title}: escalated${why ? ` — ${why}` : ''}`);
       }
+      if (spent && others.length === 0) parts.push(usageLabel(spent));
     }
 
     if (active.length === 0) {

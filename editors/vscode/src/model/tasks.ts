@@ -2,14 +2,26 @@
 // each with its subtasks. Fed by conclave/taskUpdated, conclave/listTasks,
 // conclave/requestApproval and conclave/listApprovals. Imports nothing from 'vscode'.
 
-import type { ApprovalRequest, SubtaskSummary, TaskStatus, TaskSummary } from '../lsp_ext';
+import type {
+  ApprovalRequest,
+  CheckCounts,
+  CheckResult,
+  SubtaskSummary,
+  TaskDetail,
+  TaskStatus,
+  TaskSummary,
+} from '../lsp_ext';
 import { Emitter } from './event';
 import { compareTimestamps, isEarlier } from './time';
+import { usageDetail, usageLabel } from './usage';
 
 export type TaskTreeNode =
   | { kind: 'approval'; approval: ApprovalRequest }
   | { kind: 'task'; task: TaskSummary }
-  | { kind: 'subtask'; task: TaskSummary; subtask: SubtaskSummary };
+  | { kind: 'subtask'; task: TaskSummary; subtask: SubtaskSummary }
+  /** The task's checks, counted; its children come from the task's detail. */
+  | { kind: 'checks'; task: TaskSummary }
+  | { kind: 'check'; task: TaskSummary; check: CheckResult; index: number };
 
 /** What a tree row shows; the glue turns it into a vscode.TreeItem. */
 export interface TreeRow {
@@ -23,6 +35,8 @@ export interface TreeRow {
   color?: string;
   contextValue: string;
   collapsible: boolean;
+  /** A collapsible row that starts collapsed. */
+  collapsed?: boolean;
 }
 
 const FINISHED: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
@@ -59,6 +73,8 @@ export function statusIcon(status: string): { icon: string; color?: string } {
 }
 
 export type AgentNameResolver = (agentId: string) => string | undefined;
+/** The task's detail when it was fetched (see TaskDetails). */
+export type DetailResolver = (taskId: string) => TaskDetail | undefined;
 
 export class TasksModel {
   private readonly tasks = new Map<string, TaskSummary>();
@@ -67,7 +83,15 @@ export class TasksModel {
   /** Fires after any change; the tree refreshes on it. */
   readonly onDidChange = this.changed.event;
 
-  constructor(private readonly agentName: AgentNameResolver = () => undefined) {}
+  constructor(
+    private readonly agentName: AgentNameResolver = () => undefined,
+    private readonly detail: DetailResolver = () => undefined,
+  ) {}
+
+  /** A task's detail arrived or changed: rows drawn from it are drawn again. */
+  detailChanged(taskId: string): void {
+    if (this.tasks.has(taskId)) this.changed.fire();
+  }
 
   /** conclave/taskUpdated: replaces the task unless the update is older than what we hold. */
   updateTask(task: TaskSummary): void {
@@ -123,9 +147,30 @@ export class TasksModel {
   }
 
   children(node: TaskTreeNode): TaskTreeNode[] {
-    if (node.kind !== 'task') return [];
-    const task = this.tasks.get(node.task.taskId) ?? node.task;
-    return task.subtasks.map((subtask): TaskTreeNode => ({ kind: 'subtask', task, subtask }));
+    const task = node.kind === 'approval' ? undefined : (this.tasks.get(node.task.taskId) ?? node.task);
+    if (node.kind === 'task' && task) {
+      const rows = task.subtasks.map((subtask): TaskTreeNode => ({ kind: 'subtask', task, subtask }));
+      if (task.checkCounts) rows.push({ kind: 'checks', task });
+      return rows;
+    }
+    if (node.kind === 'checks' && task) {
+      const checks = this.detail(task.taskId)?.checks ?? [];
+      return checks.map((check, index): TaskTreeNode => ({ kind: 'check', task, check, index }));
+    }
+    return [];
+  }
+
+  /** The row above a node (the tree reveals nodes through it). */
+  parent(node: TaskTreeNode): TaskTreeNode | undefined {
+    switch (node.kind) {
+      case 'subtask':
+      case 'checks':
+        return { kind: 'task', task: node.task };
+      case 'check':
+        return { kind: 'checks', task: node.task };
+      default:
+        return undefined;
+    }
   }
 
   /** The files whose subtask is running or recovering right now ("being generated"). */
@@ -175,10 +220,13 @@ export class TasksModel {
         if (t.subtasks.length > 0) parts.push(`${done}/${t.subtasks.length}`);
         const progress = progressLabel(t);
         if (progress) parts.push(progress);
+        if (t.usageTotal) parts.push(usageLabel(t.usageTotal));
         const tooltip = [`${t.title}`, `Status: ${statusLabel(t.status)}`];
         if (t.unchecked) tooltip.push(t.unchecked);
         if (t.parked) tooltip.push(`Parked: ${t.parked}`);
         if (progress) tooltip.push(`Progress: ${progress}`);
+        if (t.usageTotal) tooltip.push(`Tokens: ${usageDetail(t.usageTotal)}`);
+        if (t.checkCounts) tooltip.push(`Checks: ${checkCountsLabel(t.checkCounts)}`);
         if (t.recovery) tooltip.push(`Recovery: ${t.recovery.action} ${t.recovery.attempt}/${t.recovery.maxAttempts} — ${t.recovery.message}`);
         tooltip.push(`Task id: ${t.taskId}`);
         return {
@@ -214,6 +262,42 @@ export class TasksModel {
           collapsible: false,
         };
       }
+      case 'checks': {
+        const task = this.tasks.get(node.task.taskId) ?? node.task;
+        const counts = task.checkCounts ?? { passed: 0, failed: 0, skipped: 0, at: '' };
+        const icon = counts.failed > 0 ? statusIcon('failed') : counts.passed > 0 ? statusIcon('completed') : { icon: 'circle-slash' };
+        return {
+          id: `checks:${task.taskId}`,
+          label: 'Checks',
+          description: checkCountsLabel(counts),
+          tooltip: `What the team checked after the code was written: ${checkCountsLabel(counts)}.`,
+          ...icon,
+          contextValue: 'checks',
+          collapsible: true,
+          // Failures are shown at once; checks that all passed stay folded away.
+          collapsed: counts.failed === 0,
+        };
+      }
+      case 'check': {
+        const c = node.check;
+        const { icon, color } = checkIcon(c.status);
+        const rules = c.rules && c.rules.length > 0 ? c.rules.join(', ') : undefined;
+        const description = [c.status, c.kind, rules].filter(Boolean).join(' · ');
+        const tooltip = [`${c.kind}: ${c.name}`, `Status: ${c.status}`];
+        if (rules) tooltip.push(`Rules: ${rules}`);
+        if (c.files.length > 0) tooltip.push(`Files: ${c.files.join(', ')}`);
+        if (c.detail.trim()) tooltip.push('', clipLines(c.detail.trim(), 12), '', 'Click to read it whole.');
+        return {
+          id: `check:${node.task.taskId}:${node.index}:${c.at}`,
+          label: c.name,
+          description,
+          tooltip: tooltip.join('\n'),
+          icon,
+          color,
+          contextValue: `check.${c.status}`,
+          collapsible: false,
+        };
+      }
     }
   }
 
@@ -230,6 +314,35 @@ export function progressLabel(task: Pick<TaskSummary, 'status' | 'progress'>): s
   if (task.status === 'failed' || task.status === 'cancelled') return undefined;
   if (task.status === 'completed') return '100%';
   return `${Math.min(99, Math.max(0, Math.floor(task.progress)))}%`;
+}
+
+/** "2 passed · 1 failed [python.stub] · 1 skipped": what is there, failures with their rules. */
+export function checkCountsLabel(counts: CheckCounts): string {
+  const parts: string[] = [];
+  if (counts.passed > 0) parts.push(`${counts.passed} passed`);
+  if (counts.failed > 0) {
+    const rules = counts.failedRules && counts.failedRules.length > 0 ? ` [${counts.failedRules.join(', ')}]` : '';
+    parts.push(`${counts.failed} failed${rules}`);
+  }
+  if (counts.skipped > 0) parts.push(`${counts.skipped} skipped`);
+  return parts.length > 0 ? parts.join(' · ') : 'none';
+}
+
+export function checkIcon(status: string): { icon: string; color?: string } {
+  switch (status) {
+    case 'passed':
+      return statusIcon('completed');
+    case 'failed':
+      return statusIcon('failed');
+    default:
+      return { icon: 'circle-slash' };
+  }
+}
+
+/** The first `max` lines of `text`, saying how many more there are. */
+function clipLines(text: string, max: number): string {
+  const lines = text.split('\n');
+  return lines.length <= max ? text : [...lines.slice(0, max), `… ${lines.length - max} more lines`].join('\n');
 }
 
 export function statusLabel(status: TaskStatus | string): string {
