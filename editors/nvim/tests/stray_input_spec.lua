@@ -233,8 +233,8 @@ describe('stray input and refused starts', function()
 
   it('an approval withdrawn by the server (its task cancelled) is no longer pending, its preview gone', function()
     dir = h.workspace({
-      plan('Create a.txt'),
-      write_step('Create a.txt', 'a.txt', 'a\n'),
+      vim.tbl_extend('force', plan('Create a.txt'), { ['repeat'] = true }),
+      vim.tbl_extend('force', write_step('Create a.txt', 'a.txt', 'a\n'), { ['repeat'] = true }),
       { match = 'created a.txt', text = 'Wrote a.txt.' },
     }, '[approvals]\nfileChanges = "ask"')
     local client = h.start(dir)
@@ -256,5 +256,10 @@ describe('stray input and refused starts', function()
       return #vim.api.nvim_list_tabpages() == 1
     end)
     assert.is_nil(h.read(dir .. '/a.txt'))
+    -- The picker left open does not hold up the next approval: it is asked.
+    vim.cmd('Conclave submit Create a.txt')
+    h.wait('the next file change asked', function()
+      return asked == 2
+    end)
   end)
 end)

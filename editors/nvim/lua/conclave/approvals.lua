@@ -169,17 +169,25 @@ function M.modify_default(approval)
   return type(approval.proposedSolution) == 'string' and approval.proposedSolution or ''
 end
 
---- The approval being asked right now and how to take its preview down.
+--- The approval being asked right now, how to take its preview down, and how to give up
+--- asking it (`abandon`).
 local current
 
 local function ask_now(item)
   local approval, client_id = item.approval, item.client_id
   local close = M.preview(approval)
-  current = { approvalId = approval.approvalId, close = close }
+  local answered = false
+  current = {
+    approvalId = approval.approvalId,
+    client_id = client_id,
+    close = close,
+    abandon = function()
+      answered = true -- a late choice from the picker is ignored
+    end,
+  }
   -- The stock vim.ui.select blocks in inputlist() before the screen is drawn again: draw
   -- the preview (detail float or diff tab) now, or the choice is made blind.
   vim.cmd('redraw')
-  local answered = false
   vim.ui.select(approval.options or {}, {
     prompt = ('Conclave %s (%s): %s'):format(approval.kind or 'approval', approval.severity or '?', approval.title or ''),
     kind = 'conclave_approval',
@@ -243,6 +251,17 @@ function M.ask(client_id, approval)
   process()
 end
 
+--- Stops asking the approval being asked: its preview goes, a late choice from a picker
+--- left open is ignored, and the next approval is asked.
+local function abandon_current()
+  local asked = current
+  current = nil
+  queued[asked.approvalId] = nil
+  asked.close()
+  asked.abandon()
+  finish()
+end
+
 --- `conclave/approvalResolved`: answered (here or in another editor) or withdrawn by the
 --- server (which says why with window/showMessage). It is no longer pending: not asked
 --- again, and a preview still shown for it is taken down.
@@ -252,9 +271,22 @@ function M.on_resolved(_, params)
   end
   M.pending[params.approvalId] = nil
   if current and current.approvalId == params.approvalId then
-    current.close()
+    abandon_current()
   end
   require('conclave.status').refresh()
+end
+
+--- A server that stopped cannot take answers (the next one asks its pending approvals
+--- again): its approvals are dropped, and one being asked stops being asked.
+function M.forget_client(client_id)
+  for id, entry in pairs(M.pending) do
+    if entry.client_id == client_id then
+      M.pending[id] = nil
+    end
+  end
+  if current and current.client_id == client_id then
+    abandon_current()
+  end
 end
 
 --- Handler of the request `conclave/requestApproval`: returns null at once.

@@ -260,6 +260,7 @@ function M.lsp_config(root)
       refused[root] = nil
       vim.schedule(function()
         require('conclave.tasks').forget_client(client_id)
+        require('conclave.approvals').forget_client(client_id)
         if refusal then
           vim.notify(M.describe_refusal(refusal), vim.log.levels.ERROR)
         elseif code ~= 0 and signal ~= 15 then

@@ -221,6 +221,12 @@ function M.log(args)
   end)
 end
 
+function M.checks(args)
+  with_task(args, nil, 'show the checks of', function(client, id)
+    require('conclave.checks').open(client, id)
+  end)
+end
+
 M.subcommands = {
   submit = M.submit,
   tasks = M.tasks,
@@ -231,9 +237,10 @@ M.subcommands = {
   retry = M.retry,
   report = M.report,
   log = M.log,
+  checks = M.checks,
 }
 
-M.names = { 'submit', 'tasks', 'agents', 'whiteboard', 'approvals', 'cancel', 'retry', 'report', 'log' }
+M.names = { 'submit', 'tasks', 'agents', 'whiteboard', 'approvals', 'cancel', 'retry', 'report', 'log', 'checks' }
 
 --- Entry point of the user command.
 function M.run(cmd)
@@ -275,7 +282,7 @@ function M.complete(arglead, cmdline)
       candidates = task_ids(active)
     elseif sub == 'retry' then
       candidates = task_ids(retryable)
-    elseif sub == 'report' or sub == 'log' then
+    elseif sub == 'report' or sub == 'log' or sub == 'checks' then
       candidates = task_ids()
     else
       return {}

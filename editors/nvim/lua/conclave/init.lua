@@ -73,7 +73,7 @@ function M.ensure_setup()
 end
 
 --- The statusline component: `idle`, `N running`, `↻ retry 2/3`, `⚠ escalated`,
---- `✖ failed`.
+--- `✖ failed`, with what the running tasks spent (`1 running · 12.3k tokens · $0.0042`).
 ---@return string
 function M.status()
   return require('conclave.status').current

@@ -6,10 +6,15 @@ M.ns = vim.api.nvim_create_namespace('conclave_generating')
 local SUBTASK_DONE = { completed = true, failed = true, cancelled = true }
 
 --- The short status string: `idle`, `N running`, `↻ retry 2/3`, `⚠ escalated`,
---- `✖ failed`, followed by a provider-wide notice while one holds (`· ⏸ waiting for …`).
+--- `✖ failed`; while tasks run, what they spent so far (`· 12.3k tokens · $0.0042`); then a
+--- provider-wide notice while one holds (`· ⏸ waiting for …`).
 ---@return string
 function M.compute()
   local base = M.compute_tasks()
+  local spent = M.compute_usage()
+  if spent then
+    base = base .. ' · ' .. spent
+  end
   local notice = require('conclave.tasks').provider_notice
   if notice and (not notice.expires or notice.expires > vim.uv.now()) then
     local text = notice.message
@@ -63,6 +68,21 @@ function M.compute_tasks()
     return '✖ failed'
   end
   return 'idle'
+end
+
+--- What the unfinished tasks spent so far ("12.3k tokens · $0.0042"), or nil.
+---@return string|nil
+function M.compute_usage()
+  local tasks = require('conclave.tasks')
+  local usages = {}
+  for _, entry in pairs(tasks.tasks) do
+    local t = entry.task
+    if tasks.ACTIVE[t.status] and type(t.usageTotal) == 'table' then
+      table.insert(usages, t.usageTotal)
+    end
+  end
+  local sum = require('conclave.usage').add(usages)
+  return sum and require('conclave.usage').label(sum) or nil
 end
 
 M.current = 'idle'

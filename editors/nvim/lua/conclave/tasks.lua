@@ -86,6 +86,7 @@ function M.on_task_updated(client_id, task)
       vim.notify(("Conclave: task '%s' %s%s"):format(task.title or task.taskId, task.status, unchecked), level)
     end
   end
+  require('conclave.checks').on_task_updated(client_id, task)
   changed()
 end
 
@@ -173,24 +174,45 @@ function M.progress_label(task)
   return ('%d%%'):format(math.max(0, math.min(99, math.floor(tonumber(task.progress) or 0))))
 end
 
+--- "checks ✖ 1 failed [python.stub] · 2 passed": failures first, with their rule ids.
+function M.checks_label(counts)
+  local parts = {}
+  if (counts.failed or 0) > 0 then
+    local rules = type(counts.failedRules) == 'table' and #counts.failedRules > 0
+        and (' [' .. table.concat(counts.failedRules, ', ') .. ']')
+      or ''
+    table.insert(parts, ('%d failed%s'):format(counts.failed, rules))
+  end
+  if (counts.passed or 0) > 0 then
+    table.insert(parts, ('%d passed'):format(counts.passed))
+  end
+  if (counts.skipped or 0) > 0 then
+    table.insert(parts, ('%d skipped'):format(counts.skipped))
+  end
+  local mark = (counts.failed or 0) > 0 and '✖' or ((counts.passed or 0) > 0 and '✔' or '⊘')
+  return ('checks %s %s'):format(mark, #parts > 0 and table.concat(parts, ' · ') or 'none')
+end
+
 local function task_lines(client_id)
   local lines, map = {}, {}
   local entries = M.list(nil, client_id)
   if #entries == 0 then
     return { 'No Conclave tasks yet. :Conclave submit {text} starts one.' }, map
   end
-  table.insert(lines, '<CR> log  c cancel  r retry  e error report  R refresh')
+  table.insert(lines, '<CR> log  C checks and cost  c cancel  r retry  e error report  R refresh')
   for _, entry in ipairs(entries) do
     local t = entry.task
     local progress = M.progress_label(t)
+    local spent = type(t.usageTotal) == 'table' and ('  ' .. require('conclave.usage').label(t.usageTotal)) or ''
     table.insert(
       lines,
-      ('%s %s  [%s%s]  %s'):format(
+      ('%s %s  [%s%s]  %s%s'):format(
         ICON[t.status] or '?',
         t.title or t.taskId,
         t.status,
         progress and (' ' .. progress) or '',
-        M.short_id(t.taskId)
+        M.short_id(t.taskId),
+        spent
       )
     )
     map[#lines] = t.taskId
@@ -215,6 +237,11 @@ local function task_lines(client_id)
         extra = extra .. (' (attempt %d)'):format(s.attempts)
       end
       table.insert(lines, ('    %s %s  [%s]%s'):format(ICON[s.status] or '·', s.description or s.subtaskId, s.status, extra))
+      map[#lines] = t.taskId
+    end
+    -- After the subtasks, as the checks ran after their work.
+    if type(t.checkCounts) == 'table' then
+      table.insert(lines, '    ' .. M.checks_label(t.checkCounts) .. '  (C: output)')
       map[#lines] = t.taskId
     end
     local r = t.recovery
@@ -283,6 +310,9 @@ function M.open(client)
     map('e', function(id)
       commands.report({ id })
     end, 'Conclave: error report')
+    map('C', function(id)
+      commands.checks({ id })
+    end, 'Conclave: checks and cost')
     vim.keymap.set('n', 'R', function()
       M.refresh(client)
     end, { buffer = bufnr, desc = 'Conclave: refresh tasks', nowait = true })
