@@ -1,8 +1,9 @@
 // The VS Code extension in a real VS Code: code-server (VS Code 1.100 on Node 20) with the
 // built .vsix installed, driven by Debian's Chromium through playwright-core, on a workspace
 // whose model is scripted. A person's steps: submit a task, watch the Tasks tree and the
-// status bar move, answer a file-change approval from its diff, see the file written, reload
-// the window and find the task and a pending approval still there, answer it.
+// status bar move (with what the task spent), answer a file-change approval from its diff, see
+// the file written, reload the window and find the task and a pending approval still there,
+// answer it.
 //
 // Needs: ./install.sh (code-server, playwright-core, chromium), the built .vsix
 // (editors/vscode/test.sh) and the server binary. Environment:
@@ -30,6 +31,8 @@ const CODE_SERVER = join(here, 'node_modules/.bin/code-server');
 const ARTIFACTS = resolve(process.env.E2E_ARTIFACTS ?? join(here, 'artifacts'));
 
 const TASK = 'Write hello.txt, then later.txt';
+/** Tokens and cost as the extension writes them: "1.2k tokens · $0.0012". */
+const SPENT = /[\d.]+k? tokens · \$0\.\d{4}/;
 
 /** Two subtasks, the second after the first, each writing one file (asked as a fileChange). */
 const SCRIPT = [
@@ -66,6 +69,11 @@ stepTimeoutMs = 600000
 
 [governance]
 review = "rules"
+
+# A price for the scripted model, so the tree and the status bar show a cost.
+[pricing."scripted"]
+input = 1.0
+output = 2.0
 `;
 
 let root;
@@ -348,6 +356,12 @@ test('a person uses Conclave in a real VS Code: task, tree, status bar, file-cha
   assert.ok(buttons.includes('Approve') && buttons.includes('Reject'), `buttons: ${JSON.stringify(buttons)}`);
   assert.ok(!existsSync(join(workspace, 'hello.txt')), 'nothing is written before the approval');
   await until('the approval row on top of the Tasks tree', async () => (await rowTexts())[0]?.includes('awaiting your answer'));
+  // What the task spent so far (its plan, the first coder's call): on its row and in the
+  // status bar, in tokens and dollars.
+  await until("the task's tokens and cost in the Tasks tree", async () =>
+    (await rowTexts()).some((t) => t.includes(TASK) && SPENT.test(t)),
+  );
+  await until('the running total in the status bar', async () => new RegExp(`running · ${SPENT.source}`).test(await statusText()));
   await screenshot('file-change-approval');
 
   await approvalToast.first().locator('.monaco-button', { hasText: 'Approve' }).click();
@@ -430,7 +444,26 @@ test('a person uses Conclave in a real VS Code: task, tree, status bar, file-cha
   await until('the answered diff to close', async () => (await page.locator('.tab', { hasText: 'Conclave proposes: later.txt' }).count()) === 0);
   await until('the task completed', async () => (await rowTexts()).some((t) => t.includes(TASK) && /completed/.test(t)), 90000);
   await until('the status bar back to idle', async () => /Conclave: idle/.test(await statusText()));
+  const done = (await rowTexts()).find((t) => t.includes(TASK));
+  assert.match(done, SPENT, 'the finished task keeps what it cost');
   await screenshot('completed');
+
+  // How the task was checked: a Checks node under it; one click on a check that has
+  // something to say opens it as a read-only document.
+  const checksRow = treeRows().filter({ hasText: /^\s*Checks/ }).first();
+  await until('the Checks node under the task', () => checksRow.isVisible());
+  assert.match((await checksRow.textContent()) ?? '', /\d+ (passed|failed|skipped)/);
+  await checksRow.click();
+  const said = treeRows().filter({ hasText: /(skipped|failed) · / }).first();
+  await until('a check with something to say', () => said.isVisible());
+  const status = /(skipped|failed) · /.exec((await said.textContent()) ?? '')[1];
+  await said.click();
+  const checkTab = page.locator('.tab', { hasText: '.log' });
+  await until('the check opened in a tab', () => checkTab.first().isVisible());
+  await until("the check's document", async () =>
+    ((await page.locator('.monaco-editor .view-lines').first().textContent()) ?? '').replace(/\u00a0/g, ' ').includes(`— ${status}`),
+  );
+  await screenshot('check-output');
 
   const log = outputChannelLog();
   assert.doesNotMatch(log, /crashed \d+ times/, 'no restart loop');

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as rpc from 'vscode-jsonrpc/node';
 import * as lsp from '../src/lsp_ext';
+import { agentStatusLabel } from '../src/model/agents';
 import { presentApproval } from '../src/model/approvals';
 import { checkDocument, checkPath, parseCheckPath } from '../src/model/checks';
 import { ConclaveModels } from '../src/model/feed';
@@ -208,7 +209,7 @@ test('a task on a priced model: tokens and cost live, the failed checks with the
     assert.ok(spenders.length >= 2, 'the mid and a bottom agent used tokens');
     for (const agent of spenders) {
       const row = agents.row({ kind: 'agent', agent });
-      assert.ok(row.description.endsWith(` · ${usageLabel(byAgent[agent.agentId])}`), row.description);
+      assert.ok(row.description.startsWith(`${agentStatusLabel(agent.status)} · ${usageLabel(byAgent[agent.agentId])} · `), row.description);
       assert.match(agents.tooltip(agent.agentId), /Tokens on “.*”: [\d,]+ in · [\d,]+ out/);
     }
     assert.equal(await server.shutdown(), 0);

@@ -153,7 +153,8 @@ export class AgentsModel {
     return {
       id: `agent:${agent.agentId}`,
       label: agent.name,
-      description: [agentStatusLabel(agent.status), agent.role, used ? usageLabel(used) : undefined].filter(Boolean).join(' · '),
+      // The figure before the role: roles are long sentences a narrow view cuts off.
+      description: [agentStatusLabel(agent.status), used ? usageLabel(used) : undefined, agent.role].filter(Boolean).join(' · '),
       tooltip: this.tooltip(agent.agentId),
       icon,
       color,
