@@ -10,7 +10,7 @@ vim.api.nvim_create_user_command('Conclave', function(cmd)
 end, {
   nargs = '*',
   range = true,
-  desc = 'Conclave: submit | tasks | agents | whiteboard [id] | approvals | cancel | retry | report | log',
+  desc = 'Conclave: submit | tasks | agents | whiteboard [id] | approvals | cancel | retry | report | log | checks',
   complete = function(arglead, cmdline)
     return require('conclave.commands').complete(arglead, cmdline)
   end,
