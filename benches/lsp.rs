@@ -1,4 +1,5 @@
-//! The language server as an editor meets it (issue 5). Run: `cargo bench --bench lsp`.
+//! The language server as an editor meets it (issue 5). Run: `cargo bench --bench lsp`
+//! (or `-- notifications`, `-- listTasks`, ... for one part).
 //!
 //! Everything goes through the real release binary over pipes, driven by the same small
 //! client the tests use:
@@ -18,6 +19,22 @@ use serde_json::{Value, json};
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// CPU time (user and system) the process has used so far.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command's closing parenthesis; utime and stime are the 12th
+    // and 13th of them, in clock ticks (100 a second on Linux).
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|i| fields.get(*i).and_then(|f| f.parse::<u64>().ok()))
+        .sum();
+    Duration::from_millis(ticks * 10)
 }
 
 fn rss_kib(pid: u32) -> u64 {
@@ -108,6 +125,7 @@ async fn notification_throughput() {
     );
     let mut server = Server::spawn(ws.path()).await;
     server.initialize(full_capabilities(), json!({})).await;
+    let cpu_before = cpu_time(server.pid());
     let started = Instant::now();
     // Submitted as an editor with many at once would: without waiting for each answer.
     let mut submits = std::collections::HashSet::new();
@@ -154,15 +172,130 @@ async fn notification_throughput() {
         }
     }
     let elapsed = started.elapsed();
+    let cpu = cpu_time(server.pid()) - cpu_before;
     println!(
         "notifications to a reading client: {received} in {:.2} s = {:.0}/s ({tasks} tasks x 5 subtasks, 48 agents)",
         elapsed.as_secs_f64(),
         received as f64 / elapsed.as_secs_f64()
     );
+    println!(
+        "  server CPU (team, store and connection): {:.2} s = {:.0} µs a notification",
+        cpu.as_secs_f64(),
+        cpu.as_secs_f64() * 1e6 / received as f64
+    );
     println!("  by method: {by_method:?}");
     let log = server.stderr_text();
     println!("  lagged: {}", log.matches("fell behind").count());
     server.shutdown_and_exit().await;
+}
+
+/// The connection's own capacity, with the team out of the way: the same 300 tasks run
+/// while the client reads nothing (the server's notifications wait in its queues, each
+/// durable before it goes out), then the client reads and parses everything queued.
+async fn notification_backlog() {
+    use tokio::io::{AsyncWriteExt, BufReader};
+    let tasks = 300;
+    let ws = Workspace::scripted(
+        jobs(tasks, 5, 0),
+        &format!("{JOBS_CONFIG}\n[team]\ntop = 3\nmid = 5\nbottomPerMid = 8"),
+    );
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_conclave"))
+        .args(["serve", "--stdio"])
+        .current_dir(ws.path())
+        .env("RUST_LOG", "info")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(ws.path().join("serve.log")).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::with_capacity(1 << 16, child.stdout.take().unwrap());
+    let frame = |message: Value| {
+        let body = message.to_string();
+        format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+    };
+    let root = ws.path().canonicalize().unwrap();
+    let initialize = frame(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": { "processId": null, "rootUri": format!("file://{}", root.display()),
+                    "capabilities": bare_capabilities() } }));
+    stdin.write_all(&initialize).await.unwrap();
+    while read_message(&mut stdout).await.get("id") != Some(&json!(0)) {}
+    let mut frames = frame(json!({ "jsonrpc": "2.0", "method": "initialized", "params": {} }));
+    for t in 0..tasks {
+        frames.extend(frame(
+            json!({ "jsonrpc": "2.0", "id": t + 1, "method": "conclave/submitTask",
+                                    "params": { "description": format!("Job {t}: go") } }),
+        ));
+    }
+    stdin.write_all(&frames).await.unwrap();
+    stdin.flush().await.unwrap();
+    let submitted = Instant::now();
+    // The team is done once the server stops using the CPU.
+    loop {
+        let before = cpu_time(pid);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if cpu_time(pid) - before <= Duration::from_millis(20) {
+            break;
+        }
+    }
+    let team_time = submitted.elapsed() - Duration::from_millis(500);
+    let started = Instant::now();
+    let mut completed = std::collections::HashSet::new();
+    let mut notifications = 0u64;
+    while completed.len() < tasks {
+        let message = read_message(&mut stdout).await;
+        if message.get("method").is_none() {
+            continue;
+        }
+        notifications += 1;
+        if message["method"] == "conclave/taskUpdated"
+            && message["params"]["task"]["status"] == "completed"
+        {
+            completed.insert(
+                message["params"]["task"]["taskId"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            );
+        }
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "notifications queued while the client did not read, then read: {notifications} in {:.2} s = {:.0}/s",
+        elapsed.as_secs_f64(),
+        notifications as f64 / elapsed.as_secs_f64()
+    );
+    let log = std::fs::read_to_string(ws.path().join("serve.log")).unwrap_or_default();
+    println!(
+        "  the team's own time for the {tasks} tasks meanwhile: about {:.1} s (to within 0.5 s)",
+        team_time.as_secs_f64()
+    );
+    println!("  lagged: {}", log.matches("fell behind").count());
+    drop(stdin);
+    let _ = child.wait().await;
+}
+
+/// One framed message, parsed.
+async fn read_message<R: tokio::io::AsyncBufRead + Unpin>(input: &mut R) -> Value {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+    let mut length = 0;
+    let mut header = String::new();
+    loop {
+        header.clear();
+        input.read_line(&mut header).await.unwrap();
+        let line = header.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(value) = line.strip_prefix("Content-Length:") {
+            length = value.trim().parse().unwrap();
+        }
+    }
+    let mut body = vec![0; length];
+    input.read_exact(&mut body).await.unwrap();
+    serde_json::from_slice(&body).unwrap()
 }
 
 /// What one `conclave/taskUpdated` costs the server to build and frame (a task of 5
@@ -258,11 +391,30 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    // `cargo bench --bench lsp -- NAME` runs the parts whose names contain NAME.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted = |name: &str| only.is_empty() || only.iter().any(|o| name.contains(o.as_str()));
     runtime.block_on(async {
-        startup().await;
-        list_tasks_round_trip().await;
-        notification_throughput().await;
-        notification_cost();
-        memory().await;
+        if wanted("startup") {
+            startup().await;
+        }
+        if wanted("listTasks") {
+            list_tasks_round_trip().await;
+        }
+        if wanted("notifications") {
+            notification_throughput().await;
+        }
+        if wanted("backlog") {
+            notification_backlog().await;
+        }
+        if wanted("cost") {
+            notification_cost();
+        }
+        if wanted("memory") {
+            memory().await;
+        }
     });
 }

@@ -17,17 +17,17 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use serde_json::Value;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::Client;
-use tower_lsp_server::ls_types::notification::Progress;
+use tower_lsp_server::ls_types::notification::{Progress, PublishDiagnostics};
 use tower_lsp_server::ls_types::request::{ShowMessageRequest, WorkDoneProgressCreate};
 use tower_lsp_server::ls_types::{
     Diagnostic, DiagnosticSeverity, MessageActionItem, MessageType, Position, ProgressParams,
-    ProgressParamsValue, ProgressToken, Range, ShowMessageRequestParams, WorkDoneProgress,
-    WorkDoneProgressBegin, WorkDoneProgressCreateParams, WorkDoneProgressEnd,
+    ProgressParamsValue, ProgressToken, PublishDiagnosticsParams, Range, ShowMessageRequestParams,
+    WorkDoneProgress, WorkDoneProgressBegin, WorkDoneProgressCreateParams, WorkDoneProgressEnd,
     WorkDoneProgressReport,
 };
 use uuid::Uuid;
@@ -37,6 +37,7 @@ use super::protocol::{
     self, AgentStatusChanged, ApprovalResolved, ClientFeatures, RecoveryStatus, RequestApproval,
     TaskUpdated, Uris, WhiteboardChanged, progress_of, task_updated,
 };
+use super::transport::Outbox;
 use super::views::{Coalescer, FileNotes, NoteSeverity};
 use crate::engine::Engine;
 use crate::recovery::Severity;
@@ -52,6 +53,10 @@ const NOTIFICATION_BATCH: usize = 16_384;
 /// allocates only what is waiting).
 const EVENT_BACKLOG: usize = 65_536;
 
+/// How long the thread that follows the runtime's events waits for more once it has
+/// caught up, before it sleeps until the next one.
+const EVENT_PAUSE: Duration = Duration::from_millis(1);
+
 /// At most one `conclave/whiteboardChanged` per board in this interval (docs/protocol.md).
 pub const WHITEBOARD_INTERVAL: Duration = Duration::from_millis(50);
 
@@ -64,7 +69,10 @@ pub struct ClientSupport {
 }
 
 pub struct Bridge {
+    /// Requests to the editor (their answers come back through it).
     client: Client,
+    /// Notifications: framed once, in the order sent.
+    outbox: Outbox,
     engine: Arc<Engine>,
     uris: Uris,
     support: ClientSupport,
@@ -91,6 +99,7 @@ pub struct Bridge {
 impl Bridge {
     pub fn new(
         client: Client,
+        outbox: Outbox,
         engine: Arc<Engine>,
         support: ClientSupport,
         closed: CancellationToken,
@@ -99,6 +108,7 @@ impl Bridge {
         let approval_timeout = Duration::from_millis(engine.config().editor.approval_timeout_ms);
         Arc::new(Bridge {
             client,
+            outbox,
             uris: Uris::new(engine.workspace()),
             engine,
             support,
@@ -187,6 +197,9 @@ impl Bridge {
         let mut queue = self.queue_events(events);
         let mut coalescer = Coalescer::new(WHITEBOARD_INTERVAL);
         let mut notes = FileNotes::default();
+        // Kept from batch to batch: freeing a large batch each time costs the allocator
+        // more than the events themselves.
+        let mut batch = Vec::new();
         loop {
             let deadline = coalescer.next_deadline();
             let first = tokio::select! {
@@ -194,14 +207,14 @@ impl Bridge {
                 event = queue.recv() => event.unwrap_or(Err(RecvError::Closed)),
                 () = sleep_until(deadline) => {
                     for params in coalescer.due(tokio::time::Instant::now()) {
-                        self.client.send_notification::<WhiteboardChanged>(params).await;
+                        self.outbox.notify::<WhiteboardChanged>(&params).await;
                     }
                     continue;
                 }
             };
             // Nothing goes out before its record is durable: what has queued meanwhile
             // goes out behind the same wait, so the store commits it as one batch.
-            let mut batch = vec![first];
+            batch.push(first);
             while batch.len() < NOTIFICATION_BATCH {
                 match queue.try_recv() {
                     Ok(event) => batch.push(event),
@@ -209,7 +222,7 @@ impl Bridge {
                 }
             }
             self.engine.durable().await;
-            for event in batch {
+            for event in batch.drain(..) {
                 if !self.forward(event, &mut coalescer, &mut notes).await {
                     return;
                 }
@@ -223,6 +236,10 @@ impl Bridge {
     /// behind, and the connection then sends the current state instead. It runs on a
     /// thread, not a task: a busy team can hold the async workers for longer than the
     /// stream holds its events.
+    ///
+    /// Once it has caught up, the thread looks again after `EVENT_PAUSE` before it sleeps
+    /// until the next event: a team publishing thousands of events a second then wakes
+    /// it a thousand times a second, not once an event.
     fn queue_events(
         &self,
         mut events: EventStream,
@@ -232,8 +249,20 @@ impl Bridge {
         let spawned = std::thread::Builder::new()
             .name("conclave-events".into())
             .spawn(move || {
+                let mut paused = false;
                 loop {
-                    let event = events.blocking_recv();
+                    let event = match events.try_recv() {
+                        Ok(event) => Ok(event),
+                        Err(TryRecvError::Lagged(missed)) => Err(RecvError::Lagged(missed)),
+                        Err(TryRecvError::Closed) => Err(RecvError::Closed),
+                        Err(TryRecvError::Empty) if !paused => {
+                            paused = true;
+                            std::thread::sleep(EVENT_PAUSE);
+                            continue;
+                        }
+                        Err(TryRecvError::Empty) => events.blocking_recv(),
+                    };
+                    paused = false;
                     let ended = matches!(event, Err(RecvError::Closed));
                     if closed.is_cancelled() || sender.blocking_send(event).is_err() || ended {
                         return;
@@ -259,10 +288,7 @@ impl Bridge {
                 self.task_changed(&summary, notes).await;
             }
             Ok(RuntimeEvent::AgentStatus(transition)) => {
-                let params = serde_json::to_value(&transition).unwrap_or(Value::Null);
-                self.client
-                    .send_notification::<AgentStatusChanged>(params)
-                    .await;
+                self.outbox.notify::<AgentStatusChanged>(&transition).await;
             }
             Ok(RuntimeEvent::WhiteboardChanged {
                 id,
@@ -284,14 +310,12 @@ impl Bridge {
                 let params = protocol::whiteboard(&board);
                 let now = tokio::time::Instant::now();
                 if let Some(params) = coalescer.offer(&id, version, params, now) {
-                    self.client
-                        .send_notification::<WhiteboardChanged>(params)
-                        .await;
+                    self.outbox.notify::<WhiteboardChanged>(&params).await;
                 }
             }
             Ok(RuntimeEvent::Recovery(step)) => {
-                self.client
-                    .send_notification::<RecoveryStatus>(self.uris.recovery(&step))
+                self.outbox
+                    .notify::<RecoveryStatus>(&self.uris.recovery(&step))
                     .await;
             }
             Ok(RuntimeEvent::ApprovalRequested(request)) => self.ask(request),
@@ -320,9 +344,7 @@ impl Bridge {
                     if self.subscribed(&id) {
                         let params = protocol::whiteboard(&board);
                         if let Some(params) = coalescer.offer(&id, board.version, params, now) {
-                            self.client
-                                .send_notification::<WhiteboardChanged>(params)
-                                .await;
+                            self.outbox.notify::<WhiteboardChanged>(&params).await;
                         }
                     }
                 }
@@ -333,8 +355,8 @@ impl Bridge {
     }
 
     async fn task_changed(&self, summary: &TaskSummary, notes: &mut FileNotes) {
-        self.client
-            .send_notification::<TaskUpdated>(task_updated(&self.uris, summary))
+        self.outbox
+            .notify::<TaskUpdated>(&task_updated(&self.uris, summary))
             .await;
         self.report_progress(summary).await;
         for file in notes.update(summary) {
@@ -356,8 +378,12 @@ impl Bridge {
                     ..Diagnostic::default()
                 })
                 .collect();
-            self.client
-                .publish_diagnostics(uri, diagnostics, None)
+            self.outbox
+                .notify::<PublishDiagnostics>(&PublishDiagnosticsParams {
+                    uri,
+                    diagnostics,
+                    version: None,
+                })
                 .await;
         }
     }
@@ -403,8 +429,8 @@ impl Bridge {
     }
 
     async fn send_progress(&self, token: ProgressToken, value: WorkDoneProgress) {
-        self.client
-            .send_notification::<Progress>(ProgressParams {
+        self.outbox
+            .notify::<Progress>(&ProgressParams {
                 token,
                 value: ProgressParamsValue::WorkDone(value),
             })
@@ -435,9 +461,7 @@ impl Bridge {
         if let Some(reason) = &reason {
             params["reason"] = Value::String(reason.clone());
         }
-        self.client
-            .send_notification::<ApprovalResolved>(params)
-            .await;
+        self.outbox.notify::<ApprovalResolved>(&params).await;
         let title = self.asked.lock().expect("asked").get(&id).cloned();
         if decision.is_none()
             && let Some(title) = title

@@ -114,8 +114,15 @@ where
     I: AsyncRead + Unpin,
     O: tokio::io::AsyncWrite,
 {
+    let (outbox, outgoing) = transport::Outbox::new();
     let (service, socket) = LspService::build(|client| {
-        Backend::new(client, lifecycle.clone(), options.workspace, options.logs)
+        Backend::new(
+            client,
+            outbox.clone(),
+            lifecycle.clone(),
+            options.workspace,
+            options.logs,
+        )
     })
     .custom_method("conclave/submitTask", Backend::submit_task)
     .custom_method("conclave/cancelTask", Backend::cancel_task)
@@ -143,7 +150,7 @@ where
         inner: service,
         lifecycle: lifecycle.clone(),
     };
-    transport::run(input, output, edge, socket).await;
+    transport::run(input, output, edge, socket, (outbox, outgoing)).await;
     lifecycle.closed.cancel();
 
     if let Some(engine) = lifecycle.engine.get()

@@ -246,7 +246,10 @@ pub fn whiteboard(board: &Snapshot) -> Value {
 
 /// `conclave/taskUpdated` params.
 pub fn task_updated(uris: &Uris, summary: &TaskSummary) -> Value {
-    json!({ "task": uris.summary(summary) })
+    // Built by moving the summary in: `json!` would copy it.
+    let mut params = serde_json::Map::with_capacity(1);
+    params.insert("task".into(), uris.summary(summary));
+    Value::Object(params)
 }
 
 #[cfg(test)]

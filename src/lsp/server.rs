@@ -24,6 +24,7 @@ use super::protocol::{
     self, ClientFeatures, NoParams, OptionalTaskIdParams, PROTOCOL_VERSION, ResolveApprovalParams,
     SubmitTaskParams, TaskIdParams, WhiteboardParams, task_updated,
 };
+use super::transport::Outbox;
 use crate::config::{Config, WriteMode};
 use crate::engine::{Engine, EngineError, EngineSetup, SubmitTask};
 use crate::runtime::{ApprovalAnswer, EventStream, TaskContext};
@@ -32,6 +33,8 @@ use crate::tools::Sandbox;
 
 pub struct Backend {
     client: Client,
+    /// Notifications that must keep their order with the bridge's go this way.
+    outbox: Outbox,
     lifecycle: Arc<Lifecycle>,
     /// `--workspace`, which wins over what the client says.
     workspace: Option<PathBuf>,
@@ -78,12 +81,14 @@ impl Session {
 impl Backend {
     pub fn new(
         client: Client,
+        outbox: Outbox,
         lifecycle: Arc<Lifecycle>,
         workspace: Option<PathBuf>,
         logs: Option<LogLines>,
     ) -> Backend {
         Backend {
             client,
+            outbox,
             lifecycle,
             workspace,
             session: OnceLock::new(),
@@ -215,6 +220,7 @@ impl Backend {
         }
         let bridge = Bridge::new(
             self.client.clone(),
+            self.outbox.clone(),
             engine.clone(),
             support,
             self.lifecycle.closed.clone(),
@@ -442,11 +448,8 @@ impl LanguageServer for Backend {
         }
         // What a (re)connecting editor needs first: every task as it stands.
         for task in s.engine.tasks() {
-            self.client
-                .send_notification::<super::protocol::TaskUpdated>(task_updated(
-                    s.bridge.uris(),
-                    &task,
-                ))
+            self.outbox
+                .notify::<super::protocol::TaskUpdated>(&task_updated(s.bridge.uris(), &task))
                 .await;
         }
         if let Some(events) = self.events.lock().expect("events").take() {

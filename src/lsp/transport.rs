@@ -6,10 +6,16 @@
 //! wants a malformed message answered with -32700 and the connection kept. So this loop
 //! is ours; the service, the router and the client handle are tower-lsp-server's.
 //!
-//! One task writes every outgoing frame, flushing when nothing else is queued, so a
-//! burst of notifications goes out in few writes. Each request's handler runs in a task
+//! One task writes every outgoing frame: whatever has queued goes out in one write, so a
+//! burst of notifications costs few system calls. Each request's handler runs in a task
 //! of its own; the loop only waits for the service to be ready (which it is not while
 //! `initialize` runs, as LSP requires).
+//!
+//! The server's own notifications take the [`Outbox`]: their bytes are written once,
+//! straight from the value the bridge built. tower-lsp-server's client would first copy
+//! every params value into a request of its own, and the connection sends tens of
+//! thousands a second under load. Requests to the editor still go through the client,
+//! which matches their answers.
 
 use std::future::poll_fn;
 
@@ -21,11 +27,53 @@ use tokio::task::JoinSet;
 use tower::Service;
 use tower_lsp_server::ClientSocket;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Id, Request, Response};
+use tower_lsp_server::ls_types::notification::Notification;
 
 /// Frames larger than this are refused (and skipped) rather than buffered.
 const MAX_FRAME: usize = 64 * 1024 * 1024;
-/// Outgoing frames waiting for the writer.
+/// Outgoing messages waiting for the writer.
 const OUTGOING: usize = 4096;
+/// The writer gathers queued messages into one write up to about this many bytes.
+const WRITE_CHUNK: usize = 256 * 1024;
+
+/// The server's way to send a notification without tower-lsp-server's client; see the
+/// module docs. Messages it queues go out in the order queued, behind the answers and
+/// requests queued before them.
+#[derive(Clone)]
+pub struct Outbox {
+    bodies: mpsc::Sender<Vec<u8>>,
+}
+
+/// What the writer takes: message bodies, each framed as it is written.
+pub struct Outgoing(mpsc::Receiver<Vec<u8>>);
+
+impl Outbox {
+    pub fn new() -> (Outbox, Outgoing) {
+        let (bodies, outgoing) = mpsc::channel(OUTGOING);
+        (Outbox { bodies }, Outgoing(outgoing))
+    }
+
+    /// Sends `N` with `params`, serialized once. Nothing is sent once the connection
+    /// has closed.
+    pub async fn notify<N: Notification>(&self, params: &impl serde::Serialize) {
+        #[derive(serde::Serialize)]
+        struct Message<'a, P> {
+            jsonrpc: &'static str,
+            method: &'static str,
+            params: &'a P,
+        }
+        let message = Message {
+            jsonrpc: "2.0",
+            method: N::METHOD,
+            params,
+        };
+        let _ = self.bodies.send(body(&message)).await;
+    }
+
+    async fn send(&self, message: &impl serde::Serialize) -> bool {
+        self.bodies.send(body(message)).await.is_ok()
+    }
+}
 
 /// One incoming frame, or why there is none.
 enum Frame {
@@ -36,16 +84,21 @@ enum Frame {
     End,
 }
 
-/// Serves `service` over `input`/`output` until the input ends or `exit` is handled.
-pub async fn run<S, I, O>(input: I, output: O, mut service: S, socket: ClientSocket)
-where
+/// Serves `service` over `input`/`output` until the input ends or `exit` is handled;
+/// `outbox` is the pair's sending side, the service's own way out.
+pub async fn run<S, I, O>(
+    input: I,
+    output: O,
+    mut service: S,
+    socket: ClientSocket,
+    (outgoing, bodies): (Outbox, Outgoing),
+) where
     S: Service<Request, Response = Option<Response>>,
     S::Future: Send + 'static,
     I: AsyncRead + Unpin,
     O: AsyncWrite,
 {
-    let (outgoing, frames) = mpsc::channel::<Vec<u8>>(OUTGOING);
-    let writer = write_frames(output, frames);
+    let writer = |over| write_frames(output, bodies, over);
     let (mut to_client, mut from_client) = socket.split();
 
     let (reading_done, mut reading_over) = tokio::sync::oneshot::channel::<()>();
@@ -59,7 +112,7 @@ where
                     biased;
                     request = to_client.next() => match request {
                         Some(request) => {
-                            if outgoing.send(encode(&request)).await.is_err() {
+                            if !outgoing.send(&request).await {
                                 return;
                             }
                         }
@@ -67,7 +120,7 @@ where
                     },
                     _ = &mut reading_over => {
                         while let Some(Some(request)) = to_client.next().now_or_never() {
-                            let _ = outgoing.send(encode(&request)).await;
+                            outgoing.send(&request).await;
                         }
                         return;
                     }
@@ -88,9 +141,7 @@ where
                         message: why.into(),
                         data: None,
                     };
-                    let _ = outgoing
-                        .send(encode(&Response::from_error(Id::Null, error)))
-                        .await;
+                    outgoing.send(&Response::from_error(Id::Null, error)).await;
                     continue;
                 }
                 Frame::End => break,
@@ -104,9 +155,7 @@ where
                         message: format!("Parse error: {e}").into(),
                         data: None,
                     };
-                    let _ = outgoing
-                        .send(encode(&Response::from_error(Id::Null, error)))
-                        .await;
+                    outgoing.send(&Response::from_error(Id::Null, error)).await;
                     continue;
                 }
             };
@@ -119,7 +168,7 @@ where
                         }
                     }
                     Err(e) => {
-                        let _ = outgoing.send(encode(&invalid_request(None, e))).await;
+                        outgoing.send(&invalid_request(None, e)).await;
                     }
                 }
                 continue;
@@ -128,7 +177,7 @@ where
             let request = match serde_json::from_value::<Request>(message) {
                 Ok(request) => request,
                 Err(e) => {
-                    let _ = outgoing.send(encode(&invalid_request(id, e))).await;
+                    outgoing.send(&invalid_request(id, e)).await;
                     continue;
                 }
             };
@@ -139,11 +188,11 @@ where
             let call = service.call(request);
             let outgoing = outgoing.clone();
             handlers.spawn(async move {
-                let frame = match call.await {
-                    Ok(Some(response)) => encode(&response),
+                let response = match call.await {
+                    Ok(Some(response)) => response,
                     _ => return,
                 };
-                let _ = outgoing.send(frame).await;
+                outgoing.send(&response).await;
             });
             if exit {
                 break;
@@ -152,9 +201,15 @@ where
         // Everything read gets its answer before the connection closes.
         while handlers.join_next().await.is_some() {}
         let _ = reading_done.send(());
-        drop(outgoing);
     };
-    tokio::join!(serve, forward, writer);
+    // The service keeps outboxes of its own, so the writer is told when the
+    // connection is over rather than waiting for every sender to go.
+    let (over, connection_over) = tokio::sync::oneshot::channel::<()>();
+    let reading_and_forwarding = async {
+        tokio::join!(serve, forward);
+        let _ = over.send(());
+    };
+    tokio::join!(reading_and_forwarding, writer(connection_over));
     drop(service);
 }
 
@@ -172,32 +227,59 @@ fn invalid_request(id: Option<Value>, e: serde_json::Error) -> Response {
     )
 }
 
-/// A frame for the editor: every secret in it redacted (`crate::redact`).
-fn encode<T: serde::Serialize>(message: &T) -> Vec<u8> {
-    let body = serde_json::to_string(message).unwrap_or_else(|_| "null".to_string());
-    let body = crate::redact::string(body).into_bytes();
-    let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-    frame.extend_from_slice(&body);
-    frame
+/// A message body for the editor: every secret in it redacted (`crate::redact`).
+fn body<T: serde::Serialize>(message: &T) -> Vec<u8> {
+    let body = serde_json::to_vec(message).unwrap_or_else(|_| b"null".to_vec());
+    match std::str::from_utf8(&body).map(crate::redact::text) {
+        Ok(std::borrow::Cow::Owned(redacted)) => redacted.into_bytes(),
+        _ => body,
+    }
 }
 
-async fn write_frames<O: AsyncWrite>(output: O, mut frames: mpsc::Receiver<Vec<u8>>) {
+/// Frames and writes every body queued, as many as have queued in one write, until
+/// the connection is `over` and what was queued by then has been written.
+async fn write_frames<O: AsyncWrite>(
+    output: O,
+    Outgoing(mut bodies): Outgoing,
+    mut over: tokio::sync::oneshot::Receiver<()>,
+) {
     let mut output = std::pin::pin!(output);
-    while let Some(frame) = frames.recv().await {
-        if output.write_all(&frame).await.is_err() {
-            return;
-        }
-        // Flush only when nothing else is queued: bursts go out in few writes.
-        while let Ok(frame) = frames.try_recv() {
-            if output.write_all(&frame).await.is_err() {
-                return;
+    let mut chunk = Vec::new();
+    let mut closing = false;
+    loop {
+        let body = if closing {
+            bodies.try_recv().ok()
+        } else {
+            tokio::select! {
+                body = bodies.recv() => body,
+                _ = &mut over => {
+                    closing = true;
+                    bodies.try_recv().ok()
+                }
+            }
+        };
+        let Some(body) = body else {
+            break;
+        };
+        chunk.clear();
+        frame_into(&mut chunk, &body);
+        while chunk.len() < WRITE_CHUNK {
+            match bodies.try_recv() {
+                Ok(body) => frame_into(&mut chunk, &body),
+                Err(_) => break,
             }
         }
-        if output.flush().await.is_err() {
+        if output.write_all(&chunk).await.is_err() || output.flush().await.is_err() {
             return;
         }
     }
     let _ = output.flush().await;
+}
+
+fn frame_into(chunk: &mut Vec<u8>, body: &[u8]) {
+    use std::io::Write;
+    let _ = write!(chunk, "Content-Length: {}\r\n\r\n", body.len());
+    chunk.extend_from_slice(body);
 }
 
 /// Reads the headers and the body of one frame.
@@ -269,6 +351,45 @@ mod tests {
                 "1"
             ]
         );
+    }
+
+    struct TaskUpdated;
+    impl Notification for TaskUpdated {
+        type Params = Value;
+        const METHOD: &'static str = "conclave/taskUpdated";
+    }
+
+    #[tokio::test]
+    async fn the_outbox_frames_each_notification_once_in_order_with_secrets_redacted() {
+        let (outbox, outgoing) = Outbox::new();
+        let secret = "sk-proj-abcdefghijklmnopqrstuvwxyz0123";
+        outbox
+            .notify::<TaskUpdated>(&serde_json::json!({ "n": 1, "title": secret }))
+            .await;
+        outbox
+            .notify::<TaskUpdated>(&serde_json::json!({ "n": 2 }))
+            .await;
+        let (over, connection_over) = tokio::sync::oneshot::channel();
+        over.send(()).unwrap();
+        let mut written = Vec::new();
+        // The outbox is still held: the writer ends because the connection is over,
+        // after writing what was queued.
+        write_frames(&mut written, outgoing, connection_over).await;
+        let mut reader = BufReader::new(&written[..]);
+        let mut bodies = Vec::new();
+        while let Frame::Body(body) = read_frame(&mut reader).await {
+            bodies.push(serde_json::from_slice::<Value>(&body).unwrap());
+        }
+        assert_eq!(
+            bodies,
+            [
+                serde_json::json!({ "jsonrpc": "2.0", "method": "conclave/taskUpdated",
+                                    "params": { "n": 1, "title": "[REDACTED]" } }),
+                serde_json::json!({ "jsonrpc": "2.0", "method": "conclave/taskUpdated",
+                                    "params": { "n": 2 } }),
+            ]
+        );
+        drop(outbox);
     }
 
     #[tokio::test]

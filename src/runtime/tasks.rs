@@ -481,6 +481,9 @@ pub enum CheckStatus {
 #[derive(Clone)]
 pub struct Tasks {
     tasks: Arc<DashMap<TaskId, TaskRecord>>,
+    /// The task each subtask looked up so far belongs to (a subtask never moves and
+    /// tasks are never dropped, so an entry never goes stale): every model call asks.
+    owners: Arc<DashMap<SubtaskId, TaskId>>,
     events: EventBus,
     store: Option<Store>,
 }
@@ -489,6 +492,7 @@ impl Tasks {
     pub fn new(events: EventBus, store: Option<Store>) -> Self {
         Tasks {
             tasks: Arc::new(DashMap::new()),
+            owners: Arc::new(DashMap::new()),
             events,
             store,
         }
@@ -517,10 +521,21 @@ impl Tasks {
 
     /// The task a subtask belongs to.
     pub fn task_of(&self, subtask: SubtaskId) -> Option<TaskId> {
-        self.tasks
+        if let Some(task) = self.owners.get(&subtask) {
+            return Some(*task);
+        }
+        let task = self
+            .tasks
             .iter()
             .find(|t| t.subtask(subtask).is_some())
-            .map(|t| t.id)
+            .map(|t| t.id)?;
+        self.owners.insert(subtask, task);
+        Some(task)
+    }
+
+    /// What `read` makes of the task, without copying it.
+    pub fn read<T>(&self, id: TaskId, read: impl FnOnce(&TaskRecord) -> T) -> Option<T> {
+        self.tasks.get(&id).map(|t| read(&t))
     }
 
     pub fn get(&self, id: TaskId) -> Option<TaskRecord> {

@@ -246,7 +246,9 @@ impl MeteredModel {
             .or_else(|| scope.subtask.and_then(|s| self.tasks.task_of(s)));
         let agent = scope.agent.or_else(|| {
             let (task, subtask) = (task?, scope.subtask?);
-            self.tasks.get(task)?.subtask(subtask)?.assignee
+            self.tasks
+                .read(task, |t| t.subtask(subtask).and_then(|s| s.assignee))
+                .flatten()
         });
         (task, scope.subtask, agent)
     }
