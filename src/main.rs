@@ -8,8 +8,10 @@ use clap::{Parser, Subcommand};
 mod cli;
 
 /// The team, the store and the connections allocate and free many small values across
-/// threads; glibc's allocator spent about a fifth of the server's time on that under
-/// load (`cargo bench --bench lsp`), mimalloc far less.
+/// threads; under load glibc's allocator took about a fifth of the server's time (and
+/// the busy team about 25% more CPU a notification, `cargo bench --bench lsp`). Built
+/// with `no_thp`: with transparent huge pages mimalloc's arenas doubled the idle
+/// server's resident memory.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
