@@ -160,16 +160,7 @@ async fn notification_throughput() {
                 .entry(message["method"].as_str().unwrap_or("").to_string())
                 .or_default() += 1;
         }
-        if message["method"] == "conclave/taskUpdated"
-            && message["params"]["task"]["status"] == "completed"
-        {
-            completed.insert(
-                message["params"]["task"]["taskId"]
-                    .as_str()
-                    .unwrap()
-                    .to_string(),
-            );
-        }
+        completed.extend(completed_task(&message));
     }
     let elapsed = started.elapsed();
     let cpu = cpu_time(server.pid()) - cpu_before;
@@ -250,16 +241,7 @@ async fn notification_backlog() {
             continue;
         }
         notifications += 1;
-        if message["method"] == "conclave/taskUpdated"
-            && message["params"]["task"]["status"] == "completed"
-        {
-            completed.insert(
-                message["params"]["task"]["taskId"]
-                    .as_str()
-                    .unwrap()
-                    .to_string(),
-            );
-        }
+        completed.extend(completed_task(&message));
     }
     let elapsed = started.elapsed();
     println!(
@@ -275,6 +257,13 @@ async fn notification_backlog() {
     println!("  lagged: {}", log.matches("fell behind").count());
     drop(stdin);
     let _ = child.wait().await;
+}
+
+/// The task a `conclave/taskUpdated` says is completed.
+fn completed_task(message: &Value) -> Option<String> {
+    let task = &message["params"]["task"];
+    (message["method"] == "conclave/taskUpdated" && task["status"] == "completed")
+        .then(|| task["taskId"].as_str().unwrap().to_string())
 }
 
 /// One framed message, parsed.
