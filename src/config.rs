@@ -92,10 +92,31 @@ impl LlmConfig {
         if let Some(window) = self.context_window.filter(|w| *w > 0) {
             return window;
         }
+        if self.is_hosted() {
+            HOSTED_CONTEXT_WINDOW
+        } else {
+            LOCAL_CONTEXT_WINDOW
+        }
+    }
+
+    /// Whether `baseUrl` is OpenAI's or Anthropic's own API, or unset (their default).
+    /// Anything else is a local server or a proxy with sizes and prices of its own.
+    pub fn is_hosted(&self) -> bool {
         let hosted = ["https://api.openai.com", "https://api.anthropic.com"];
         match &self.base_url {
-            Some(url) if !hosted.iter().any(|h| url.trim().starts_with(h)) => LOCAL_CONTEXT_WINDOW,
-            _ => HOSTED_CONTEXT_WINDOW,
+            Some(url) => hosted.iter().any(|h| url.trim().starts_with(h)),
+            None => true,
+        }
+    }
+
+    /// Whether the configured model is called at OpenAI's or Anthropic's own API, where
+    /// their list prices apply: a hosted provider at its default or own URL.
+    pub fn calls_hosted_api(&self) -> bool {
+        match self.provider {
+            Some(LlmProvider::Openai | LlmProvider::Anthropic) => self.is_hosted(),
+            Some(LlmProvider::Scripted) => false,
+            // A bare `baseUrl` is OpenAI-compatible; without one there is no model.
+            None => self.base_url.is_some() && self.is_hosted(),
         }
     }
 
@@ -125,13 +146,38 @@ impl LlmConfig {
     }
 }
 
+/// The spend cap of a task unless `limits.maxCostPerTaskUsd` says otherwise, in US
+/// dollars: above what an ordinary task costs on the default hosted models, low enough
+/// that a task stuck in retries and fix rounds stops before it costs real money
+/// (docs/protocol.md, "Executor: tokens and cost").
+pub const DEFAULT_MAX_COST_PER_TASK_USD: f64 = 2.0;
+
 /// Budgets of one task.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct LimitsConfig {
     /// Input plus output tokens one task may use before it pauses and the person is
     /// asked whether to go on (with the limit raised by as much again) or cancel.
     pub max_tokens_per_task: Option<u64>,
+    /// US dollars one task may spend before it pauses and asks the same way; `0` turns
+    /// it off. Only a model with a price (built in or `[pricing]`) can be held to it.
+    pub max_cost_per_task_usd: f64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_tokens_per_task: None,
+            max_cost_per_task_usd: DEFAULT_MAX_COST_PER_TASK_USD,
+        }
+    }
+}
+
+impl LimitsConfig {
+    /// The spend cap in force, `None` when switched off (zero, negative or not a number).
+    pub fn cost_cap_usd(&self) -> Option<f64> {
+        Some(self.max_cost_per_task_usd).filter(|cap| cap.is_finite() && *cap > 0.0)
+    }
 }
 
 /// What a model costs, in US dollars per million tokens.
@@ -825,6 +871,54 @@ mod tests {
             Config::from_layers(Some(&json!({ "llm": { "contextWindow": 4096 } })), None).unwrap();
         assert_eq!(set.llm.context_window(), 4096);
         assert_eq!(Config::default().limits.max_tokens_per_task, None);
+    }
+
+    #[test]
+    fn the_spend_cap_is_on_by_default_and_zero_turns_it_off() {
+        let default = Config::default().limits;
+        assert_eq!(default.max_cost_per_task_usd, DEFAULT_MAX_COST_PER_TASK_USD);
+        assert_eq!(default.cost_cap_usd(), Some(2.0));
+        // Setting another budget keeps the default cap.
+        let tokens_only = json!({ "limits": { "maxTokensPerTask": 1000 } });
+        let config = Config::from_layers(Some(&tokens_only), None).unwrap();
+        assert_eq!(config.limits.cost_cap_usd(), Some(2.0));
+        let off = json!({ "limits": { "maxCostPerTaskUsd": 0 } });
+        let config = Config::from_layers(Some(&off), None).unwrap();
+        assert_eq!(config.limits.cost_cap_usd(), None);
+        let set = json!({ "limits": { "maxCostPerTaskUsd": 0.25 } });
+        let config = Config::from_layers(Some(&set), None).unwrap();
+        assert_eq!(config.limits.cost_cap_usd(), Some(0.25));
+        let negative = LimitsConfig {
+            max_cost_per_task_usd: -1.0,
+            ..LimitsConfig::default()
+        };
+        assert_eq!(negative.cost_cap_usd(), None);
+    }
+
+    #[test]
+    fn only_openai_and_anthropic_themselves_are_hosted() {
+        let llm = |url: Option<&str>| LlmConfig {
+            base_url: url.map(String::from),
+            ..LlmConfig::default()
+        };
+        assert!(llm(None).is_hosted());
+        assert!(llm(Some("https://api.openai.com/v1")).is_hosted());
+        assert!(llm(Some(" https://api.anthropic.com")).is_hosted());
+        assert!(!llm(Some("http://127.0.0.1:11434/v1")).is_hosted());
+        assert!(!llm(Some("https://openrouter.ai/api/v1")).is_hosted());
+        let provider = |provider, url: Option<&str>| LlmConfig {
+            provider,
+            ..llm(url)
+        };
+        assert!(provider(Some(LlmProvider::Anthropic), None).calls_hosted_api());
+        assert!(provider(Some(LlmProvider::Openai), None).calls_hosted_api());
+        assert!(
+            !provider(Some(LlmProvider::Openai), Some("http://127.0.0.1:8080/v1"))
+                .calls_hosted_api()
+        );
+        assert!(provider(None, Some("https://api.openai.com/v1")).calls_hosted_api());
+        assert!(!provider(None, None).calls_hosted_api());
+        assert!(!provider(Some(LlmProvider::Scripted), None).calls_hosted_api());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Tokens and cost: every model call's usage, added up per task, per subtask and per
-//! agent, priced by the `[pricing]` table, and the `limits.maxTokensPerTask` pause.
+//! agent, priced by the `[pricing]` table over [`LIST_PRICES`], and the pauses at
+//! `limits.maxTokensPerTask` and `limits.maxCostPerTaskUsd`.
 //!
 //! [`MeteredModel`] wraps the team's model (outside the retries, so a call counts once
 //! when it succeeds). It learns whom a call is for from the [`UsageScope`] the caller
@@ -104,6 +105,10 @@ pub struct TaskUsage {
     /// The token limit in force, once the person raised `limits.maxTokensPerTask`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_limit: Option<u64>,
+    /// The spend cap in force (US dollars), once the person raised
+    /// `limits.maxCostPerTaskUsd`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_limit_usd: Option<f64>,
 }
 
 impl TaskUsage {
@@ -151,6 +156,25 @@ pub fn current_scope() -> Option<UsageScope> {
     SCOPE.try_with(|scope| *scope).ok()
 }
 
+/// The providers' published list prices (US dollars per million tokens, input and
+/// output) of the default models (`gpt-4o-mini`, `claude-sonnet-4-5`) and their nearest
+/// siblings, as read on OpenAI's and Anthropic's pricing and model pages in November
+/// 2026. They apply only to the providers' own APIs
+/// ([`LlmConfig::calls_hosted_api`]); `[pricing]` entries override them.
+///
+/// [`LlmConfig::calls_hosted_api`]: crate::config::LlmConfig::calls_hosted_api
+pub const LIST_PRICES: &[(&str, ModelPrice)] = &[
+    listed("gpt-4o-mini", 0.15, 0.60),
+    listed("gpt-4o", 2.50, 10.00),
+    listed("claude-sonnet-4-5", 3.00, 15.00),
+    listed("claude-haiku-4-5", 1.00, 5.00),
+    listed("claude-3-5-haiku", 0.80, 4.00),
+];
+
+const fn listed(model: &'static str, input: f64, output: f64) -> (&'static str, ModelPrice) {
+    (model, ModelPrice { input, output })
+}
+
 /// Model prices by model name.
 #[derive(Clone, Debug, Default)]
 pub struct Prices {
@@ -162,14 +186,39 @@ impl Prices {
         Prices { table }
     }
 
-    /// The price of `model`: its exact entry, else one that differs only in case.
-    pub fn of(&self, model: &str) -> Option<ModelPrice> {
-        self.table.get(model).copied().or_else(|| {
-            self.table
+    /// The prices usage is counted at: [`LIST_PRICES`] when the model is served by its
+    /// provider's own API (a local server or a proxy charges what it charges), with
+    /// `config.pricing` over them, an entry replacing any built-in one of the same name
+    /// in another case.
+    pub fn for_config(config: &Config) -> Self {
+        let mut table: BTreeMap<String, ModelPrice> = if config.llm.calls_hosted_api() {
+            LIST_PRICES
                 .iter()
-                .find(|(name, _)| name.eq_ignore_ascii_case(model))
-                .map(|(_, price)| *price)
-        })
+                .map(|(name, price)| (name.to_string(), *price))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
+        for (name, price) in &config.pricing {
+            table.retain(|known, _| !known.eq_ignore_ascii_case(name));
+            table.insert(name.clone(), *price);
+        }
+        Prices { table }
+    }
+
+    /// The price of `model`: its exact entry, else one that differs only in case, else
+    /// the entry of the model it is a dated snapshot of (`claude-sonnet-4-5-20250929`,
+    /// `gpt-4o-mini-2024-07-18`, `claude-3-5-haiku-latest`).
+    pub fn of(&self, model: &str) -> Option<ModelPrice> {
+        let named = |model: &str| {
+            self.table.get(model).copied().or_else(|| {
+                self.table
+                    .iter()
+                    .find(|(name, _)| name.eq_ignore_ascii_case(model))
+                    .map(|(_, price)| *price)
+            })
+        };
+        named(model).or_else(|| snapshot_of(model).and_then(named))
     }
 
     /// `input` and `output` tokens of `model` in dollars.
@@ -177,6 +226,23 @@ impl Prices {
         self.of(model)
             .map(|price| (input as f64 * price.input + output as f64 * price.output) / 1_000_000.0)
     }
+}
+
+/// The model `model` is a dated snapshot of: the name without a trailing `-YYYYMMDD`,
+/// `-YYYY-MM-DD` or `-latest`.
+fn snapshot_of(model: &str) -> Option<&str> {
+    if let Some(base) = model.strip_suffix("-latest") {
+        return Some(base);
+    }
+    let number =
+        |part: &str, len: usize| part.len() == len && part.bytes().all(|b| b.is_ascii_digit());
+    let (before_last, last) = model.rsplit_once('-')?;
+    if number(last, 8) {
+        return Some(before_last);
+    }
+    let (before_month, month) = before_last.rsplit_once('-')?;
+    let (base, year) = before_month.rsplit_once('-')?;
+    (number(year, 4) && number(month, 2) && number(last, 2)).then_some(base)
 }
 
 /// About four characters a token: the estimate used when a provider reports nothing.
@@ -189,18 +255,117 @@ pub fn request_chars(request: &ModelRequest) -> usize {
     request.chars()
 }
 
-/// Ends a task whose person chose to cancel it at the token limit.
+/// Ends a task whose person chose to cancel it at a budget.
 pub type TaskCanceller = Arc<dyn Fn(TaskId) + Send + Sync>;
 
+/// `usd` as people read an amount: cents from a dollar up, four decimals below.
+pub fn dollars(usd: f64) -> String {
+    if usd >= 1.0 {
+        format!("${usd:.2}")
+    } else {
+        format!("${usd:.4}")
+    }
+}
+
+/// The budget a task has reached and what it becomes if the person goes on.
+#[derive(Clone, Debug, PartialEq)]
+enum Reached {
+    Tokens { used: u64, limit: u64, raised: u64 },
+    Cost { spent: f64, cap: f64, raised: f64 },
+}
+
+/// Which budget `usage` has reached, if any: the token limit `token_base` (or its raised
+/// value on the task), else the spend cap `cost_base` (likewise). Going on raises the
+/// budget to what was used plus the configured amount again, so the next pause comes
+/// after as much again whatever the last call overshot by. A task whose model has no
+/// price has no cost, and is never held to the spend cap.
+fn reached(usage: &TaskUsage, token_base: Option<u64>, cost_base: Option<f64>) -> Option<Reached> {
+    if let Some(base) = token_base {
+        let limit = usage.token_limit.unwrap_or(base);
+        let used = usage.total.total_tokens();
+        if used >= limit {
+            return Some(Reached::Tokens {
+                used,
+                limit,
+                raised: used + base,
+            });
+        }
+    }
+    let (base, spent) = (cost_base?, usage.total.cost_usd?);
+    let cap = usage.cost_limit_usd.unwrap_or(base);
+    (spent >= cap).then_some(Reached::Cost {
+        spent,
+        cap,
+        raised: spent + base,
+    })
+}
+
+impl Reached {
+    fn title(&self, usage: &TokenUsage) -> String {
+        match self {
+            Reached::Tokens { used, limit, .. } => {
+                format!("Token limit reached: {used} of {limit} tokens")
+            }
+            Reached::Cost { spent, cap, .. } => format!(
+                "Spending cap reached: {} of {} ({} tokens)",
+                dollars(*spent),
+                dollars(*cap),
+                thousands(usage.total_tokens())
+            ),
+        }
+    }
+
+    fn detail(&self, task_title: &str, usage: &TokenUsage) -> String {
+        match self {
+            Reached::Tokens {
+                used,
+                limit,
+                raised,
+            } => format!(
+                "Task \"{task_title}\" has used {used} ({}), reaching its limit of {limit} \
+                 tokens (`limits.maxTokensPerTask`). It is paused.\n\nContinue with the \
+                 limit raised to {raised} tokens, or cancel the task.",
+                usage.describe()
+            ),
+            Reached::Cost { spent, cap, raised } => format!(
+                "Task \"{task_title}\" has spent {} ({}), reaching its cap of {} \
+                 (`limits.maxCostPerTaskUsd`). It is paused.\n\nContinue with the cap \
+                 raised to {}, or cancel the task.",
+                dollars(*spent),
+                usage.describe(),
+                dollars(*cap),
+                dollars(*raised)
+            ),
+        }
+    }
+
+    fn continue_label(&self) -> String {
+        match self {
+            Reached::Tokens { raised, .. } => format!("Continue (limit {raised} tokens)"),
+            Reached::Cost { raised, .. } => format!("Continue (cap {})", dollars(*raised)),
+        }
+    }
+
+    /// Records the raised budget on the task, where it survives a restart.
+    fn raise(&self, usage: &mut TaskUsage) {
+        match self {
+            Reached::Tokens { raised, .. } => usage.token_limit = Some(*raised),
+            Reached::Cost { raised, .. } => usage.cost_limit_usd = Some(*raised),
+        }
+    }
+}
+
 /// The team's model with every call's usage counted, priced and checked against
-/// `limits.maxTokensPerTask`.
+/// `limits.maxTokensPerTask` and `limits.maxCostPerTaskUsd`.
 pub struct MeteredModel {
     inner: Arc<dyn ModelProvider>,
     model: String,
     prices: Prices,
     tasks: Tasks,
     approvals: Approvals,
-    limit: Option<u64>,
+    token_limit: Option<u64>,
+    /// US dollars; `None` when switched off or when the model has no price.
+    cost_cap: Option<f64>,
     /// One pause at a time per task: calls of the other subtasks wait for its answer.
     gates: DashMap<TaskId, Arc<tokio::sync::Mutex<()>>>,
     canceller: OnceLock<TaskCanceller>,
@@ -215,21 +380,38 @@ impl MeteredModel {
         tasks: Tasks,
         approvals: Approvals,
     ) -> MeteredModel {
+        let model = config.llm.model_name();
+        let prices = Prices::for_config(config);
+        let cost_cap = config.limits.cost_cap_usd();
+        let priced = prices.of(&model).is_some();
+        // Said once, at start, so nobody believes a task is capped when it cannot be.
+        match cost_cap {
+            Some(cap) if priced => tracing::info!(
+                "spend cap: a task pauses and asks at {} (limits.maxCostPerTaskUsd)",
+                dollars(cap)
+            ),
+            Some(_) => tracing::info!(
+                "spend cap: none, the model {model:?} has no price (set [pricing.\"{model}\"] \
+                 in conclave.toml to cap it; limits.maxTokensPerTask caps tokens)"
+            ),
+            None => tracing::info!("spend cap: off (limits.maxCostPerTaskUsd = 0)"),
+        }
         MeteredModel {
             inner,
-            model: config.llm.model_name(),
-            prices: Prices::new(config.pricing.clone()),
+            model,
+            prices,
             tasks,
             approvals,
-            limit: config.limits.max_tokens_per_task.filter(|l| *l > 0),
+            token_limit: config.limits.max_tokens_per_task.filter(|l| *l > 0),
+            cost_cap: cost_cap.filter(|_| priced),
             gates: DashMap::new(),
             canceller: OnceLock::new(),
             session: Mutex::new(TokenUsage::default()),
         }
     }
 
-    /// How a task is cancelled when the person answers the token-limit pause with cancel
-    /// (the engine's own cancel). Without one the call just ends cancelled.
+    /// How a task is cancelled when the person answers a budget pause with cancel (the
+    /// engine's own cancel). Without one the call just ends cancelled.
     pub fn set_canceller(&self, canceller: TaskCanceller) {
         let _ = self.canceller.set(canceller);
     }
@@ -237,6 +419,12 @@ impl MeteredModel {
     /// Every call so far, whoever it was for.
     pub fn session_usage(&self) -> TokenUsage {
         *self.session.lock().expect("usage lock")
+    }
+
+    /// The spend cap a task is held to (US dollars): `None` when it is off or the model
+    /// has no price.
+    pub fn cost_cap_usd(&self) -> Option<f64> {
+        self.cost_cap
     }
 
     /// The task, subtask and agent of a call made in `scope`.
@@ -280,83 +468,77 @@ impl MeteredModel {
         }
     }
 
-    /// Waits while `task` is over its token limit and the person has not yet answered;
-    /// an answer other than "continue" cancels the task.
+    /// Waits while `task` is over its token limit or its spend cap and the person has not
+    /// yet answered; an answer other than "continue" cancels the task. Both budgets
+    /// reached at once are asked one after the other.
     async fn admit(
         &self,
         task: TaskId,
         subtask: Option<SubtaskId>,
         agent: Option<AgentId>,
     ) -> Result<(), ModelError> {
-        let Some(base) = self.limit else {
+        if self.token_limit.is_none() && self.cost_cap.is_none() {
             return Ok(());
-        };
+        }
         let gate = self.gates.entry(task).or_default().clone();
         let _one_at_a_time = gate.lock().await;
-        let Some(record) = self.tasks.get(task) else {
-            return Ok(());
-        };
-        let limit = record.usage.token_limit.unwrap_or(base);
-        let used = record.usage.total.total_tokens();
-        if used < limit || record.status.is_finished() {
-            return Ok(());
-        }
-        let raised = used + base;
-        let request = ApprovalRequest {
-            approval_id: Uuid::new_v4(),
-            kind: ApprovalKind::Decision,
-            task_id: task,
-            subtask_id: subtask,
-            agent_id: agent.unwrap_or(AgentId::SYSTEM).to_string(),
-            severity: Severity::Medium,
-            title: format!("Token limit reached: {used} of {limit} tokens"),
-            detail: format!(
-                "Task \"{}\" has used {} ({}), reaching its limit of {limit} tokens \
-                 (`limits.maxTokensPerTask`). It is paused.\n\nContinue with the limit \
-                 raised to {raised} tokens, or cancel the task.",
-                record.title,
-                used,
-                record.usage.total.describe()
-            ),
-            proposed_solution: None,
-            diff: None,
-            command: None,
-            subtask_description: None,
-            options: vec![
-                ApprovalOption::new(
-                    ApprovalChoice::Approve,
-                    format!("Continue (limit {raised} tokens)"),
-                ),
-                ApprovalOption::new(ApprovalChoice::Abort, "Cancel the task"),
-            ],
-            created_at: Utc::now(),
-        };
-        tracing::info!(task = %task, used, limit, "token limit reached; asking the person");
-        let before = record.status;
-        self.tasks
-            .update(task, |t| t.status = TaskStatus::AwaitingApproval);
-        let answer = self.approvals.ask(request).await;
-        let go_on = matches!(&answer, Some(a) if a.decision == ApprovalChoice::Approve);
-        if go_on {
-            self.tasks.update(task, |t| {
-                t.usage.token_limit = Some(raised);
-                if t.status == TaskStatus::AwaitingApproval {
-                    t.status = before;
-                }
-            });
-            return Ok(());
-        }
-        match self.canceller.get() {
-            Some(cancel) => cancel(task),
-            None => {
+        loop {
+            let Some(record) = self.tasks.get(task) else {
+                return Ok(());
+            };
+            if record.status.is_finished() {
+                return Ok(());
+            }
+            let Some(reached) = reached(&record.usage, self.token_limit, self.cost_cap) else {
+                return Ok(());
+            };
+            let spent = &record.usage.total;
+            let request = ApprovalRequest {
+                approval_id: Uuid::new_v4(),
+                kind: ApprovalKind::Decision,
+                task_id: task,
+                subtask_id: subtask,
+                agent_id: agent.unwrap_or(AgentId::SYSTEM).to_string(),
+                severity: Severity::Medium,
+                title: reached.title(spent),
+                detail: reached.detail(&record.title, spent),
+                proposed_solution: None,
+                diff: None,
+                command: None,
+                subtask_description: None,
+                options: vec![
+                    ApprovalOption::new(ApprovalChoice::Approve, reached.continue_label()),
+                    ApprovalOption::new(ApprovalChoice::Abort, "Cancel the task"),
+                ],
+                created_at: Utc::now(),
+            };
+            tracing::info!(task = %task, budget = ?reached, "task budget reached; asking the person");
+            let before = record.status;
+            self.tasks
+                .update(task, |t| t.status = TaskStatus::AwaitingApproval);
+            let answer = self.approvals.ask(request).await;
+            let go_on = matches!(&answer, Some(a) if a.decision == ApprovalChoice::Approve);
+            if go_on {
                 self.tasks.update(task, |t| {
+                    reached.raise(&mut t.usage);
                     if t.status == TaskStatus::AwaitingApproval {
                         t.status = before;
                     }
                 });
+                continue;
             }
+            match self.canceller.get() {
+                Some(cancel) => cancel(task),
+                None => {
+                    self.tasks.update(task, |t| {
+                        if t.status == TaskStatus::AwaitingApproval {
+                            t.status = before;
+                        }
+                    });
+                }
+            }
+            return Err(ModelError::Cancelled);
         }
-        Err(ModelError::Cancelled)
     }
 }
 
@@ -437,6 +619,159 @@ mod tests {
     }
 
     #[test]
+    fn the_default_models_have_list_prices_only_at_their_providers_own_api() {
+        use crate::config::LlmProvider;
+        let config = |provider, model: Option<&str>, base_url: Option<&str>| {
+            let mut config = Config::default();
+            config.llm.provider = Some(provider);
+            config.llm.model = model.map(String::from);
+            config.llm.base_url = base_url.map(String::from);
+            config
+        };
+        // The defaults per provider (model left out) are priced.
+        let anthropic = config(LlmProvider::Anthropic, None, None);
+        let sonnet = Prices::for_config(&anthropic).of(&anthropic.llm.model_name());
+        assert_eq!(
+            sonnet,
+            Some(ModelPrice {
+                input: 3.0,
+                output: 15.0
+            })
+        );
+        let openai = config(LlmProvider::Openai, None, None);
+        let prices = Prices::for_config(&openai);
+        assert_eq!(
+            prices.cost(&openai.llm.model_name(), 1_000_000, 1_000_000),
+            Some(0.75)
+        );
+        // Dated snapshots and `-latest` aliases are the model they name.
+        assert_eq!(
+            prices.of("gpt-4o-mini-2024-07-18"),
+            prices.of("gpt-4o-mini")
+        );
+        assert_eq!(
+            prices.of("claude-sonnet-4-5-20250929"),
+            Some(ModelPrice {
+                input: 3.0,
+                output: 15.0
+            })
+        );
+        assert_eq!(
+            prices.of("claude-3-5-haiku-latest"),
+            Some(ModelPrice {
+                input: 0.8,
+                output: 4.0
+            })
+        );
+        assert_eq!(prices.of("gpt-4o-audio-preview"), None);
+        assert_eq!(prices.of("qwen2.5-coder:7b"), None);
+        // The same name at a local server or a proxy is not the provider's price.
+        let local = config(
+            LlmProvider::Openai,
+            Some("gpt-4o-mini"),
+            Some("http://127.0.0.1:11434/v1"),
+        );
+        assert_eq!(Prices::for_config(&local).of("gpt-4o-mini"), None);
+        // `[pricing]` wins over a built-in price, whatever its case.
+        let mut priced = config(LlmProvider::Openai, None, None);
+        let own = ModelPrice {
+            input: 0.1,
+            output: 0.2,
+        };
+        priced.pricing.insert("GPT-4o-mini".into(), own);
+        assert_eq!(Prices::for_config(&priced).of("gpt-4o-mini"), Some(own));
+        assert_eq!(
+            Prices::for_config(&priced).of("gpt-4o-mini-2024-07-18"),
+            Some(own)
+        );
+    }
+
+    #[test]
+    fn budgets_are_reached_at_their_limit_and_raised_by_as_much_again() {
+        let usage = |tokens: u64, cost: Option<f64>| TaskUsage {
+            total: TokenUsage {
+                input_tokens: tokens,
+                calls: 1,
+                cost_usd: cost,
+                ..TokenUsage::default()
+            },
+            ..TaskUsage::default()
+        };
+        // No budget, or under both.
+        assert_eq!(reached(&usage(10_000, Some(5.0)), None, None), None);
+        assert_eq!(reached(&usage(99, Some(1.99)), Some(100), Some(2.0)), None);
+        // The spend cap, at and past it: raised to what was spent plus the cap again.
+        assert_eq!(
+            reached(&usage(99, Some(2.5)), Some(100), Some(2.0)),
+            Some(Reached::Cost {
+                spent: 2.5,
+                cap: 2.0,
+                raised: 4.5
+            })
+        );
+        // No price, no cost: never held to the spend cap.
+        assert_eq!(reached(&usage(1_000_000, None), None, Some(0.0001)), None);
+        // Both reached: tokens are asked first, then the cap (the next round of `admit`).
+        let mut both = usage(150, Some(3.0));
+        let first = reached(&both, Some(100), Some(2.0)).unwrap();
+        assert_eq!(
+            first,
+            Reached::Tokens {
+                used: 150,
+                limit: 100,
+                raised: 250
+            }
+        );
+        first.raise(&mut both);
+        assert_eq!(both.token_limit, Some(250));
+        let second = reached(&both, Some(100), Some(2.0)).unwrap();
+        second.raise(&mut both);
+        assert_eq!(both.cost_limit_usd, Some(5.0));
+        assert_eq!(reached(&both, Some(100), Some(2.0)), None);
+        // A raised cap on the task is the one in force.
+        both.total.cost_usd = Some(5.0);
+        assert!(matches!(
+            reached(&both, None, Some(2.0)),
+            Some(Reached::Cost { cap, raised, .. }) if cap == 5.0 && raised == 7.0
+        ));
+    }
+
+    #[test]
+    fn the_spend_cap_pause_says_dollars_tokens_and_the_cap() {
+        let spent = TokenUsage {
+            input_tokens: 1_200_000,
+            output_tokens: 34_000,
+            calls: 40,
+            cost_usd: Some(4.11),
+            ..TokenUsage::default()
+        };
+        let pause = Reached::Cost {
+            spent: 4.11,
+            cap: 2.0,
+            raised: 6.11,
+        };
+        assert_eq!(
+            pause.title(&spent),
+            "Spending cap reached: $4.11 of $2.00 (1,234,000 tokens)"
+        );
+        let detail = pause.detail("Add a flag", &spent);
+        assert!(
+            detail.starts_with(
+                "Task \"Add a flag\" has spent $4.11 (1,200,000 in · 34,000 out · 40 calls · \
+                 $4.1100), reaching its cap of $2.00 (`limits.maxCostPerTaskUsd`)."
+            ),
+            "{detail}"
+        );
+        assert!(detail.ends_with("Continue with the cap raised to $6.11, or cancel the task."));
+        assert_eq!(pause.continue_label(), "Continue (cap $6.11)");
+        assert_eq!(dollars(0.00092), "$0.0009");
+        let mut usage = TaskUsage::default();
+        pause.raise(&mut usage);
+        let wire = serde_json::to_value(&usage).unwrap();
+        assert_eq!(wire["costLimitUsd"], 6.11);
+    }
+
+    #[test]
     fn a_task_splits_usage_by_subtask_and_agent() {
         let (subtask, agent) = (SubtaskId::new(), AgentId::new());
         let mut usage = TaskUsage::default();
@@ -456,6 +791,7 @@ mod tests {
         assert_eq!(wire["total"]["inputTokens"], 30);
         assert_eq!(wire["total"]["costUsd"], serde_json::Value::Null);
         assert!(wire.get("tokenLimit").is_none());
+        assert!(wire.get("costLimitUsd").is_none());
     }
 
     #[tokio::test]
