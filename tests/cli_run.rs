@@ -315,6 +315,71 @@ fn the_token_limit_is_asked_and_auto_continues_and_the_summary_shows_tokens() {
         err.contains("  Tokens: ") && err.contains(" · 3 calls · cost: no price set"),
         "{err}"
     );
+    // The scripted model spends nothing: no spend cap to speak of.
+    assert!(!err.contains("Spend cap:"), "{err}");
+}
+
+/// The scripted model priced at $1 / $2 a million tokens, and a spend cap its planning
+/// call alone passes.
+fn priced_with_a_small_spend_cap() -> String {
+    format!(
+        "{CONFIG}\n[limits]\nmaxCostPerTaskUsd = 0.0001\n\n[pricing.\"scripted\"]\ninput = 1.0\noutput = 2.0\n"
+    )
+}
+
+#[test]
+fn the_spend_cap_is_asked_in_dollars_and_auto_continues_and_the_summary_names_it() {
+    let mut steps = vec![plan(json!([{ "description": "Write a.txt" }]))];
+    steps.extend(writes("Write a.txt", "a.txt", "a\n"));
+    let ws = workspace(json!(steps));
+    std::fs::write(
+        ws.path().join("conclave.toml"),
+        priced_with_a_small_spend_cap(),
+    )
+    .unwrap();
+    let output = conclave(ws.path(), &["Write a.txt", "--approve", "auto"]);
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("a.txt")).unwrap(),
+        "a\n"
+    );
+    // Both of the bottom agent's calls ask, each naming dollars spent and the cap.
+    assert_eq!(
+        err.matches("approval answered: approve (--approve auto) — Spending cap reached: $0.0")
+            .count(),
+        2,
+        "{err}"
+    );
+    assert!(err.contains(" of $0.0001 ("), "{err}");
+    assert!(
+        err.contains(
+            "  Spend cap: $0.0001 a task, then it pauses and asks (limits.maxCostPerTaskUsd); \
+             raised to $0.0"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn denying_more_spending_cancels_the_run() {
+    let mut steps = vec![plan(json!([{ "description": "Write a.txt" }]))];
+    steps.extend(writes("Write a.txt", "a.txt", "a\n"));
+    let ws = workspace(json!(steps));
+    std::fs::write(
+        ws.path().join("conclave.toml"),
+        priced_with_a_small_spend_cap(),
+    )
+    .unwrap();
+    let output = conclave(ws.path(), &["Write a.txt", "--approve", "deny"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("approval answered: abort (--approve deny) — Spending cap reached: $0.0"),
+        "{err}"
+    );
+    assert!(err.contains("cancelled"), "{err}");
+    assert!(!ws.path().join("a.txt").exists(), "{err}");
 }
 
 /// `conclave serve --stdio` and `conclave acp` typed in a terminal say what they wait

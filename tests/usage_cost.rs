@@ -1,6 +1,6 @@
 //! Tokens and cost over real HTTP: a whole task run by the team against a mock
 //! OpenAI-compatible server that streams its answers with usage chunks, then the
-//! `limits.maxTokensPerTask` pause answered both ways.
+//! `limits.maxTokensPerTask` and `limits.maxCostPerTaskUsd` pauses answered both ways.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -226,5 +226,132 @@ async fn cancelling_at_the_token_limit_cancels_the_task() {
     assert_eq!(finished(&engine, task).await, TaskStatus::Cancelled);
     assert!(!workspace.path().join("hello.py").exists());
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
+    engine.shutdown().await;
+}
+
+/// The mock's calls at $10 / $20 a million tokens: planning $0.0014, the write $0.0036,
+/// the summary $0.0042.
+fn config_with_spend_cap(cap_usd: f64) -> Config {
+    let mut config = config();
+    config.pricing.insert(
+        "test-model".into(),
+        ModelPrice {
+            input: 10.0,
+            output: 20.0,
+        },
+    );
+    config.limits.max_cost_per_task_usd = cap_usd;
+    config
+}
+
+#[tokio::test]
+async fn the_spend_cap_pauses_the_task_in_dollars_until_the_person_answers() {
+    let server = server().await;
+    let mut config = config_with_spend_cap(0.001);
+    // As in the token-limit test: the two pauses of the task's own calls, no more.
+    config.verify.acceptance_tests = false;
+    let (engine, _workspace) = engine(&server, config).await;
+    let mut events = engine.subscribe();
+    let task = submit(&engine);
+
+    let mut titles = Vec::new();
+    while titles.len() < 2 {
+        let event = tokio::time::timeout(Duration::from_secs(30), events.recv())
+            .await
+            .expect("an approval was asked")
+            .unwrap();
+        let RuntimeEvent::ApprovalRequested(request) = event else {
+            continue;
+        };
+        assert_eq!(request.kind, ApprovalKind::Decision);
+        assert!(
+            request
+                .detail
+                .contains("(`limits.maxCostPerTaskUsd`). It is paused."),
+            "{}",
+            request.detail
+        );
+        assert_eq!(request.options[0].title.split(' ').next(), Some("Continue"));
+        let detail = engine.task(&task.to_string()).unwrap();
+        assert_eq!(detail.summary.status, TaskStatus::AwaitingApproval);
+        let calls_so_far = server.received_requests().await.unwrap().len();
+        assert_eq!(
+            calls_so_far,
+            1 + titles.len(),
+            "no call is made while paused"
+        );
+        titles.push((request.title.clone(), request.options[0].title.clone()));
+        engine
+            .resolve_approval(
+                &request.approval_id.to_string(),
+                ApprovalAnswer::new(ApprovalChoice::Approve),
+            )
+            .unwrap();
+    }
+    assert_eq!(finished(&engine, task).await, TaskStatus::Completed);
+    // Dollars spent, the cap, the tokens; the cap raised by as much again each time:
+    // after $0.0014 to $0.0024, after $0.0050 to $0.0060.
+    assert_eq!(
+        titles,
+        vec![
+            (
+                "Spending cap reached: $0.0014 of $0.0010 (120 tokens)".to_string(),
+                "Continue (cap $0.0024)".to_string()
+            ),
+            (
+                "Spending cap reached: $0.0050 of $0.0024 (450 tokens)".to_string(),
+                "Continue (cap $0.0060)".to_string()
+            ),
+        ]
+    );
+    let usage = engine.task(&task.to_string()).unwrap().usage;
+    let raised = usage.cost_limit_usd.expect("the raised cap is on the task");
+    assert!((raised - 0.006).abs() < 1e-9, "{raised}");
+    assert_eq!(usage.token_limit, None);
+    let wire = serde_json::to_value(engine.task(&task.to_string()).unwrap()).unwrap();
+    assert!(wire["usage"]["costLimitUsd"].is_f64(), "{wire}");
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn refusing_to_go_past_the_spend_cap_cancels_the_task() {
+    let server = server().await;
+    let (engine, workspace) = engine(&server, config_with_spend_cap(0.001)).await;
+    let mut events = engine.subscribe();
+    let task = submit(&engine);
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), events.recv())
+            .await
+            .expect("an approval was asked")
+            .unwrap();
+        if let RuntimeEvent::ApprovalRequested(request) = event {
+            assert!(request.title.starts_with("Spending cap reached: $0.0014"));
+            engine
+                .resolve_approval(
+                    &request.approval_id.to_string(),
+                    ApprovalAnswer::new(ApprovalChoice::Abort),
+                )
+                .unwrap();
+            break;
+        }
+    }
+    assert_eq!(finished(&engine, task).await, TaskStatus::Cancelled);
+    assert!(!workspace.path().join("hello.py").exists());
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_model_without_a_price_is_never_held_to_the_spend_cap() {
+    let server = server().await;
+    let mut config = config_with_spend_cap(0.000_001);
+    config.pricing.clear();
+    let (engine, workspace) = engine(&server, config).await;
+    let task = submit(&engine);
+    // Nobody answers anything here: a pause would keep the task from finishing.
+    assert_eq!(finished(&engine, task).await, TaskStatus::Completed);
+    assert!(workspace.path().join("hello.py").exists());
+    let usage = engine.task(&task.to_string()).unwrap().usage;
+    assert_eq!(usage.total.cost_usd, None);
     engine.shutdown().await;
 }

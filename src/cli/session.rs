@@ -6,9 +6,11 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use conclave::config::{Config, LlmProvider};
 use conclave::engine::{Engine, SubmitTask};
 use conclave::recovery::RecoveryEvent;
 use conclave::recovery::report::RecoveryFigures;
+use conclave::runtime::usage::SpendCap;
 use conclave::runtime::{
     ApprovalAnswer, ApprovalRequest, EventStream, RuntimeEvent, SubtaskStatus, TaskDetail, TaskId,
     TaskRecord, TaskStatus,
@@ -34,6 +36,9 @@ pub struct Finished {
     pub figures: RecoveryFigures,
     /// Ctrl-C cancelled the task.
     pub interrupted: bool,
+    /// The spend cap the task was held to, or why it was not; `None` for the scripted
+    /// model without a price, which spends nothing.
+    pub spend_cap: Option<SpendCap>,
 }
 
 impl Finished {
@@ -311,8 +316,15 @@ impl Session {
             steps,
             figures,
             interrupted,
+            spend_cap: spend_cap(engine.config()),
         })
     }
+}
+
+fn spend_cap(config: &Config) -> Option<SpendCap> {
+    let cap = SpendCap::of(config);
+    let scripted = config.llm.provider == Some(LlmProvider::Scripted);
+    (!(scripted && matches!(cap, SpendCap::Unpriced { .. }))).then_some(cap)
 }
 
 type Interrupt = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send>>;

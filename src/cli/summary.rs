@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use conclave::recovery::{FailureKind, RecoveryAction};
+use conclave::runtime::usage::dollars;
 use conclave::runtime::{CheckResult, CheckStatus, DecisionStatus, SubtaskStatus};
 
 use super::progress::{Style, action_label, clip, plural, subtask_status, task_status};
@@ -169,6 +170,13 @@ pub fn render(finished: &mut Finished, style: Style) -> String {
             })
             .collect();
         let _ = writeln!(out, "    by agent: {}", by_agent.join(" · "));
+    }
+    if let Some(cap) = &finished.spend_cap {
+        let raised = match usage.cost_limit_usd {
+            Some(raised) => format!("; raised to {} for this task", dollars(raised)),
+            None => String::new(),
+        };
+        let _ = writeln!(out, "  Spend cap: {}{raised}", cap.describe());
     }
     let f = finished.figures;
     let _ = writeln!(

@@ -267,6 +267,53 @@ pub fn dollars(usd: f64) -> String {
     }
 }
 
+/// What the spend cap does under a configuration, as the log and `conclave run` say it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SpendCap {
+    /// A task pauses and asks at this many US dollars.
+    Dollars(f64),
+    /// `limits.maxCostPerTaskUsd = 0`.
+    Off,
+    /// The model has no price, so its tasks have no cost to hold to the cap.
+    Unpriced { model: String },
+}
+
+impl SpendCap {
+    pub fn of(config: &Config) -> SpendCap {
+        let model = config.llm.model_name();
+        match config.limits.cost_cap_usd() {
+            None => SpendCap::Off,
+            Some(_) if Prices::for_config(config).of(&model).is_none() => {
+                SpendCap::Unpriced { model }
+            }
+            Some(cap) => SpendCap::Dollars(cap),
+        }
+    }
+
+    /// The cap tasks are held to, when there is one.
+    pub fn dollars(&self) -> Option<f64> {
+        match self {
+            SpendCap::Dollars(cap) => Some(*cap),
+            _ => None,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            SpendCap::Dollars(cap) => format!(
+                "{} a task, then it pauses and asks (limits.maxCostPerTaskUsd)",
+                dollars(*cap)
+            ),
+            SpendCap::Off => "off (limits.maxCostPerTaskUsd = 0)".to_string(),
+            SpendCap::Unpriced { model } => format!(
+                "none: the model {model:?} has no price, so tasks are not capped by cost \
+                 ([pricing.{model:?}] in conclave.toml gives it one; \
+                 limits.maxTokensPerTask caps tokens)"
+            ),
+        }
+    }
+}
+
 /// The budget a task has reached and what it becomes if the person goes on.
 #[derive(Clone, Debug, PartialEq)]
 enum Reached {
@@ -380,30 +427,17 @@ impl MeteredModel {
         tasks: Tasks,
         approvals: Approvals,
     ) -> MeteredModel {
-        let model = config.llm.model_name();
-        let prices = Prices::for_config(config);
-        let cost_cap = config.limits.cost_cap_usd();
-        let priced = prices.of(&model).is_some();
+        let spend_cap = SpendCap::of(config);
         // Said once, at start, so nobody believes a task is capped when it cannot be.
-        match cost_cap {
-            Some(cap) if priced => tracing::info!(
-                "spend cap: a task pauses and asks at {} (limits.maxCostPerTaskUsd)",
-                dollars(cap)
-            ),
-            Some(_) => tracing::info!(
-                "spend cap: none, the model {model:?} has no price (set [pricing.\"{model}\"] \
-                 in conclave.toml to cap it; limits.maxTokensPerTask caps tokens)"
-            ),
-            None => tracing::info!("spend cap: off (limits.maxCostPerTaskUsd = 0)"),
-        }
+        tracing::info!("spend cap: {}", spend_cap.describe());
         MeteredModel {
             inner,
-            model,
-            prices,
+            model: config.llm.model_name(),
+            prices: Prices::for_config(config),
             tasks,
             approvals,
             token_limit: config.limits.max_tokens_per_task.filter(|l| *l > 0),
-            cost_cap: cost_cap.filter(|_| priced),
+            cost_cap: spend_cap.dollars(),
             gates: DashMap::new(),
             canceller: OnceLock::new(),
             session: Mutex::new(TokenUsage::default()),
@@ -684,6 +718,41 @@ mod tests {
             Prices::for_config(&priced).of("gpt-4o-mini-2024-07-18"),
             Some(own)
         );
+    }
+
+    #[test]
+    fn the_spend_cap_says_when_it_cannot_apply() {
+        use crate::config::LlmProvider;
+        let mut config = Config::default();
+        config.llm.provider = Some(LlmProvider::Anthropic);
+        assert_eq!(SpendCap::of(&config), SpendCap::Dollars(2.0));
+        assert_eq!(
+            SpendCap::of(&config).describe(),
+            "$2.00 a task, then it pauses and asks (limits.maxCostPerTaskUsd)"
+        );
+        config.limits.max_cost_per_task_usd = 0.0;
+        assert_eq!(SpendCap::of(&config), SpendCap::Off);
+        let mut local = Config::default();
+        local.llm.model = Some("qwen2.5-coder:7b".into());
+        local.llm.base_url = Some("http://127.0.0.1:11434/v1".into());
+        let unpriced = SpendCap::of(&local);
+        assert_eq!(unpriced.dollars(), None);
+        assert!(
+            unpriced.describe().starts_with(
+                "none: the model \"qwen2.5-coder:7b\" has no price, so tasks are not capped \
+                 by cost ([pricing.\"qwen2.5-coder:7b\"] in conclave.toml gives it one;"
+            ),
+            "{}",
+            unpriced.describe()
+        );
+        local.pricing.insert(
+            "qwen2.5-coder:7b".into(),
+            ModelPrice {
+                input: 0.0,
+                output: 0.0,
+            },
+        );
+        assert_eq!(SpendCap::of(&local), SpendCap::Dollars(2.0));
     }
 
     #[test]
