@@ -143,16 +143,7 @@ describe('conclave.nvim against the real server', function()
       { match = 'Create c.txt', error = 'unauthorized', ['repeat'] = true },
     })
     local client = h.start(dir)
-    local asked = {}
-    local float_text
-    vim.ui.select = function(items, opts, on_choice)
-      for _, win in ipairs(vim.api.nvim_list_wins()) do
-        if vim.api.nvim_win_get_config(win).relative ~= '' then
-          float_text = h.buf_text(vim.api.nvim_win_get_buf(win))
-        end
-      end
-      table.insert(asked, { items = items, opts = opts, on_choice = on_choice })
-    end
+    local asked = h.capture_selects()
 
     vim.cmd('Conclave submit Make a.txt and c.txt')
     h.wait('the escalation to be asked', function()
@@ -163,7 +154,7 @@ describe('conclave.nvim against the real server', function()
     end, asked[1].items)
     assert.are.same({ 'retry', 'reassign', 'modify', 'abort' }, ids)
     assert.truthy(asked[1].opts.prompt:find('escalation (critical)', 1, true))
-    assert.truthy(float_text and float_text:find('Severity: critical', 1, true), 'the detail was shown in a float')
+    assert.truthy(asked[1].float_text and asked[1].float_text:find('Severity: critical', 1, true), 'the detail was shown in a float')
     h.wait('the statusline to show the escalation', function()
       -- with what the escalated task spent so far (its plan, a.txt)
       return require('conclave').status():match('^⚠ escalated · [%d.]+k? tokens$')

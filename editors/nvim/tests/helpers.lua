@@ -113,6 +113,22 @@ function M.buf_text(bufnr)
   return table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), '\n')
 end
 
+--- Answers nothing itself: every `vim.ui.select` is recorded in the returned list, each
+--- with the text of the float shown beside it (an approval's detail) as `float_text`.
+function M.capture_selects()
+  local asked = {}
+  vim.ui.select = function(items, opts, on_choice)
+    local float_text
+    for _, win in ipairs(vim.api.nvim_list_wins()) do
+      if vim.api.nvim_win_get_config(win).relative ~= '' then
+        float_text = M.buf_text(vim.api.nvim_win_get_buf(win))
+      end
+    end
+    table.insert(asked, { items = items, opts = opts, on_choice = on_choice, float_text = float_text })
+  end
+  return asked
+end
+
 local original_select = vim.ui.select
 local original_input = vim.ui.input
 

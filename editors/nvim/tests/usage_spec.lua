@@ -185,26 +185,17 @@ describe('cost and checks against the real server', function()
       { match = 'created a.txt', text = 'Wrote a.txt.' },
     }, PRICED .. '\n[limits]\nmaxTokensPerTask = 10')
     h.start(dir)
-    local asked = {}
-    local float_text
-    vim.ui.select = function(items, opts, on_choice)
-      for _, win in ipairs(vim.api.nvim_list_wins()) do
-        if vim.api.nvim_win_get_config(win).relative ~= '' then
-          float_text = h.buf_text(vim.api.nvim_win_get_buf(win))
-        end
-      end
-      table.insert(asked, { items = items, opts = opts, on_choice = on_choice })
-    end
+    local asked = h.capture_selects()
 
     vim.cmd('Conclave submit Create a.txt')
     h.wait('the token-limit approval', function()
       return #asked == 1
     end)
     assert.truthy(asked[1].opts.prompt:match('^Conclave decision %(medium%): Token limit reached: %d+ of 10 tokens$'), asked[1].opts.prompt)
-    assert.truthy(float_text, 'the detail was shown in a float')
+    assert.truthy(asked[1].float_text, 'the detail was shown in a float')
     assert.truthy(
-      float_text:match('has used %d+ %([%d,]+ in · [%d,]+ out · %d+ calls? · %$0%.%d%d%d%d%), reaching its limit of 10 tokens'),
-      float_text
+      asked[1].float_text:match('has used %d+ %([%d,]+ in · [%d,]+ out · %d+ calls? · %$0%.%d%d%d%d%), reaching its limit of 10 tokens'),
+      asked[1].float_text
     )
     local titles = vim.tbl_map(function(o)
       return o.title
