@@ -10,6 +10,7 @@ import * as lsp from '../src/lsp_ext';
 import { agentStatusLabel } from '../src/model/agents';
 import { presentApproval } from '../src/model/approvals';
 import { checkDocument, checkPath, parseCheckPath } from '../src/model/checks';
+import { TaskDetails } from '../src/model/details';
 import { ConclaveModels } from '../src/model/feed';
 import { StatusModel } from '../src/model/status';
 import { type TaskTreeNode, TasksModel } from '../src/model/tasks';
@@ -253,5 +254,35 @@ test('the token-limit approval says what the task spent, in the notification and
     assert.equal(await server.shutdown(), 0);
   } finally {
     server.dispose();
+  }
+});
+
+test('a detail fetched again after the connection went away ends quietly, without an unhandled rejection', async () => {
+  const summary = (calls: number) =>
+    ({ taskId: 't', status: 'running', usageTotal: { inputTokens: calls, outputTokens: 0, calls, costUsd: null } }) as unknown as lsp.TaskSummary;
+  let disposed = false;
+  let answer: ((detail: lsp.TaskDetail) => void) | undefined;
+  const requester = {
+    sendRequest(): Promise<unknown> {
+      // As vscode-jsonrpc does once its connection is disposed: throw, not reject.
+      if (disposed) throw new Error('Connection is disposed.');
+      return new Promise((resolve) => (answer = resolve));
+    },
+  };
+  const details = new TaskDetails(() => requester as never);
+  const unhandled: unknown[] = [];
+  const hear = (reason: unknown) => unhandled.push(reason);
+  process.on('unhandledRejection', hear);
+  try {
+    const first = details.ensure('t');
+    details.summaryChanged(summary(2)); // moved while in flight: one more fetch follows
+    disposed = true;
+    answer?.({ ...summary(1), subtasks: [] } as unknown as lsp.TaskDetail);
+    await first;
+    await new Promise((done) => setTimeout(done, 10));
+    assert.deepEqual(unhandled, []);
+    assert.equal(details.get('t')?.usageTotal?.calls, 1, 'the detail that arrived is kept');
+  } finally {
+    process.off('unhandledRejection', hear);
   }
 });

@@ -52,8 +52,15 @@ export class TaskDetails {
   private fetch(taskId: string): Promise<TaskDetail | undefined> {
     const requester = this.requester();
     if (!requester) return Promise.resolve(undefined);
-    const request = requester
-      .sendRequest(lsp.getTask, { taskId })
+    let sent: Promise<TaskDetail>;
+    try {
+      sent = requester.sendRequest(lsp.getTask, { taskId });
+    } catch (error) {
+      // A connection already disposed throws rather than rejects; a fetch made from
+      // another's `finally` must not turn that into an unhandled rejection.
+      sent = Promise.reject(error);
+    }
+    const request = sent
       .then(
         (detail) => {
           this.details.set(taskId, detail);
