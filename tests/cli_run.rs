@@ -460,3 +460,44 @@ fn serve_and_acp_typed_in_a_terminal_say_what_they_wait_for() {
         );
     }
 }
+
+#[test]
+fn a_workspace_another_conclave_serves_is_refused_with_who_holds_it_and_nothing_is_touched() {
+    use conclave::lsp::{ClientName, Holder, WorkspaceLock};
+    let mut steps = vec![plan(
+        json!([{ "description": "Write alpha.txt with a greeting" }]),
+    )];
+    steps.extend(writes("Write alpha.txt", "alpha.txt", "hello\n"));
+    let ws = workspace(Value::Array(steps));
+    // An editor's server, alive, holds the folder.
+    let editor = Holder::this_process(
+        Some(ClientName {
+            name: "Visual Studio Code".into(),
+            version: None,
+        }),
+        None,
+    );
+    let lock = WorkspaceLock::acquire(ws.path(), &editor).expect("the test takes the folder");
+
+    let output = conclave(ws.path(), &["Write alpha.txt", "--approve", "auto"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("already serving"), "{err}");
+    assert!(
+        err.contains(&format!("pid {}", std::process::id())) && err.contains("Visual Studio Code"),
+        "the holder is named: {err}"
+    );
+    assert!(!ws.path().join("alpha.txt").exists(), "no task ran");
+    assert!(
+        !ws.path().join(".conclave/conclave.db").exists(),
+        "the store was not opened"
+    );
+
+    drop(lock);
+    let output = conclave(ws.path(), &["Write alpha.txt", "--approve", "auto"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("alpha.txt")).unwrap(),
+        "hello\n"
+    );
+}

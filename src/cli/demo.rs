@@ -40,7 +40,7 @@ use conclave::recovery::RecoveryAction;
 
 use super::approve::ApprovePolicy;
 use super::run::{CANNOT_RUN, conclude, start};
-use super::session::{Session, open_store};
+use super::session::{Session, lock_workspace, open_store};
 
 /// The scripted conversation.
 const SCRIPT: &str = include_str!("demo/script.json");
@@ -101,6 +101,14 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         Ok(dir) => dir,
         Err(e) => {
             eprintln!("conclave: {e:#}");
+            return Ok(ExitCode::from(CANNOT_RUN));
+        }
+    };
+    // Before anything is written there: the folder may be one a server works in.
+    let _lock = match lock_workspace(&dir, "demo") {
+        Ok(lock) => lock,
+        Err(e) => {
+            eprintln!("conclave: {e}");
             return Ok(ExitCode::from(CANNOT_RUN));
         }
     };

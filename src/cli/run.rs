@@ -18,7 +18,7 @@ use conclave::engine::{Engine, EngineError, EngineSetup};
 use conclave::store::Store;
 
 use super::approve::ApprovePolicy;
-use super::session::{Finished, Session, open_store};
+use super::session::{Finished, Session, lock_workspace, open_store};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -66,6 +66,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
              subtasks that depend on them run anyway (the exit code is still 1 if anything fails)"
         );
     }
+    let _lock = match lock_workspace(&workspace, "run") {
+        Ok(lock) => lock,
+        Err(e) => {
+            eprintln!("conclave: {e}");
+            return Ok(ExitCode::from(CANNOT_RUN));
+        }
+    };
     let store = match open_store(&workspace) {
         Ok(store) => store,
         Err(e) => {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use conclave::config::{Config, LlmProvider};
 use conclave::engine::{Engine, SubmitTask};
+use conclave::lsp::{ClientName, Holder, LockError, WorkspaceLock};
 use conclave::recovery::RecoveryEvent;
 use conclave::recovery::report::RecoveryFigures;
 use conclave::runtime::usage::SpendCap;
@@ -349,6 +350,23 @@ fn answer_approval(
         ))]),
         Err(e) => display.line(format!("approval not answered ({e})")),
     }
+}
+
+/// Takes the workspace for this command (`conclave run`, `conclave demo`), as `serve` and
+/// `acp` do: one Conclave per workspace, or two teams would work on one store and one
+/// set of files. Held for as long as the returned lock lives.
+pub fn lock_workspace(
+    workspace: &std::path::Path,
+    command: &str,
+) -> Result<WorkspaceLock, LockError> {
+    let me = Holder::this_process(
+        Some(ClientName {
+            name: format!("conclave {command}"),
+            version: Some(env!("CARGO_PKG_VERSION").to_string()),
+        }),
+        None,
+    );
+    WorkspaceLock::acquire(workspace, &me)
 }
 
 /// Opens the workspace's store, saying which file when it cannot.
