@@ -463,7 +463,7 @@ fn serve_and_acp_typed_in_a_terminal_say_what_they_wait_for() {
 
 #[test]
 fn a_workspace_another_conclave_serves_is_refused_with_who_holds_it_and_nothing_is_touched() {
-    use conclave::lsp::{ClientName, Holder, WorkspaceLock};
+    use conclave::engine::{ClientName, Holder, WorkspaceLock};
     let mut steps = vec![plan(
         json!([{ "description": "Write alpha.txt with a greeting" }]),
     )];

@@ -23,10 +23,11 @@ use super::wire::{
     ClientCapabilities, InitializeRequest, ListSessionsRequest, LoadSessionRequest,
     NewSessionRequest, PROTOCOL_VERSION, PromptRequest, SessionIdParams, SessionInfo,
 };
-use crate::config::{Config, WriteMode};
-use crate::engine::{Engine, EngineError, EngineSetup};
-use crate::lsp::{Holder, LockError, WorkspaceLock};
-use crate::store::Store;
+use crate::config::WriteMode;
+use crate::engine::{
+    Engine, EngineError, EngineSetup, Holder, LockError, OpenError, OpenedWorkspace, WorkspaceLock,
+    open_workspace,
+};
 
 /// How a task's owner names an ACP session (`acp:<session id>`).
 pub const OWNER_PREFIX: &str = "acp:";
@@ -172,25 +173,26 @@ impl Agent {
         if let Some(workspace) = workspaces.get(&root) {
             return Ok(workspace.clone());
         }
-        let me = Holder::this_process(None, None);
-        let locking = root.clone();
-        // Taking over from an orphaned server waits for it to stop: off the runtime.
-        let lock = tokio::task::spawn_blocking(move || WorkspaceLock::acquire(&locking, &me))
-            .await
-            .map_err(|e| RpcError::internal(format!("the workspace lock: {e}")))?
-            .map_err(|e| {
-                let holder = match &e {
-                    LockError::Held { holder, .. } => holder.clone(),
-                    LockError::Io { .. } => None,
-                };
-                RpcError::new(1007, e.to_string())
-                    .with_data(json!({ "workspace": root, "holder": holder }))
-            })?;
         let options = conclave_meta(meta).or_else(|| self.options.lock().expect("options").clone());
-        let config = Config::load(&root, options.as_ref())
-            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
-        let store = Store::open(&Store::default_path(&root))
-            .map_err(|e| RpcError::internal(format!("the store could not be opened: {e}")))?;
+        let me = Holder::this_process(None, None);
+        let OpenedWorkspace {
+            lock,
+            config,
+            store,
+        } = open_workspace(&root, me, options.as_ref())
+            .await
+            .map_err(|e| match e {
+                OpenError::Lock(e) => {
+                    let holder = match &e {
+                        LockError::Held { holder, .. } => holder.clone(),
+                        LockError::Io { .. } => None,
+                    };
+                    RpcError::new(1007, e.to_string())
+                        .with_data(json!({ "workspace": root, "holder": holder }))
+                }
+                OpenError::Config(e) => RpcError::invalid_params(e.to_string()),
+                other => RpcError::internal(other.to_string()),
+            })?;
         let mut setup = EngineSetup::new(&root, config);
         setup.store = Some(store);
         setup.mode = "acp".into();

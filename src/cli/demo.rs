@@ -35,12 +35,13 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 use conclave::config::Config;
+use conclave::engine::WorkspaceLock;
 use conclave::model::{ModelProvider, ScriptedProvider};
 use conclave::recovery::RecoveryAction;
 
 use super::approve::ApprovePolicy;
 use super::run::{CANNOT_RUN, conclude, start};
-use super::session::{Session, lock_workspace, open_store};
+use super::session::{Session, holder, open_store};
 
 /// The scripted conversation.
 const SCRIPT: &str = include_str!("demo/script.json");
@@ -105,7 +106,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         }
     };
     // Before anything is written there: the folder may be one a server works in.
-    let _lock = match lock_workspace(&dir, "demo") {
+    let _lock = match WorkspaceLock::acquire(&dir, &holder("demo")) {
         Ok(lock) => lock,
         Err(e) => {
             eprintln!("conclave: {e}");

@@ -14,11 +14,11 @@ use std::sync::Arc;
 
 use clap::Args;
 use conclave::config::Config;
-use conclave::engine::{Engine, EngineError, EngineSetup};
+use conclave::engine::{Engine, EngineError, EngineSetup, OpenedWorkspace, open_workspace};
 use conclave::store::Store;
 
 use super::approve::ApprovePolicy;
-use super::session::{Finished, Session, lock_workspace, open_store};
+use super::session::{Finished, Session, holder};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -52,8 +52,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(CANNOT_RUN));
         }
     };
-    let mut config = match Config::load(&workspace, None) {
-        Ok(config) => config,
+    let OpenedWorkspace {
+        lock: _held_while_running,
+        mut config,
+        store,
+    } = match open_workspace(&workspace, holder("run"), None).await {
+        Ok(opened) => opened,
         Err(e) => {
             eprintln!("conclave: {e}");
             return Ok(ExitCode::from(CANNOT_RUN));
@@ -66,20 +70,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
              subtasks that depend on them run anyway (the exit code is still 1 if anything fails)"
         );
     }
-    let _lock = match lock_workspace(&workspace, "run") {
-        Ok(lock) => lock,
-        Err(e) => {
-            eprintln!("conclave: {e}");
-            return Ok(ExitCode::from(CANNOT_RUN));
-        }
-    };
-    let store = match open_store(&workspace) {
-        Ok(store) => store,
-        Err(e) => {
-            eprintln!("conclave: {e:#}");
-            return Ok(ExitCode::from(CANNOT_RUN));
-        }
-    };
     let engine = match start(&workspace, config, &store, "run", None).await {
         Ok(engine) => engine,
         Err(code) => return Ok(code),

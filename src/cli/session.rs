@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use conclave::config::{Config, LlmProvider};
+use conclave::engine::{ClientName, Holder};
 use conclave::engine::{Engine, SubmitTask};
-use conclave::lsp::{ClientName, Holder, LockError, WorkspaceLock};
 use conclave::recovery::RecoveryEvent;
 use conclave::recovery::report::RecoveryFigures;
 use conclave::runtime::usage::SpendCap;
@@ -352,21 +352,16 @@ fn answer_approval(
     }
 }
 
-/// Takes the workspace for this command (`conclave run`, `conclave demo`), as `serve` and
-/// `acp` do: one Conclave per workspace, or two teams would work on one store and one
-/// set of files. Held for as long as the returned lock lives.
-pub fn lock_workspace(
-    workspace: &std::path::Path,
-    command: &str,
-) -> Result<WorkspaceLock, LockError> {
-    let me = Holder::this_process(
+/// This process as the holder of a workspace, for `conclave <command>`: named so that an
+/// editor refused the folder is told which command holds it.
+pub fn holder(command: &str) -> Holder {
+    Holder::this_process(
         Some(ClientName {
             name: format!("conclave {command}"),
             version: Some(env!("CARGO_PKG_VERSION").to_string()),
         }),
         None,
-    );
-    WorkspaceLock::acquire(workspace, &me)
+    )
 }
 
 /// Opens the workspace's store, saying which file when it cannot.

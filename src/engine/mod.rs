@@ -6,9 +6,13 @@
 //! the team works in its own tasks and reports through [`Engine::subscribe`].
 
 mod error;
+mod lock;
+mod open;
 mod resume;
 
 pub use error::EngineError;
+pub use lock::{ClientName, Holder, LockError, WorkspaceLock, process_alive};
+pub use open::{OpenError, OpenedWorkspace, open_workspace};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -19,7 +19,6 @@
 
 mod bridge;
 mod edits;
-mod lock;
 mod log;
 mod outgoing;
 pub mod protocol;
@@ -29,7 +28,6 @@ mod views;
 
 pub use bridge::WHITEBOARD_INTERVAL;
 pub use edits::whole_file_edit;
-pub use lock::{ClientName, Holder, LockError, WorkspaceLock};
 pub use log::{ClientLogLayer, LogLine, LogLines, client_log_layer};
 
 use std::path::PathBuf;

@@ -18,15 +18,17 @@ use tower_lsp_server::{Client, LanguageServer};
 use super::Lifecycle;
 use super::bridge::{Bridge, ClientSupport};
 use super::edits::ApplyEditWriter;
-use super::lock::{ClientName, Holder, LockError, WorkspaceLock, process_alive};
 use super::log::LogLines;
 use super::protocol::{
     self, ClientFeatures, NoParams, OptionalTaskIdParams, PROTOCOL_VERSION, ResolveApprovalParams,
     SubmitTaskParams, TaskIdParams, WhiteboardParams, task_updated,
 };
 use super::transport::Outbox;
-use crate::config::{Config, WriteMode};
-use crate::engine::{Engine, EngineError, EngineSetup, SubmitTask};
+use crate::config::WriteMode;
+use crate::engine::{
+    ClientName, Engine, EngineError, EngineSetup, Holder, LockError, OpenError, OpenedWorkspace,
+    SubmitTask, WorkspaceLock, open_workspace, process_alive,
+};
 use crate::runtime::{ApprovalAnswer, EventStream, TaskContext};
 use crate::store::Store;
 use crate::tools::Sandbox;
@@ -151,25 +153,33 @@ impl Backend {
             }),
             editor_pid,
         );
-        let locking = workspace.clone();
-        // Taking over from an orphaned server waits for it to stop: off the runtime.
-        let locked = tokio::task::spawn_blocking(move || WorkspaceLock::acquire(&locking, &me))
-            .await
-            .map_err(|e| internal(format!("the workspace lock: {e}")))?;
-        let lock = locked.map_err(|e| {
+        let opened = open_workspace(&workspace, me, params.initialization_options.as_ref()).await;
+        if let Err(OpenError::Lock(e)) = &opened {
             tracing::error!("{e}");
             // A second server on this workspace says so and ends (exit code 1).
             self.lifecycle.refused.store(true, Ordering::SeqCst);
             self.lifecycle.stop_input.cancel();
-            let holder = match &e {
+            let holder = match e {
                 LockError::Held { holder, .. } => holder.clone(),
                 LockError::Io { .. } => None,
             };
-            Error {
+            return Err(Error {
                 code: ErrorCode::ServerError(1007),
                 message: e.to_string().into(),
                 data: Some(json!({ "workspace": workspace, "holder": holder })),
-            }
+            });
+        }
+        // The folder is ours from here on, even if what is in it cannot be read.
+        if let Some(editor) = editor_pid {
+            watch_editor(editor, self.lifecycle.clone());
+        }
+        let OpenedWorkspace {
+            lock,
+            config,
+            store,
+        } = opened.map_err(|e| match e {
+            OpenError::Config(e) => invalid_params(e.to_string()),
+            other => internal(other.to_string()),
         })?;
         if let Some(old) = &lock.took_over {
             tracing::warn!(
@@ -181,13 +191,6 @@ impl Backend {
         if fresh {
             self.announce_state_dir.store(true, Ordering::SeqCst);
         }
-        if let Some(editor) = editor_pid {
-            watch_editor(editor, self.lifecycle.clone());
-        }
-        let config = Config::load(&workspace, params.initialization_options.as_ref())
-            .map_err(|e| invalid_params(e.to_string()))?;
-        let store = Store::open(&Store::default_path(&workspace))
-            .map_err(|e| internal(format!("the store could not be opened: {e}")))?;
         let mut setup = EngineSetup::new(&workspace, config);
         setup.store = Some(store.clone());
         setup.mode = "serve".into();

@@ -1,15 +1,15 @@
-//! One `conclave serve` per workspace: two servers on one store and one team would each
-//! resume the other's tasks. The lock is an advisory `flock` on
-//! `.conclave/serve.lock`, so the kernel releases it whenever the holder dies, however
-//! it dies. The file describes the holder ([`Holder`]: pid, since when, which editor),
-//! for the error a second server answers and for taking over from a holder whose editor
-//! is gone.
+//! One Conclave per workspace (`serve`, `acp`, `run` or `demo`): two teams on one store
+//! would each resume the other's tasks and write the same files. The lock is an advisory
+//! `flock` on `.conclave/serve.lock`, so the kernel releases it whenever the holder dies,
+//! however it dies. The file describes the holder ([`Holder`]: pid, since when, which
+//! editor or command), for the error a second one answers and for taking over from a
+//! holder whose editor is gone.
 //!
 //! A holder is *orphaned* when the editor that started it is gone: the `processId` its
 //! editor gave in `initialize` is dead, or (when none was given) the holder's parent
-//! process changed since it took the lock. Such a server serves nobody; a new server
-//! asks it to stop (SIGTERM, on which `conclave serve` shuts down cleanly), waits for
-//! the lock, and as a last resort ends it with SIGKILL (the store survives a kill).
+//! process changed since it took the lock. Such a server serves nobody; a new one asks
+//! it to stop (SIGTERM, on which `conclave serve` shuts down cleanly), waits for the
+//! lock, and as a last resort ends it with SIGKILL (the store survives a kill).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
