@@ -501,3 +501,30 @@ fn a_workspace_another_conclave_serves_is_refused_with_who_holds_it_and_nothing_
         "hello\n"
     );
 }
+
+#[test]
+fn log_lines_name_the_task_and_the_subtask_attempt_they_are_about() {
+    let ws = failing_workspace();
+    let output = Command::new(env!("CARGO_BIN_EXE_conclave"))
+        .args(["run", "Write alpha.txt", "--approve", "deny", "--workspace"])
+        .arg(ws.path())
+        .env("RUST_LOG", "debug")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("conclave runs");
+    let err = stderr(&output);
+    let id_after = |marker: &str| -> Option<String> {
+        let at = err.find(marker)? + marker.len();
+        err.get(at..at + 36).map(str::to_string)
+    };
+    let task = id_after("task{id=").unwrap_or_else(|| panic!("no task span: {err}"));
+    let subtask_task =
+        id_after("subtask{task=").unwrap_or_else(|| panic!("no subtask span: {err}"));
+    assert_eq!(task, subtask_task, "both spans name the same task");
+    assert!(
+        err.lines()
+            .any(|l| l.contains("subtask{task=") && l.contains("attempt=2")),
+        "a retried subtask's lines say which attempt: {err}"
+    );
+}

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::json;
+use tracing::Instrument;
 
 use super::{Services, SubtaskAssignment, SubtaskReport};
 use crate::executor::{ExecutionOutcome, SubtaskSpec};
@@ -76,20 +77,33 @@ impl AgentBehavior for BottomBehavior {
                         format!("subtask {}", assignment.subtask_id),
                     )?;
                 }
+                // Every line logged while working on it names the task, the subtask and
+                // the attempt.
+                let span = tracing::info_span!(
+                    "subtask",
+                    task = %assignment.task_id,
+                    id = %assignment.subtask_id,
+                    attempt = assignment.attempt,
+                    agent = %ctx.handle.name()
+                );
                 let (ctx, services, in_flight) =
                     (ctx.clone(), self.services.clone(), self.in_flight.clone());
-                tokio::spawn(async move {
-                    let report = run_subtask(&ctx, &services, &assignment).await;
-                    if let Err(e) = ctx.reply(&message, report_kind(&report), json!(report)) {
-                        tracing::warn!(agent = %ctx.id(), "subtask report not delivered: {e}");
-                    }
-                    if in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
-                        ctx.handle.set_current_task(None);
-                        if ctx.handle.status() == AgentStatus::Working {
-                            let _ = ctx.handle.transition(AgentStatus::Idle, "subtask finished");
+                tokio::spawn(
+                    async move {
+                        let report = run_subtask(&ctx, &services, &assignment).await;
+                        if let Err(e) = ctx.reply(&message, report_kind(&report), json!(report)) {
+                            tracing::warn!(agent = %ctx.id(), "subtask report not delivered: {e}");
+                        }
+                        if in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+                            ctx.handle.set_current_task(None);
+                            if ctx.handle.status() == AgentStatus::Working {
+                                let _ =
+                                    ctx.handle.transition(AgentStatus::Idle, "subtask finished");
+                            }
                         }
                     }
-                });
+                    .instrument(span),
+                );
             }
             MessageKind::PeerHelpRequest => {
                 let free = ctx.handle.status() == AgentStatus::Idle

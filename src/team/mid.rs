@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::json;
+use tracing::Instrument;
 
 use super::Services;
 use crate::runtime::usage;
@@ -58,9 +59,15 @@ impl AgentBehavior for MidBehavior {
                             agent: Some(ctx.id()),
                             subtask: None,
                         };
-                        tokio::spawn(usage::scoped(scope, async move {
-                            super::coordinate::run(ctx, services, task).await
-                        }));
+                        // Every line logged while coordinating says which task it is about.
+                        let span =
+                            tracing::info_span!("task", id = %task, agent = %ctx.handle.name());
+                        tokio::spawn(
+                            usage::scoped(scope, async move {
+                                super::coordinate::run(ctx, services, task).await
+                            })
+                            .instrument(span),
+                        );
                     }
                     None => {
                         let from = super::subtask::agent_name(&self.services, message.from);

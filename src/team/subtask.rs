@@ -15,6 +15,7 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use serde_json::json;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::escalate::{ProposedAction, ask_person, peer_takeover, propose_solution};
 use super::{Services, SubtaskAssignment, SubtaskReport, first_line, recovery_event};
@@ -858,7 +859,8 @@ fn set_agent(s: &Services, agent: AgentId, status: AgentStatus, reason: &str) {
     }
 }
 
-/// Replaces a failed agent without holding up the subtask, which a peer now runs.
+/// Replaces a failed agent without holding up the subtask, which a peer now runs (its log
+/// lines stay in the task's span).
 fn replace_in_background(
     s: &Arc<Services>,
     agent: AgentId,
@@ -866,20 +868,23 @@ fn replace_in_background(
     cause: (TaskId, Option<SubtaskId>),
 ) {
     let s = s.clone();
-    tokio::spawn(async move {
-        let busy = s.attempts.iter().any(|a| a.value().0 == agent);
-        let failed = s
-            .runtime
-            .pool
-            .get(agent)
-            .is_some_and(|a| a.status() == AgentStatus::Failed);
-        if failed
-            && !busy
-            && let Err(e) = super::replace::replace_agent(&s, agent, reason, Some(cause)).await
-        {
-            tracing::warn!(agent = %agent, "failed agent not replaced: {e}");
+    tokio::spawn(
+        async move {
+            let busy = s.attempts.iter().any(|a| a.value().0 == agent);
+            let failed = s
+                .runtime
+                .pool
+                .get(agent)
+                .is_some_and(|a| a.status() == AgentStatus::Failed);
+            if failed
+                && !busy
+                && let Err(e) = super::replace::replace_agent(&s, agent, reason, Some(cause)).await
+            {
+                tracing::warn!(agent = %agent, "failed agent not replaced: {e}");
+            }
         }
-    });
+        .in_current_span(),
+    );
 }
 
 /// Sends the subtask to `assignee` and waits for its report, following a replacement.

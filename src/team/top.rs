@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::Services;
 use crate::config::ReviewMode;
@@ -78,10 +79,18 @@ impl AgentBehavior for TopBehavior {
                     agent: Some(ctx.id()),
                     subtask: None,
                 };
+                let span = tracing::info_span!(
+                    "plan_review",
+                    decision = %decision_id,
+                    agent = %ctx.handle.name()
+                );
                 // Reviews call the model: keep the mailbox loop free for heartbeats.
-                tokio::spawn(usage::scoped(scope, async move {
-                    review_and_vote(&ctx, &services, decision_id).await
-                }));
+                tokio::spawn(
+                    usage::scoped(scope, async move {
+                        review_and_vote(&ctx, &services, decision_id).await
+                    })
+                    .instrument(span),
+                );
             }
             MessageKind::IssueEscalation => {
                 let text = format!(
