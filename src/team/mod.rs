@@ -339,16 +339,18 @@ impl CommandApprover {
 
     /// Asks and maps the answer: only `approve` approves; anything else, or a
     /// withdrawn question, is a refusal with its reason.
-    async fn ask(&self, request: ApprovalRequest, what: &str) -> ApprovalOutcome {
+    async fn ask(&self, request: ApprovalRequest) -> ApprovalOutcome {
         match self.approvals.ask(request).await {
             Some(ApprovalAnswer {
                 decision: ApprovalChoice::Approve,
                 ..
             }) => ApprovalOutcome::Approved,
+            // The callers say what was declined and by whom; the reason is the person's.
             Some(answer) => ApprovalOutcome::Denied {
                 reason: answer
                     .note
-                    .unwrap_or_else(|| format!("the user rejected the {what}")),
+                    .filter(|note| !note.trim().is_empty())
+                    .unwrap_or_else(|| "no reason given".into()),
             },
             None => ApprovalOutcome::Denied {
                 reason: "the task was cancelled".into(),
@@ -396,7 +398,7 @@ impl CommandApprover {
             options: ApprovalOption::yes_no(),
             created_at: Utc::now(),
         };
-        self.ask(request, "change").await
+        self.ask(request).await
     }
 }
 
@@ -429,7 +431,7 @@ impl ApprovalHook for CommandApprover {
             options: ApprovalOption::yes_no(),
             created_at: Utc::now(),
         };
-        self.ask(request, "command").await
+        self.ask(request).await
     }
 
     async fn approve_file_change(&self, request: &FileChangeRequest) -> ApprovalOutcome {
@@ -500,7 +502,7 @@ impl Services {
                 if let ApprovalOutcome::Denied { reason } =
                     self.approver().ask_change(task, None, None, &request).await
                 {
-                    let reason = format!("the user declined the change: {reason}");
+                    let reason = format!("the person declined the change ({reason})");
                     self.refusals.insert(task, &relative, content, &reason);
                     return Err(WriteError::Rejected {
                         path: relative,

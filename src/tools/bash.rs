@@ -196,7 +196,7 @@ impl Tool for Bash {
                 match approver.approve_command(&request).await {
                     ApprovalOutcome::Approved => Ok(()),
                     ApprovalOutcome::Denied { reason } => {
-                        Err(denied(format!("the user declined it: {reason}")))
+                        Err(denied(format!("the person declined it ({reason})")))
                     }
                 }
             }

@@ -331,7 +331,7 @@ impl ChangeReview {
                 Ok(())
             }
             ApprovalOutcome::Denied { reason } => {
-                let reason = format!("the user declined the change: {reason}");
+                let reason = format!("the person declined the change ({reason})");
                 approver.note_refusal(&request, &reason);
                 Err(rejected(reason))
             }
