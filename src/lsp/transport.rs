@@ -84,8 +84,9 @@ enum Frame {
     End,
 }
 
-/// Serves `service` over `input`/`output` until the input ends or `exit` is handled;
-/// `outbox` is the pair's sending side, the service's own way out.
+/// Serves `service` over `input`/`output` until the input ends or `exit` is handled. The
+/// last argument is what [`Outbox::new`] made: the service holds clones of the outbox,
+/// and what they queue is written here with the answers.
 pub async fn run<S, I, O>(
     input: I,
     output: O,
