@@ -319,24 +319,25 @@ fn the_token_limit_is_asked_and_auto_continues_and_the_summary_shows_tokens() {
     assert!(!err.contains("Spend cap:"), "{err}");
 }
 
-/// The scripted model priced at $1 / $2 a million tokens, and a spend cap its planning
-/// call alone passes.
-fn priced_with_a_small_spend_cap() -> String {
-    format!(
-        "{CONFIG}\n[limits]\nmaxCostPerTaskUsd = 0.0001\n\n[pricing.\"scripted\"]\ninput = 1.0\noutput = 2.0\n"
-    )
-}
-
-#[test]
-fn the_spend_cap_is_asked_in_dollars_and_auto_continues_and_the_summary_names_it() {
+/// A task that writes a.txt, on the scripted model priced at $1 / $2 a million tokens,
+/// with a spend cap its planning call alone passes.
+fn priced_with_a_small_spend_cap() -> tempfile::TempDir {
     let mut steps = vec![plan(json!([{ "description": "Write a.txt" }]))];
     steps.extend(writes("Write a.txt", "a.txt", "a\n"));
     let ws = workspace(json!(steps));
     std::fs::write(
         ws.path().join("conclave.toml"),
-        priced_with_a_small_spend_cap(),
+        format!(
+            "{CONFIG}\n[limits]\nmaxCostPerTaskUsd = 0.0001\n\n[pricing.\"scripted\"]\ninput = 1.0\noutput = 2.0\n"
+        ),
     )
     .unwrap();
+    ws
+}
+
+#[test]
+fn the_spend_cap_is_asked_in_dollars_and_auto_continues_and_the_summary_names_it() {
+    let ws = priced_with_a_small_spend_cap();
     let output = conclave(ws.path(), &["Write a.txt", "--approve", "auto"]);
     let err = stderr(&output);
     assert!(output.status.success(), "{err}");
@@ -363,14 +364,7 @@ fn the_spend_cap_is_asked_in_dollars_and_auto_continues_and_the_summary_names_it
 
 #[test]
 fn denying_more_spending_cancels_the_run() {
-    let mut steps = vec![plan(json!([{ "description": "Write a.txt" }]))];
-    steps.extend(writes("Write a.txt", "a.txt", "a\n"));
-    let ws = workspace(json!(steps));
-    std::fs::write(
-        ws.path().join("conclave.toml"),
-        priced_with_a_small_spend_cap(),
-    )
-    .unwrap();
+    let ws = priced_with_a_small_spend_cap();
     let output = conclave(ws.path(), &["Write a.txt", "--approve", "deny"]);
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{err}");

@@ -105,6 +105,28 @@ fn submit(engine: &Engine) -> TaskId {
         .unwrap()
 }
 
+/// Answers the first approval the engine asks with abort; that approval.
+async fn abort_the_first_approval(
+    engine: &Engine,
+    events: &mut conclave::runtime::EventStream,
+) -> Arc<conclave::runtime::ApprovalRequest> {
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), events.recv())
+            .await
+            .expect("an approval was asked")
+            .unwrap();
+        if let RuntimeEvent::ApprovalRequested(request) = event {
+            engine
+                .resolve_approval(
+                    &request.approval_id.to_string(),
+                    ApprovalAnswer::new(ApprovalChoice::Abort),
+                )
+                .unwrap();
+            return request;
+        }
+    }
+}
+
 async fn finished(engine: &Engine, task: TaskId) -> TaskStatus {
     tokio::time::timeout(Duration::from_secs(30), engine.wait_for(task))
         .await
@@ -208,21 +230,7 @@ async fn cancelling_at_the_token_limit_cancels_the_task() {
     let (engine, workspace) = engine(&server, config).await;
     let mut events = engine.subscribe();
     let task = submit(&engine);
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(30), events.recv())
-            .await
-            .expect("an approval was asked")
-            .unwrap();
-        if let RuntimeEvent::ApprovalRequested(request) = event {
-            engine
-                .resolve_approval(
-                    &request.approval_id.to_string(),
-                    ApprovalAnswer::new(ApprovalChoice::Abort),
-                )
-                .unwrap();
-            break;
-        }
-    }
+    abort_the_first_approval(&engine, &mut events).await;
     assert_eq!(finished(&engine, task).await, TaskStatus::Cancelled);
     assert!(!workspace.path().join("hello.py").exists());
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
@@ -319,22 +327,8 @@ async fn refusing_to_go_past_the_spend_cap_cancels_the_task() {
     let (engine, workspace) = engine(&server, config_with_spend_cap(0.001)).await;
     let mut events = engine.subscribe();
     let task = submit(&engine);
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(30), events.recv())
-            .await
-            .expect("an approval was asked")
-            .unwrap();
-        if let RuntimeEvent::ApprovalRequested(request) = event {
-            assert!(request.title.starts_with("Spending cap reached: $0.0014"));
-            engine
-                .resolve_approval(
-                    &request.approval_id.to_string(),
-                    ApprovalAnswer::new(ApprovalChoice::Abort),
-                )
-                .unwrap();
-            break;
-        }
-    }
+    let asked = abort_the_first_approval(&engine, &mut events).await;
+    assert!(asked.title.starts_with("Spending cap reached: $0.0014"));
     assert_eq!(finished(&engine, task).await, TaskStatus::Cancelled);
     assert!(!workspace.path().join("hello.py").exists());
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
