@@ -292,12 +292,8 @@ fn a_model_that_only_answers_prose_fails_the_task_with_exit_1_and_a_report() {
 
 #[test]
 fn the_token_limit_is_asked_and_auto_continues_and_the_summary_shows_tokens() {
-    let mut steps = vec![plan(json!([{ "description": "Write a.txt" }]))];
-    steps.extend(writes("Write a.txt", "a.txt", "a\n"));
-    let ws = workspace(json!(steps));
     // A limit the planning call alone passes, so both of the bottom agent's calls ask.
-    let config = format!("{CONFIG}\n[limits]\nmaxTokensPerTask = 50\n");
-    std::fs::write(ws.path().join("conclave.toml"), config).unwrap();
+    let ws = a_txt_task_with("[limits]\nmaxTokensPerTask = 50\n");
     let output = conclave(ws.path(), &["Write a.txt", "--approve", "auto"]);
     let err = stderr(&output);
     assert!(output.status.success(), "{err}");
@@ -319,20 +315,25 @@ fn the_token_limit_is_asked_and_auto_continues_and_the_summary_shows_tokens() {
     assert!(!err.contains("Spend cap:"), "{err}");
 }
 
-/// A task that writes a.txt, on the scripted model priced at $1 / $2 a million tokens,
-/// with a spend cap its planning call alone passes.
-fn priced_with_a_small_spend_cap() -> tempfile::TempDir {
+/// A one-subtask task that writes a.txt, with `extra` in its conclave.toml.
+fn a_txt_task_with(extra: &str) -> tempfile::TempDir {
     let mut steps = vec![plan(json!([{ "description": "Write a.txt" }]))];
     steps.extend(writes("Write a.txt", "a.txt", "a\n"));
     let ws = workspace(json!(steps));
     std::fs::write(
         ws.path().join("conclave.toml"),
-        format!(
-            "{CONFIG}\n[limits]\nmaxCostPerTaskUsd = 0.0001\n\n[pricing.\"scripted\"]\ninput = 1.0\noutput = 2.0\n"
-        ),
+        format!("{CONFIG}\n{extra}"),
     )
     .unwrap();
     ws
+}
+
+/// [`a_txt_task_with`] the scripted model priced at $1 / $2 a million tokens and a spend
+/// cap its planning call alone passes.
+fn priced_with_a_small_spend_cap() -> tempfile::TempDir {
+    a_txt_task_with(
+        "[limits]\nmaxCostPerTaskUsd = 0.0001\n\n[pricing.\"scripted\"]\ninput = 1.0\noutput = 2.0\n",
+    )
 }
 
 #[test]
