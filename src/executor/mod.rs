@@ -113,8 +113,10 @@ pub enum ExecutorError {
     #[error("no progress: {0}")]
     NoProgress(String),
     /// The person or the editor refused what the subtask needed (a change, a command,
-    /// a read) and the model found no other way: final, never retried as it was.
-    #[error("refused: {0}")]
+    /// a read) and the model found no other way: final, never retried as it was. The
+    /// text is the refusal itself ("the change to a.txt was rejected: …"); the failure's
+    /// kind, `refused`, is said beside it wherever it is shown.
+    #[error("{0}")]
     Refused(String),
     /// A write failed because the workspace's disk is full or read-only: waited for
     /// like a provider, and the subtask tried again when it can be written.
