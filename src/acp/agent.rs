@@ -25,8 +25,8 @@ use super::wire::{
 };
 use crate::config::WriteMode;
 use crate::engine::{
-    Engine, EngineError, EngineSetup, Holder, LockError, OpenError, OpenedWorkspace, WorkspaceLock,
-    open_workspace,
+    ClientName, Engine, EngineError, EngineSetup, Holder, LockError, OpenError, OpenedWorkspace,
+    WorkspaceLock, open_workspace,
 };
 
 /// How a task's owner names an ACP session (`acp:<session id>`).
@@ -45,6 +45,9 @@ pub struct Workspace {
 pub struct Agent {
     peer: Arc<Peer>,
     client: Mutex<ClientCapabilities>,
+    /// The client as it named itself in `initialize`: the workspace lock names it, so an
+    /// editor refused the folder is told which client holds it.
+    client_name: Mutex<Option<ClientName>>,
     /// `_meta.conclave` of `initialize`: options for every workspace.
     options: Mutex<Option<Value>>,
     workspaces: AsyncMutex<HashMap<PathBuf, Arc<Workspace>>>,
@@ -56,6 +59,7 @@ impl Agent {
         Arc::new(Agent {
             peer,
             client: Mutex::new(ClientCapabilities::default()),
+            client_name: Mutex::new(None),
             options: Mutex::new(None),
             workspaces: AsyncMutex::new(HashMap::new()),
             sessions: Mutex::new(HashMap::new()),
@@ -140,6 +144,13 @@ impl Agent {
             tracing::info!("the client asked for protocol version {version}; Conclave speaks 1");
         }
         *self.client.lock().expect("client") = request.client_capabilities;
+        *self.client_name.lock().expect("client name") = request
+            .client_info
+            .filter(|info| !info.name.trim().is_empty())
+            .map(|info| ClientName {
+                name: format!("{} (ACP)", info.title.unwrap_or(info.name)),
+                version: info.version,
+            });
         *self.options.lock().expect("options") = conclave_meta(request.meta.as_ref());
         Ok(json!({
             "protocolVersion": PROTOCOL_VERSION,
@@ -174,7 +185,7 @@ impl Agent {
             return Ok(workspace.clone());
         }
         let options = conclave_meta(meta).or_else(|| self.options.lock().expect("options").clone());
-        let me = Holder::this_process(None, None);
+        let me = Holder::this_process(self.client_name.lock().expect("client name").clone(), None);
         let OpenedWorkspace {
             lock,
             config,

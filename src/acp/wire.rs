@@ -19,8 +19,22 @@ pub struct InitializeRequest {
     pub protocol_version: Option<Value>,
     #[serde(default)]
     pub client_capabilities: ClientCapabilities,
+    /// Who the client is (`{ name, title?, version? }`), when it says.
+    #[serde(default)]
+    pub client_info: Option<ClientInfo>,
     #[serde(default, rename = "_meta")]
     pub meta: Option<Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientInfo {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

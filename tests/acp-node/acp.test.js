@@ -365,6 +365,28 @@ test('session/list: sessions with a conversation first, most recent first; never
   }
 });
 
+test('one Conclave per folder: a second agent is refused with 1007, naming the client that holds it', async () => {
+  const dir = workspace([]);
+  const first = start(dir);
+  const second = start(dir);
+  try {
+    await first.initialize();
+    await first.agent.request('session/new', { cwd: dir, mcpServers: [] });
+    await second.initialize();
+    await assert.rejects(second.agent.request('session/new', { cwd: dir, mcpServers: [] }), (error) => {
+      assert.equal(error.code, 1007);
+      assert.match(error.message, /already serving/);
+      assert.equal(error.data.holder.pid, first.child.pid);
+      assert.deepEqual(error.data.holder.client, { name: 'conclave-acp-node-test (ACP)', version: '1.0.0' });
+      return true;
+    });
+  } finally {
+    second.stop();
+    first.stop();
+    cleanup(dir);
+  }
+});
+
 test('dropped connection: closing stdin mid-task ends the process cleanly, and the session is kept', async () => {
   const dir = workspace([
     { match: 'Plan this task', text: plan({ description: 'Create slow.txt' }) },
