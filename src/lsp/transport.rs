@@ -230,11 +230,8 @@ fn invalid_request(id: Option<Value>, e: serde_json::Error) -> Response {
 
 /// A message body for the editor: every secret in it redacted (`crate::redact`).
 fn body<T: serde::Serialize>(message: &T) -> Vec<u8> {
-    let body = serde_json::to_vec(message).unwrap_or_else(|_| b"null".to_vec());
-    match std::str::from_utf8(&body).map(crate::redact::text) {
-        Ok(std::borrow::Cow::Owned(redacted)) => redacted.into_bytes(),
-        _ => body,
-    }
+    let body = serde_json::to_string(message).unwrap_or_else(|_| "null".to_string());
+    crate::redact::string(body).into_bytes()
 }
 
 /// Frames and writes every body queued, as many as have queued in one write, until

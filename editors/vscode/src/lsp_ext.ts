@@ -103,6 +103,8 @@ export interface TaskUsage {
   bySubtask: Record<string, TokenUsage>;
   byAgent: Record<string, TokenUsage>;
   tokenLimit?: number;
+  /** The spend cap in US dollars, once the person raised it (addition). */
+  costLimitUsd?: number;
 }
 
 export interface CheckCounts {
