@@ -318,6 +318,7 @@ fn notification_cost() {
         parked: None,
         usage_total: None,
         check_counts: None,
+        reverted_by: None,
     };
     let rounds = 100_000;
     let started = Instant::now();

@@ -27,6 +27,8 @@ pub struct Config {
     pub editor: EditorConfig,
     pub limits: LimitsConfig,
     pub sandbox: SandboxConfig,
+    /// Taking tasks back: what a failed task leaves, and how much file history is kept.
+    pub undo: UndoConfig,
     /// Prices per model name (`[pricing."model"]`), turning token usage into cost.
     pub pricing: std::collections::BTreeMap<String, ModelPrice>,
 }
@@ -47,6 +49,7 @@ impl Default for Config {
             editor: EditorConfig::default(),
             limits: LimitsConfig::default(),
             sandbox: SandboxConfig::default(),
+            undo: UndoConfig::default(),
             pricing: std::collections::BTreeMap::new(),
         }
     }
@@ -549,6 +552,37 @@ impl Default for SandboxConfig {
             required: true,
             writable_paths: Vec::new(),
             hidden_paths: Vec::new(),
+        }
+    }
+}
+
+/// What becomes of the files a failed task changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnFailure {
+    /// Every file the task changed is put back as it was before the task, unless the
+    /// person edited it meanwhile.
+    Restore,
+    /// The task's changes stay; `conclave undo` can still take them back.
+    Keep,
+}
+
+/// Taking tasks back (`crate::undo`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct UndoConfig {
+    /// What a task that ends failed leaves: `restore` (the default) or `keep`.
+    pub on_failure: OnFailure,
+    /// A file larger than this (in bytes) is not kept in the file history when a task
+    /// first changes it, so that task cannot put it back.
+    pub max_file_bytes: u64,
+}
+
+impl Default for UndoConfig {
+    fn default() -> Self {
+        UndoConfig {
+            on_failure: OnFailure::Restore,
+            max_file_bytes: 2 * 1024 * 1024,
         }
     }
 }

@@ -18,3 +18,4 @@ pub mod runtime;
 pub mod store;
 pub mod team;
 pub mod tools;
+pub mod undo;

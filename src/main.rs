@@ -40,6 +40,10 @@ enum Command {
     Log(cli::log::LogArgs),
     /// Compact the audit log: fold the events of old finished tasks into summaries.
     Gc(cli::gc::GcArgs),
+    /// Take a finished task back: every file it changed put back as it was before it,
+    /// after showing the diff and asking. Files changed since the task are not
+    /// overwritten without --force.
+    Undo(cli::undo::UndoArgs),
     /// Run one task with the team, without an editor: progress on stderr, the result on
     /// stdout, ERROR_REPORT.md when anything failed. Exit code 0 only when every subtask
     /// completed; 1 when any failed; 2 when the task could not run (no model configured).
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         Command::Team(_)
         | Command::Log(_)
         | Command::Gc(_)
+        | Command::Undo(_)
         | Command::Serve(_)
         | Command::Acp(_) => "info",
     };
@@ -101,6 +106,7 @@ fn main() -> ExitCode {
             Command::Team(team) => cli::team::run(team).await,
             Command::Log(log) => cli::log::run(log).await,
             Command::Gc(gc) => cli::gc::run(gc).await,
+            Command::Undo(undo) => cli::undo::run(undo).await,
             Command::Run(run) => cli::run::run(run).await,
             Command::Demo(demo) => cli::demo::run(demo).await,
             Command::Acp(acp) => cli::acp::run(acp).await,

@@ -196,6 +196,9 @@ fn continue_on_error_runs_dependants_warns_and_is_recorded_in_the_report() {
             "--approve",
             "deny",
             "--continue-on-error",
+            // A failed task's changes are put back unless kept; this run keeps them to
+            // show what the dependant wrote.
+            "--keep-failed",
         ],
     );
     let err = stderr(&output);

@@ -115,6 +115,11 @@ impl WorkspaceWriter for ClientFsWriter {
         }
     }
 
+    /// ACP has no way to delete a file through the client: the disk.
+    async fn remove_file(&self, path: &Path) -> Result<bool, WriteError> {
+        self.disk.remove_file(path).await
+    }
+
     async fn read_text(&self, absolute: &Path) -> Result<Option<String>, String> {
         if !self.reads {
             return Ok(None);

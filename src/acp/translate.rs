@@ -531,6 +531,7 @@ mod tests {
             parked: None,
             usage_total: None,
             check_counts: None,
+            reverted_by: None,
         }
     }
 
@@ -787,6 +788,7 @@ mod tests {
             checks: vec![],
             rule_findings: Default::default(),
             usage: Default::default(),
+            reverted: None,
         };
         let text = final_message(&detail, Some(Path::new("/w/ERROR_REPORT.md")));
         assert!(
@@ -815,6 +817,7 @@ mod tests {
             checks: vec![],
             rule_findings: Default::default(),
             usage: Default::default(),
+            reverted: None,
         };
         let text = final_message(&detail, None);
         assert!(text.starts_with("**Cancelled.**"), "{text}");

@@ -30,8 +30,13 @@ pub async fn run(args: GcArgs) -> anyhow::Result<ExitCode> {
     let before = chrono::Utc::now() - chrono::Duration::days(i64::from(days));
     let done = store.compact(before).await?;
     println!(
-        "compacted {} task(s) finished more than {days} day(s) ago: {} messages, {} recovery steps, {} whiteboard versions, {} transitions folded away",
-        done.tasks, done.messages, done.recovery_steps, done.whiteboard_versions, done.transitions
+        "compacted {} task(s) finished more than {days} day(s) ago: {} messages, {} recovery steps, {} whiteboard versions, {} transitions folded away; the file history of {} file(s) dropped (those tasks can no longer be undone)",
+        done.tasks,
+        done.messages,
+        done.recovery_steps,
+        done.whiteboard_versions,
+        done.transitions,
+        done.files
     );
     Ok(ExitCode::SUCCESS)
 }

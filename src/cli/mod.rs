@@ -12,6 +12,7 @@ pub mod serve;
 pub mod session;
 pub mod summary;
 pub mod team;
+pub mod undo;
 
 /// The store of an existing workspace, refusing (without creating anything) when there
 /// is none.

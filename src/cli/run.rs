@@ -13,8 +13,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use conclave::config::Config;
+use conclave::config::{Config, OnFailure};
 use conclave::engine::{Engine, EngineError, EngineSetup, OpenedWorkspace, open_workspace};
+use conclave::runtime::TaskOptions;
 use conclave::store::Store;
 
 use super::approve::ApprovePolicy;
@@ -34,6 +35,11 @@ pub struct RunArgs {
     /// How approvals (escalations, risky changes, commands) are answered.
     #[arg(long, value_enum, default_value_t = ApprovePolicy::Ask)]
     approve: ApprovePolicy,
+    /// If the task fails, keep the changes it made instead of putting every file it
+    /// touched back as it was (`undo.onFailure = "keep"` for this task). `conclave undo`
+    /// can still take them back.
+    #[arg(long)]
+    keep_failed: bool,
 }
 
 /// Exit code when the task could not be run at all.
@@ -78,7 +84,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("conclave: warning: {warning}");
     }
     let live = std::io::stderr().is_terminal();
-    let session = Session::new(engine.clone(), store.clone(), args.approve, live);
+    let options = TaskOptions {
+        on_failure: args.keep_failed.then_some(OnFailure::Keep),
+        ..TaskOptions::default()
+    };
+    let session =
+        Session::new(engine.clone(), store.clone(), args.approve, live).with_options(options);
     let finished = match session.run(&args.task).await {
         Ok(finished) => finished,
         Err(e) => {

@@ -14,7 +14,7 @@ use conclave::recovery::report::RecoveryFigures;
 use conclave::runtime::usage::SpendCap;
 use conclave::runtime::{
     ApprovalAnswer, ApprovalRequest, EventStream, RuntimeEvent, SubtaskStatus, TaskDetail, TaskId,
-    TaskRecord, TaskStatus,
+    TaskOptions, TaskRecord, TaskStatus,
 };
 use conclave::store::Store;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
@@ -65,6 +65,8 @@ pub struct Session {
     pub display: Display,
     names: Names,
     policy: ApprovePolicy,
+    /// The options of the task it submits.
+    options: TaskOptions,
 }
 
 /// What the question-asking task hands back.
@@ -85,7 +87,14 @@ impl Session {
             display: Display::new(live),
             names,
             policy,
+            options: TaskOptions::default(),
         }
+    }
+
+    /// The task it submits gets these options.
+    pub fn with_options(mut self, options: TaskOptions) -> Session {
+        self.options = options;
+        self
     }
 
     /// Submits `description` and drives the task to its end. When the workspace already
@@ -117,6 +126,7 @@ impl Session {
             }
             None => self.engine.submit(SubmitTask {
                 description: description.to_string(),
+                options: self.options.clone(),
                 ..SubmitTask::default()
             })?,
         };
@@ -131,6 +141,7 @@ impl Session {
             mut display,
             mut names,
             policy,
+            options: _,
         } = self;
         let title = engine
             .task(&task.to_string())

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use conclave::recovery::{FailureKind, RecoveryAction};
 use conclave::runtime::usage::dollars;
-use conclave::runtime::{CheckResult, CheckStatus, DecisionStatus, SubtaskStatus};
+use conclave::runtime::{CheckResult, CheckStatus, DecisionStatus, RevertedBy, SubtaskStatus};
 
 use super::progress::{Style, action_label, clip, plural, subtask_status, task_status};
 use super::session::Finished;
@@ -132,6 +132,38 @@ pub fn render(finished: &mut Finished, style: Style) -> String {
             files.len(),
             files.join(", ")
         );
+    }
+    // A failed task's changes are taken back (undo.onFailure): say what was put back.
+    match &finished.detail.reverted {
+        Some(reverted) => {
+            let how = match reverted.by {
+                RevertedBy::Failure => "the task failed",
+                RevertedBy::Undo => "undone",
+            };
+            let restored = if reverted.restored.is_empty() {
+                "none needed".to_string()
+            } else {
+                reverted.restored.join(", ")
+            };
+            let _ = writeln!(out, "  Put back as before the task ({how}): {restored}");
+            for kept in &reverted.kept {
+                let _ = writeln!(
+                    out,
+                    "    {} {} left as it is: {}",
+                    style.yellow("!"),
+                    kept.path,
+                    kept.reason
+                );
+            }
+        }
+        None if summary.status == conclave::runtime::TaskStatus::Failed && !files.is_empty() => {
+            let _ = writeln!(
+                out,
+                "  Changes kept; to take them back: conclave undo {}",
+                &summary.task_id.to_string()[..8]
+            );
+        }
+        None => {}
     }
     // Done means checked: what ran on the code, and how it went.
     let checks = &finished.detail.checks;

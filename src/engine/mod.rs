@@ -9,6 +9,7 @@ mod error;
 mod lock;
 mod open;
 mod resume;
+mod undo;
 
 pub use error::EngineError;
 pub use lock::{ClientName, Holder, LockError, WorkspaceLock, process_alive};
@@ -110,6 +111,8 @@ pub struct Engine {
     team: Team,
     /// Why no model is available, when none is (for LlmNotConfigured).
     model_problem: Option<String>,
+    /// One undo at a time: each looks at the files, then changes them.
+    undoing: tokio::sync::Mutex<()>,
 }
 
 impl Engine {
@@ -167,9 +170,13 @@ impl Engine {
             .clone()
             .map(|metered| metered as Arc<dyn ModelProvider>);
 
-        let writer = Arc::new(SwappableWriter::new(Arc::new(DiskWriter::new(
-            sandbox.clone(),
-        ))));
+        // Every write for a task is noted in its file history, so it can be taken back.
+        let history =
+            crate::undo::FileHistory::new(store.clone(), tasks.clone(), config.undo.max_file_bytes);
+        let writer = Arc::new(
+            SwappableWriter::new(Arc::new(DiskWriter::new(sandbox.clone())))
+                .with_history(history.clone(), sandbox.clone()),
+        );
         let refusals = Refusals::default();
         // One runner for the team's commands and checks: one sandbox, one temp folder.
         let runner = Runner::new(RunnerSettings::from_config(&config, &workspace))
@@ -235,6 +242,7 @@ impl Engine {
             replacements: tokio::sync::watch::channel(0).0,
             refusals,
             mode,
+            history,
         });
         if let Some(metered) = &metered {
             let services = Arc::downgrade(&services);
@@ -299,6 +307,7 @@ impl Engine {
             services,
             team,
             model_problem,
+            undoing: tokio::sync::Mutex::new(()),
         });
         let resumed: Vec<TaskId> = saved.tasks.iter().map(|t| t.id).collect();
         for task in saved.finished {

@@ -17,9 +17,9 @@ use async_trait::async_trait;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::request::ApplyWorkspaceEdit;
 use tower_lsp_server::ls_types::{
-    ApplyWorkspaceEditParams, CreateFile, CreateFileOptions, DocumentChangeOperation,
-    DocumentChanges, OneOf, OptionalVersionedTextDocumentIdentifier, Position, Range, ResourceOp,
-    TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
+    ApplyWorkspaceEditParams, CreateFile, CreateFileOptions, DeleteFile, DeleteFileOptions,
+    DocumentChangeOperation, DocumentChanges, OneOf, OptionalVersionedTextDocumentIdentifier,
+    Position, Range, ResourceOp, TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
 };
 
 use super::outgoing::{self, Reply};
@@ -104,6 +104,67 @@ impl WorkspaceWriter for ApplyEditWriter {
                 self.disk.write_file(&relative, content).await
             }
         }
+    }
+
+    /// A `DeleteFile` through the editor (so an open buffer goes with it), with the same
+    /// fallbacks and refusals as a write.
+    async fn remove_file(&self, path: &Path) -> Result<bool, WriteError> {
+        let absolute = self.sandbox.resolve_for_write(path)?;
+        let relative = self.sandbox.relative(&absolute);
+        if !absolute.exists() {
+            return Ok(false);
+        }
+        let Some(uri) = Uri::from_file_path(&absolute) else {
+            return self.disk.remove_file(&relative).await;
+        };
+        let params = ApplyWorkspaceEditParams {
+            label: Some("Conclave: undo".into()),
+            edit: delete_file_edit(uri),
+        };
+        match outgoing::request::<ApplyWorkspaceEdit>(&self.client, params, self.timeout).await {
+            Reply::Answered(Ok(response)) if response.applied => {
+                self.disk.remove_file(&relative).await?;
+                Ok(true)
+            }
+            Reply::Answered(Ok(response)) => Err(WriteError::Rejected {
+                path: relative,
+                reason: response
+                    .failure_reason
+                    .unwrap_or_else(|| "the editor did not delete the file".into()),
+            }),
+            Reply::Answered(Err(e))
+                if e.code != tower_lsp_server::jsonrpc::ErrorCode::MethodNotFound =>
+            {
+                Err(WriteError::Rejected {
+                    path: relative,
+                    reason: format!("the editor refused the deletion ({e})"),
+                })
+            }
+            _ => {
+                tracing::warn!(
+                    path = %relative.display(),
+                    "the editor did not delete the file; the server removes it from disk instead"
+                );
+                self.disk.remove_file(&relative).await
+            }
+        }
+    }
+}
+
+/// `DeleteFile` of a file that may already be gone.
+pub fn delete_file_edit(uri: Uri) -> WorkspaceEdit {
+    WorkspaceEdit {
+        document_changes: Some(DocumentChanges::Operations(vec![
+            DocumentChangeOperation::Op(ResourceOp::Delete(DeleteFile {
+                uri,
+                options: Some(DeleteFileOptions {
+                    recursive: Some(false),
+                    ignore_if_not_exists: Some(true),
+                }),
+                annotation_id: None,
+            })),
+        ])),
+        ..WorkspaceEdit::default()
     }
 }
 

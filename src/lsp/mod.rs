@@ -142,6 +142,7 @@ where
     .custom_method("conclave/resolveApproval", Backend::resolve_approval)
     .custom_method("conclave/errorReport", Backend::error_report)
     .custom_method("conclave/taskLog", Backend::task_log)
+    .custom_method("conclave/undoTask", Backend::undo_task)
     .finish();
     let input = StoppableInput::new(input, lifecycle.stop_input.clone());
     let edge = Edge {

@@ -72,6 +72,27 @@ pub struct TaskIdParams {
     pub task_id: String,
 }
 
+/// `conclave/undoTask` (an addition).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UndoTaskParams {
+    pub task_id: String,
+    /// `false` (the default): only say what the undo would do.
+    #[serde(default)]
+    pub apply: bool,
+    /// What to do with files changed after the task: `overwrite` or `keep`; absent, an
+    /// apply that would overwrite such a file is refused (1007, `data.conflicts`).
+    #[serde(default)]
+    pub edited_files: Option<EditedFilesChoice>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EditedFilesChoice {
+    Overwrite,
+    Keep,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct OptionalTaskIdParams {
@@ -223,6 +244,32 @@ impl Uris {
             self.uri_list(files);
         }
         value
+    }
+
+    /// The answer of `conclave/undoTask`: the plan, each file with its URI, and what
+    /// was done when it was applied.
+    pub fn undo(
+        &self,
+        plan: &crate::undo::UndoPlan,
+        reverted: Option<&crate::runtime::Reverted>,
+    ) -> Value {
+        let files: Vec<Value> = plan
+            .files
+            .iter()
+            .map(|f| {
+                let mut value = serde_json::to_value(f).unwrap_or(Value::Null);
+                value["uri"] = json!(self.uri_string(&f.path));
+                value
+            })
+            .collect();
+        json!({
+            "taskId": plan.task_id,
+            "files": files,
+            "diff": plan.diff(),
+            "conflicts": plan.conflicts(),
+            "applied": reverted.is_some(),
+            "reverted": reverted,
+        })
     }
 
     /// An approval as `conclave/requestApproval` and `conclave/listApprovals` carry it:

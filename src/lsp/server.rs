@@ -20,8 +20,9 @@ use super::bridge::{Bridge, ClientSupport};
 use super::edits::ApplyEditWriter;
 use super::log::LogLines;
 use super::protocol::{
-    self, ClientFeatures, NoParams, OptionalTaskIdParams, PROTOCOL_VERSION, ResolveApprovalParams,
-    SubmitTaskParams, TaskIdParams, WhiteboardParams, task_updated,
+    self, ClientFeatures, EditedFilesChoice, NoParams, OptionalTaskIdParams, PROTOCOL_VERSION,
+    ResolveApprovalParams, SubmitTaskParams, TaskIdParams, UndoTaskParams, WhiteboardParams,
+    task_updated,
 };
 use super::transport::Outbox;
 use crate::config::WriteMode;
@@ -401,6 +402,33 @@ impl Backend {
             .map_err(|e| internal(format!("the audit log could not be read: {e}")))?;
         let text: Vec<String> = entries.iter().map(|e| e.line()).collect();
         Ok(json!({ "taskId": params.task_id, "text": text.join("\n"), "entries": entries }))
+    }
+}
+
+impl Backend {
+    /// `conclave/undoTask` (an addition, docs/protocol.md): what undoing a finished task
+    /// would do (`apply: false`), or doing it, through `workspace/applyEdit` like every
+    /// other write when the editor takes edits.
+    pub async fn undo_task(&self, params: UndoTaskParams) -> Result<Value> {
+        let s = self.session()?;
+        if !params.apply {
+            let plan = s
+                .engine
+                .undo_plan(&params.task_id)
+                .await
+                .map_err(engine_error)?;
+            return Ok(s.bridge.uris().undo(&plan, None));
+        }
+        let edited = params.edited_files.map(|choice| match choice {
+            EditedFilesChoice::Overwrite => crate::undo::EditedFiles::Overwrite,
+            EditedFilesChoice::Keep => crate::undo::EditedFiles::Keep,
+        });
+        let (plan, reverted) = s
+            .engine
+            .undo(&params.task_id, edited)
+            .await
+            .map_err(engine_error)?;
+        Ok(s.bridge.uris().undo(&plan, Some(&reverted)))
     }
 }
 

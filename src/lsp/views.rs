@@ -252,6 +252,7 @@ mod tests {
             recovery: None,
             unchecked: None,
             parked: None,
+            reverted_by: None,
             usage_total: None,
             check_counts: None,
         }

@@ -50,9 +50,9 @@ pub use message::{Message, MessageKind, Priority, Recipient};
 pub use pool::AgentPool;
 pub use task::{AgentBehavior, AgentContext};
 pub use tasks::{
-    CheckCounts, CheckResult, CheckStatus, Subtask, SubtaskId, SubtaskStatus, SubtaskSummary,
-    TaskContext, TaskDetail, TaskError, TaskId, TaskOptions, TaskRecord, TaskStatus, TaskSummary,
-    Tasks,
+    CheckCounts, CheckResult, CheckStatus, KeptFile, Reverted, RevertedBy, Subtask, SubtaskId,
+    SubtaskStatus, SubtaskSummary, TaskContext, TaskDetail, TaskError, TaskId, TaskOptions,
+    TaskRecord, TaskStatus, TaskSummary, Tasks,
 };
 pub use team::{Team, build_team, fits, plan_team, restore_team, voters};
 pub use whiteboard::{Accessor, Operation, Snapshot, WhiteboardError, WhiteboardId, Whiteboards};

@@ -111,6 +111,56 @@ pub struct TaskOptions {
     pub continue_on_error: Option<bool>,
     pub timeout_ms: Option<u64>,
     pub max_retries: Option<u32>,
+    /// (addition) What becomes of the files this task changed if it fails (overrides
+    /// `undo.onFailure`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<crate::config::OnFailure>,
+}
+
+/// What became of a finished task's changes: put back because it failed, or undone by
+/// a person (`crate::undo`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reverted {
+    pub by: RevertedBy,
+    pub at: DateTime<Utc>,
+    /// Files put back as they were before the task (one the task created is removed).
+    pub restored: Vec<String>,
+    /// Files the task changed that were left as they are, with why.
+    #[serde(default)]
+    pub kept: Vec<KeptFile>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RevertedBy {
+    /// The task failed and `undo.onFailure` is `restore`.
+    Failure,
+    /// A person undid the task (`conclave undo`, `conclave/undoTask`, ACP `/undo`).
+    Undo,
+}
+
+/// A file a revert left as it is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeptFile {
+    pub path: String,
+    pub reason: String,
+}
+
+impl Reverted {
+    /// One line for people: what was put back and what was left.
+    pub fn describe(&self) -> String {
+        let mut line = if self.restored.is_empty() {
+            "no file needed putting back".to_string()
+        } else {
+            format!("put back as before the task: {}", self.restored.join(", "))
+        };
+        for kept in &self.kept {
+            line.push_str(&format!("; {} left as it is ({})", kept.path, kept.reason));
+        }
+        line
+    }
 }
 
 /// Editor context sent with a task: files and a selection, as URIs.
@@ -235,6 +285,9 @@ pub struct TaskRecord {
     /// after a restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parked: Option<String>,
+    /// Its changes were taken back (it failed, or a person undid it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverted: Option<Reverted>,
 }
 
 impl TaskRecord {
@@ -268,6 +321,7 @@ impl TaskRecord {
             unchecked: None,
             owner: None,
             parked: None,
+            reverted: None,
         }
     }
 
@@ -321,6 +375,7 @@ impl TaskRecord {
             parked: self.parked.clone(),
             usage_total: (self.usage.total.calls > 0).then_some(self.usage.total),
             check_counts: CheckCounts::of(&self.checks),
+            reverted_by: self.reverted.as_ref().map(|r| r.by),
         }
     }
 
@@ -335,6 +390,7 @@ impl TaskRecord {
             checks: self.checks.clone(),
             rule_findings: self.rule_findings.clone(),
             usage: self.usage.clone(),
+            reverted: self.reverted.clone(),
         }
     }
 }
@@ -382,6 +438,10 @@ pub struct TaskSummary {
     /// whole); absent until a check ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_counts: Option<CheckCounts>,
+    /// (addition) Set once the task's changes were taken back: `failure` (put back when
+    /// it failed) or `undo` (a person undid it); `TaskDetail.reverted` says which files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverted_by: Option<RevertedBy>,
 }
 
 /// The checks of a task, counted by status, for `TaskSummary` (docs/protocol.md).
@@ -443,6 +503,10 @@ pub struct TaskDetail {
     /// Tokens and cost, in all and by subtask and agent (docs/protocol.md, "Executor: tokens and cost").
     #[serde(default)]
     pub usage: TaskUsage,
+    /// (addition) What was put back, and what left as it was, when the task's changes
+    /// were taken back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverted: Option<Reverted>,
 }
 
 /// One check of the code a task wrote (`team/check.rs` runs them).

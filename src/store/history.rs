@@ -46,6 +46,8 @@ pub struct Compaction {
     pub recovery_steps: usize,
     pub whiteboard_versions: usize,
     pub transitions: usize,
+    /// Files of the compacted tasks' file history: those tasks can no longer be undone.
+    pub files: usize,
 }
 
 impl Store {
@@ -306,6 +308,7 @@ fn compact(conn: &Connection, before: DateTime<Utc>) -> rusqlite::Result<Compact
         done.messages += tx.execute("DELETE FROM messages WHERE task_id = ?1", params![id])?;
         done.recovery_steps +=
             tx.execute("DELETE FROM recovery_steps WHERE task_id = ?1", params![id])?;
+        done.files += tx.execute("DELETE FROM file_history WHERE task_id = ?1", params![id])?;
         done.tasks += 1;
     }
     done.messages += tx.execute(

@@ -7,9 +7,11 @@
 //! has queued up in one transaction. Reads are closures run on the same thread, after
 //! every record sent before them, so a reader always sees what it recorded.
 
+mod files;
 mod history;
 mod schema;
 
+pub use files::{FileBefore, FileTouch};
 pub use history::{Compaction, LogEntry};
 
 use std::collections::HashSet;
@@ -51,6 +53,8 @@ pub enum Record {
         approval_id: uuid::Uuid,
         answer: Option<ApprovalAnswer>,
     },
+    /// A file a task touched (`files.rs`).
+    FileTouched(Arc<FileTouch>),
     /// Records that are committed together or not at all (an event and the task
     /// checkpoint it caused).
     Group(Vec<Record>),
@@ -64,7 +68,8 @@ impl Record {
             Record::TaskCheckpoint(_)
             | Record::Recovery(_)
             | Record::ApprovalRequested(_)
-            | Record::ApprovalResolved { .. } => true,
+            | Record::ApprovalResolved { .. }
+            | Record::FileTouched(_) => true,
             Record::Group(records) => records.iter().any(Record::is_checkpoint),
             _ => false,
         }
@@ -519,6 +524,7 @@ fn insert(conn: &Connection, record: &Record) -> rusqlite::Result<()> {
                 insert(conn, record)?;
             }
         }
+        Record::FileTouched(touch) => files::insert(conn, touch)?,
         Record::AgentCreated(config) => {
             conn.prepare_cached(
                 "INSERT OR REPLACE INTO agents (id, name, layer, role, supervisor, config, created_at)

@@ -95,6 +95,20 @@ const MIGRATIONS: &[&str] = &[
         summary TEXT NOT NULL,
         compacted_at INTEGER NOT NULL
     );",
+    // 4: what each task did to each file, so a task can be taken back: the file as the
+    // task first found it (absent, its bytes, or too large to keep) and a hash of what
+    // the task left (NULL: the task left no file there).
+    "CREATE TABLE file_history (
+        task_id TEXT NOT NULL,
+        path TEXT NOT NULL,
+        before_kind TEXT NOT NULL,
+        before BLOB,
+        before_bytes INTEGER NOT NULL,
+        after_hash TEXT,
+        first_at INTEGER NOT NULL,
+        last_at INTEGER NOT NULL,
+        PRIMARY KEY (task_id, path)
+    );",
 ];
 
 /// Applies the migrations the database has not seen yet.

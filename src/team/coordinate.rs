@@ -12,15 +12,17 @@ use serde_json::json;
 
 use super::subtask::run_subtasks;
 use super::{Services, first_line};
+use crate::config::OnFailure;
 use crate::model::ModelError;
 use crate::recovery::ladder::{
     History, LadderPolicy, Outcome, Step, decide, human_duration, provider_trouble,
 };
 use crate::recovery::{Failure, FailureKind, Scope};
 use crate::runtime::{
-    AgentContext, AgentStatus, Layer, Message, MessageKind, Recipient, SubtaskStatus, TaskError,
-    TaskId, TaskRecord, TaskStatus,
+    AgentContext, AgentStatus, Layer, Message, MessageKind, Recipient, Reverted, RevertedBy,
+    SubtaskStatus, TaskError, TaskId, TaskRecord, TaskStatus,
 };
+use crate::undo::EditedFiles;
 
 /// Why coordination stopped early.
 pub(super) enum Stop {
@@ -190,6 +192,39 @@ fn report_upward(ctx: &AgentContext, task: &TaskRecord) {
     }
 }
 
+/// A task about to end failed has every file it changed put back as it was before it
+/// (`undo.onFailure`, or the task's `onFailure` option), except a file someone changed
+/// after the task did, which is left and named. `None` when nothing was to be done.
+async fn put_back_if_failed(s: &Services, task_id: TaskId, failed: bool) -> Option<Reverted> {
+    let task = s.tasks.get(task_id)?;
+    let all = task.subtasks.len();
+    let done = task
+        .subtasks
+        .iter()
+        .filter(|st| st.status == SubtaskStatus::Completed)
+        .count();
+    let fails = task.status != TaskStatus::Cancelled && (failed || all == 0 || done < all);
+    let policy = task.options.on_failure.unwrap_or(s.config.undo.on_failure);
+    if !fails || policy != OnFailure::Restore {
+        return None;
+    }
+    let files = s.history.files(task_id).await;
+    if files.is_empty() {
+        return None;
+    }
+    let plan = crate::undo::plan(task_id, &files, &s.sandbox);
+    let reverted = crate::undo::apply(
+        &plan,
+        &*s.writer.untracked(),
+        &s.sandbox,
+        EditedFiles::Keep,
+        RevertedBy::Failure,
+    )
+    .await;
+    tracing::info!(task = %task_id, "the task failed: {}", reverted.describe());
+    Some(reverted)
+}
+
 /// Settles the task: completed when every subtask completed (and verify passed),
 /// failed otherwise, unless it was cancelled. A task that failed or was cancelled gets
 /// its ERROR_REPORT.md, naming why.
@@ -199,6 +234,7 @@ async fn finish(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId, outcome:
         Err(Stop::Cancelled) => None,
         Err(Stop::Failed(failure)) => Some(failure),
     };
+    let reverted = put_back_if_failed(s, task_id, failure.is_some()).await;
     let record = s.tasks.update(task_id, |t| {
         if t.status == TaskStatus::Cancelled {
             if !t
@@ -257,8 +293,20 @@ async fn finish(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId, outcome:
                 )
             }
         });
+        if t.status == TaskStatus::Failed
+            && let Some(reverted) = &reverted
+        {
+            if let Some(result) = &mut t.result {
+                result.push_str(&format!(
+                    "\nThe task's changes were taken back: {}.",
+                    reverted.describe()
+                ));
+            }
+            t.reverted = Some(reverted.clone());
+        }
         t.clone()
     });
+    s.history.forget(task_id);
     s.approvals.withdraw_task(task_id);
     s.task_state.remove(&task_id);
     s.refusals.forget(task_id);

@@ -94,6 +94,8 @@ pub struct Services {
     pub refusals: Refusals,
     /// `.conclave/sessions/<session>/`, where ERROR_REPORT.md goes.
     pub session_dir: PathBuf,
+    /// What each task did to each file, so it can be taken back (`crate::undo`).
+    pub history: Arc<crate::undo::FileHistory>,
     /// `serve`, `run` or `demo`, for reports.
     pub mode: String,
 }
@@ -255,37 +257,103 @@ pub enum SubtaskReport {
 }
 
 /// Writes through whichever writer is current: disk at first, the editor's
-/// `workspace/applyEdit` once a client that supports it connects.
+/// `workspace/applyEdit` once a client that supports it connects. Every change made for
+/// a task is noted in its file history first (`crate::undo`), so the task can be taken
+/// back.
 pub struct SwappableWriter {
     current: RwLock<Arc<dyn WorkspaceWriter>>,
+    history: Option<(Arc<crate::undo::FileHistory>, Sandbox)>,
 }
 
 impl SwappableWriter {
     pub fn new(initial: Arc<dyn WorkspaceWriter>) -> Self {
         SwappableWriter {
             current: RwLock::new(initial),
+            history: None,
         }
+    }
+
+    /// Notes every change made for a task in `history`.
+    pub fn with_history(
+        mut self,
+        history: Arc<crate::undo::FileHistory>,
+        sandbox: Sandbox,
+    ) -> Self {
+        self.history = Some((history, sandbox));
+        self
     }
 
     pub fn set(&self, writer: Arc<dyn WorkspaceWriter>) {
         *self.current.write().expect("writer lock") = writer;
     }
 
-    fn get(&self) -> Arc<dyn WorkspaceWriter> {
+    /// The current writer itself, whose writes no task's history notes (taking a task
+    /// back writes through it).
+    pub fn untracked(&self) -> Arc<dyn WorkspaceWriter> {
         self.current.read().expect("writer lock").clone()
+    }
+
+    /// The task whose history a write to `path` goes to, with the path relative to the
+    /// root and the file before the write when this is the task's first touch of it.
+    async fn before_write(
+        &self,
+        path: &Path,
+    ) -> Option<(TaskId, String, Option<crate::store::FileBefore>)> {
+        let (history, sandbox) = self.history.as_ref()?;
+        let task = history.current_task()?;
+        let absolute = sandbox.resolve_for_write(path).ok()?;
+        let relative = sandbox.relative(&absolute).to_string_lossy().into_owned();
+        let before = if history.touched(task, &relative) {
+            None
+        } else {
+            Some(history.read_before(&absolute).await)
+        };
+        Some((task, relative, before))
+    }
+
+    fn noted(
+        &self,
+        (task, path, before): (TaskId, String, Option<crate::store::FileBefore>),
+        after: Option<&[u8]>,
+    ) {
+        if let Some((history, _)) = &self.history {
+            history.note(
+                task,
+                &path,
+                before.unwrap_or(crate::store::FileBefore::Absent),
+                after,
+            );
+        }
     }
 }
 
 #[async_trait]
 impl WorkspaceWriter for SwappableWriter {
     async fn write_file(&self, path: &Path, content: &str) -> Result<WriteOutcome, WriteError> {
-        let writer = self.get();
-        writer.write_file(path, content).await
+        let touch = self.before_write(path).await;
+        let outcome = self.untracked().write_file(path, content).await?;
+        if let Some(touch) = touch
+            && outcome.status != crate::tools::WriteStatus::Unchanged
+        {
+            self.noted(touch, Some(content.as_bytes()));
+        }
+        Ok(outcome)
     }
 
     async fn read_text(&self, absolute: &Path) -> Result<Option<String>, String> {
-        let writer = self.get();
+        let writer = self.untracked();
         writer.read_text(absolute).await
+    }
+
+    async fn remove_file(&self, path: &Path) -> Result<bool, WriteError> {
+        let touch = self.before_write(path).await;
+        let removed = self.untracked().remove_file(path).await?;
+        if let Some(touch) = touch
+            && removed
+        {
+            self.noted(touch, None);
+        }
+        Ok(removed)
     }
 }
 

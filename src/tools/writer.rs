@@ -126,6 +126,18 @@ pub trait WorkspaceWriter: Send + Sync {
         let _ = absolute;
         Ok(None)
     }
+
+    /// Removes the file at `path` (taking back a file a task created); `Ok(false)` when
+    /// there was none. Writers that cannot remove files say so.
+    async fn remove_file(&self, path: &Path) -> Result<bool, WriteError> {
+        Err(WriteError::Io {
+            path: path.to_path_buf(),
+            source: io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this writer cannot remove files",
+            ),
+        })
+    }
 }
 
 /// Writes straight to disk, atomically: readers see the old file or the new one, never
@@ -169,6 +181,19 @@ impl WorkspaceWriter for DiskWriter {
             hash,
             bytes,
         })
+    }
+
+    async fn remove_file(&self, path: &Path) -> Result<bool, WriteError> {
+        let absolute = self.sandbox.resolve_for_write(path)?;
+        let relative = self.sandbox.relative(&absolute);
+        match tokio::fs::remove_file(&absolute).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(WriteError::Io {
+                path: relative,
+                source,
+            }),
+        }
     }
 }
 
