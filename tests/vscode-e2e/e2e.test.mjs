@@ -11,10 +11,12 @@
 //   CONCLAVE_VSIX      the extension (default <repo>/editors/vscode/dist/conclave.vsix)
 //   CHROMIUM           the browser (default /usr/bin/chromium)
 //   E2E_ARTIFACTS      where screenshots go (default tests/vscode-e2e/artifacts, git-ignored)
+//   README_IMAGES      where the README's picture of VS Code goes as vscode.png (docs/images
+//                      to renew it); unset, it stays with the other screenshots
 
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -464,6 +466,15 @@ test('a person uses Conclave in a real VS Code: task, tree, status bar, file-cha
     ((await page.locator('.monaco-editor .view-lines').first().textContent()) ?? '').replace(/\u00a0/g, ' ').includes(`— ${status}`),
   );
   await screenshot('check-output');
+
+  // The README's picture is this screen as a person leaves it. VS Code cannot withdraw a
+  // notification, so the prompt of the approval answered from the tree is still there
+  // (its buttons now answer "already decided"): put it away as a person would.
+  await runCommand('Notifications: Clear All Notifications');
+  await until('no notification on screen', async () => (await page.locator('.notification-toast').count()) === 0);
+  assert.equal(await page.locator('.quick-input-widget:visible, .monaco-dialog-box').count(), 0, 'no prompt or dialog open');
+  const picture = await screenshot('readme-vscode');
+  if (process.env.README_IMAGES) copyFileSync(picture, join(process.env.README_IMAGES, 'vscode.png'));
 
   const log = outputChannelLog();
   assert.doesNotMatch(log, /crashed \d+ times/, 'no restart loop');

@@ -65,6 +65,25 @@ local function learn_why_it_ended(client_id, task_id)
   end)
 end
 
+--- `text` shortened to at most `room` cells (never under 16), ending in … when cut.
+function M.shorten(text, room)
+  room = math.max(16, room)
+  if vim.fn.strdisplaywidth(text) <= room then
+    return text
+  end
+  local cut = vim.fn.strcharpart(text, 0, room - 1)
+  while vim.fn.strdisplaywidth(cut) > room - 1 do
+    cut = vim.fn.strcharpart(cut, 0, vim.fn.strchars(cut) - 1)
+  end
+  return cut .. '…'
+end
+
+--- `title` shortened so that a message of it and `rest` fits the command line: a longer
+--- one stops Neovim at a hit-enter prompt.
+function M.fit_title(title, rest)
+  return M.shorten(title, vim.v.echospace - vim.fn.strdisplaywidth(rest))
+end
+
 --- `conclave/taskUpdated`
 function M.on_task_updated(client_id, task)
   local entry = M.tasks[task.taskId]
@@ -83,7 +102,8 @@ function M.on_task_updated(client_id, task)
       if unchecked ~= '' then
         level = vim.log.levels.WARN
       end
-      vim.notify(("Conclave: task '%s' %s%s"):format(task.title or task.taskId, task.status, unchecked), level)
+      local rest = ("Conclave: task '' %s%s"):format(task.status, unchecked)
+      vim.notify(("Conclave: task '%s' %s%s"):format(M.fit_title(task.title or task.taskId, rest), task.status, unchecked), level)
     end
   end
   require('conclave.checks').on_task_updated(client_id, task)
@@ -193,7 +213,7 @@ function M.checks_label(counts)
   return ('checks %s %s'):format(mark, #parts > 0 and table.concat(parts, ' · ') or 'none')
 end
 
-local function task_lines(client_id)
+local function task_lines(client_id, width)
   local lines, map = {}, {}
   local entries = M.list(nil, client_id)
   if #entries == 0 then
@@ -204,17 +224,10 @@ local function task_lines(client_id)
     local t = entry.task
     local progress = M.progress_label(t)
     local spent = type(t.usageTotal) == 'table' and ('  ' .. require('conclave.usage').label(t.usageTotal)) or ''
-    table.insert(
-      lines,
-      ('%s %s  [%s%s]  %s%s'):format(
-        ICON[t.status] or '?',
-        t.title or t.taskId,
-        t.status,
-        progress and (' ' .. progress) or '',
-        M.short_id(t.taskId),
-        spent
-      )
-    )
+    local rest = ('  [%s%s]  %s%s'):format(t.status, progress and (' ' .. progress) or '', M.short_id(t.taskId), spent)
+    -- The title gives way, so that the state and what the task spent stay in view.
+    local title = M.shorten(t.title or t.taskId, width - 2 - vim.fn.strdisplaywidth(rest))
+    table.insert(lines, ('%s %s%s'):format(ICON[t.status] or '?', title, rest))
     map[#lines] = t.taskId
     if type(entry.ended) == 'string' and M.FINISHED[t.status] then
       table.insert(lines, '    = ' .. entry.ended)
@@ -236,7 +249,9 @@ local function task_lines(client_id)
       if (s.attempts or 0) > 1 then
         extra = extra .. (' (attempt %d)'):format(s.attempts)
       end
-      table.insert(lines, ('    %s %s  [%s]%s'):format(ICON[s.status] or '·', s.description or s.subtaskId, s.status, extra))
+      local after = ('  [%s]%s'):format(s.status, extra)
+      local description = M.shorten(s.description or s.subtaskId, width - 6 - vim.fn.strdisplaywidth(after))
+      table.insert(lines, ('    %s %s%s'):format(ICON[s.status] or '·', description, after))
       map[#lines] = t.taskId
     end
     -- After the subtasks, as the checks ran after their work.
@@ -254,13 +269,23 @@ local function task_lines(client_id)
   return lines, map
 end
 
+--- The text width of the widest window showing `bufnr` (the screen's when none does).
+local function view_width(bufnr)
+  local width = 0
+  for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
+    local info = vim.fn.getwininfo(win)[1]
+    width = math.max(width, info.width - info.textoff)
+  end
+  return width > 0 and width or vim.o.columns
+end
+
 function M.render(bufnr)
   local client_id = buffers[bufnr]
   if not client_id or not vim.api.nvim_buf_is_valid(bufnr) then
     buffers[bufnr] = nil
     return
   end
-  local lines, map = task_lines(client_id)
+  local lines, map = task_lines(client_id, view_width(bufnr))
   ui.set_lines(bufnr, lines)
   line_tasks[bufnr] = map
 end
@@ -323,9 +348,18 @@ function M.open(client)
         line_tasks[bufnr] = nil
       end,
     })
+    -- The titles give way to the window's width: draw again when it changes.
+    vim.api.nvim_create_autocmd({ 'VimResized', 'WinResized' }, {
+      callback = function()
+        if not buffers[bufnr] then
+          return true -- the buffer is gone: this autocmd goes too
+        end
+        M.render(bufnr)
+      end,
+    })
   end
-  M.render(bufnr)
   ui.show(bufnr)
+  M.render(bufnr)
   M.refresh(client)
   if require('conclave.agents').agents[client.id] == nil then
     require('conclave.agents').refresh(client) -- assignees by name
