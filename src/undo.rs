@@ -9,7 +9,7 @@
 //!
 //! A task that fails is taken back at once unless `undo.onFailure = "keep"`
 //! (`team/coordinate.rs`); any finished task can be undone later by a person
-//! (`conclave undo`, `conclave/undoTask`, ACP `/undo`). Neither ever overwrites a file
+//! (`conclave undo`, `conclave/undoTask`). Neither ever overwrites a file
 //! the person changed after the task without being told to.
 
 use std::collections::BTreeMap;
@@ -32,6 +32,9 @@ pub struct FileHistory {
     tasks: Tasks,
     max_file_bytes: u64,
     live: DashMap<TaskId, BTreeMap<String, FileTouch>>,
+    /// When this process started noting: the history of a task created since is all in
+    /// memory.
+    started: DateTime<Utc>,
 }
 
 impl FileHistory {
@@ -41,6 +44,7 @@ impl FileHistory {
             tasks,
             max_file_bytes,
             live: DashMap::new(),
+            started: Utc::now(),
         })
     }
 
@@ -124,9 +128,25 @@ impl FileHistory {
             .unwrap_or_default()
     }
 
-    /// Drops the in-memory copy of a finished task's history.
+    /// The files a task of this process touched, as it ends: from memory when the task
+    /// began in this process (no wait on the store), else from the store, which also
+    /// has what it did before a restart.
+    pub async fn files_at_end(&self, task: &TaskRecord) -> Vec<FileTouch> {
+        if task.created_at >= self.started || self.store.is_none() {
+            return self
+                .live
+                .get(&task.id)
+                .map(|files| files.values().cloned().collect())
+                .unwrap_or_default();
+        }
+        self.files(task.id).await
+    }
+
+    /// Drops the in-memory copy of a finished task's history once the store has it.
     pub fn forget(&self, task: TaskId) {
-        self.live.remove(&task);
+        if self.store.is_some() {
+            self.live.remove(&task);
+        }
     }
 }
 

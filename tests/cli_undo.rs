@@ -277,6 +277,28 @@ fn keep_failed_keeps_the_changes_and_undo_shows_asks_refuses_to_clobber_then_tak
         "{}",
         text(&twice.stderr)
     );
+
+    // The task's history says it was undone.
+    let log = conclave(ws.path(), &["log", "--task", &full_id(ws.path(), &id)]);
+    let log = text(&log.stdout);
+    assert!(
+        log.contains("undone: put back as before the task: kv.txt, new.txt, notes.txt"),
+        "{log}"
+    );
+}
+
+/// The whole id of the task whose id starts with `short`, from the audit log.
+fn full_id(workspace: &Path, short: &str) -> String {
+    let out = conclave(workspace, &["log", "--json"]);
+    let entries: Value = serde_json::from_slice(&out.stdout).unwrap();
+    entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["detail"]["taskId"].as_str())
+        .find(|id| id.starts_with(short))
+        .expect("the task in the log")
+        .to_string()
 }
 
 #[test]

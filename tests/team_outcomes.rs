@@ -14,6 +14,8 @@ use team_support::{config, plan, start, writes};
 #[tokio::test(start_paused = true)]
 async fn a_task_that_cannot_finish_keeps_its_partial_results() {
     let mut config = config();
+    // What the failed task leaves is the point here: its changes are kept.
+    config.undo.on_failure = conclave::config::OnFailure::Keep;
     config.executor.max_iterations = 2;
     let team = start(
         json!([
@@ -450,6 +452,8 @@ async fn fixes_that_do_not_pass_are_rolled_back_to_what_the_team_wrote() {
     // The check can never pass; the one fix round replaces the file with junk. The task
     // fails, honestly, and the file is back as the subtask wrote it.
     let mut config = config();
+    // What the failed task leaves is the point here: its changes are kept.
+    config.undo.on_failure = conclave::config::OnFailure::Keep;
     config.verify.max_rounds = 1;
     config.verify.command =
         Some("echo 'answer.txt:1:1: the oracle is never pleased'; exit 1".into());
@@ -483,6 +487,8 @@ async fn fixes_that_do_not_pass_are_rolled_back_to_what_the_team_wrote() {
 #[tokio::test(start_paused = true)]
 async fn a_low_confidence_fix_is_asked_for_and_not_applied_when_rejected() {
     let mut config = config();
+    // What the failed task leaves is the point here: its changes are kept.
+    config.undo.on_failure = conclave::config::OnFailure::Keep;
     config.verify.command = Some("grep -q fixed state.txt".into());
     let [w1, w2] = writes("Write state.txt", "state.txt", "broken\n");
     let team = start(
@@ -764,9 +770,12 @@ async fn run_with_a_broken_dependency(
         { "description": "Generate the schema" },
         { "description": "Write the docs", "dependsOn": [0] }
     ] }).to_string() });
+    let mut config = config();
+    // Whether the dependant ran is read from what it wrote: the failed task keeps it.
+    config.undo.on_failure = conclave::config::OnFailure::Keep;
     let team = start(
         json!([plan, { "match": "Generate the schema", "error": error, "repeat": true }, w1, w2]),
-        config(),
+        config,
     )
     .await;
     let mut events = team.engine.subscribe();

@@ -642,7 +642,12 @@ async fn an_acceptance_test_that_is_broken_itself_is_rewritten_once_then_the_tas
             { "match": ["short Python test script", "Your previous test could not be used: NameError"], "text": "```python\nimport greet\nassert hello_world('a') == 'hello a'\n```" },
             { "match": "short Python test script", "text": "```python\nimport greet\nassert hello_world('a') == 'hello a'\n```" }
         ]),
-        model_review(1),
+        {
+            // The code the failed task wrote is what is checked here: it is kept.
+            let mut config = model_review(1);
+            config.undo.on_failure = conclave::config::OnFailure::Keep;
+            config
+        },
     )
     .await;
 
@@ -857,7 +862,12 @@ async fn tool_fix_rated(confidence: u8, approve: bool) -> (Team, TaskStatus, Opt
             // Only if a fix were asked for after a refusal.
             { "match": "fails its checks", "text": "{\"files\": [], \"confidence\": 90, \"explanation\": \"x\"}" }
         ]),
-        config(),
+        {
+            // What the refused fix leaves is the point here: a failed task keeps it.
+            let mut config = config();
+            config.undo.on_failure = conclave::config::OnFailure::Keep;
+            config
+        },
     )
     .await;
     std::fs::write(

@@ -1,4 +1,4 @@
-//! Taking a finished task back through the engine (`conclave/undoTask`, ACP `/undo`):
+//! Taking a finished task back through the engine (`conclave/undoTask`):
 //! the plan from the task's file history, then the files put back through the current
 //! writer (the editor's, when one is connected), and the task marked as undone.
 

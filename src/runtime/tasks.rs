@@ -136,7 +136,7 @@ pub struct Reverted {
 pub enum RevertedBy {
     /// The task failed and `undo.onFailure` is `restore`.
     Failure,
-    /// A person undid the task (`conclave undo`, `conclave/undoTask`, ACP `/undo`).
+    /// A person undid the task (`conclave undo`, `conclave/undoTask`).
     Undo,
 }
 

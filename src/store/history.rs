@@ -13,7 +13,7 @@ use crate::runtime::TaskRecord;
 #[serde(rename_all = "camelCase")]
 pub struct LogEntry {
     pub at: DateTime<Utc>,
-    /// `transition`, `message`, `decision`, `recovery`, `file` or `summary`.
+    /// `transition`, `message`, `decision`, `recovery`, `file`, `summary` or `undo`.
     pub kind: String,
     /// Who: an agent's name (or id), or `system`.
     pub actor: String,
@@ -262,6 +262,20 @@ fn history(conn: &Connection, task: Option<&str>) -> rusqlite::Result<Vec<LogEnt
                 });
             }
         }
+    }
+    if let Some(reverted) = record.as_ref().and_then(|t| t.reverted.as_ref()) {
+        entries.push(LogEntry {
+            at: reverted.at,
+            kind: "undo".into(),
+            actor: "system".into(),
+            text: match reverted.by {
+                crate::runtime::RevertedBy::Failure => {
+                    format!("the task failed: {}", reverted.describe())
+                }
+                crate::runtime::RevertedBy::Undo => format!("undone: {}", reverted.describe()),
+            },
+            detail: serde_json::to_value(reverted).unwrap_or(Value::Null),
+        });
     }
     entries.sort_by_key(|e| e.at);
     Ok(entries)

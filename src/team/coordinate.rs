@@ -208,7 +208,7 @@ async fn put_back_if_failed(s: &Services, task_id: TaskId, failed: bool) -> Opti
     if !fails || policy != OnFailure::Restore {
         return None;
     }
-    let files = s.history.files(task_id).await;
+    let files = s.history.files_at_end(&task).await;
     if files.is_empty() {
         return None;
     }
