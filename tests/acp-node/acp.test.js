@@ -239,7 +239,8 @@ test('permission: file changes are asked with their diff; approve writes, reject
     { match: 'Create r.txt', toolCalls: [write('r.txt', 'r\n')] },
     // After the rejection, whatever the agent is asked next.
     { text: 'The user did not want r.txt; left it alone.', repeat: true },
-  ], { top: ['writes = "disk"'], extra: ['[approvals]', 'fileChanges = "ask"'] });
+    // The failed task keeps its changes, to show what the approval let through.
+  ], { top: ['writes = "disk"'], extra: ['[approvals]', 'fileChanges = "ask"', '[undo]', 'onFailure = "keep"'] });
   const acp = start(dir, {
     permission: (params) => {
       const diff = params.toolCall.content.find((c) => c.type === 'diff');
