@@ -10,6 +10,7 @@ pub mod config;
 pub mod engine;
 pub mod exec;
 pub mod executor;
+pub mod jsonrpc;
 pub mod lsp;
 pub mod model;
 pub mod recovery;

@@ -1,21 +1,25 @@
-//! Newline-delimited JSON-RPC 2.0 over a pair of streams: ACP's transport.
+//! ACP's side of the shared JSON-RPC connection (`crate::jsonrpc`): one message a line,
+//! no batches.
 //!
-//! One message per line, no batches. A line that is not JSON gets a -32700 answer with
-//! `id: null`, an array gets -32600, and the connection goes on either way. Requests
-//! from the client are handed to the caller one by one (the caller answers each in its
-//! own time through [`Peer::respond`]); answers to our own requests complete the
-//! matching [`Peer::request`]. Everything written goes through one writer task, in the
-//! order it was queued, so an update sent before a prompt's answer arrives before it.
+//! A line that is not JSON gets a -32700 answer with `id: null`, an array gets -32600,
+//! and the connection goes on either way. Requests from the client are handed to the
+//! caller one by one (the caller answers each in its own time through
+//! [`Peer::respond`]); answers to our own requests complete the matching
+//! [`Peer::request`]. Everything written goes through the connection's one writer, in
+//! the order it was queued, so an update sent before a prompt's answer arrives before it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use dashmap::DashMap;
+use futures_util::StreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot};
+use tokio::io::AsyncWrite;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
+
+use crate::jsonrpc::{self, Lines, Malformed};
 
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
@@ -99,6 +103,12 @@ pub fn parse_line(line: &str) -> Result<Incoming, (Value, RpcError)> {
             RpcError::new(PARSE_ERROR, format!("not JSON: {e}")),
         )
     })?;
+    parse_message(value)
+}
+
+/// Tells a JSON value apart as a request, a notification or an answer; or the error to
+/// answer it with.
+pub fn parse_message(value: Value) -> Result<Incoming, (Value, RpcError)> {
     let Value::Object(mut object) = value else {
         let what = if value.is_array() {
             "batches are not part of ACP"
@@ -144,7 +154,7 @@ pub fn parse_line(line: &str) -> Result<Incoming, (Value, RpcError)> {
 
 /// Our side of the connection: sends notifications, requests and answers.
 pub struct Peer {
-    out: mpsc::UnboundedSender<String>,
+    out: jsonrpc::Outbox,
     next_id: AtomicI64,
     pending: DashMap<i64, oneshot::Sender<Result<Value, RpcError>>>,
     /// Cancelled when the connection is over (end of input or output gone).
@@ -158,7 +168,7 @@ impl Peer {
     where
         O: AsyncWrite + Unpin + Send + 'static,
     {
-        let (out, mut lines) = mpsc::unbounded_channel::<String>();
+        let (out, outgoing) = jsonrpc::Outbox::unbounded();
         let closed = CancellationToken::new();
         let peer = Arc::new(Peer {
             out,
@@ -167,22 +177,11 @@ impl Peer {
             closed: closed.clone(),
         });
         let writer = tokio::spawn(async move {
-            let mut output = output;
-            while let Some(line) = lines.recv().await {
-                let mut batch = line;
-                batch.push('\n');
-                // Whatever else has queued goes in the same write.
-                while let Ok(more) = lines.try_recv() {
-                    batch.push_str(&more);
-                    batch.push('\n');
-                }
-                if output.write_all(batch.as_bytes()).await.is_err()
-                    || output.flush().await.is_err()
-                {
-                    tracing::info!("the client's input is gone; nothing more can be sent");
-                    closed.cancel();
-                    return;
-                }
+            let written =
+                jsonrpc::write_frames::<Lines, _>(output, outgoing, std::future::pending()).await;
+            if written.is_err() {
+                tracing::info!("the client's input is gone; nothing more can be sent");
+                closed.cancel();
             }
         });
         (peer, writer)
@@ -190,12 +189,7 @@ impl Peer {
 
     /// Queues `message` for the client, every secret in it redacted (`crate::redact`).
     fn send(&self, message: Value) {
-        match serde_json::to_string(&message) {
-            Ok(line) => {
-                let _ = self.out.send(crate::redact::string(line));
-            }
-            Err(e) => tracing::error!("a message could not be encoded: {e}"),
-        }
+        self.out.send_now(&message);
     }
 
     pub fn notify(&self, method: &str, params: impl Serialize) {
@@ -262,32 +256,28 @@ where
     I: tokio::io::AsyncRead + Unpin,
     F: FnMut(Incoming),
 {
-    let mut lines = BufReader::new(input).lines();
+    let mut messages = std::pin::pin!(jsonrpc::read_messages::<Lines, _>(input));
     loop {
-        let line = tokio::select! {
-            line = lines.next_line() => line,
+        let message = tokio::select! {
+            message = messages.next() => message,
             () = peer.closed.cancelled() => return,
         };
-        let line = match line {
-            Ok(Some(line)) => line,
-            Ok(None) => return,
-            Err(e) => {
-                // Invalid UTF-8 and the like: the line is lost, the connection is not.
-                tracing::warn!("unreadable input: {e}");
-                peer.respond(
-                    Value::Null,
-                    Err(RpcError::new(PARSE_ERROR, format!("unreadable input: {e}"))),
-                );
-                if e.kind() == std::io::ErrorKind::InvalidData {
-                    continue;
-                }
-                return;
-            }
+        let Some(message) = message else {
+            return;
         };
-        if line.trim().is_empty() {
-            continue;
-        }
-        match parse_line(&line) {
+        let parsed = match message {
+            Ok(value) => parse_message(value),
+            Err(Malformed::Json(e)) => Err((
+                Value::Null,
+                RpcError::new(PARSE_ERROR, format!("not JSON: {e}")),
+            )),
+            // The line is lost, the connection is not.
+            Err(Malformed::Frame(why)) => Err((
+                Value::Null,
+                RpcError::new(PARSE_ERROR, format!("unreadable input: {why}")),
+            )),
+        };
+        match parsed {
             Ok(Incoming::Response { id, result }) => peer.answered(&id, result),
             Ok(message) => handle(message),
             Err((id, error)) => {
@@ -301,6 +291,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     #[test]
     fn requests_notifications_and_answers_are_told_apart() {

@@ -718,6 +718,9 @@ impl Session {
         if let Some(text) = notes.flush() {
             self.send(SessionUpdate::agent_text(text));
         }
+        // The end is told only once it is durable: a kill after the closing message must
+        // not bring the task back to run again.
+        engine.durable().await;
         let detail = engine.task(&task_key).ok()?;
         // The task's approvals end with it, whether or not their withdrawal was seen.
         let open: Vec<Uuid> = self

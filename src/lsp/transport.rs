@@ -1,15 +1,12 @@
-//! The stdio transport: Content-Length framed JSON-RPC in, the service's answers and the
-//! server's own requests and notifications out.
+//! The language server's connection: tower-lsp-server's service on the shared JSON-RPC
+//! connection (`crate::jsonrpc`), framed with `Content-Length`.
 //!
 //! tower-lsp-server ships a transport, but it ends the connection at the first frame it
-//! cannot decode (tokio-util's `FramedRead` stops after a decoder error), and docs/protocol.md
-//! wants a malformed message answered with -32700 and the connection kept. So this loop
-//! is ours; the service, the router and the client handle are tower-lsp-server's.
-//!
-//! One task writes every outgoing frame: whatever has queued goes out in one write, so a
-//! burst of notifications costs few system calls. Each request's handler runs in a task
-//! of its own; the loop only waits for the service to be ready (which it is not while
-//! `initialize` runs, as LSP requires).
+//! cannot decode, and docs/protocol.md wants a malformed message answered with -32700 and
+//! the connection kept. So the loop is ours; the service, the router and the client
+//! handle are tower-lsp-server's. Each request's handler runs in a task of its own; the
+//! loop only waits for the service to be ready (which it is not while `initialize` runs,
+//! as LSP requires).
 //!
 //! The server's own notifications take the [`Outbox`]: their bytes are written once,
 //! straight from the value the bridge built. tower-lsp-server's client would first copy
@@ -21,36 +18,31 @@ use std::future::poll_fn;
 
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinSet;
 use tower::Service;
 use tower_lsp_server::ClientSocket;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Id, Request, Response};
 use tower_lsp_server::ls_types::notification::Notification;
 
-/// Frames larger than this are refused (and skipped) rather than buffered.
-const MAX_FRAME: usize = 64 * 1024 * 1024;
-/// Outgoing messages waiting for the writer.
+use crate::jsonrpc::{self, ContentLength, Malformed};
+
+/// Outgoing messages waiting for the writer; senders wait beyond this.
 const OUTGOING: usize = 4096;
-/// The writer gathers queued messages into one write up to about this many bytes.
-const WRITE_CHUNK: usize = 256 * 1024;
 
 /// The server's way to send a notification without tower-lsp-server's client; see the
 /// module docs. Messages it queues go out in the order queued, behind the answers and
 /// requests queued before them.
 #[derive(Clone)]
-pub struct Outbox {
-    bodies: mpsc::Sender<Vec<u8>>,
-}
+pub struct Outbox(jsonrpc::Outbox);
 
 /// What the writer takes: message bodies, each framed as it is written.
-pub struct Outgoing(mpsc::Receiver<Vec<u8>>);
+pub struct Outgoing(jsonrpc::Outgoing);
 
 impl Outbox {
     pub fn new() -> (Outbox, Outgoing) {
-        let (bodies, outgoing) = mpsc::channel(OUTGOING);
-        (Outbox { bodies }, Outgoing(outgoing))
+        let (outbox, outgoing) = jsonrpc::Outbox::bounded(OUTGOING);
+        (Outbox(outbox), Outgoing(outgoing))
     }
 
     /// Sends `N` with `params`, serialized once. Nothing is sent once the connection
@@ -67,21 +59,12 @@ impl Outbox {
             method: N::METHOD,
             params,
         };
-        let _ = self.bodies.send(body(&message)).await;
+        self.0.send(&message).await;
     }
 
     async fn send(&self, message: &impl serde::Serialize) -> bool {
-        self.bodies.send(body(message)).await.is_ok()
+        self.0.send(message).await
     }
-}
-
-/// One incoming frame, or why there is none.
-enum Frame {
-    Body(Vec<u8>),
-    /// Headers without a usable Content-Length, or a body too large: answered -32700 or
-    /// -32600 and skipped.
-    Unusable(&'static str),
-    End,
 }
 
 /// Serves `service` over `input`/`output` until the input ends or `exit` is handled. The
@@ -92,14 +75,13 @@ pub async fn run<S, I, O>(
     output: O,
     mut service: S,
     socket: ClientSocket,
-    (outgoing, bodies): (Outbox, Outgoing),
+    (outgoing, Outgoing(bodies)): (Outbox, Outgoing),
 ) where
     S: Service<Request, Response = Option<Response>>,
     S::Future: Send + 'static,
     I: AsyncRead + Unpin,
     O: AsyncWrite,
 {
-    let writer = |over| write_frames(output, bodies, over);
     let (mut to_client, mut from_client) = socket.split();
 
     let (reading_done, mut reading_over) = tokio::sync::oneshot::channel::<()>();
@@ -131,29 +113,19 @@ pub async fn run<S, I, O>(
     };
     let serve = async {
         let mut handlers = JoinSet::new();
-        let mut input = BufReader::new(input);
-        loop {
-            let body = match read_frame(&mut input).await {
-                Frame::Body(body) => body,
-                Frame::Unusable(why) => {
-                    tracing::warn!("unusable frame skipped: {why}");
-                    let error = Error {
-                        code: ErrorCode::ParseError,
-                        message: why.into(),
-                        data: None,
-                    };
-                    outgoing.send(&Response::from_error(Id::Null, error)).await;
-                    continue;
-                }
-                Frame::End => break,
-            };
-            let message: Value = match serde_json::from_slice(&body) {
+        let mut messages = std::pin::pin!(jsonrpc::read_messages::<ContentLength, _>(input));
+        while let Some(message) = messages.next().await {
+            let message = match message {
                 Ok(message) => message,
-                Err(e) => {
-                    tracing::warn!("malformed JSON received: {e}");
+                Err(malformed) => {
+                    let message = match malformed {
+                        Malformed::Frame(why) => why.to_string(),
+                        Malformed::Json(e) => format!("Parse error: {e}"),
+                    };
+                    tracing::warn!("malformed input skipped: {message}");
                     let error = Error {
                         code: ErrorCode::ParseError,
-                        message: format!("Parse error: {e}").into(),
+                        message: message.into(),
                         data: None,
                     };
                     outgoing.send(&Response::from_error(Id::Null, error)).await;
@@ -210,7 +182,13 @@ pub async fn run<S, I, O>(
         tokio::join!(serve, forward);
         let _ = over.send(());
     };
-    tokio::join!(reading_and_forwarding, writer(connection_over));
+    let writer = jsonrpc::write_frames::<ContentLength, _>(output, bodies, async {
+        let _ = connection_over.await;
+    });
+    let (_, written) = tokio::join!(reading_and_forwarding, writer);
+    if let Err(e) = written {
+        tracing::info!("the editor's end of the connection is gone: {e}");
+    }
     drop(service);
 }
 
@@ -228,128 +206,9 @@ fn invalid_request(id: Option<Value>, e: serde_json::Error) -> Response {
     )
 }
 
-/// A message body for the editor: every secret in it redacted (`crate::redact`).
-fn body<T: serde::Serialize>(message: &T) -> Vec<u8> {
-    let body = serde_json::to_string(message).unwrap_or_else(|_| "null".to_string());
-    crate::redact::string(body).into_bytes()
-}
-
-/// Frames and writes every body queued, as many as have queued in one write, until
-/// the connection is `over` and what was queued by then has been written.
-async fn write_frames<O: AsyncWrite>(
-    output: O,
-    Outgoing(mut bodies): Outgoing,
-    mut over: tokio::sync::oneshot::Receiver<()>,
-) {
-    let mut output = std::pin::pin!(output);
-    let mut chunk = Vec::new();
-    let mut closing = false;
-    loop {
-        let body = if closing {
-            bodies.try_recv().ok()
-        } else {
-            tokio::select! {
-                body = bodies.recv() => body,
-                _ = &mut over => {
-                    closing = true;
-                    bodies.try_recv().ok()
-                }
-            }
-        };
-        let Some(body) = body else {
-            break;
-        };
-        chunk.clear();
-        frame_into(&mut chunk, &body);
-        while chunk.len() < WRITE_CHUNK {
-            match bodies.try_recv() {
-                Ok(body) => frame_into(&mut chunk, &body),
-                Err(_) => break,
-            }
-        }
-        if output.write_all(&chunk).await.is_err() || output.flush().await.is_err() {
-            return;
-        }
-    }
-    let _ = output.flush().await;
-}
-
-fn frame_into(chunk: &mut Vec<u8>, body: &[u8]) {
-    use std::io::Write;
-    let _ = write!(chunk, "Content-Length: {}\r\n\r\n", body.len());
-    chunk.extend_from_slice(body);
-}
-
-/// Reads the headers and the body of one frame.
-async fn read_frame<I: AsyncRead + Unpin>(input: &mut BufReader<I>) -> Frame {
-    let mut length: Option<usize> = None;
-    let mut saw_header = false;
-    let mut line = String::new();
-    loop {
-        line.clear();
-        match input.read_line(&mut line).await {
-            Ok(0) | Err(_) => return Frame::End,
-            Ok(_) => {}
-        }
-        let header = line.trim_end_matches(['\r', '\n']);
-        if header.is_empty() {
-            if saw_header {
-                break;
-            }
-            continue; // stray blank lines between frames
-        }
-        saw_header = true;
-        if let Some((name, value)) = header.split_once(':')
-            && name.trim().eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().ok();
-        }
-    }
-    let Some(length) = length else {
-        return Frame::Unusable("a frame without a valid Content-Length header");
-    };
-    if length > MAX_FRAME {
-        // Skip the body so the next frame is read from its start.
-        let mut rest = (&mut *input).take(length as u64);
-        let _ = tokio::io::copy(&mut rest, &mut tokio::io::sink()).await;
-        return Frame::Unusable("a frame larger than 64 MiB");
-    }
-    let mut body = vec![0; length];
-    match input.read_exact(&mut body).await {
-        Ok(_) => Frame::Body(body),
-        Err(_) => Frame::End,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    async fn frames(input: &'static [u8]) -> Vec<String> {
-        let mut reader = BufReader::new(input);
-        let mut out = Vec::new();
-        loop {
-            match read_frame(&mut reader).await {
-                Frame::Body(body) => out.push(String::from_utf8(body).unwrap()),
-                Frame::Unusable(why) => out.push(format!("unusable: {why}")),
-                Frame::End => return out,
-            }
-        }
-    }
-
-    #[tokio::test]
-    async fn frames_are_read_back_to_back_and_bad_headers_are_skipped() {
-        let input = b"Content-Length: 2\r\n\r\n{}content-length:4\r\nContent-Type: x\r\n\r\nnullX-Other: 1\r\n\r\nContent-Length: 1\r\n\r\n1";
-        assert_eq!(
-            frames(input).await,
-            [
-                "{}",
-                "null",
-                "unusable: a frame without a valid Content-Length header",
-                "1"
-            ]
-        );
-    }
 
     struct TaskUpdated;
     impl Notification for TaskUpdated {
@@ -358,40 +217,31 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_outbox_frames_each_notification_once_in_order_with_secrets_redacted() {
-        let (outbox, outgoing) = Outbox::new();
-        let secret = "sk-proj-abcdefghijklmnopqrstuvwxyz0123";
+    async fn the_outbox_sends_each_notification_as_a_json_rpc_notification_in_order() {
+        let (outbox, Outgoing(outgoing)) = Outbox::new();
         outbox
-            .notify::<TaskUpdated>(&serde_json::json!({ "n": 1, "title": secret }))
+            .notify::<TaskUpdated>(&serde_json::json!({ "n": 1 }))
             .await;
         outbox
             .notify::<TaskUpdated>(&serde_json::json!({ "n": 2 }))
             .await;
-        let (over, connection_over) = tokio::sync::oneshot::channel();
-        over.send(()).unwrap();
         let mut written = Vec::new();
-        // The outbox is still held: the writer ends because the connection is over,
-        // after writing what was queued.
-        write_frames(&mut written, outgoing, connection_over).await;
-        let mut reader = BufReader::new(&written[..]);
-        let mut bodies = Vec::new();
-        while let Frame::Body(body) = read_frame(&mut reader).await {
-            bodies.push(serde_json::from_slice::<Value>(&body).unwrap());
-        }
+        jsonrpc::write_frames::<ContentLength, _>(&mut written, outgoing, std::future::ready(()))
+            .await
+            .unwrap();
+        let bodies: Vec<Value> = jsonrpc::read_messages::<ContentLength, _>(&written[..])
+            .map(|m| m.unwrap())
+            .collect()
+            .await;
         assert_eq!(
             bodies,
             [
                 serde_json::json!({ "jsonrpc": "2.0", "method": "conclave/taskUpdated",
-                                    "params": { "n": 1, "title": "[REDACTED]" } }),
+                                    "params": { "n": 1 } }),
                 serde_json::json!({ "jsonrpc": "2.0", "method": "conclave/taskUpdated",
                                     "params": { "n": 2 } }),
             ]
         );
         drop(outbox);
-    }
-
-    #[tokio::test]
-    async fn a_truncated_body_ends_the_input() {
-        assert!(frames(b"Content-Length: 10\r\n\r\nabc").await.is_empty());
     }
 }
