@@ -222,7 +222,8 @@ def answer_of(text):
     return "".join(chunks), list(calls.values())
 
 def conclave_config(port, timeout_s):
-    # The defaults, as a user gets them: only the model and a 1/1/1 team. Timeouts judge
+    # The defaults, as a user gets them: only the model and a 1/1/1 team (and a failed
+    # task's files kept for the check, below). Timeouts judge
     # the model's silences, so a slow local model is not cut off (timeout_s bounds the
     # run from outside).
     del timeout_s
@@ -235,6 +236,12 @@ baseUrl = "http://127.0.0.1:{port}/v1"
 top = 1
 mid = 1
 bottomPerMid = 1
+
+# The hidden check judges what the team left, a failed task's work included, so that a
+# false alarm (reported failed, the check passes) stays measurable. A user's failed task
+# is taken back by default.
+[undo]
+onFailure = "keep"
 """
 
 
