@@ -29,6 +29,8 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// Taking tasks back: what a failed task leaves, and how much file history is kept.
     pub undo: UndoConfig,
+    /// `[[mcp.servers]]`: MCP servers whose tools the agents may call.
+    pub mcp: McpConfig,
     /// Prices per model name (`[pricing."model"]`), turning token usage into cost.
     pub pricing: std::collections::BTreeMap<String, ModelPrice>,
 }
@@ -50,6 +52,7 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             sandbox: SandboxConfig::default(),
             undo: UndoConfig::default(),
+            mcp: McpConfig::default(),
             pricing: std::collections::BTreeMap::new(),
         }
     }
@@ -587,6 +590,182 @@ impl Default for UndoConfig {
     }
 }
 
+/// MCP servers (docs/protocol.md, "MCP servers"): each one's tools are offered to the
+/// agents as `mcp__<server>__<tool>`, under the commands approval policy.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct McpConfig {
+    pub servers: Vec<McpServerConfig>,
+}
+
+/// How long one MCP tool call may take unless `timeoutMs` says otherwise.
+pub const DEFAULT_MCP_TIMEOUT_MS: u64 = 60_000;
+
+/// One `[[mcp.servers]]` entry: a program speaking MCP on stdin/stdout (`command`), or a
+/// streamable HTTP endpoint (`url`). Values of `env` and `headers` may name variables of
+/// Conclave's own environment as `${NAME}`; they are secrets wherever they might show.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// Letters, digits, `_` and `-`: it names the server's tools (`mcp__<name>__<tool>`).
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// The only variables the server gets besides the scrubbed environment commands get.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// How long one tool call may take; [`DEFAULT_MCP_TIMEOUT_MS`] when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// A stdio server runs in the commands' sandbox; `true` lets it use the network
+    /// even when `sandbox.network` is off (a database or a ticket tracker).
+    #[serde(default)]
+    pub network: bool,
+    #[serde(default = "enabled")]
+    pub enabled: bool,
+}
+
+fn enabled() -> bool {
+    true
+}
+
+/// A problem with one `[[mcp.servers]]` entry: which one, which key, what.
+#[derive(Debug, PartialEq)]
+struct McpEntryProblem {
+    index: usize,
+    key: Option<String>,
+    message: String,
+}
+
+impl McpEntryProblem {
+    fn describe(&self, line: Option<usize>) -> String {
+        let line = line.map(|n| format!("line {n}, ")).unwrap_or_default();
+        let key = self
+            .key
+            .as_ref()
+            .map(|k| format!(".{k}"))
+            .unwrap_or_default();
+        format!("{line}`mcp.servers[{}]{key}`: {}", self.index, self.message)
+    }
+}
+
+/// The first problem of the `mcp.servers` entries of `layer`: one that does not read as
+/// an entry (a key of the wrong type, an unknown or missing key), or one that reads but
+/// cannot work (no or two transports, a name that cannot name tools, a name twice).
+fn mcp_problem(layer: &serde_json::Value) -> Option<McpEntryProblem> {
+    let entries = layer.get("mcp")?.get("servers")?;
+    let Some(entries) = entries.as_array() else {
+        return Some(McpEntryProblem {
+            index: 0,
+            key: None,
+            message: "expected a list of servers ([[mcp.servers]])".into(),
+        });
+    };
+    let mut names = std::collections::HashSet::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let problem = |key: Option<&str>, message: String| McpEntryProblem {
+            index,
+            key: key.map(String::from),
+            message,
+        };
+        let server = match serde_json::from_value::<McpServerConfig>(entry.clone()) {
+            Ok(server) => server,
+            Err(e) => {
+                // Which key: the first that fails over a minimal good entry.
+                let key = entry.as_object().and_then(|table| {
+                    table.iter().find_map(|(key, value)| {
+                        let mut alone = serde_json::json!({ "name": "x", "command": "x" });
+                        alone[key.as_str()] = value.clone();
+                        serde_json::from_value::<McpServerConfig>(alone)
+                            .err()
+                            .map(|_| key.clone())
+                    })
+                });
+                return Some(problem(key.as_deref(), e.to_string()));
+            }
+        };
+        if server.name.is_empty()
+            || !server
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Some(problem(
+                Some("name"),
+                format!(
+                    "{:?} cannot name tools: use letters, digits, `_` and `-`",
+                    server.name
+                ),
+            ));
+        }
+        if !names.insert(server.name.clone()) {
+            return Some(problem(
+                Some("name"),
+                format!("two servers are called {:?}", server.name),
+            ));
+        }
+        match (&server.command, &server.url) {
+            (None, None) => {
+                return Some(problem(
+                    None,
+                    "needs `command` (a stdio server) or `url` (a streamable HTTP server)".into(),
+                ));
+            }
+            (Some(_), Some(_)) => {
+                return Some(problem(
+                    Some("url"),
+                    "a server has `command` or `url`, not both".into(),
+                ));
+            }
+            (Some(command), None) if command.trim().is_empty() => {
+                return Some(problem(Some("command"), "is empty".into()));
+            }
+            (None, Some(url)) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+                return Some(problem(
+                    Some("url"),
+                    format!("{url:?} is not an http:// or https:// address"),
+                ));
+            }
+            _ => {}
+        }
+        if server.timeout_ms == Some(0) {
+            return Some(problem(Some("timeoutMs"), "must be above 0".into()));
+        }
+    }
+    None
+}
+
+/// The line of the `index`-th `[[mcp.servers]]` table of `text`, or of its `key`.
+fn mcp_line(text: &str, index: usize, key: Option<&str>) -> Option<usize> {
+    let mut seen = 0;
+    let mut inside = false;
+    let mut header = None;
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            inside = line.replace(' ', "") == "[[mcp.servers]]" && {
+                seen += 1;
+                seen == index + 1
+            };
+            if inside {
+                header = Some(number + 1);
+            }
+        } else if inside
+            && let (Some(key), Some((name, _))) = (key, line.split_once('='))
+            && name.trim().trim_matches('"') == key
+        {
+            return Some(number + 1);
+        }
+    }
+    header
+}
+
 /// How long `conclave serve` waits for the editor's answers (docs/protocol.md,
 /// `editor`). Whatever happens when a wait runs out loses nothing.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -645,6 +824,16 @@ impl Config {
         };
         Config::from_layers(file_layer.as_ref(), overrides).map_err(|e| {
             match (&e, &text, &file_layer) {
+                (ConfigError::Invalid { origin, .. }, Some(text), Some(layer))
+                    if origin == "conclave.toml"
+                        && let Some(problem) = mcp_problem(layer) =>
+                {
+                    let line = mcp_line(text, problem.index, problem.key.as_deref());
+                    ConfigError::Invalid {
+                        origin: origin.clone(),
+                        message: problem.describe(line),
+                    }
+                }
                 (ConfigError::Invalid { origin, message }, Some(text), Some(layer))
                     if origin == "conclave.toml" =>
                 {
@@ -672,6 +861,12 @@ impl Config {
         let defaults = merged.clone();
         let mut config = Config::default();
         if let Some(layer) = file_layer {
+            if let Some(problem) = mcp_problem(layer) {
+                return Err(ConfigError::Invalid {
+                    origin: "conclave.toml".into(),
+                    message: problem.describe(None),
+                });
+            }
             warn_unknown(&defaults, layer, "conclave.toml");
             merge(&mut merged, layer);
             config = check(&merged, "conclave.toml")?;
@@ -686,6 +881,12 @@ impl Config {
                 return Err(ConfigError::Invalid {
                     origin: "initializationOptions".to_string(),
                     message: format!("expected an object of settings, got {layer}"),
+                });
+            }
+            if let Some(problem) = mcp_problem(layer) {
+                return Err(ConfigError::Invalid {
+                    origin: "initializationOptions".into(),
+                    message: problem.describe(None),
                 });
             }
             warn_unknown(&defaults, layer, "initializationOptions");
@@ -1061,5 +1262,69 @@ mod tests {
             let err = Config::from_layers(None, Some(&init)).unwrap_err();
             assert!(err.to_string().contains("expected an object"), "{err}");
         }
+    }
+
+    #[test]
+    fn mcp_servers_are_read_with_their_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("conclave.toml"),
+            "[[mcp.servers]]\nname = \"db\"\ncommand = \"db-mcp\"\nargs = [\"--ro\"]\nenv = { DB_URL = \"${DB_URL}\" }\n\n[[mcp.servers]]\nname = \"tracker\"\nurl = \"https://mcp.example.com/mcp\"\nheaders = { Authorization = \"Bearer ${TRACKER_TOKEN}\" }\ntimeoutMs = 5000\nenabled = false\n",
+        )
+        .unwrap();
+        let config = Config::load(dir.path(), None).unwrap();
+        let [db, tracker] = &config.mcp.servers[..] else {
+            panic!("{:?}", config.mcp.servers)
+        };
+        assert_eq!(db.command.as_deref(), Some("db-mcp"));
+        assert_eq!(db.args, ["--ro"]);
+        assert_eq!(db.env["DB_URL"], "${DB_URL}");
+        assert!(db.enabled && !db.network && db.timeout_ms.is_none());
+        assert_eq!(tracker.url.as_deref(), Some("https://mcp.example.com/mcp"));
+        assert_eq!(tracker.timeout_ms, Some(5000));
+        assert!(!tracker.enabled);
+    }
+
+    #[test]
+    fn a_bad_mcp_server_names_its_entry_key_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            (
+                "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\n\n[[mcp.servers]]\nname = \"b\"\ncommand = \"y\"\ntimeoutMs = \"soon\"\n",
+                "conclave.toml is not valid: line 8, `mcp.servers[1].timeoutMs`: invalid type: string \"soon\"",
+            ),
+            (
+                "[[mcp.servers]]\nname = \"a\"\ncomand = \"x\"\n",
+                "conclave.toml is not valid: line 3, `mcp.servers[0].comand`: unknown field `comand`",
+            ),
+            (
+                "[[mcp.servers]]\nname = \"a\"\n",
+                "conclave.toml is not valid: line 1, `mcp.servers[0]`: needs `command`",
+            ),
+            (
+                "[[mcp.servers]]\nname = \"a b\"\ncommand = \"x\"\n",
+                "conclave.toml is not valid: line 2, `mcp.servers[0].name`: \"a b\" cannot name tools",
+            ),
+            (
+                "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\nurl = \"http://h/mcp\"\n",
+                "conclave.toml is not valid: line 4, `mcp.servers[0].url`: a server has `command` or `url`, not both",
+            ),
+            (
+                "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\n[[mcp.servers]]\nname = \"a\"\nurl = \"ftp://h\"\n",
+                "conclave.toml is not valid: line 5, `mcp.servers[1].name`: two servers are called \"a\"",
+            ),
+        ];
+        for (text, expected) in cases {
+            std::fs::write(dir.path().join("conclave.toml"), text).unwrap();
+            let message = Config::load(dir.path(), None).unwrap_err().to_string();
+            assert!(message.starts_with(expected), "{text:?}: {message}");
+        }
+        let options = json!({ "mcp": { "servers": [ { "name": "a" } ] } });
+        let err = Config::from_layers(None, Some(&options)).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("initializationOptions is not valid: `mcp.servers[0]`: needs"),
+            "{err}"
+        );
     }
 }

@@ -46,6 +46,7 @@ use crate::team::{
     BehaviorFactory, CommandApprover, Refusals, Services, SwappableWriter, recovery_event,
     standard_behaviors,
 };
+use crate::tools::mcp::{McpContext, McpHub, McpServerSpec};
 use crate::tools::{DiskWriter, Sandbox, ToolRegistry, ToolSettings, WorkspaceWriter};
 
 /// "the ACP session 1f2e…" for `acp:1f2e…`.
@@ -109,6 +110,9 @@ pub struct ErrorReport {
 pub struct Engine {
     services: Arc<Services>,
     team: Team,
+    /// The MCP servers of the workspace and of its ACP sessions (built-in executor
+    /// only: pi has tools of its own).
+    mcp: Option<Arc<McpHub>>,
     /// Why no model is available, when none is (for LlmNotConfigured).
     model_problem: Option<String>,
     /// One undo at a time: each looks at the files, then changes them.
@@ -181,6 +185,7 @@ impl Engine {
         // One runner for the team's commands and checks: one sandbox, one temp folder.
         let runner = Runner::new(RunnerSettings::from_config(&config, &workspace))
             .map_err(|e| EngineError::Internal(format!("no temp folder for commands: {e}")))?;
+        let mut mcp = None;
         let executor: Option<Arc<dyn Executor>> = match (&model, config.executor.kind) {
             (None, _) => None,
             (Some(model), ExecutorKind::Builtin) => {
@@ -189,15 +194,30 @@ impl Engine {
                     tasks: tasks.clone(),
                     refusals: refusals.clone(),
                 });
+                let settings = ToolSettings::from_config(&config);
+                let hub = mcp_hub(
+                    &config,
+                    &runtime,
+                    &tasks,
+                    McpContext {
+                        runner: runner.clone(),
+                        policy: config.approvals.commands,
+                        approver: Some(approver.clone()),
+                        report: Arc::new(|_: &str| {}),
+                        max_output_bytes: settings.bash.max_output_bytes,
+                    },
+                );
                 let registry = ToolRegistry::with_runner(
                     sandbox.clone(),
                     writer.clone() as Arc<dyn WorkspaceWriter>,
-                    ToolSettings::from_config(&config),
+                    settings,
                     Some(approver),
                     runner.clone(),
                 )
+                .with_source(hub.clone())
                 .with_write_observer(files_of_subtasks(tasks.clone()))
                 .with_retry_listener(call_retry_listener(&runtime, EventScope::Tool));
+                mcp = Some(hub);
                 Some(Arc::new(BuiltinExecutor::new(
                     model.clone(),
                     Arc::new(registry),
@@ -306,6 +326,7 @@ impl Engine {
         let engine = Arc::new(Engine {
             services,
             team,
+            mcp,
             model_problem,
             undoing: tokio::sync::Mutex::new(()),
         });
@@ -660,8 +681,63 @@ impl Engine {
 
     /// Stops the team. Unfinished tasks stay as their last checkpoint.
     pub async fn shutdown(&self) {
+        if let Some(mcp) = &self.mcp {
+            mcp.shutdown().await;
+        }
         self.services.runtime.shutdown().await;
     }
+
+    /// Connects `servers` (an ACP client's) for the tasks `owner` submits, replacing
+    /// any it had; `false` when this engine's agents cannot use MCP tools (the pi
+    /// executor has tools of its own).
+    pub fn attach_mcp_servers(&self, owner: &str, servers: Vec<McpServerSpec>) -> bool {
+        match &self.mcp {
+            Some(hub) => {
+                hub.attach(owner, servers);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops the MCP servers `owner` brought (its session closed).
+    pub fn detach_mcp_servers(&self, owner: &str) {
+        if let Some(hub) = &self.mcp {
+            hub.detach(owner);
+        }
+    }
+}
+
+/// The MCP servers of `[[mcp.servers]]`, started now, plus whatever an ACP session
+/// attaches later. A server that cannot start is said once on the team's board.
+fn mcp_hub(
+    config: &Config,
+    runtime: &Arc<Runtime>,
+    tasks: &Tasks,
+    mut context: McpContext,
+) -> Arc<McpHub> {
+    let boards = runtime.whiteboards.clone();
+    context.report = Arc::new(move |message: &str| {
+        if let Err(e) = boards.append(&Accessor::System, WhiteboardId::Global, message) {
+            tracing::warn!("the MCP problem could not be put on the board: {e}");
+        }
+    });
+    let tasks = tasks.clone();
+    // The owner of the calling work: an ACP session's tasks get its servers.
+    let owner_of_work = Arc::new(move || {
+        let scope = crate::runtime::usage::current_scope()?;
+        let task = scope
+            .task
+            .or_else(|| scope.subtask.and_then(|s| tasks.task_of(s)))?;
+        tasks.get(task)?.owner
+    });
+    let servers = config
+        .mcp
+        .servers
+        .iter()
+        .filter_map(McpServerSpec::from_config)
+        .collect();
+    McpHub::new(servers, context, owner_of_work)
 }
 
 fn resilient(

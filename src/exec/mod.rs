@@ -21,6 +21,7 @@ pub mod env;
 pub mod group;
 pub mod guard;
 mod output;
+pub mod service;
 
 use std::ffi::OsString;
 use std::io::Read;

@@ -504,6 +504,10 @@ struct LoopState {
     failed_change: Option<(String, String)>,
     /// The first refusal (of a change, a command, a read) by the person or the editor.
     refused: Option<String>,
+    /// The refused calls (tool, args hash): the same one made again ends the execution,
+    /// since a refusal is final and the model is not taking it as such.
+    refused_calls: HashSet<(String, u64)>,
+    refused_again: bool,
     /// Set when the model repeats a call that already succeeded after it was told so:
     /// it takes the work as done and cannot say so, and would send the call until the
     /// iterations run out.
@@ -801,6 +805,9 @@ impl BuiltinExecutor {
             state
                 .refused
                 .get_or_insert_with(|| first_line(&message, 300));
+            if !state.refused_calls.insert((tool.to_string(), args_hash)) {
+                state.refused_again = true;
+            }
             if matches!(error, ToolError::RefusedBefore { .. }) {
                 return format!(
                     "Refused: {message}. Do not propose it again. Make a different change only if the subtask can be done another way; otherwise stop and say what was refused."
@@ -917,10 +924,13 @@ impl BuiltinExecutor {
             sink: &mut on_output,
             at_line_start: true,
         };
+        // The tools of this work's MCP servers are ready (or reported) before the model
+        // is told what it may call.
+        self.tools.prepare().await;
         let mut request = ModelRequest {
             system: Self::system_prompt(spec),
             messages: vec![ChatMessage::user(Self::first_message(spec))],
-            tools: self.tools.specs().to_vec(),
+            tools: self.tools.offered(),
             max_tokens: self.settings.max_tokens,
             temperature: self.settings.temperature,
         };
@@ -1109,6 +1119,15 @@ impl BuiltinExecutor {
             if let Some(why) = state.disk_unavailable.take() {
                 tracing::warn!(iterations, "subtask stopped: {why}");
                 return Err(ExecutorError::DiskUnavailable(why));
+            }
+            if let (true, false, Some(refused)) =
+                (state.refused_again, state.changed, &state.refused)
+            {
+                tracing::info!(
+                    iterations,
+                    "subtask ended: the model made a refused call again"
+                );
+                return Err(ExecutorError::Refused(refused.clone()));
             }
             if let Some(why) = state.stuck.take() {
                 tracing::info!(iterations, "subtask stopped: {why}");

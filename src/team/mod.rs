@@ -44,8 +44,8 @@ use crate::runtime::{
 };
 use crate::store::Record;
 use crate::tools::{
-    ApprovalHook, ApprovalOutcome, CommandApprovalRequest, Sandbox, WorkspaceWriter, WriteError,
-    WriteOutcome,
+    ApprovalHook, ApprovalOutcome, CommandApprovalRequest, Sandbox, ToolApprovalRequest,
+    WorkspaceWriter, WriteError, WriteOutcome,
 };
 
 /// Makes the behaviour of a new agent (the team at start, replacements later).
@@ -523,6 +523,65 @@ impl ApprovalHook for CommandApprover {
         if let Some(task) = subtask.and_then(|s| self.tasks.task_of(s)) {
             self.refusals
                 .insert(task, &request.path, &request.after, reason);
+        }
+    }
+
+    /// An MCP tool call is a command to the approval policy (the same kind, so "always
+    /// approve commands" covers it), shown as the call it is.
+    async fn approve_tool(&self, request: &ToolApprovalRequest) -> ApprovalOutcome {
+        let subtask: Option<SubtaskId> = request.subtask_id.as_deref().and_then(|s| s.parse().ok());
+        let Some((task_id, assignee)) = self.owner(subtask) else {
+            return ApprovalOutcome::Denied {
+                reason: "the call does not belong to a known subtask".into(),
+            };
+        };
+        let arguments = serde_json::to_string_pretty(&request.arguments).unwrap_or_default();
+        let hint = if request.read_only_hint {
+            "\n\nThe server says this tool only reads (its own claim)."
+        } else {
+            ""
+        };
+        let request = ApprovalRequest {
+            approval_id: Uuid::new_v4(),
+            kind: ApprovalKind::Command,
+            task_id,
+            subtask_id: subtask,
+            agent_id: assignee.unwrap_or(AgentId::SYSTEM).to_string(),
+            severity: Severity::Medium,
+            title: format!("Call `{}`?", request.tool),
+            detail: format!(
+                "An agent wants to call `{}` of {}: {}\n\n```json\n{arguments}\n```{hint}",
+                request.tool, request.provider, request.description
+            ),
+            proposed_solution: None,
+            diff: None,
+            command: Some(request.call_line()),
+            subtask_description: None,
+            options: ApprovalOption::yes_no(),
+            created_at: Utc::now(),
+        };
+        self.ask(request).await
+    }
+
+    fn tool_refused_before(&self, request: &ToolApprovalRequest) -> Option<String> {
+        let subtask = request.subtask_id.as_deref()?.parse().ok()?;
+        let task = self.tasks.task_of(subtask)?;
+        self.refusals.get(
+            task,
+            Path::new(&request.tool),
+            &request.arguments.to_string(),
+        )
+    }
+
+    fn note_tool_refusal(&self, request: &ToolApprovalRequest, reason: &str) {
+        let subtask = request.subtask_id.as_deref().and_then(|s| s.parse().ok());
+        if let Some(task) = subtask.and_then(|s| self.tasks.task_of(s)) {
+            self.refusals.insert(
+                task,
+                Path::new(&request.tool),
+                &request.arguments.to_string(),
+                reason,
+            );
         }
     }
 }

@@ -54,6 +54,29 @@ pub struct FileChangeRequest {
     pub subtask_id: Option<String>,
 }
 
+/// A call of a tool that acts outside the workspace's files (an MCP server's tool),
+/// waiting for approval under the commands policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolApprovalRequest {
+    /// The name the model called it by (`mcp__tracker__create_issue`).
+    pub tool: String,
+    /// Where it runs, for the person: `the MCP server tracker (https://…)`.
+    pub provider: String,
+    /// What the server says it does (cut short).
+    pub description: String,
+    pub arguments: serde_json::Value,
+    /// The server's own claim that the tool only reads (a hint, not a promise).
+    pub read_only_hint: bool,
+    pub subtask_id: Option<String>,
+}
+
+impl ToolApprovalRequest {
+    /// One line naming the call: `mcp__db__query {"sql":"select 1"}`.
+    pub fn call_line(&self) -> String {
+        format!("{} {}", self.tool, self.arguments)
+    }
+}
+
 /// Asks whoever decides (the user through the editor) whether a command may run or a
 /// file may change.
 #[async_trait]
@@ -76,6 +99,30 @@ pub trait ApprovalHook: Send + Sync {
 
     /// Remembers that `request`'s change was refused, by the person or by the editor.
     fn note_refusal(&self, request: &FileChangeRequest, reason: &str) {
+        let _ = (request, reason);
+    }
+
+    /// Whether an MCP tool may be called with these arguments: asked as a command is,
+    /// unless the hook shows it as a call of its own.
+    async fn approve_tool(&self, request: &ToolApprovalRequest) -> ApprovalOutcome {
+        self.approve_command(&CommandApprovalRequest {
+            command: request.call_line(),
+            workdir: PathBuf::new(),
+            subtask_id: request.subtask_id.clone(),
+            sandbox: request.provider.clone(),
+        })
+        .await
+    }
+
+    /// Why this exact call (tool and arguments) was refused earlier in the same task,
+    /// if it was: it is not asked again.
+    fn tool_refused_before(&self, request: &ToolApprovalRequest) -> Option<String> {
+        let _ = request;
+        None
+    }
+
+    /// Remembers that `request`'s call was refused.
+    fn note_tool_refusal(&self, request: &ToolApprovalRequest, reason: &str) {
         let _ = (request, reason);
     }
 }

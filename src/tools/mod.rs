@@ -10,6 +10,8 @@
 //! - [`registry`]: the tool specs offered to the model and the dispatch of a [`ToolCall`]
 //!   (argument normalisation, approval, step timeout, cancellation).
 //! - [`file`], [`bash`], [`search`], [`http`]: the tools themselves.
+//! - [`mcp`]: the tools of MCP servers (`conclave.toml`'s and an ACP client's), as a
+//!   [`registry::ToolSource`].
 //!
 //! [`ToolCall`]: crate::model::ToolCall
 
@@ -18,6 +20,7 @@ pub mod bash;
 pub(crate) mod edit_match;
 pub mod file;
 pub mod http;
+pub mod mcp;
 mod python_imports;
 pub mod registry;
 pub mod sandbox;
@@ -38,10 +41,11 @@ pub use crate::exec::HeadTail;
 pub use args::Args;
 pub use bash::{
     ApprovalHook, ApprovalOutcome, BashSettings, CommandApprovalRequest, FileChangeRequest,
+    ToolApprovalRequest,
 };
 pub use file::ChangeReview;
 pub use http::HttpSettings;
-pub use registry::{ToolRegistry, ToolSettings, WriteObserver};
+pub use registry::{ToolRegistry, ToolSettings, ToolSource, WriteObserver};
 pub use sandbox::{EscapeReason, PathOutsideWorkspace, Sandbox};
 pub use writer::{ContentHash, DiskWriter, WorkspaceWriter, WriteError, WriteOutcome, WriteStatus};
 
@@ -175,6 +179,21 @@ pub enum ToolError {
     HttpTransport { message: String, connect: bool },
     #[error("HTTP {status}\n{body}")]
     HttpStatus { status: u16, body: String },
+    /// A call of a tool that acts on the world (an MCP tool) refused by the approval
+    /// policy or the person.
+    #[error("{tool} was not called: {reason}")]
+    ToolDenied { tool: String, reason: String },
+    /// An MCP server that could not be reached: it did not start, it crashed or its
+    /// connection dropped. `transient` when trying again may work (it is restarted).
+    #[error("the MCP server `{server}` is unavailable: {message}")]
+    McpUnavailable {
+        server: String,
+        message: String,
+        transient: bool,
+    },
+    /// The MCP tool ran and reported an error, or the server refused the call.
+    #[error("{tool} failed: {message}")]
+    McpFailed { tool: String, message: String },
     #[error("the tool call was cancelled")]
     Cancelled,
 }
@@ -239,6 +258,7 @@ impl ToolError {
                 | ToolError::WriteRejected { .. }
                 | ToolError::RefusedBefore { .. }
                 | ToolError::ReadRefused { .. }
+                | ToolError::ToolDenied { .. }
         )
     }
 }
@@ -261,7 +281,8 @@ impl Classify for ToolError {
             | ToolError::CommandDenied { .. }
             | ToolError::WriteRejected { .. }
             | ToolError::RefusedBefore { .. }
-            | ToolError::ReadRefused { .. } => Severity::Critical,
+            | ToolError::ReadRefused { .. }
+            | ToolError::ToolDenied { .. } => Severity::Critical,
             ToolError::Io { kind, .. } if *kind == io::ErrorKind::PermissionDenied => {
                 Severity::Critical
             }
@@ -272,7 +293,9 @@ impl Classify for ToolError {
             ToolError::Io { .. }
             | ToolError::CommandFailed { .. }
             | ToolError::HttpTransport { .. }
-            | ToolError::HttpStatus { .. } => Severity::Medium,
+            | ToolError::HttpStatus { .. }
+            | ToolError::McpUnavailable { .. }
+            | ToolError::McpFailed { .. } => Severity::Medium,
             ToolError::UnknownTool { .. }
             | ToolError::InvalidArguments { .. }
             | ToolError::NotFound { .. }
@@ -287,6 +310,7 @@ impl Classify for ToolError {
     fn is_transient(&self) -> bool {
         match self {
             ToolError::Timeout { .. } | ToolError::HttpTransport { .. } => true,
+            ToolError::McpUnavailable { transient, .. } => *transient,
             ToolError::HttpStatus { status, .. } => {
                 *status >= 500 || *status == 408 || *status == 429
             }
@@ -326,6 +350,9 @@ impl Classify for ToolError {
             ToolError::ReadRefused { .. } => "read_refused",
             ToolError::HttpTransport { .. } => "http_transport",
             ToolError::HttpStatus { .. } => "http_status",
+            ToolError::ToolDenied { .. } => "tool_denied",
+            ToolError::McpUnavailable { .. } => "mcp_unavailable",
+            ToolError::McpFailed { .. } => "mcp_tool_failed",
             ToolError::Cancelled => "cancelled",
         }
     }
@@ -336,7 +363,8 @@ impl Classify for ToolError {
             ToolError::CommandDenied { .. }
             | ToolError::WriteRejected { .. }
             | ToolError::RefusedBefore { .. }
-            | ToolError::ReadRefused { .. } => FailureKind::Refused,
+            | ToolError::ReadRefused { .. }
+            | ToolError::ToolDenied { .. } => FailureKind::Refused,
             ToolError::Io { kind, .. } if *kind == io::ErrorKind::PermissionDenied => {
                 FailureKind::Permission
             }
@@ -350,6 +378,9 @@ impl Classify for ToolError {
                 FailureKind::Server
             }
             ToolError::HttpTransport { .. } => FailureKind::Connection,
+            ToolError::McpUnavailable {
+                transient: true, ..
+            } => FailureKind::Connection,
             ToolError::Timeout { .. } => FailureKind::Timeout,
             ToolError::Cancelled => FailureKind::Cancelled,
             _ => FailureKind::Tool,

@@ -7,10 +7,17 @@
 //! timeout and the cancellation token. A transient failure (a timeout, a 5xx, a dropped
 //! connection) of a call the tool calls [`Tool::repeatable`] is retried with recovery's
 //! call-level policy, each attempt under the step timeout of its own, as model calls are.
+//!
+//! Besides the built-in tools, a registry may have [`ToolSource`]s whose tools depend on
+//! the work being done (an ACP session's MCP servers): an execution calls
+//! [`ToolRegistry::prepare`] once, then [`ToolRegistry::offered`] lists what it may call,
+//! and dispatch finds those tools too.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+
+use async_trait::async_trait;
 
 use super::bash::{ApprovalHook, Bash, BashSettings};
 use super::file::{ChangeReview, FileEdit, FileRead, FileSettings, FileWrite};
@@ -94,6 +101,18 @@ impl ToolSettings {
     }
 }
 
+/// Tools that come and go with the work: MCP servers' tools. Which work is asking is the
+/// source's to know (from the task-local scope the execution runs in).
+#[async_trait]
+pub trait ToolSource: Send + Sync {
+    /// Makes the calling work's tools ready (starts the servers it needs, once): called
+    /// at the start of every execution, before its tools are listed.
+    async fn prepare(&self);
+
+    /// The calling work's tools as they are now.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+}
+
 /// Told of every file a tool call wrote, with the call's subtask id, as soon as the
 /// call returns (so editors see the files of a subtask while it still runs).
 pub type WriteObserver = Arc<dyn Fn(&str, &Path) + Send + Sync>;
@@ -109,6 +128,7 @@ pub struct ToolRegistry {
     jitter: Jitter,
     /// The `file_read` tool, for [`ToolRegistry::current_text`].
     reader: Option<Arc<FileRead>>,
+    sources: Vec<Arc<dyn ToolSource>>,
 }
 
 impl ToolRegistry {
@@ -190,6 +210,7 @@ impl ToolRegistry {
             retry_listener: None,
             jitter: backoff::random_jitter(),
             reader: None,
+            sources: Vec::new(),
         }
     }
 
@@ -210,6 +231,35 @@ impl ToolRegistry {
         self.retry = policy;
         self.jitter = jitter;
         self
+    }
+
+    /// Offers the tools of `source` besides the registry's own.
+    pub fn with_source(mut self, source: Arc<dyn ToolSource>) -> ToolRegistry {
+        self.sources.push(source);
+        self
+    }
+
+    /// Gets the sources' tools ready for the calling work.
+    pub async fn prepare(&self) {
+        for source in &self.sources {
+            source.prepare().await;
+        }
+    }
+
+    /// The specs to offer the calling work's model: the registry's own tools, then the
+    /// sources' (a source's tool never shadows a built-in one).
+    pub fn offered(&self) -> Vec<ToolSpec> {
+        let mut specs = self.specs.clone();
+        for tool in self.sourced() {
+            if !specs.iter().any(|s| s.name == tool.name()) {
+                specs.push(tool.spec());
+            }
+        }
+        specs
+    }
+
+    fn sourced(&self) -> impl Iterator<Item = Arc<dyn Tool>> + '_ {
+        self.sources.iter().flat_map(|source| source.tools())
     }
 
     /// Adds a tool, replacing any tool of the same name.
@@ -239,14 +289,34 @@ impl ToolRegistry {
     }
 
     pub fn names(&self) -> Vec<String> {
-        self.tools.iter().map(|t| t.name().to_string()).collect()
+        let mut names: Vec<String> = self.tools.iter().map(|t| t.name().to_string()).collect();
+        for tool in self.sourced() {
+            if !names.iter().any(|n| n == tool.name()) {
+                names.push(tool.name().to_string());
+            }
+        }
+        names
     }
 
-    /// The tool called `name`; a case or whitespace slip by the model is forgiven.
-    pub fn find(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.iter().find(|t| t.name() == name).or_else(|| {
-            let wanted = name.trim().to_ascii_lowercase();
-            self.tools.iter().find(|t| t.name() == wanted)
+    /// The tool called `name` (the registry's own, then the calling work's sources'); a
+    /// case or whitespace slip by the model is forgiven.
+    pub fn find(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let wanted = name.trim().to_ascii_lowercase();
+        let own = self
+            .tools
+            .iter()
+            .find(|t| t.name() == name)
+            .or_else(|| self.tools.iter().find(|t| t.name() == wanted))
+            .cloned();
+        own.or_else(|| {
+            let sourced: Vec<Arc<dyn Tool>> = self.sourced().collect();
+            let exact = sourced.iter().position(|t| t.name() == name.trim());
+            let index = exact.or_else(|| {
+                sourced
+                    .iter()
+                    .position(|t| t.name().eq_ignore_ascii_case(name.trim()))
+            })?;
+            Some(sourced[index].clone())
         })
     }
 
@@ -281,7 +351,7 @@ impl ToolRegistry {
             &*self.jitter,
             self.retry_listener.as_ref(),
             &ctx.cancel,
-            |_| self.attempt(tool, &args, ctx),
+            |_| self.attempt(&tool, &args, ctx),
         )
         .await
     }
