@@ -196,19 +196,22 @@ fn continue_on_error_runs_dependants_warns_and_is_recorded_in_the_report() {
             "--approve",
             "deny",
             "--continue-on-error",
-            // A failed task's changes are put back unless kept; this run keeps them to
-            // show what the dependant wrote.
-            "--keep-failed",
         ],
     );
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{err}");
     assert!(err.contains("warning: --continue-on-error"), "{err}");
-    // The dependant ran despite the failure.
+    assert!(
+        err.contains("a failed task keeps its changes (`conclave undo` takes them back)"),
+        "{err}"
+    );
+    // The dependant ran despite the failure, and what it wrote is kept: the failed
+    // task's partial work is not taken back.
     assert_eq!(
         std::fs::read_to_string(ws.path().join("after.txt")).unwrap(),
         "after\n"
     );
+    assert!(!err.contains("Put back as before the task"), "{err}");
     assert!(
         err.contains("Subtasks: 1 completed, 1 failed (of 2)"),
         "{err}"
@@ -220,6 +223,40 @@ fn continue_on_error_runs_dependants_warns_and_is_recorded_in_the_report() {
     assert!(
         report.contains(": Write broken.txt from the spec"),
         "{report}"
+    );
+}
+
+#[test]
+fn continue_on_error_takes_the_partial_work_back_when_the_config_says_restore() {
+    let ws = failing_workspace();
+    let config = std::fs::read_to_string(ws.path().join("conclave.toml")).unwrap();
+    std::fs::write(
+        ws.path().join("conclave.toml"),
+        format!("{config}\n[undo]\nonFailure = \"restore\"\n"),
+    )
+    .unwrap();
+    let output = conclave(
+        ws.path(),
+        &[
+            "Write the files",
+            "--approve",
+            "deny",
+            "--continue-on-error",
+        ],
+    );
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(err.contains("warning: --continue-on-error"), "{err}");
+    assert!(!err.contains("a failed task keeps its changes"), "{err}");
+    // The dependant ran, and the configuration's `restore` took its file back.
+    assert!(
+        err.contains("Subtasks: 1 completed, 1 failed (of 2)"),
+        "{err}"
+    );
+    assert!(!ws.path().join("after.txt").exists(), "{err}");
+    assert!(
+        err.contains("Put back as before the task (the task failed): after.txt"),
+        "{err}"
     );
 }
 

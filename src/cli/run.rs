@@ -29,7 +29,9 @@ pub struct RunArgs {
     #[arg(long, default_value = ".")]
     workspace: PathBuf,
     /// Keep going past failed subtasks (sets `recovery.continueOnError`): subtasks whose
-    /// dependencies failed still run. The exit code is still 1 if anything failed.
+    /// dependencies failed still run. The exit code is still 1 if anything failed. The
+    /// partial work is kept if the task fails (as `--keep-failed`), unless
+    /// `conclave.toml` sets `undo.onFailure`.
     #[arg(long)]
     continue_on_error: bool,
     /// How approvals (escalations, risky changes, commands) are answered.
@@ -69,11 +71,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(CANNOT_RUN));
         }
     };
+    let keep_failed = args.keep_failed
+        || (args.continue_on_error && !sets_on_failure(&workspace.join("conclave.toml")));
     if args.continue_on_error {
         config.recovery.continue_on_error = true;
         eprintln!(
             "conclave: warning: --continue-on-error: failed subtasks will not stop the run; \
-             subtasks that depend on them run anyway (the exit code is still 1 if anything fails)"
+             subtasks that depend on them run anyway (the exit code is still 1 if anything fails){}",
+            if keep_failed {
+                ", and a failed task keeps its changes (`conclave undo` takes them back)"
+            } else {
+                ""
+            }
         );
     }
     let engine = match start(&workspace, config, &store, "run", None).await {
@@ -85,7 +94,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let live = std::io::stderr().is_terminal();
     let options = TaskOptions {
-        on_failure: args.keep_failed.then_some(OnFailure::Keep),
+        on_failure: keep_failed.then_some(OnFailure::Keep),
         ..TaskOptions::default()
     };
     let session =
@@ -100,6 +109,21 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let code = conclude(&engine, finished, live, false).await;
     engine.shutdown().await;
     Ok(code)
+}
+
+/// Whether the configuration file says what a failed task leaves (`[undo] onFailure`):
+/// that wins over what `--continue-on-error` implies. The file was read and checked
+/// already when the workspace was opened.
+fn sets_on_failure(config_file: &Path) -> bool {
+    std::fs::read_to_string(config_file)
+        .ok()
+        .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
+        .is_some_and(|table| {
+            table
+                .get("undo")
+                .and_then(toml::Value::as_table)
+                .is_some_and(|undo| undo.contains_key("onFailure"))
+        })
 }
 
 /// Starts the engine; a problem is reported on stderr and becomes the exit code.
