@@ -12,7 +12,8 @@
 //! - `crash`: exits with code 3 at once, saying so on stderr.
 //!
 //! Every call is logged to `mcp-echo-calls.log` in its folder first, so tests can count
-//! the calls a server received. With `MCP_ECHO_FAIL_START=1` it exits before speaking
+//! the calls a server received; a stdio server writes its pid to `mcp-echo.pid` there,
+//! so tests can see it stopped. With `MCP_ECHO_FAIL_START=1` it exits before speaking
 //! MCP, as a server missing its configuration would.
 
 use std::io::Write;
@@ -149,6 +150,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::args().any(|a| a == "--http") {
         return serve_http().await;
     }
+    let _ = std::fs::write("mcp-echo.pid", std::process::id().to_string());
     let running = Echo.serve(rmcp::transport::io::stdio()).await?;
     running.waiting().await?;
     Ok(())

@@ -157,7 +157,8 @@ impl Agent {
             "agentCapabilities": {
                 "loadSession": true,
                 "promptCapabilities": { "image": false, "audio": false, "embeddedContext": true },
-                "mcpCapabilities": { "http": false, "sse": false },
+                // Stdio servers always; streamable HTTP too; the older SSE transport not.
+                "mcpCapabilities": { "http": true, "sse": false },
                 "sessionCapabilities": { "list": {}, "close": {} },
             },
             "authMethods": [],
@@ -263,15 +264,11 @@ impl Agent {
 
     async fn new_session(self: &Arc<Self>, request: NewSessionRequest) -> Result<Value, RpcError> {
         let workspace = self.workspace(&request.cwd, request.meta.as_ref()).await?;
-        if request.mcp_servers.as_ref().is_some_and(|s| !s.is_empty()) {
-            tracing::info!(
-                "the client offered MCP servers; Conclave's agents use their own tools and do not connect to them"
-            );
-        }
         let file = SessionFile::new(&workspace.root);
-        let session = Session::open(self, workspace, file);
+        let session = Session::open(self, workspace.clone(), file);
         session.save()?;
         let id = session.id.clone();
+        attach_mcp_servers(&workspace, &id, request.mcp_servers.as_deref());
         self.sessions
             .lock()
             .expect("sessions")
@@ -298,7 +295,8 @@ impl Agent {
             // Loaded again on this connection: the new one takes over.
             open.close();
         }
-        let session = Session::open(self, workspace, file);
+        let session = Session::open(self, workspace.clone(), file);
+        attach_mcp_servers(&workspace, &session.id, request.mcp_servers.as_deref());
         self.sessions
             .lock()
             .expect("sessions")
@@ -337,6 +335,10 @@ impl Agent {
             .ok_or_else(|| unknown_session(&request.session_id))?;
         session.cancel();
         session.close();
+        session
+            .workspace()
+            .engine
+            .detach_mcp_servers(&format!("{OWNER_PREFIX}{}", session.id));
         Ok(json!({}))
     }
 
@@ -371,6 +373,33 @@ impl Agent {
         for workspace in workspaces {
             workspace.engine.shutdown().await;
         }
+    }
+}
+
+/// Connects the MCP servers a client offered for the session's tasks (replacing those
+/// it had: `session/load` offers them again). One that cannot be used is said in the
+/// log and left out; the rest are used.
+fn attach_mcp_servers(workspace: &Workspace, session: &str, offered: Option<&[Value]>) {
+    let mut servers = Vec::new();
+    for offer in offered.unwrap_or_default() {
+        match super::wire::mcp_server(offer) {
+            Ok(server) => servers.push(server),
+            Err(why) => tracing::warn!(session, "an offered MCP server is not used: {why}"),
+        }
+    }
+    let count = servers.len();
+    let owner = format!("{OWNER_PREFIX}{session}");
+    if !workspace.engine.attach_mcp_servers(&owner, servers) && count > 0 {
+        tracing::info!(
+            session,
+            "the client offered MCP servers, and the pi executor uses its own tools: they are not connected"
+        );
+    } else if count > 0 {
+        tracing::info!(
+            session,
+            servers = count,
+            "the client's MCP servers are connected for this session's tasks"
+        );
     }
 }
 

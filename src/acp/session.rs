@@ -275,6 +275,11 @@ impl Session {
         text
     }
 
+    /// The workspace whose team works for this session.
+    pub fn workspace(&self) -> &Arc<Workspace> {
+        &self.workspace
+    }
+
     pub fn close(&self) {
         self.closed.cancel();
         for (_, asking) in self.asking.lock().expect("asking").drain() {

@@ -63,6 +63,77 @@ pub struct ClientSessionCapabilities {
     pub notices: Option<Value>,
 }
 
+/// An MCP server a client offers in `session/new` or `session/load`: stdio
+/// (`{name, command, args, env: [{name, value}]}`, with no `type` or `"stdio"`) or
+/// streamable HTTP (`{type: "http", name, url, headers: [{name, value}]}`). SSE is
+/// declined (`mcpCapabilities.sse` is false). The error says why one is not used.
+pub fn mcp_server(offer: &Value) -> Result<crate::tools::mcp::McpServerSpec, String> {
+    use crate::tools::mcp::{McpServerSpec, McpTransport};
+    let text = |key: &str| offer.get(key).and_then(Value::as_str).map(str::to_string);
+    let name = text("name")
+        .filter(|n| !n.trim().is_empty())
+        .ok_or("an MCP server without a name")?;
+    let pairs = |key: &str| -> Result<Vec<(String, String)>, String> {
+        let Some(list) = offer.get(key) else {
+            return Ok(Vec::new());
+        };
+        let list = list
+            .as_array()
+            .ok_or(format!("`{key}` of the MCP server {name:?} is not a list"))?;
+        list.iter()
+            .map(|pair| {
+                let name = pair.get("name").and_then(Value::as_str);
+                let value = pair.get("value").and_then(Value::as_str);
+                match (name, value) {
+                    (Some(name), Some(value)) => Ok((name.to_string(), value.to_string())),
+                    _ => Err(format!("`{key}` entries are {{ name, value }}")),
+                }
+            })
+            .collect()
+    };
+    let transport = match offer.get("type").and_then(Value::as_str) {
+        None | Some("stdio") => McpTransport::Stdio {
+            command: text("command")
+                .filter(|c| !c.trim().is_empty())
+                .ok_or(format!("the stdio MCP server {name:?} has no command"))?,
+            args: offer
+                .get("args")
+                .and_then(Value::as_array)
+                .map(|args| {
+                    args.iter()
+                        .filter_map(Value::as_str)
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            env: pairs("env")?,
+        },
+        Some("http") => McpTransport::Http {
+            url: text("url")
+                .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
+                .ok_or(format!("the HTTP MCP server {name:?} has no http(s) url"))?,
+            headers: pairs("headers")?,
+        },
+        Some("sse") => {
+            return Err(format!(
+                "the MCP server {name:?} speaks SSE, which Conclave does not (mcpCapabilities.sse is false)"
+            ));
+        }
+        Some(other) => {
+            return Err(format!(
+                "the MCP server {name:?} has an unknown type {other:?}"
+            ));
+        }
+    };
+    Ok(McpServerSpec {
+        name,
+        transport,
+        timeout: std::time::Duration::from_millis(crate::config::DEFAULT_MCP_TIMEOUT_MS),
+        network: false,
+        origin: "the ACP client".into(),
+    })
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NewSessionRequest {

@@ -96,6 +96,36 @@ impl McpServerSpec {
         })
     }
 
+    /// Takes the values of its credential-looking variables and headers for secrets, so
+    /// no log line or stored record shows them (`${NAME}` values are taken when
+    /// expanded).
+    pub fn register_secrets(&self) {
+        let pairs = match &self.transport {
+            McpTransport::Stdio { env, .. } => env,
+            McpTransport::Http { headers, .. } => headers,
+        };
+        for (name, value) in pairs {
+            let lower = name.to_ascii_lowercase();
+            let secret = crate::exec::env::is_secret_env_name(name)
+                || [
+                    "authorization",
+                    "token",
+                    "key",
+                    "secret",
+                    "cookie",
+                    "password",
+                ]
+                .iter()
+                .any(|word| lower.contains(word));
+            if secret && !value.contains("${") {
+                crate::redact::register(value);
+                for word in value.split_whitespace() {
+                    crate::redact::register(word);
+                }
+            }
+        }
+    }
+
     /// Where it runs, for approvals and messages (never a header or a variable's value).
     pub fn describe(&self) -> String {
         match &self.transport {

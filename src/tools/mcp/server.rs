@@ -103,6 +103,7 @@ pub struct McpServer {
 
 impl McpServer {
     pub fn new(spec: McpServerSpec, context: Arc<McpContext>) -> Arc<McpServer> {
+        spec.register_secrets();
         Arc::new(McpServer {
             spec,
             context,
