@@ -6,7 +6,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { workspace, cleanup, start, agentText } from './harness.js';
@@ -74,6 +74,43 @@ test('MCP: a stdio server offered in session/new serves that session\'s tasks, a
     const alive = () => { try { process.kill(pid, 0); return true; } catch { return false; } };
     while (alive() && Date.now() < deadline) await new Promise((done) => setTimeout(done, 50));
     assert.ok(!alive(), 'the server process is gone once its session closed');
+  } finally {
+    acp.stop();
+    cleanup(dir);
+  }
+});
+
+// A server from the registries: @modelcontextprotocol/server-filesystem (pinned in
+// package.json, installed by `npm ci`), run by node inside Conclave's sandbox.
+const filesystemServer = resolve(here, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
+
+test('MCP: the reference filesystem server from npm, offered by the client, is used by the task', async () => {
+  assert.ok(existsSync(filesystemServer), 'npm ci installed @modelcontextprotocol/server-filesystem');
+  const dir = workspace([
+    { match: ['Plan this task', 'the answer'], text: plan({ description: 'Read the answer from notes/answer.md and write it to answer.txt' }) },
+    { match: 'Read the answer', toolCalls: [{ name: 'mcp__fs__read_text_file', arguments: { path: 'NOTES' } }] },
+    { match: 'the answer is 42', toolCalls: [{ name: 'file_write', arguments: { path: 'answer.txt', content: '42\n' } }] },
+    { match: 'created answer.txt', text: 'Wrote answer.txt.' },
+  ], { top: ['writes = "disk"'], extra: ['[approvals]', 'commands = "auto"'] });
+  // The script names the file by its absolute path, which the temp folder decides.
+  const notes = join(dir, 'notes', 'answer.md');
+  const script = join(dir, 'script.json');
+  writeFileSync(script, readFileSync(script, 'utf8').replace('NOTES', notes));
+  mkdirSync(join(dir, 'notes'));
+  writeFileSync(notes, '# Notes\n\nthe answer is 42\n');
+  const acp = start(dir);
+  try {
+    await acp.initialize();
+    const { sessionId } = await acp.agent.request('session/new', {
+      cwd: dir,
+      mcpServers: [{ name: 'fs', command: process.execPath, args: [filesystemServer, dir], env: [] }],
+    });
+    const answer = await acp.agent.request('session/prompt', {
+      sessionId,
+      prompt: [{ type: 'text', text: 'Read the answer from notes/answer.md and write it to answer.txt' }],
+    });
+    assert.equal(answer.stopReason, 'end_turn', `${agentText(acp.updates)}\n${acp.stderr().slice(-3000)}`);
+    assert.equal(readFileSync(join(dir, 'answer.txt'), 'utf8'), '42\n');
   } finally {
     acp.stop();
     cleanup(dir);
