@@ -312,16 +312,7 @@ impl SubtaskRun<'_> {
         );
         self.history.restored_person_escalation();
         let answer = answered.await.ok();
-        let outcome = apply_answer(
-            self.ctx,
-            self.s,
-            self.task_id,
-            self.subtask_id,
-            &mut self.assignee,
-            &mut self.description,
-            &self.tried,
-            answer,
-        );
+        let outcome = self.apply_answer(answer);
         match outcome {
             Outcome::PersonAnswered(Some(PersonAnswer::GoOn)) => Step::Attempt,
             _ => Step::GiveUp(Failure::new(
@@ -471,20 +462,80 @@ impl SubtaskRun<'_> {
     /// The supervisor (this mid) decides: replace the agent, reassign or rewrite the
     /// subtask, or pass it up.
     async fn escalate_to_supervisor(&mut self) -> Outcome {
-        let failure = self.last_failure();
+        let (ctx, s, task_id, subtask_id) = (self.ctx, self.s, self.task_id, self.subtask_id);
+        let failure = &self.last_failure();
         let files = self.files();
-        supervise(
-            self.ctx,
-            self.s,
-            &self.task,
-            self.subtask_id,
-            &mut self.assignee,
-            &mut self.description,
-            &self.tried,
-            &failure,
-            files,
+        let proposal = propose_solution(ctx, s, &self.description, self.assignee, failure).await;
+        let escalation = Message::to_agent(
+            self.assignee,
+            ctx.id(),
+            MessageKind::IssueEscalation,
+            json!({
+                "taskId": task_id, "subtaskId": subtask_id, "kind": failure.kind,
+                "severity": failure.severity, "message": failure.message,
+                "metrics": s.runtime.pool.get(self.assignee).map(|a| a.metrics()),
+                "proposedSolution": proposal,
+            }),
         )
-        .await
+        .with_task(task_id.to_string());
+        if let Err(e) = ctx.bus.send(escalation) {
+            tracing::warn!("escalation message not delivered: {e}");
+        }
+        let mut event = recovery_event(
+            task_id,
+            Some(subtask_id),
+            self.assignee,
+            RecoveryAction::EscalateToSupervisor,
+            failure.severity,
+            1,
+            1,
+            format!(
+                "escalated to supervisor {}: proposed {} ({})",
+                ctx.handle.name(),
+                proposal.action.as_str(),
+                proposal.reason
+            ),
+        );
+        event.files = Some(files);
+        s.recovery(event);
+        set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Escalated);
+        match proposal.action {
+            ProposedAction::ReplaceAgent => {
+                match super::replace::replace_agent(
+                    s,
+                    self.assignee,
+                    &failure.message,
+                    Some((task_id, Some(subtask_id))),
+                )
+                .await
+                {
+                    Ok(new) => {
+                        self.assignee = new;
+                        return Outcome::HandedOver;
+                    }
+                    Err(e) => tracing::warn!("replacement failed: {e}"),
+                }
+            }
+            ProposedAction::Reassign => {
+                if let Some(other) = pick_bottom(ctx, s, &self.tried) {
+                    self.assignee = other;
+                    return Outcome::HandedOver;
+                }
+            }
+            ProposedAction::Modify => {
+                if let Some(modified) = proposal
+                    .modified_description
+                    .clone()
+                    .filter(|m| !m.trim().is_empty())
+                {
+                    self.description = modified;
+                    record_description(s, task_id, subtask_id, &self.description);
+                    return Outcome::HandedOver;
+                }
+            }
+            ProposedAction::Pause => {}
+        }
+        Outcome::SupervisorCouldNotHelp
     }
 
     /// A fatal or critical failure goes to the top layer (and then the person).
@@ -539,16 +590,34 @@ impl SubtaskRun<'_> {
         )
         .await;
         set_agent(s, self.assignee, AgentStatus::Idle, "the person answered");
-        apply_answer(
-            self.ctx,
-            s,
-            task_id,
-            subtask_id,
-            &mut self.assignee,
-            &mut self.description,
-            &self.tried,
-            answer,
-        )
+        self.apply_answer(answer)
+    }
+
+    /// Carries out a person's answer (reassign, modify) and says what it means to the
+    /// ladder.
+    fn apply_answer(&mut self, answer: Option<ApprovalAnswer>) -> Outcome {
+        let Some(answer) = answer else {
+            return Outcome::PersonAnswered(None);
+        };
+        match answer.decision {
+            ApprovalChoice::Retry => {}
+            ApprovalChoice::Reassign => {
+                let mut exclude = self.tried.clone();
+                exclude.push(self.assignee);
+                if let Some(other) = pick_bottom(self.ctx, self.s, &exclude) {
+                    self.assignee = other;
+                }
+            }
+            ApprovalChoice::Modify => {
+                if let Some(modified) = answer.modified_description.filter(|m| !m.trim().is_empty())
+                {
+                    self.description = modified;
+                    record_description(self.s, self.task_id, self.subtask_id, &self.description);
+                }
+            }
+            _ => return Outcome::PersonAnswered(Some(PersonAnswer::Abort)),
+        }
+        Outcome::PersonAnswered(Some(PersonAnswer::GoOn))
     }
 
     /// The subtask's time used up: it ends as a timeout caused by its first failure
@@ -570,6 +639,84 @@ impl SubtaskRun<'_> {
             (Some(first), _) => timeout.caused_by(first),
             (None, Some(last)) if last.kind != FailureKind::Timeout => timeout.caused_by(last),
             _ => timeout,
+        }
+    }
+
+    /// Sends the subtask to its assignee and waits for the report, following a
+    /// replacement.
+    async fn dispatch(
+        &self,
+        earlier_failure: Option<(&Failure, &[String])>,
+        attempt: u32,
+        time_left: Duration,
+    ) -> Attempt {
+        let (ctx, s, task, subtask_id) = (self.ctx, self.s, &self.task, self.subtask_id);
+        let assignee = s.current_agent(self.assignee);
+        let assignment = SubtaskAssignment {
+            task_id: task.id,
+            subtask_id,
+            description: as_the_agent_reads_it(s, task.id, &self.description),
+            attempt,
+            context: context_for(s, task.id, earlier_failure),
+            time_limit_ms: Some(time_left.as_millis().max(1) as u64),
+        };
+        let message = Message::to_agent(
+            ctx.id(),
+            assignee,
+            MessageKind::TaskAssign,
+            json!(assignment),
+        )
+        .with_task(task.id.to_string());
+        // The bottom agent enforces the time limit itself; this margin only catches an
+        // agent that stopped answering altogether.
+        let patience = time_left + Duration::from_secs(10);
+        let mut replacements = s.replacements.subscribe();
+        // Time the subtask spends waiting for a person does not count (the bus's own limit
+        // is only a backstop).
+        let (request_id, to) = (message.id, message.to);
+        let request = s.approvals.timeout_besides_person(
+            subtask_id,
+            patience,
+            ctx.bus.request(message, patience * 1000),
+        );
+        let request = async move {
+            request.await.unwrap_or(Err(BusError::ReplyTimeout {
+                request: request_id,
+                to,
+                after: patience,
+            }))
+        };
+        tokio::pin!(request);
+        let lost = |failure: Failure| SubtaskReport::Failed {
+            failure,
+            files: Vec::new(),
+            partial_results: Vec::new(),
+        };
+        loop {
+            tokio::select! {
+                reply = &mut request => {
+                    return Attempt::Done(match reply {
+                        Ok(reply) => serde_json::from_value(reply.payload.clone()).unwrap_or_else(|e| lost(
+                            Failure::new(FailureKind::Internal, format!("unreadable report from {}: {e}", agent_name(s, assignee))).with_severity(Severity::Medium),
+                        )),
+                        Err(BusError::ReplyTimeout { after, .. }) => lost(Failure::new(
+                            FailureKind::Timeout,
+                            format!("{} did not report within {}", agent_name(s, assignee), human_duration(after)),
+                        )),
+                        Err(e) => lost(Failure::new(FailureKind::AgentUnavailable, e.to_string()).with_severity(Severity::Medium)),
+                    });
+                }
+                changed = replacements.changed() => {
+                    let now = s.current_agent(assignee);
+                    if now != assignee {
+                        return Attempt::Replaced(now);
+                    }
+                    if changed.is_err() {
+                        // The services are going away; the request's own timeout still ends this.
+                        (&mut request).await.ok();
+                    }
+                }
+            }
         }
     }
 
@@ -616,18 +763,13 @@ impl SubtaskRun<'_> {
         };
         let started = Instant::now();
         let with_person = s.approvals.time_with_person(subtask_id);
-        let report = attempt(
-            ctx,
-            s,
-            &self.task,
-            subtask_id,
-            assignee,
-            &self.description,
-            earlier_failure.as_ref().map(|f| (f, undone.as_slice())),
-            attempts,
-            self.limit - self.spent,
-        )
-        .await;
+        let report = self
+            .dispatch(
+                earlier_failure.as_ref().map(|f| (f, undone.as_slice())),
+                attempts,
+                self.limit - self.spent,
+            )
+            .await;
         // Waiting for a person (approvals during the attempt) is not the subtask's time.
         let person = s
             .approvals
@@ -726,128 +868,6 @@ impl SubtaskRun<'_> {
     }
 }
 
-/// The supervisor's rung: propose a solution and carry it out.
-#[allow(clippy::too_many_arguments)]
-async fn supervise(
-    ctx: &AgentContext,
-    s: &Arc<Services>,
-    task: &TaskRecord,
-    subtask_id: SubtaskId,
-    assignee: &mut AgentId,
-    description: &mut String,
-    tried: &[AgentId],
-    failure: &Failure,
-    files: Vec<String>,
-) -> Outcome {
-    let task_id = task.id;
-    let proposal = propose_solution(ctx, s, description, *assignee, failure).await;
-    let escalation = Message::to_agent(
-        *assignee,
-        ctx.id(),
-        MessageKind::IssueEscalation,
-        json!({
-            "taskId": task_id, "subtaskId": subtask_id, "kind": failure.kind,
-            "severity": failure.severity, "message": failure.message,
-            "metrics": s.runtime.pool.get(*assignee).map(|a| a.metrics()),
-            "proposedSolution": proposal,
-        }),
-    )
-    .with_task(task_id.to_string());
-    if let Err(e) = ctx.bus.send(escalation) {
-        tracing::warn!("escalation message not delivered: {e}");
-    }
-    let mut event = recovery_event(
-        task_id,
-        Some(subtask_id),
-        *assignee,
-        RecoveryAction::EscalateToSupervisor,
-        failure.severity,
-        1,
-        1,
-        format!(
-            "escalated to supervisor {}: proposed {} ({})",
-            ctx.handle.name(),
-            proposal.action.as_str(),
-            proposal.reason
-        ),
-    );
-    event.files = Some(files);
-    s.recovery(event);
-    set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Escalated);
-    match proposal.action {
-        ProposedAction::ReplaceAgent => {
-            match super::replace::replace_agent(
-                s,
-                *assignee,
-                &failure.message,
-                Some((task_id, Some(subtask_id))),
-            )
-            .await
-            {
-                Ok(new) => {
-                    *assignee = new;
-                    return Outcome::HandedOver;
-                }
-                Err(e) => tracing::warn!("replacement failed: {e}"),
-            }
-        }
-        ProposedAction::Reassign => {
-            if let Some(other) = pick_bottom(ctx, s, tried) {
-                *assignee = other;
-                return Outcome::HandedOver;
-            }
-        }
-        ProposedAction::Modify => {
-            if let Some(modified) = proposal
-                .modified_description
-                .clone()
-                .filter(|m| !m.trim().is_empty())
-            {
-                *description = modified;
-                record_description(s, task_id, subtask_id, description);
-                return Outcome::HandedOver;
-            }
-        }
-        ProposedAction::Pause => {}
-    }
-    Outcome::SupervisorCouldNotHelp
-}
-
-/// Carries out a person's answer (reassign, modify) and says what it means to the ladder.
-#[allow(clippy::too_many_arguments)]
-fn apply_answer(
-    ctx: &AgentContext,
-    s: &Arc<Services>,
-    task_id: TaskId,
-    subtask_id: SubtaskId,
-    assignee: &mut AgentId,
-    description: &mut String,
-    tried: &[AgentId],
-    answer: Option<ApprovalAnswer>,
-) -> Outcome {
-    let Some(answer) = answer else {
-        return Outcome::PersonAnswered(None);
-    };
-    match answer.decision {
-        ApprovalChoice::Retry => {}
-        ApprovalChoice::Reassign => {
-            let mut exclude = tried.to_vec();
-            exclude.push(*assignee);
-            if let Some(other) = pick_bottom(ctx, s, &exclude) {
-                *assignee = other;
-            }
-        }
-        ApprovalChoice::Modify => {
-            if let Some(modified) = answer.modified_description.filter(|m| !m.trim().is_empty()) {
-                *description = modified;
-                record_description(s, task_id, subtask_id, description);
-            }
-        }
-        _ => return Outcome::PersonAnswered(Some(PersonAnswer::Abort)),
-    }
-    Outcome::PersonAnswered(Some(PersonAnswer::GoOn))
-}
-
 /// Moves an agent to `status` when the state table allows it from where it is.
 fn set_agent(s: &Services, agent: AgentId, status: AgentStatus, reason: &str) {
     let agent = s.current_agent(agent);
@@ -885,88 +905,6 @@ fn replace_in_background(
         }
         .in_current_span(),
     );
-}
-
-/// Sends the subtask to `assignee` and waits for its report, following a replacement.
-#[allow(clippy::too_many_arguments)]
-async fn attempt(
-    ctx: &AgentContext,
-    s: &Arc<Services>,
-    task: &TaskRecord,
-    subtask_id: SubtaskId,
-    assignee: AgentId,
-    description: &str,
-    earlier_failure: Option<(&Failure, &[String])>,
-    attempt: u32,
-    time_left: Duration,
-) -> Attempt {
-    let assignee = s.current_agent(assignee);
-    let assignment = SubtaskAssignment {
-        task_id: task.id,
-        subtask_id,
-        description: as_the_agent_reads_it(s, task.id, description),
-        attempt,
-        context: context_for(s, task.id, earlier_failure),
-        time_limit_ms: Some(time_left.as_millis().max(1) as u64),
-    };
-    let message = Message::to_agent(
-        ctx.id(),
-        assignee,
-        MessageKind::TaskAssign,
-        json!(assignment),
-    )
-    .with_task(task.id.to_string());
-    // The bottom agent enforces the time limit itself; this margin only catches an
-    // agent that stopped answering altogether.
-    let patience = time_left + Duration::from_secs(10);
-    let mut replacements = s.replacements.subscribe();
-    // Time the subtask spends waiting for a person does not count (the bus's own limit
-    // is only a backstop).
-    let (request_id, to) = (message.id, message.to);
-    let request = s.approvals.timeout_besides_person(
-        subtask_id,
-        patience,
-        ctx.bus.request(message, patience * 1000),
-    );
-    let request = async move {
-        request.await.unwrap_or(Err(BusError::ReplyTimeout {
-            request: request_id,
-            to,
-            after: patience,
-        }))
-    };
-    tokio::pin!(request);
-    let lost = |failure: Failure| SubtaskReport::Failed {
-        failure,
-        files: Vec::new(),
-        partial_results: Vec::new(),
-    };
-    loop {
-        tokio::select! {
-            reply = &mut request => {
-                return Attempt::Done(match reply {
-                    Ok(reply) => serde_json::from_value(reply.payload.clone()).unwrap_or_else(|e| lost(
-                        Failure::new(FailureKind::Internal, format!("unreadable report from {}: {e}", agent_name(s, assignee))).with_severity(Severity::Medium),
-                    )),
-                    Err(BusError::ReplyTimeout { after, .. }) => lost(Failure::new(
-                        FailureKind::Timeout,
-                        format!("{} did not report within {}", agent_name(s, assignee), human_duration(after)),
-                    )),
-                    Err(e) => lost(Failure::new(FailureKind::AgentUnavailable, e.to_string()).with_severity(Severity::Medium)),
-                });
-            }
-            changed = replacements.changed() => {
-                let now = s.current_agent(assignee);
-                if now != assignee {
-                    return Attempt::Replaced(now);
-                }
-                if changed.is_err() {
-                    // The services are going away; the request's own timeout still ends this.
-                    (&mut request).await.ok();
-                }
-            }
-        }
-    }
 }
 
 /// The files the task and the subtask name, as the subtask found them (those that
