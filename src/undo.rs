@@ -7,14 +7,20 @@
 //! to each file, with a unified diff and whether the person changed the file since the
 //! task did; [`apply`] does it through a writer (the editor's, or the disk).
 //!
+//! A task's shell commands change files behind the writer's back: a [`CommandWatch`]
+//! looks at the workspace before each command and after it, and notes what the command
+//! created, changed or removed in the same history.
+//!
 //! A task that fails is taken back at once unless `undo.onFailure = "keep"`
 //! (`team/coordinate.rs`); any finished task can be undone later by a person
 //! (`conclave undo`, `conclave/undoTask`). Neither ever overwrites a file
 //! the person changed after the task without being told to.
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
 use dashmap::DashMap;
@@ -35,6 +41,8 @@ pub struct FileHistory {
     /// When this process started noting: the history of a task created since is all in
     /// memory.
     started: DateTime<Utc>,
+    /// Whether the log said already that the workspace is too large to watch commands in.
+    said_too_large: AtomicBool,
 }
 
 impl FileHistory {
@@ -45,6 +53,7 @@ impl FileHistory {
             max_file_bytes,
             live: DashMap::new(),
             started: Utc::now(),
+            said_too_large: AtomicBool::new(false),
         })
     }
 
@@ -142,11 +151,225 @@ impl FileHistory {
         self.files(task.id).await
     }
 
+    /// Before a shell command runs for the current task: the workspace as it is, to note
+    /// afterwards what the command changed ([`CommandWatch::finish`]). `None` for work of
+    /// no task, and in a workspace too large to look through ([`MAX_WATCHED_FILES`]).
+    pub async fn watch_command(self: &Arc<Self>, sandbox: &Sandbox) -> Option<CommandWatch> {
+        let task = self.current_task()?;
+        let started = Utc::now();
+        let touched: Vec<String> = self
+            .live
+            .get(&task)
+            .map(|files| files.keys().cloned().collect())
+            .unwrap_or_default();
+        let root = sandbox.root().to_path_buf();
+        let max_file_bytes = self.max_file_bytes;
+        let files = tokio::task::spawn_blocking(move || {
+            let listed = list_files(&root)?;
+            let mut budget = MAX_WATCHED_BYTES;
+            let files = listed
+                .into_iter()
+                .map(|(path, seen)| {
+                    let before = if touched.contains(&path) {
+                        // The history has this file as it was before the task already.
+                        None
+                    } else if seen.len <= max_file_bytes && seen.len <= budget {
+                        match std::fs::read(root.join(&path)) {
+                            Ok(bytes) => {
+                                budget -= bytes.len() as u64;
+                                Some(FileBefore::Content(bytes))
+                            }
+                            Err(_) => Some(FileBefore::NotKept { bytes: seen.len }),
+                        }
+                    } else {
+                        Some(FileBefore::NotKept { bytes: seen.len })
+                    };
+                    (path, (seen, before))
+                })
+                .collect::<HashMap<_, _>>();
+            Some(files)
+        })
+        .await
+        .ok()
+        .flatten();
+        let Some(files) = files else {
+            if !self.said_too_large.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "the workspace has more than {MAX_WATCHED_FILES} files: what the tasks' shell commands change in it is not in their file history, so taking a task back leaves those changes"
+                );
+            }
+            return None;
+        };
+        Some(CommandWatch {
+            history: self.clone(),
+            root: sandbox.root().to_path_buf(),
+            task,
+            started,
+            files,
+        })
+    }
+
+    /// Whether a task other than `task` noted `path` since `since`: a change a command
+    /// saw that is that task's, not the command's.
+    fn noted_by_another(&self, task: TaskId, path: &str, since: DateTime<Utc>) -> bool {
+        self.live.iter().any(|entry| {
+            *entry.key() != task && entry.value().get(path).is_some_and(|t| t.at >= since)
+        })
+    }
+
     /// Drops the in-memory copy of a finished task's history once the store has it.
     pub fn forget(&self, task: TaskId) {
         if self.store.is_some() {
             self.live.remove(&task);
         }
+    }
+}
+
+/// Folders a command's changes are not looked for in: git's and Conclave's own state, and
+/// the dependency and cache folders tools fill with files no one puts back one by one.
+pub const UNWATCHED_DIRS: &[&str] = &[
+    ".git",
+    ".conclave",
+    "node_modules",
+    "target",
+    "__pycache__",
+    ".venv",
+    "venv",
+    ".tox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+];
+
+/// A workspace with more files than this (outside [`UNWATCHED_DIRS`]) is not looked
+/// through around each command.
+pub const MAX_WATCHED_FILES: usize = 20_000;
+
+/// At most this much of the workspace's content is held while a command runs; a file
+/// beyond it that the command changes is noted as not kept (it cannot be put back).
+pub const MAX_WATCHED_BYTES: u64 = 64 * 1024 * 1024;
+
+/// A file as a command's watch saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Seen {
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+/// The workspace's files (relative paths, `/`-separated) with their size and time, not
+/// following links; `None` when there are more than [`MAX_WATCHED_FILES`].
+fn list_files(root: &Path) -> Option<Vec<(String, Seen)>> {
+    let mut files = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                let name = entry.file_name();
+                if !UNWATCHED_DIRS.iter().any(|d| name == *d) {
+                    todo.push(path);
+                }
+                continue;
+            }
+            if !kind.is_file() {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            let Ok(relative) = path.strip_prefix(root) else {
+                continue;
+            };
+            let relative = relative
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            files.push((
+                relative,
+                Seen {
+                    len: meta.len(),
+                    modified: meta.modified().ok(),
+                },
+            ));
+            if files.len() > MAX_WATCHED_FILES {
+                return None;
+            }
+        }
+    }
+    Some(files)
+}
+
+/// The workspace as it was before a task's shell command ran
+/// ([`FileHistory::watch_command`]).
+pub struct CommandWatch {
+    history: Arc<FileHistory>,
+    root: PathBuf,
+    task: TaskId,
+    started: DateTime<Utc>,
+    /// Each file then, with its content unless the task's history has it already.
+    files: HashMap<String, (Seen, Option<FileBefore>)>,
+}
+
+impl CommandWatch {
+    /// After the command: notes every file it created, changed or removed in the task's
+    /// history, as the writer notes its own writes; returns those paths, sorted. A file
+    /// another task wrote meanwhile is that task's.
+    pub async fn finish(self) -> Vec<String> {
+        let root = self.root.clone();
+        let now = tokio::task::spawn_blocking(move || list_files(&root))
+            .await
+            .ok()
+            .flatten();
+        let Some(now) = now else {
+            return Vec::new();
+        };
+        let now: HashMap<String, Seen> = now.into_iter().collect();
+        let mut changed: Vec<&String> = now
+            .iter()
+            .filter(|(path, seen)| self.files.get(*path).is_none_or(|(was, _)| was != *seen))
+            .map(|(path, _)| path)
+            .chain(self.files.keys().filter(|path| !now.contains_key(*path)))
+            .collect();
+        changed.sort();
+        let mut noted = Vec::new();
+        for path in changed {
+            if self.history.noted_by_another(self.task, path, self.started) {
+                continue;
+            }
+            let after = if now.contains_key(path) {
+                match tokio::fs::read(self.root.join(path)).await {
+                    Ok(bytes) => Some(bytes),
+                    Err(_) => continue,
+                }
+            } else {
+                None
+            };
+            let before = match self.files.get(path) {
+                None => FileBefore::Absent,
+                Some((_, Some(before))) => before.clone(),
+                // Touched by the task before: the history keeps what it had.
+                Some((_, None)) => FileBefore::Absent,
+            };
+            if let (FileBefore::Content(before), Some(after)) = (&before, &after)
+                && before == after
+            {
+                // Touched, not changed.
+                continue;
+            }
+            self.history.note(self.task, path, before, after.as_deref());
+            noted.push(path.clone());
+        }
+        if !noted.is_empty() {
+            tracing::debug!(task = %self.task, files = ?noted, "noted the files a command changed");
+        }
+        noted
     }
 }
 
@@ -499,6 +722,29 @@ mod tests {
             after_hash: after.map(|a| ContentHash::of(a.as_bytes()).0),
             at: Utc::now(),
         }
+    }
+
+    #[test]
+    fn a_commands_watch_lists_the_projects_files_not_git_or_dependencies() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for path in [
+            "a.py",
+            "src/b.py",
+            ".git/config",
+            "node_modules/x/index.js",
+            "pkg/__pycache__/b.pyc",
+        ] {
+            std::fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
+            std::fs::write(root.join(path), "x").unwrap();
+        }
+        let mut listed: Vec<String> = list_files(root)
+            .unwrap()
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect();
+        listed.sort();
+        assert_eq!(listed, ["a.py", "src/b.py"]);
     }
 
     #[test]

@@ -287,6 +287,100 @@ fn keep_failed_keeps_the_changes_and_undo_shows_asks_refuses_to_clobber_then_tak
     );
 }
 
+#[test]
+fn what_a_failed_tasks_shell_command_changed_is_put_back_and_undo_takes_it_back_too() {
+    let ws = workspace();
+    let config = std::fs::read_to_string(ws.path().join("conclave.toml")).unwrap();
+    std::fs::write(
+        ws.path().join("conclave.toml"),
+        format!("{config}\n[approvals]\ncommands = \"auto\"\n"),
+    )
+    .unwrap();
+    // The first subtask works through a shell command only: it creates built.txt,
+    // changes kv.txt and removes notes.txt; the second fails.
+    let steps = json!([
+        { "match": "Plan this task for", "text": json!({ "subtasks": [
+            { "description": "Build the files with a command" },
+            { "description": "Write broken.txt once the rest is done", "dependsOn": [0] },
+        ] }).to_string() },
+        { "match": "keeps failing a subtask", "text": "{\"action\": \"pause\", \"reason\": \"a person should look\"}", "repeat": true },
+        { "match": "Build the files", "toolCalls": [
+            { "name": "bash", "arguments": { "command": "mkdir -p out && printf 'built\\n' > out/built.txt && printf 'COMMAND kv\\n' > kv.txt && rm notes.txt" } },
+        ] },
+        { "match": "exit code: 0", "text": "Built." },
+        { "match": "Write broken.txt", "error": { "kind": "http", "status": 400, "body": "the spec is unreadable" }, "repeat": true },
+    ]);
+    std::fs::write(
+        ws.path().join("script.json"),
+        serde_json::to_string_pretty(&json!({ "name": "undo-bash", "steps": steps })).unwrap(),
+    )
+    .unwrap();
+
+    // Kept first, to see what the command did and to undo it later.
+    let run = conclave(
+        ws.path(),
+        &[
+            "run",
+            "Build the files",
+            "--approve",
+            "deny",
+            "--keep-failed",
+        ],
+    );
+    let err = text(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert_eq!(
+        read(ws.path(), "out/built.txt").as_deref(),
+        Some("built\n"),
+        "{err}"
+    );
+    assert_eq!(read(ws.path(), "kv.txt").as_deref(), Some("COMMAND kv\n"));
+    assert_eq!(read(ws.path(), "notes.txt"), None);
+    assert!(
+        err.contains("Changes kept (by its commands: kv.txt, notes.txt, out/built.txt); to take them back: conclave undo "),
+        "{err}"
+    );
+    let id = short_id(&err);
+    let undone = conclave(ws.path(), &["undo", &id, "--yes"]);
+    let (out, err) = (text(&undone.stdout), text(&undone.stderr));
+    assert_eq!(undone.status.code(), Some(0), "{out}{err}");
+    assert!(
+        out.contains("out/built.txt: removed (the task created it)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("--- a/kv.txt\n+++ b/kv.txt\n@@ -1 +1 @@\n-COMMAND kv\n+ORIGINAL kv\n"),
+        "{out}"
+    );
+    assert!(
+        err.contains("Undone: kv.txt, notes.txt, out/built.txt put back as before the task"),
+        "{err}"
+    );
+    assert_eq!(read(ws.path(), "out/built.txt"), None);
+    assert_eq!(read(ws.path(), "kv.txt").as_deref(), Some("ORIGINAL kv\n"));
+    assert_eq!(
+        read(ws.path(), "notes.txt").as_deref(),
+        Some("person's notes\n")
+    );
+
+    // Without --keep-failed, the failure itself puts it all back.
+    let failed = conclave(ws.path(), &["run", "Build the files", "--approve", "deny"]);
+    let err = text(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "Put back as before the task (the task failed): kv.txt, notes.txt, out/built.txt"
+        ),
+        "{err}"
+    );
+    assert_eq!(read(ws.path(), "out/built.txt"), None);
+    assert_eq!(read(ws.path(), "kv.txt").as_deref(), Some("ORIGINAL kv\n"));
+    assert_eq!(
+        read(ws.path(), "notes.txt").as_deref(),
+        Some("person's notes\n")
+    );
+}
+
 /// The whole id of the task whose id starts with `short`, from the audit log.
 fn full_id(workspace: &Path, short: &str) -> String {
     let out = conclave(workspace, &["log", "--json"]);

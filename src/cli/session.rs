@@ -40,6 +40,9 @@ pub struct Finished {
     /// The spend cap the task was held to, or why it was not; `None` for the scripted
     /// model without a price, which spends nothing.
     pub spend_cap: Option<SpendCap>,
+    /// The files `conclave undo` would change, for a task that ended with its changes
+    /// in place (shell commands' changes included, which are not "files written").
+    pub undoable: Vec<String>,
 }
 
 impl Finished {
@@ -320,6 +323,10 @@ impl Session {
             .await
             .unwrap_or_else(|_| view.recoveries.iter().map(|s| (**s).clone()).collect());
         let figures = RecoveryFigures::from(record.as_slice(), &steps);
+        let undoable = match engine.undo_plan(&task.to_string()).await {
+            Ok(plan) => plan.changing().map(|f| f.path.clone()).collect(),
+            Err(_) => Vec::new(),
+        };
         Ok(Finished {
             view,
             names,
@@ -329,6 +336,7 @@ impl Session {
             figures,
             interrupted,
             spend_cap: spend_cap(engine.config()),
+            undoable,
         })
     }
 }

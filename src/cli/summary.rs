@@ -156,10 +156,23 @@ pub fn render(finished: &mut Finished, style: Style) -> String {
                 );
             }
         }
-        None if summary.status == conclave::runtime::TaskStatus::Failed && !files.is_empty() => {
+        None if summary.status == conclave::runtime::TaskStatus::Failed
+            && !(files.is_empty() && finished.undoable.is_empty()) =>
+        {
+            let changed = finished
+                .undoable
+                .iter()
+                .filter(|path| !files.contains(path))
+                .cloned()
+                .collect::<Vec<_>>();
+            let by_commands = if changed.is_empty() {
+                String::new()
+            } else {
+                format!(" (by its commands: {})", changed.join(", "))
+            };
             let _ = writeln!(
                 out,
-                "  Changes kept; to take them back: conclave undo {}",
+                "  Changes kept{by_commands}; to take them back: conclave undo {}",
                 &summary.task_id.to_string()[..8]
             );
         }

@@ -355,6 +355,11 @@ impl WorkspaceWriter for SwappableWriter {
         }
         Ok(removed)
     }
+
+    async fn watch_command(&self) -> Option<crate::undo::CommandWatch> {
+        let (history, sandbox) = self.history.as_ref()?;
+        history.watch_command(sandbox).await
+    }
 }
 
 /// The changes refused in each unfinished task, by path and content, with why: a

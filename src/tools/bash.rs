@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use super::sandbox::Sandbox;
+use super::writer::WorkspaceWriter;
 use super::{Args, CallContext, Tool, ToolError, ToolOutput};
 use crate::config::CommandPolicy;
 use crate::exec::{Confinement, RUNAWAY_PROCESSES, RunError, RunSpec, Runner};
@@ -164,6 +165,8 @@ pub struct Bash {
     policy: CommandPolicy,
     approver: Option<Arc<dyn ApprovalHook>>,
     runner: Runner,
+    /// The writer whose history notes what a command changes (`crate::undo`).
+    writer: Option<Arc<dyn WorkspaceWriter>>,
 }
 
 impl Bash {
@@ -180,7 +183,15 @@ impl Bash {
             policy,
             approver,
             runner,
+            writer: None,
         }
+    }
+
+    /// Has `writer` watch each command, so the files it creates, changes or removes are
+    /// in the task's history as the writer's own changes are, and can be taken back.
+    pub fn with_writer(mut self, writer: Arc<dyn WorkspaceWriter>) -> Bash {
+        self.writer = Some(writer);
+        self
     }
 }
 
@@ -275,7 +286,15 @@ impl Tool for Bash {
             .timeout(timeout)
             .max_output(self.settings.max_output_bytes);
         spec.env.clone_from(&self.settings.extra_env);
-        let run = match self.runner.run(spec, &ctx.cancel).await {
+        let watch = match &self.writer {
+            Some(writer) => writer.watch_command().await,
+            None => None,
+        };
+        let run = self.runner.run(spec, &ctx.cancel).await;
+        if let Some(watch) = watch {
+            watch.finish().await;
+        }
+        let run = match run {
             Ok(run) => run,
             Err(RunError::TimedOut { timeout, output }) => {
                 return Err(ToolError::Timeout { timeout, output });

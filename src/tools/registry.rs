@@ -175,17 +175,20 @@ impl ToolRegistry {
         ));
         registry.register(Arc::new(FileEdit::new(
             sandbox.clone(),
-            writer,
+            writer.clone(),
             settings.files.clone(),
             review,
         )));
-        registry.register(Arc::new(Bash::new(
-            sandbox.clone(),
-            settings.bash.clone(),
-            settings.command_policy,
-            approver,
-            runner,
-        )));
+        registry.register(Arc::new(
+            Bash::new(
+                sandbox.clone(),
+                settings.bash.clone(),
+                settings.command_policy,
+                approver,
+                runner,
+            )
+            .with_writer(writer),
+        ));
         registry.register(Arc::new(Grep::new(
             sandbox.clone(),
             settings.search.clone(),

@@ -138,6 +138,13 @@ pub trait WorkspaceWriter: Send + Sync {
             ),
         })
     }
+
+    /// Before a shell command runs: a watch on the files it may change behind the
+    /// writer's back, so that they are noted as this writer notes its own changes (the
+    /// task's file history, `crate::undo`). `None` when this writer notes nothing.
+    async fn watch_command(&self) -> Option<crate::undo::CommandWatch> {
+        None
+    }
 }
 
 /// Writes straight to disk, atomically: readers see the old file or the new one, never
