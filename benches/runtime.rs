@@ -22,18 +22,23 @@ struct Counting;
 
 static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
 
+// SAFETY: every call is passed through to the system allocator unchanged; counting the
+// bytes allocates nothing.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract for `alloc` is the system allocator's.
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: `ptr` came from `System.alloc` with `layout` (the caller's contract).
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCATED.fetch_add(new_size, Ordering::Relaxed);
         ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: `ptr` came from `System.alloc` with `layout` (the caller's contract).
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }

@@ -517,7 +517,6 @@ pub trait AnswerReader {
 /// status becomes a typed error (with the key redacted), an event stream is read as it
 /// arrives, and a whole body is parsed — even an SSE body a server sent without the
 /// event-stream content type.
-#[allow(clippy::too_many_arguments)]
 pub async fn send_and_read<R: AnswerReader>(
     reader: &R,
     provider: &str,

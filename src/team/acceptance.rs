@@ -194,14 +194,17 @@ pub async fn run(
     let mut previous_problem: Option<String> = None;
     loop {
         if !path.is_file() {
+            let target = TestTarget {
+                path: &path,
+                language,
+                code_files: &code_files,
+            };
             match write_test(
                 ctx,
                 s,
                 task_id,
                 &bench.originals,
-                &code_files,
-                &path,
-                language,
+                &target,
                 previous_problem.as_deref(),
             )
             .await
@@ -399,18 +402,28 @@ fn about_case(task: &str) -> bool {
     .any(|word| task.contains(word))
 }
 
+/// The acceptance test to write: where it goes, its language, and the code it tests.
+#[derive(Clone, Copy)]
+struct TestTarget<'a> {
+    path: &'a Path,
+    language: Language,
+    code_files: &'a [String],
+}
+
 /// Asks the model for the test and saves it (a Python one after [`said_prelude`]).
-#[allow(clippy::too_many_arguments)]
 async fn write_test(
     ctx: &AgentContext,
     s: &Services,
     task_id: TaskId,
     originals: &Originals,
-    code_files: &[String],
-    path: &Path,
-    language: Language,
+    target: &TestTarget<'_>,
     previous: Option<&str>,
 ) -> Result<String, String> {
+    let TestTarget {
+        path,
+        language,
+        code_files,
+    } = *target;
     let model = s.model.clone().ok_or("no model is configured")?;
     let task = s
         .tasks

@@ -228,16 +228,14 @@ async fn run_subtask(
             let remaining = limit
                 .saturating_sub(started.elapsed().saturating_sub(with_person))
                 .max(Duration::from_secs(1));
-            let checked = super::check::after_subtask(
-                services,
-                assignment.task_id,
-                assignment.subtask_id,
-                executor.as_ref(),
-                &spec,
-                outcome,
-                cancel.clone(),
-                &mut sink,
-            );
+            let attempt = super::check::CheckedAttempt {
+                task_id: assignment.task_id,
+                subtask_id: assignment.subtask_id,
+                executor: executor.as_ref(),
+                spec: &spec,
+                cancel: cancel.clone(),
+            };
+            let checked = super::check::after_subtask(services, attempt, outcome, &mut sink);
             match services
                 .approvals
                 .timeout_besides_person(assignment.subtask_id, remaining, checked)

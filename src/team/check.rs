@@ -1184,20 +1184,32 @@ pub fn record_repairs<S: AsRef<str>>(s: &Services, task_id: TaskId, repairs: &[S
     });
 }
 
+/// The attempt whose work [`after_subtask`] checks: which subtask, the executor that did
+/// the work and was asked what, and how to stop it.
+pub struct CheckedAttempt<'a> {
+    pub task_id: TaskId,
+    pub subtask_id: SubtaskId,
+    pub executor: &'a dyn Executor,
+    pub spec: &'a SubtaskSpec,
+    pub cancel: CancellationToken,
+}
+
 /// Right after a subtask's executor succeeded: checks the files it wrote, and on a
 /// failure gives the same executor one turn to fix its own work with the failure in
 /// the prompt. `Err` carries the failure for a `check_failed` report.
-#[allow(clippy::too_many_arguments)]
 pub async fn after_subtask(
     s: &Services,
-    task_id: TaskId,
-    subtask_id: SubtaskId,
-    executor: &dyn Executor,
-    spec: &SubtaskSpec,
+    attempt: CheckedAttempt<'_>,
     mut outcome: ExecutionOutcome,
-    cancel: CancellationToken,
     sink: &mut (dyn FnMut(&str) + Send),
 ) -> Result<ExecutionOutcome, (ExecutionOutcome, String)> {
+    let CheckedAttempt {
+        task_id,
+        subtask_id,
+        executor,
+        spec,
+        cancel,
+    } = attempt;
     if !s.config.verify.checks {
         return Ok(outcome);
     }

@@ -766,9 +766,7 @@ async fn approved_by_person(s: &Services, task_id: TaskId, ctx: &AgentContext, f
         ctx,
         fix.confidence,
         format!("{}\n\nFiles: {files}", fix.explanation),
-        &first.path,
-        before,
-        first.content.clone(),
+        file_diff(s, &first.path, before, first.content.clone()),
     )
     .await
 }
@@ -806,24 +804,29 @@ async fn approved_tool_fix(
         ctx,
         confidence,
         format!("A coder fixed the files with its tools and rated its fix {confidence}%. Declining puts them back.\n\nFiles: {files}"),
-        &path,
-        was,
-        now,
+        file_diff(s, &path, was, now),
     )
     .await
 }
 
-/// Asks the person whether to keep a fix rated `confidence`; true on their yes.
-#[allow(clippy::too_many_arguments)]
+/// The change of the workspace file at `path` from `before` to `after`, as a person sees it.
+fn file_diff(s: &Services, path: &str, before: String, after: String) -> FileDiff {
+    FileDiff {
+        uri: s.sandbox.root().join(path).to_string_lossy().into_owned(),
+        before,
+        after,
+    }
+}
+
+/// Asks the person whether to keep a fix rated `confidence` (its first file's change
+/// shown as `diff`); true on their yes.
 async fn ask_about_fix(
     s: &Services,
     task_id: TaskId,
     ctx: &AgentContext,
     confidence: u8,
     detail: String,
-    path: &str,
-    before: String,
-    after: String,
+    diff: FileDiff,
 ) -> bool {
     let request = ApprovalRequest {
         approval_id: Uuid::new_v4(),
@@ -835,11 +838,7 @@ async fn ask_about_fix(
         title: format!("Apply a fix the model is only {confidence}% sure of?"),
         detail,
         proposed_solution: None,
-        diff: Some(FileDiff {
-            uri: s.sandbox.root().join(path).to_string_lossy().into_owned(),
-            before,
-            after,
-        }),
+        diff: Some(diff),
         command: None,
         subtask_description: None,
         options: ApprovalOption::yes_no(),
