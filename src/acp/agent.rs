@@ -93,13 +93,28 @@ impl Agent {
                     .flatten()
                     .and_then(|id| self.session(id).ok())
                     .map(|session| session.prompt_arrived());
+                let loading = (method == "session/load")
+                    .then(|| params.get("sessionId").and_then(Value::as_str))
+                    .flatten()
+                    .map(str::to_string);
                 tokio::spawn(async move {
                     let result = agent.handle(&method, params).await;
                     drop(arrival);
                     if let Err(e) = &result {
                         tracing::info!(method, "answered with an error: {}", e.message);
                     }
+                    // A session the client now knows is told its commands (`/undo`).
+                    let opened = match (&result, method.as_str()) {
+                        (Ok(answer), "session/new") => {
+                            answer["sessionId"].as_str().map(str::to_string)
+                        }
+                        (Ok(_), "session/load") => loading,
+                        _ => None,
+                    };
                     agent.peer.respond(id, result);
+                    if let Some(session) = opened.and_then(|id| agent.session(&id).ok()) {
+                        session.announce_commands();
+                    }
                 });
             }
             Incoming::Notification { method, params } => match method.as_str() {

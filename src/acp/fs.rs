@@ -30,6 +30,21 @@ use crate::tools::{DiskWriter, Sandbox, WorkspaceWriter, WriteError, WriteOutcom
 /// for), if any.
 pub type SessionOfWork = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
+tokio::task_local! {
+    /// The session a person's own request writes for (`/undo`): no task runs it.
+    static WRITING_FOR: String;
+}
+
+/// Runs `future` with its writes going out under `session` (`/undo` taking a task back
+/// through the client that asked for it).
+pub async fn writing_for<F: std::future::Future>(session: String, future: F) -> F::Output {
+    WRITING_FOR.scope(session, future).await
+}
+
+fn session_writing_for() -> Option<String> {
+    WRITING_FOR.try_with(Clone::clone).ok()
+}
+
 pub struct ClientFsWriter {
     peer: Arc<Peer>,
     sandbox: Sandbox,
@@ -69,7 +84,9 @@ impl WorkspaceWriter for ClientFsWriter {
         let absolute = self.sandbox.resolve_for_write(path)?;
         let relative = self.sandbox.relative(&absolute);
         let before = tokio::fs::read_to_string(&absolute).await.ok();
-        let session = (self.session_of)().filter(|_| self.writes);
+        let session = session_writing_for()
+            .or_else(|| (self.session_of)())
+            .filter(|_| self.writes);
         let (Some(session), false) = (session, before.as_deref() == Some(content)) else {
             // Not offered, nothing to change, or no session to name: the disk writer.
             return self.disk.write_file(&relative, content).await;

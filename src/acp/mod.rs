@@ -7,7 +7,7 @@
 //! - `agent.rs` — the methods: `initialize`, `session/new|load|list|close|prompt`,
 //!   `session/cancel`; one engine per workspace (`cwd`), with its lock and store.
 //! - `session.rs` — a session: its saved turns, a prompt as a task followed to its end,
-//!   approvals as `session/request_permission`.
+//!   approvals as `session/request_permission`; `session/undo.rs` the `/undo` command.
 //! - `translate.rs` — engine events to `session/update`s, pure and unit-tested.
 //! - `fs.rs` — the `fs/write_text_file` writer, with its disk fallback.
 //!

@@ -11,7 +11,10 @@
 //! that says how it ended; a task that did not complete also says so in `_meta` (its id,
 //! status and ERROR_REPORT.md). A follow-up prompt is a new task whose background (not
 //! its description: the checks never take an earlier turn's files for this one's
-//! deliverables) carries the earlier turns and what came of them.
+//! deliverables) carries the earlier turns and what came of them. A prompt that starts
+//! with `/undo` is that command (`undo.rs`), not a task.
+
+mod undo;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -339,6 +342,9 @@ impl Session {
                 )
                 .with_data(json!({ "taskId": task })));
             }
+        }
+        if let Some(typed) = undo::undo_argument(&prompt) {
+            return self.undo(&typed).await;
         }
         let (request, title) = self.task_for(&prompt)?;
         // The answer to this prompt is a new agent message.

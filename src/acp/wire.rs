@@ -246,6 +246,26 @@ pub enum SessionUpdate {
         severity: NoticeSeverity,
         title: String,
     },
+    /// The commands the session takes (`/undo`).
+    AvailableCommandsUpdate {
+        #[serde(rename = "availableCommands")]
+        available_commands: Vec<AvailableCommand>,
+    },
+}
+
+/// A command a session takes, typed as `/<name> <input>` at the start of a prompt.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AvailableCommand {
+    pub name: String,
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<AvailableCommandInput>,
+}
+
+/// The text typed after a command's name.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AvailableCommandInput {
+    pub hint: String,
 }
 
 impl SessionUpdate {
