@@ -15,7 +15,7 @@ function errorText(error: unknown): string {
 }
 
 /** The task a command is about: the tree node it was invoked on, or one the user picks. */
-async function pickTask(
+export async function pickTask(
   session: Session,
   node: TaskTreeNode | string | undefined,
   filter: (task: lsp.TaskSummary) => boolean,

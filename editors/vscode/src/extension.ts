@@ -4,12 +4,13 @@
 import * as vscode from 'vscode';
 import { registerCommands } from './commands';
 import { Session } from './session';
+import { registerUndo } from './undo_ui';
 
 let session: Session | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   session = new Session();
-  context.subscriptions.push(session, ...registerCommands(session));
+  context.subscriptions.push(session, ...registerCommands(session), ...registerUndo(session));
   await session.start();
 }
 

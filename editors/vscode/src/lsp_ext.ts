@@ -84,6 +84,38 @@ export interface TaskSummary {
   usageTotal?: TokenUsage;
   /** (addition) The task's checks counted; absent until a check ran. */
   checkCounts?: CheckCounts;
+  /** (addition) Its changes were taken back: it failed, or a person undid it. */
+  revertedBy?: 'failure' | 'undo';
+}
+
+/** (addition) What taking a task back did; paths are workspace-relative. */
+export interface Reverted {
+  by: 'failure' | 'undo';
+  at: string;
+  restored: string[];
+  kept: { path: string; reason: string }[];
+}
+
+/** What undoing a task does to one file. */
+export type UndoAction = 'restore' | 'remove' | 'recreate' | 'unchanged' | 'not_kept';
+
+/** (addition) The answer of conclave/undoTask. */
+export interface UndoResult {
+  taskId: string;
+  applied: boolean;
+  /** Every file's unified diff, now → before the task. */
+  diff: string;
+  /** Files changed since the task that the undo would change. */
+  conflicts: string[];
+  files: { path: string; uri: string; action: UndoAction; editedSince: boolean; diff: string }[];
+  /** Set when applied. */
+  reverted: Reverted | null;
+}
+
+export interface UndoTaskParams {
+  taskId: string;
+  apply?: boolean;
+  editedFiles?: 'overwrite' | 'keep';
 }
 
 /** Tokens used by some model calls, and their cost when the model has a price. */
@@ -153,6 +185,8 @@ export interface TaskDetail extends TaskSummary {
   ruleFindings?: Record<string, number>;
   /** (addition) Tokens and cost, in all and by subtask and agent. */
   usage?: TaskUsage;
+  /** (addition) What taking the task back did. */
+  reverted?: Reverted;
 }
 
 export type AgentLayer = 'top' | 'mid' | 'bottom';
@@ -318,6 +352,7 @@ type Empty = Record<string, never>;
 export const submitTask = new RequestType<SubmitTaskParams, { taskId: string }, void>('conclave/submitTask');
 export const cancelTask = new RequestType<TaskIdParams, { cancelled: boolean }, void>('conclave/cancelTask');
 export const retryTask = new RequestType<TaskIdParams, { taskId: string }, void>('conclave/retryTask');
+export const undoTask = new RequestType<UndoTaskParams, UndoResult, void>('conclave/undoTask');
 export const listTasks = new RequestType<Empty, { tasks: TaskSummary[] }, void>('conclave/listTasks');
 export const getTask = new RequestType<TaskIdParams, TaskDetail, void>('conclave/getTask');
 export const listAgents = new RequestType<Empty, { agents: AgentInfo[] }, void>('conclave/listAgents');

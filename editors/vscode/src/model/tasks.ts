@@ -217,6 +217,7 @@ export class TasksModel {
         // Work nobody could run says so next to its status, never just "completed".
         if (t.unchecked) parts.push('not checked');
         if (t.parked) parts.push('parked');
+        if (t.revertedBy) parts.push(revertedLabel(t.revertedBy));
         if (t.subtasks.length > 0) parts.push(`${done}/${t.subtasks.length}`);
         const progress = progressLabel(t);
         if (progress) parts.push(progress);
@@ -224,6 +225,7 @@ export class TasksModel {
         const tooltip = [`${t.title}`, `Status: ${statusLabel(t.status)}`];
         if (t.unchecked) tooltip.push(t.unchecked);
         if (t.parked) tooltip.push(`Parked: ${t.parked}`);
+        if (t.revertedBy) tooltip.push(revertedTooltip(t.revertedBy));
         if (progress) tooltip.push(`Progress: ${progress}`);
         if (t.usageTotal) tooltip.push(`Tokens: ${usageDetail(t.usageTotal)}`);
         if (t.checkCounts) tooltip.push(`Checks: ${checkCountsLabel(t.checkCounts)}`);
@@ -238,7 +240,8 @@ export class TasksModel {
           tooltip: tooltip.join('\n'),
           icon,
           color,
-          contextValue: `task.${isFinished(t.status) ? (t.status === 'completed' ? 'completed' : 'retryable') : 'active'}`,
+          // "task.completed" / "task.retryable" can be undone; ".undone" once taken back.
+          contextValue: `task.${isFinished(t.status) ? (t.status === 'completed' ? 'completed' : 'retryable') : 'active'}${t.revertedBy ? '.undone' : ''}`,
           collapsible: t.subtasks.length > 0,
         };
       }
@@ -343,6 +346,22 @@ export function checkIcon(status: string): { icon: string; color?: string } {
 function clipLines(text: string, max: number): string {
   const lines = text.split('\n');
   return lines.length <= max ? text : [...lines.slice(0, max), `… ${lines.length - max} more lines`].join('\n');
+}
+
+/** A taken-back task's mark in the tree. */
+export function revertedLabel(by: 'failure' | 'undo'): string {
+  return by === 'undo' ? 'undone' : 'changes put back';
+}
+
+function revertedTooltip(by: 'failure' | 'undo'): string {
+  return by === 'undo'
+    ? 'Undone: its files were put back as before the task.'
+    : 'Its files were put back as before the task when it failed.';
+}
+
+/** A finished task whose changes are still in place: it can be undone. */
+export function isUndoable(task: Pick<TaskSummary, 'status' | 'revertedBy'>): boolean {
+  return isFinished(task.status) && !task.revertedBy;
 }
 
 export function statusLabel(status: TaskStatus | string): string {
