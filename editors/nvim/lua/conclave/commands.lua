@@ -198,6 +198,96 @@ function M.retry(args)
   end)
 end
 
+local function undoable(task)
+  return require('conclave.tasks').FINISHED[task.status] == true and task.revertedBy == nil
+end
+
+local UNDO_ACTIONS = {
+  restore = 'put back as before the task',
+  remove = 'removed (the task created it)',
+  recreate = 'written again (the task removed it)',
+  unchanged = 'already as before the task',
+  not_kept = 'left as it is (too large to have been kept)',
+}
+local CHANGES = { restore = true, remove = true, recreate = true }
+
+--- The text of the undo buffer: each file's action, then the whole diff.
+function M.undo_text(plan, title)
+  local lines = { ('# Undo task %s — %s'):format(require('conclave.tasks').short_id(plan.taskId), title), '#' }
+  for _, f in ipairs(plan.files or {}) do
+    local edited = (f.editedSince and f.action ~= 'unchanged') and ' — changed since the task' or ''
+    table.insert(lines, ('# %s: %s%s'):format(f.path, UNDO_ACTIONS[f.action] or f.action, edited))
+  end
+  table.insert(lines, '')
+  return table.concat(lines, '\n') .. '\n' .. (plan.diff or '')
+end
+
+--- The choices of an undo: Undo, or what to do with the files edited since the task.
+function M.undo_choices(plan)
+  if #(plan.conflicts or {}) == 0 then
+    return { 'Undo', 'Cancel' }
+  end
+  return { 'Overwrite my edits', 'Keep my edits', 'Cancel' }
+end
+
+local EDITED = { ['Overwrite my edits'] = 'overwrite', ['Keep my edits'] = 'keep' }
+
+--- Take a finished task back: the diff in a scratch buffer (filetype diff), the question
+--- through vim.ui.select, then conclave/undoTask with apply.
+function M.undo(args)
+  with_task(args, undoable, 'undo', function(client, id)
+    client_mod.request(client, 'conclave/undoTask', { taskId = id }, function(err, plan)
+      if err then
+        return client_mod.report_error('conclave/undoTask', err)
+      end
+      local tasks = require('conclave.tasks')
+      local known = tasks.tasks[plan.taskId]
+      local title = (known and known.task and known.task.title) or plan.taskId
+      local changing = 0
+      for _, f in ipairs(plan.files or {}) do
+        if CHANGES[f.action] then
+          changing = changing + 1
+        end
+      end
+      if changing == 0 then
+        return vim.notify(
+          ('Conclave: “%s” left nothing to put back: its files are as they were before it'):format(title),
+          vim.log.levels.INFO
+        )
+      end
+      ui.show_text('conclave://undo/' .. plan.taskId, client.root_dir, M.undo_text(plan, title), 'diff')
+      local prompt = ('Undo “%s”? %d file%s put back as before the task'):format(
+        title,
+        changing,
+        changing == 1 and '' or 's'
+      )
+      if #(plan.conflicts or {}) > 0 then
+        prompt = prompt .. ('; you changed %s since the task'):format(table.concat(plan.conflicts, ', '))
+      end
+      vim.ui.select(M.undo_choices(plan), { prompt = prompt }, function(choice)
+        if not choice or choice == 'Cancel' then
+          return vim.notify('Conclave: nothing was undone', vim.log.levels.INFO)
+        end
+        local params = { taskId = plan.taskId, apply = true, editedFiles = EDITED[choice] }
+        client_mod.request(client, 'conclave/undoTask', params, function(apply_err, done)
+          if apply_err then
+            return client_mod.report_error('conclave/undoTask', apply_err)
+          end
+          local reverted = done.reverted or { restored = {}, kept = {} }
+          local message = #(reverted.restored or {}) > 0
+              and ('put back %s'):format(table.concat(reverted.restored, ', '))
+            or 'nothing needed putting back'
+          for _, kept in ipairs(reverted.kept or {}) do
+            message = message .. ('; left %s as it is (%s)'):format(kept.path, kept.reason)
+          end
+          vim.notify(('Conclave: undid “%s”: %s'):format(title, message), vim.log.levels.INFO)
+          tasks.refresh(client)
+        end)
+      end)
+    end)
+  end)
+end
+
 function M.report(args)
   with_task(args, nil, 'report on', function(client, id)
     client_mod.request(client, 'conclave/errorReport', { taskId = id }, function(err, result)
@@ -238,9 +328,10 @@ M.subcommands = {
   report = M.report,
   log = M.log,
   checks = M.checks,
+  undo = M.undo,
 }
 
-M.names = { 'submit', 'tasks', 'agents', 'whiteboard', 'approvals', 'cancel', 'retry', 'report', 'log', 'checks' }
+M.names = { 'submit', 'tasks', 'agents', 'whiteboard', 'approvals', 'cancel', 'retry', 'undo', 'report', 'log', 'checks' }
 
 --- Entry point of the user command.
 function M.run(cmd)
@@ -282,6 +373,8 @@ function M.complete(arglead, cmdline)
       candidates = task_ids(active)
     elseif sub == 'retry' then
       candidates = task_ids(retryable)
+    elseif sub == 'undo' then
+      candidates = task_ids(undoable)
     elseif sub == 'report' or sub == 'log' or sub == 'checks' then
       candidates = task_ids()
     else

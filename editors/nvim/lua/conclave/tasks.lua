@@ -219,7 +219,7 @@ local function task_lines(client_id, width)
   if #entries == 0 then
     return { 'No Conclave tasks yet. :Conclave submit {text} starts one.' }, map
   end
-  table.insert(lines, '<CR> log  C checks and cost  c cancel  r retry  e error report  R refresh')
+  table.insert(lines, '<CR> log  C checks and cost  c cancel  r retry  u undo  e error report  R refresh')
   for _, entry in ipairs(entries) do
     local t = entry.task
     local progress = M.progress_label(t)
@@ -231,6 +231,13 @@ local function task_lines(client_id, width)
     map[#lines] = t.taskId
     if type(entry.ended) == 'string' and M.FINISHED[t.status] then
       table.insert(lines, '    = ' .. entry.ended)
+      map[#lines] = t.taskId
+    end
+    if t.revertedBy == 'undo' then
+      table.insert(lines, '    ↶ undone: its files were put back as before it')
+      map[#lines] = t.taskId
+    elseif t.revertedBy == 'failure' then
+      table.insert(lines, '    ↶ its files were put back as before it when it failed')
       map[#lines] = t.taskId
     end
     for _, why in ipairs({ t.unchecked, t.parked }) do
@@ -332,6 +339,9 @@ function M.open(client)
     map('r', function(id)
       commands.retry({ id })
     end, 'Conclave: retry task')
+    map('u', function(id)
+      commands.undo({ id })
+    end, 'Conclave: undo task')
     map('e', function(id)
       commands.report({ id })
     end, 'Conclave: error report')
