@@ -83,6 +83,49 @@ pub struct LlmConfig {
     /// The model's context window in tokens; prompts are trimmed to fit it. Unset means
     /// [`LlmConfig::context_window`]'s default for the provider.
     pub context_window: Option<u32>,
+    /// `[llm.top]`, `[llm.mid]`, `[llm.bottom]`: a layer's own model, over this one
+    /// ([`LlmConfig::for_layer`]); empty, the layer uses `[llm]`. A strong model
+    /// reviewing and a small one coding.
+    pub top: LlmOverride,
+    pub mid: LlmOverride,
+    pub bottom: LlmOverride,
+}
+
+/// The layers of the team, as `[llm.top]`, `[llm.mid]` and `[llm.bottom]` name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TeamLayer {
+    /// Reviews plans, arbitrates.
+    Top,
+    /// Plans, supervises, writes the team's acceptance tests.
+    Mid,
+    /// Codes: the executor and the fix loop.
+    Bottom,
+}
+
+impl TeamLayer {
+    pub const ALL: [TeamLayer; 3] = [TeamLayer::Top, TeamLayer::Mid, TeamLayer::Bottom];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TeamLayer::Top => "top",
+            TeamLayer::Mid => "mid",
+            TeamLayer::Bottom => "bottom",
+        }
+    }
+}
+
+/// One layer's model settings: whatever is set here replaces `[llm]`'s.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LlmOverride {
+    pub provider: Option<LlmProvider>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub script: Option<String>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub context_window: Option<u32>,
 }
 
 /// The context window assumed for a local OpenAI-compatible server (llama.cpp's and
@@ -126,19 +169,69 @@ impl LlmConfig {
         }
     }
 
-    /// The environment variables that hold this model's key: `llm.apiKeyEnv` and the
-    /// providers' defaults. Never passed on to a command, and redacted wherever their
-    /// values would be shown.
+    /// The environment variables that hold the models' keys: `llm.apiKeyEnv`, each
+    /// layer's, and the providers' defaults. Never passed on to a command, and redacted
+    /// wherever their values would be shown.
     pub fn key_variables(&self) -> Vec<String> {
         let mut names: Vec<String> = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
             .map(String::from)
             .to_vec();
-        if let Some(name) = &self.api_key_env
-            && !names.contains(name)
-        {
-            names.push(name.clone());
+        let layers = [&self.top, &self.mid, &self.bottom];
+        let named = std::iter::once(&self.api_key_env).chain(layers.map(|l| &l.api_key_env));
+        for name in named.flatten() {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
         }
         names
+    }
+
+    /// The model `layer` runs on: `[llm]` with the layer's own settings over it. A layer
+    /// that names another provider, or another server, starts afresh from that
+    /// provider's defaults: `[llm]`'s server, key, model and window are another
+    /// provider's and are not carried over; the sampling settings (`maxTokens`,
+    /// `temperature`) are.
+    pub fn for_layer(&self, layer: TeamLayer) -> LlmConfig {
+        let own = match layer {
+            TeamLayer::Top => &self.top,
+            TeamLayer::Mid => &self.mid,
+            TeamLayer::Bottom => &self.bottom,
+        };
+        let mut merged = LlmConfig {
+            top: LlmOverride::default(),
+            mid: LlmOverride::default(),
+            bottom: LlmOverride::default(),
+            ..self.clone()
+        };
+        let other_provider = own.provider.is_some() && own.provider != self.provider;
+        let other_server = own.base_url.is_some() && own.base_url != self.base_url;
+        if other_provider || other_server {
+            merged.provider = own.provider.or(self.provider);
+            merged.base_url = None;
+            merged.api_key_env = None;
+            merged.model = None;
+            merged.script = None;
+            merged.context_window = None;
+        }
+        let LlmOverride {
+            provider,
+            model,
+            base_url,
+            api_key_env,
+            script,
+            max_tokens,
+            temperature,
+            context_window,
+        } = own.clone();
+        merged.provider = provider.or(merged.provider);
+        merged.model = model.or(merged.model);
+        merged.base_url = base_url.or(merged.base_url);
+        merged.api_key_env = api_key_env.or(merged.api_key_env);
+        merged.script = script.or(merged.script);
+        merged.max_tokens = max_tokens.or(merged.max_tokens);
+        merged.temperature = temperature.or(merged.temperature);
+        merged.context_window = context_window.or(merged.context_window);
+        merged
     }
 
     /// The model name usage is priced under: `llm.model`, else the provider's default.
@@ -801,6 +894,15 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// This configuration as `layer` sees it: `llm` is the layer's model
+    /// ([`LlmConfig::for_layer`]).
+    pub fn for_layer(&self, layer: TeamLayer) -> Config {
+        Config {
+            llm: self.llm.for_layer(layer),
+            ..self.clone()
+        }
+    }
+
     /// Defaults, then `<workspace>/conclave.toml` if it exists, then `overrides` (the
     /// editor's `initializationOptions`), merged key by key.
     pub fn load(
@@ -1154,6 +1256,63 @@ mod tests {
         assert!(provider(None, Some("https://api.openai.com/v1")).calls_hosted_api());
         assert!(!provider(None, None).calls_hosted_api());
         assert!(!provider(Some(LlmProvider::Scripted), None).calls_hosted_api());
+    }
+
+    #[test]
+    fn a_layer_takes_its_own_model_and_the_rest_from_llm() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("conclave.toml"),
+            "[llm]\nprovider = \"openai\"\nbaseUrl = \"http://127.0.0.1:18080/v1\"\n\
+             model = \"small\"\napiKeyEnv = \"LOCAL_KEY\"\ntemperature = 0.2\ncontextWindow = 8192\n\n\
+             [llm.mid]\nmodel = \"medium\"\n\n\
+             [llm.top]\nprovider = \"anthropic\"\nmodel = \"claude-haiku-4-5\"\napiKeyEnv = \"REVIEW_KEY\"\n",
+        )
+        .unwrap();
+        let config = Config::load(dir.path(), None).unwrap();
+        // No table of its own: [llm] as it is.
+        let bottom = config.llm.for_layer(TeamLayer::Bottom);
+        assert_eq!(bottom.model.as_deref(), Some("small"));
+        assert_eq!(
+            bottom.base_url.as_deref(),
+            Some("http://127.0.0.1:18080/v1")
+        );
+        assert_eq!(
+            bottom,
+            LlmConfig {
+                top: LlmOverride::default(),
+                mid: LlmOverride::default(),
+                ..config.llm.clone()
+            }
+        );
+        // The same server with another model: the server, key and sampling carry over.
+        let mid = config.llm.for_layer(TeamLayer::Mid);
+        assert_eq!(mid.model.as_deref(), Some("medium"));
+        assert_eq!(mid.base_url.as_deref(), Some("http://127.0.0.1:18080/v1"));
+        assert_eq!(mid.api_key_env.as_deref(), Some("LOCAL_KEY"));
+        assert_eq!(mid.context_window(), 8192);
+        // Another provider starts from its own defaults: no local URL, no local window.
+        let top = config.llm.for_layer(TeamLayer::Top);
+        assert_eq!(top.provider, Some(LlmProvider::Anthropic));
+        assert_eq!(top.base_url, None);
+        assert!(top.calls_hosted_api());
+        assert_eq!(top.context_window(), HOSTED_CONTEXT_WINDOW);
+        assert_eq!(top.temperature, Some(0.2));
+        // Every layer's key is a secret.
+        let keys = config.llm.key_variables();
+        assert!(
+            keys.contains(&"LOCAL_KEY".to_string()) && keys.contains(&"REVIEW_KEY".to_string())
+        );
+        // A key a layer does not know is warned about, as anywhere else.
+        let defaults = serde_json::to_value(Config::default()).unwrap();
+        let unknown = unknown_keys(
+            &defaults,
+            &json!({ "llm": { "top": { "modle": "x" } } }),
+            "",
+        );
+        assert_eq!(unknown.len(), 1);
+        assert_eq!(unknown[0].0, "llm.top.modle");
+        assert!(unknown[0].1.contains(&"model".to_string()));
     }
 
     #[test]

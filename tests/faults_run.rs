@@ -403,3 +403,47 @@ async fn eight_tasks_at_once_at_30_percent_faults_all_complete_and_stay_consiste
     }
     assert!(server.stats().faults > 0, "{:?}", server.stats());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_layer_calls_the_model_its_table_names() {
+    // A "strong" server reviews and plans, a "small" one codes: [llm] is the small one,
+    // [llm.top] and [llm.mid] name the other.
+    let small = FaultServer::start(FaultPlan::random(0.0, 1)).await;
+    let strong = FaultServer::start(FaultPlan::random(0.0, 2)).await;
+    let layers = format!(
+        "[governance]\nreview = \"model\"\n\n[llm.top]\nbaseUrl = \"{url}\"\nmodel = \"strong-model\"\n\n[llm.mid]\nbaseUrl = \"{url}\"\nmodel = \"strong-model\"\n",
+        url = strong.base_url()
+    );
+    let ws = tempfile::tempdir().expect("temp dir");
+    let config = config_for(&small, "").replace("[governance]\nreview = \"rules\"\n", "") + &layers;
+    std::fs::write(ws.path().join("conclave.toml"), config).expect("config");
+
+    let output = conclave(ws.path(), &[&task_for(&FILES), "--approve", "auto"]).await;
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert_files_right(ws.path(), &err);
+    let (small, strong) = (small.stats(), strong.stats());
+    assert!(
+        strong.plans >= 1,
+        "the mid layer planned on its own model: {strong:?}"
+    );
+    assert!(
+        strong.reviews >= 1,
+        "the top layer reviewed on its own model: {strong:?}"
+    );
+    assert!(
+        strong.writes.is_empty(),
+        "no coding on the reviewers' model: {strong:?}"
+    );
+    assert_eq!(
+        (small.plans, small.reviews),
+        (0, 0),
+        "the coders' model only codes: {small:?}"
+    );
+    for (path, _) in FILES {
+        assert!(
+            small.writes.contains_key(path),
+            "{path} coded on [llm]'s model: {small:?}"
+        );
+    }
+}

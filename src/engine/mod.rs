@@ -23,7 +23,7 @@ use dashmap::DashMap;
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::config::{Config, ExecutorKind};
+use crate::config::{Config, ExecutorKind, TeamLayer};
 use crate::exec::{Runner, RunnerSettings};
 use crate::executor::Executor;
 use crate::executor::breaker::BreakerExecutor;
@@ -31,10 +31,10 @@ use crate::executor::builtin::{BuiltinExecutor, BuiltinSettings};
 use crate::executor::pi::PiExecutor;
 use crate::model::redacting::RedactingModel;
 use crate::model::resilient::ResilientModel;
-use crate::model::{ModelError, ModelProvider};
+use crate::model::{ModelError, ModelProvider, TeamModels};
 use crate::recovery::event::EventScope;
 use crate::recovery::{RecoveryAction, Severity};
-use crate::runtime::usage::MeteredModel;
+use crate::runtime::usage::Meter;
 use crate::runtime::{
     Accessor, AgentId, AgentInfo, ApprovalAnswer, ApprovalRequest, Approvals, EventBus,
     EventStream, Layer, Message, MessageKind, Runtime, RuntimeEvent, Snapshot, SubtaskStatus,
@@ -141,16 +141,23 @@ impl Engine {
         let tasks = Tasks::new(runtime.events.clone(), store.clone());
         let approvals = Approvals::new(runtime.events.clone(), store.clone());
 
-        let (model, model_problem) = match model
-            .map(Ok)
-            .unwrap_or_else(|| crate::model::from_config(&config, &workspace))
-        {
+        // Every call's tokens and cost are counted, and `limits.maxTokensPerTask` pauses
+        // a task at its limit (src/runtime/usage.rs): one meter over every layer's model.
+        let meter = Arc::new(Meter::new(&config, tasks.clone(), approvals.clone()));
+        let (models, model_problem) = match team_models(model, &config, &workspace, |provider| {
             // Redaction sits next to the network: nothing a retry or a decorator adds
             // gets past it.
-            Ok(provider) => {
-                let provider: Arc<dyn ModelProvider> = Arc::new(RedactingModel::new(provider));
-                (Some(resilient(provider, &config, &runtime, &tasks)), None)
-            }
+            let provider: Arc<dyn ModelProvider> = Arc::new(RedactingModel::new(provider));
+            resilient(provider, &config, &runtime, &tasks)
+        }) {
+            Ok(models) => (
+                Some(TeamModels {
+                    top: metered(&meter, models.top, &config, TeamLayer::Top),
+                    mid: metered(&meter, models.mid, &config, TeamLayer::Mid),
+                    bottom: metered(&meter, models.bottom, &config, TeamLayer::Bottom),
+                }),
+                None,
+            ),
             Err(ModelError::NotConfigured { message }) => {
                 tracing::info!(
                     "no model configured: tasks will be refused until one is ({message})"
@@ -159,20 +166,6 @@ impl Engine {
             }
             Err(e) => return Err(EngineError::LlmNotConfigured(e.to_string())),
         };
-
-        // Every call's tokens and cost are counted, and `limits.maxTokensPerTask` pauses
-        // a task at its limit (src/runtime/usage.rs).
-        let metered = model.map(|model| {
-            Arc::new(MeteredModel::new(
-                model,
-                &config,
-                tasks.clone(),
-                approvals.clone(),
-            ))
-        });
-        let model = metered
-            .clone()
-            .map(|metered| metered as Arc<dyn ModelProvider>);
 
         // Every write for a task is noted in its file history, so it can be taken back.
         let history =
@@ -186,9 +179,10 @@ impl Engine {
         let runner = Runner::new(RunnerSettings::from_config(&config, &workspace))
             .map_err(|e| EngineError::Internal(format!("no temp folder for commands: {e}")))?;
         let mut mcp = None;
-        let executor: Option<Arc<dyn Executor>> = match (&model, config.executor.kind) {
+        let bottom = config.for_layer(TeamLayer::Bottom);
+        let executor: Option<Arc<dyn Executor>> = match (&models, config.executor.kind) {
             (None, _) => None,
-            (Some(model), ExecutorKind::Builtin) => {
+            (Some(models), ExecutorKind::Builtin) => {
                 let approver = Arc::new(CommandApprover {
                     approvals: approvals.clone(),
                     tasks: tasks.clone(),
@@ -219,15 +213,15 @@ impl Engine {
                 .with_retry_listener(call_retry_listener(&runtime, EventScope::Tool));
                 mcp = Some(hub);
                 Some(Arc::new(BuiltinExecutor::new(
-                    model.clone(),
+                    models.bottom.clone(),
                     Arc::new(registry),
-                    BuiltinSettings::from_config(&config),
+                    BuiltinSettings::from_config(&bottom),
                 )))
             }
             // pi runs a process of its own, so it gets a breaker of its own
             // (executor/breaker.rs); its model calls never pass through `resilient`.
             (Some(_), ExecutorKind::Pi) => {
-                let pi = PiExecutor::from_config(&config, &workspace)
+                let pi = PiExecutor::from_config(&bottom, &workspace)
                     .map_err(|e| EngineError::Internal(e.to_string()))?;
                 Some(Arc::new(BreakerExecutor::new(
                     Arc::new(pi),
@@ -252,7 +246,7 @@ impl Engine {
             runtime: runtime.clone(),
             tasks,
             approvals,
-            model,
+            models,
             executor,
             writer,
             behaviors: behaviors.unwrap_or_else(standard_behaviors),
@@ -264,9 +258,9 @@ impl Engine {
             mode,
             history,
         });
-        if let Some(metered) = &metered {
+        {
             let services = Arc::downgrade(&services);
-            metered.set_canceller(Arc::new(move |task| {
+            meter.set_canceller(Arc::new(move |task| {
                 if let Some(services) = services.upgrade() {
                     cancel_task(&services, task);
                 }
@@ -455,7 +449,7 @@ impl Engine {
 
     /// Queues a task and hands it to the least busy mid agent. Returns at once.
     pub fn submit(&self, request: SubmitTask) -> Result<TaskId, EngineError> {
-        if self.services.model.is_none() {
+        if self.services.models.is_none() {
             return Err(EngineError::LlmNotConfigured(
                 self.model_problem
                     .clone()
@@ -738,6 +732,58 @@ fn mcp_hub(
         .filter_map(McpServerSpec::from_config)
         .collect();
     McpHub::new(servers, context, owner_of_work)
+}
+
+/// The model of each layer, each wrapped by `wrap` (redaction, retries, a breaker):
+/// `given` for all (tests), else one model for each distinct `[llm.<layer>]` over
+/// `[llm]`, shared by the layers that configure the same.
+fn team_models(
+    given: Option<Arc<dyn ModelProvider>>,
+    config: &Config,
+    workspace: &Path,
+    wrap: impl Fn(Arc<dyn ModelProvider>) -> Arc<dyn ModelProvider>,
+) -> Result<TeamModels, ModelError> {
+    if let Some(given) = given {
+        return Ok(TeamModels::same(wrap(given)));
+    }
+    let mut built: Vec<(crate::config::LlmConfig, Arc<dyn ModelProvider>)> = Vec::new();
+    let mut model_of = |layer: TeamLayer| -> Result<Arc<dyn ModelProvider>, ModelError> {
+        let layer_config = config.for_layer(layer);
+        if let Some((_, model)) = built.iter().find(|(llm, _)| *llm == layer_config.llm) {
+            return Ok(model.clone());
+        }
+        let own = match layer {
+            TeamLayer::Top => &config.llm.top,
+            TeamLayer::Mid => &config.llm.mid,
+            TeamLayer::Bottom => &config.llm.bottom,
+        };
+        let own_table = *own != crate::config::LlmOverride::default();
+        let model = crate::model::from_config(&layer_config, workspace).map_err(|e| match e {
+            // Which table to fix, when it is the layer's own.
+            ModelError::NotConfigured { message } if own_table => ModelError::NotConfigured {
+                message: format!("[llm.{}]: {message}", layer.as_str()),
+            },
+            other => other,
+        })?;
+        let model = wrap(model);
+        built.push((layer_config.llm, model.clone()));
+        Ok(model)
+    };
+    Ok(TeamModels {
+        top: model_of(TeamLayer::Top)?,
+        mid: model_of(TeamLayer::Mid)?,
+        bottom: model_of(TeamLayer::Bottom)?,
+    })
+}
+
+/// `model`, metered as `layer`'s model (priced by its name).
+fn metered(
+    meter: &Arc<Meter>,
+    model: Arc<dyn ModelProvider>,
+    config: &Config,
+    layer: TeamLayer,
+) -> Arc<dyn ModelProvider> {
+    Arc::new(meter.meter(model, config.llm.for_layer(layer).model_name()))
 }
 
 fn resilient(

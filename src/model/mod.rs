@@ -34,6 +34,34 @@ pub use resilient::ResilientModel;
 pub use scripted::{Script, ScriptedProvider};
 pub use structured::{Fix, Plan, Review, StructuredOutput, ask_json};
 
+/// The models of the team's layers (`[llm.top]`, `[llm.mid]`, `[llm.bottom]` over `[llm]`);
+/// layers with the same settings share one model, its breaker and its retries.
+#[derive(Clone)]
+pub struct TeamModels {
+    pub top: std::sync::Arc<dyn ModelProvider>,
+    pub mid: std::sync::Arc<dyn ModelProvider>,
+    pub bottom: std::sync::Arc<dyn ModelProvider>,
+}
+
+impl TeamModels {
+    /// One model for every layer.
+    pub fn same(model: std::sync::Arc<dyn ModelProvider>) -> TeamModels {
+        TeamModels {
+            top: model.clone(),
+            mid: model.clone(),
+            bottom: model,
+        }
+    }
+
+    pub fn of(&self, layer: crate::config::TeamLayer) -> &std::sync::Arc<dyn ModelProvider> {
+        match layer {
+            crate::config::TeamLayer::Top => &self.top,
+            crate::config::TeamLayer::Mid => &self.mid,
+            crate::config::TeamLayer::Bottom => &self.bottom,
+        }
+    }
+}
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 

@@ -23,7 +23,7 @@ use uuid::Uuid;
 use super::agent::AgentId;
 use super::approvals::{ApprovalChoice, ApprovalKind, ApprovalOption, ApprovalRequest, Approvals};
 use super::tasks::{SubtaskId, TaskId, TaskStatus, Tasks};
-use crate::config::{Config, ModelPrice};
+use crate::config::{Config, ModelPrice, TeamLayer};
 use crate::model::{DeltaSink, ModelError, ModelProvider, ModelRequest, ModelResponse};
 use crate::recovery::Severity;
 
@@ -191,7 +191,10 @@ impl Prices {
     /// `config.pricing` over them, an entry replacing any built-in one of the same name
     /// in another case.
     pub fn for_config(config: &Config) -> Self {
-        let mut table: BTreeMap<String, ModelPrice> = if config.llm.calls_hosted_api() {
+        let hosted = TeamLayer::ALL
+            .iter()
+            .any(|layer| config.llm.for_layer(*layer).calls_hosted_api());
+        let mut table: BTreeMap<String, ModelPrice> = if hosted {
             LIST_PRICES
                 .iter()
                 .map(|(name, price)| (name.to_string(), *price))
@@ -279,13 +282,19 @@ pub enum SpendCap {
 }
 
 impl SpendCap {
+    /// The cap under `config`: a task's cost is what its priced models' calls cost, so
+    /// the cap holds when any layer's model has a price.
     pub fn of(config: &Config) -> SpendCap {
-        let model = config.llm.model_name();
+        let prices = Prices::for_config(config);
+        let models: Vec<String> = TeamLayer::ALL
+            .iter()
+            .map(|layer| config.llm.for_layer(*layer).model_name())
+            .collect();
         match config.limits.cost_cap_usd() {
             None => SpendCap::Off,
-            Some(_) if Prices::for_config(config).of(&model).is_none() => {
-                SpendCap::Unpriced { model }
-            }
+            Some(_) if models.iter().all(|m| prices.of(m).is_none()) => SpendCap::Unpriced {
+                model: models[0].clone(),
+            },
             Some(cap) => SpendCap::Dollars(cap),
         }
     }
@@ -402,16 +411,15 @@ impl Reached {
     }
 }
 
-/// The team's model with every call's usage counted, priced and checked against
-/// `limits.maxTokensPerTask` and `limits.maxCostPerTaskUsd`.
-pub struct MeteredModel {
-    inner: Arc<dyn ModelProvider>,
-    model: String,
+/// Every call's usage counted, priced and checked against `limits.maxTokensPerTask` and
+/// `limits.maxCostPerTaskUsd`, across the models of every layer: one meter a team, one
+/// [`MeteredModel`] a model ([`Meter::meter`]).
+pub struct Meter {
     prices: Prices,
     tasks: Tasks,
     approvals: Approvals,
     token_limit: Option<u64>,
-    /// US dollars; `None` when switched off or when the model has no price.
+    /// US dollars; `None` when switched off or when no model has a price.
     cost_cap: Option<f64>,
     /// One pause at a time per task: calls of the other subtasks wait for its answer.
     gates: DashMap<TaskId, Arc<tokio::sync::Mutex<()>>>,
@@ -420,19 +428,19 @@ pub struct MeteredModel {
     session: Mutex<TokenUsage>,
 }
 
-impl MeteredModel {
-    pub fn new(
-        inner: Arc<dyn ModelProvider>,
-        config: &Config,
-        tasks: Tasks,
-        approvals: Approvals,
-    ) -> MeteredModel {
+/// A model whose calls go through the team's [`Meter`], priced as `model`.
+pub struct MeteredModel {
+    meter: Arc<Meter>,
+    inner: Arc<dyn ModelProvider>,
+    model: String,
+}
+
+impl Meter {
+    pub fn new(config: &Config, tasks: Tasks, approvals: Approvals) -> Meter {
         let spend_cap = SpendCap::of(config);
         // Said once, at start, so nobody believes a task is capped when it cannot be.
         tracing::info!("spend cap: {}", spend_cap.describe());
-        MeteredModel {
-            inner,
-            model: config.llm.model_name(),
+        Meter {
             prices: Prices::for_config(config),
             tasks,
             approvals,
@@ -441,6 +449,15 @@ impl MeteredModel {
             gates: DashMap::new(),
             canceller: OnceLock::new(),
             session: Mutex::new(TokenUsage::default()),
+        }
+    }
+
+    /// `inner` with its calls metered, priced as the model `model`.
+    pub fn meter(self: &Arc<Self>, inner: Arc<dyn ModelProvider>, model: String) -> MeteredModel {
+        MeteredModel {
+            meter: self.clone(),
+            inner,
+            model,
         }
     }
 
@@ -476,7 +493,12 @@ impl MeteredModel {
     }
 
     /// The usage of one answer, estimated when the provider reported none.
-    fn usage_of(&self, request: &ModelRequest, response: &ModelResponse) -> TokenUsage {
+    fn usage_of(
+        &self,
+        model: &str,
+        request: &ModelRequest,
+        response: &ModelResponse,
+    ) -> TokenUsage {
         let reported = response.usage;
         let (input, output, estimated) = if !reported.is_reported() {
             let output_chars = response.text.len()
@@ -498,7 +520,7 @@ impl MeteredModel {
             output_tokens: output,
             calls: 1,
             estimated_calls: estimated,
-            cost_usd: self.prices.cost(&self.model, input, output),
+            cost_usd: self.prices.cost(model, input, output),
         }
     }
 
@@ -583,9 +605,10 @@ impl ModelProvider for MeteredModel {
     }
 
     async fn ready(&self) -> Result<(), ModelError> {
-        let (task, subtask, agent) = self.resolve(current_scope().unwrap_or_default());
+        let meter = &self.meter;
+        let (task, subtask, agent) = meter.resolve(current_scope().unwrap_or_default());
         match task {
-            Some(task) => self.admit(task, subtask, agent).await,
+            Some(task) => meter.admit(task, subtask, agent).await,
             None => Ok(()),
         }
     }
@@ -595,15 +618,17 @@ impl ModelProvider for MeteredModel {
         request: &ModelRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ModelResponse, ModelError> {
-        let (task, subtask, agent) = self.resolve(current_scope().unwrap_or_default());
+        let meter = &self.meter;
+        let (task, subtask, agent) = meter.resolve(current_scope().unwrap_or_default());
         if let Some(task) = task {
-            self.admit(task, subtask, agent).await?;
+            meter.admit(task, subtask, agent).await?;
         }
         let response = self.inner.complete(request, on_delta).await?;
-        let usage = self.usage_of(request, &response);
-        self.session.lock().expect("usage lock").add(&usage);
+        let usage = meter.usage_of(&self.model, request, &response);
+        meter.session.lock().expect("usage lock").add(&usage);
         if let Some(task) = task {
-            self.tasks
+            meter
+                .tasks
                 .update(task, |t| t.usage.record(subtask, agent, &usage));
         }
         Ok(response)
@@ -753,6 +778,17 @@ mod tests {
             },
         );
         assert_eq!(SpendCap::of(&local), SpendCap::Dollars(2.0));
+        // A local coder with a hosted reviewer: the reviewer's calls cost, so the cap holds.
+        local.pricing.clear();
+        local.llm.top = crate::config::LlmOverride {
+            provider: Some(LlmProvider::Anthropic),
+            model: Some("claude-haiku-4-5".into()),
+            ..Default::default()
+        };
+        assert_eq!(SpendCap::of(&local), SpendCap::Dollars(2.0));
+        let prices = Prices::for_config(&local);
+        assert!(prices.of("claude-haiku-4-5").is_some());
+        assert!(prices.of("qwen2.5-coder:7b").is_none());
     }
 
     #[test]

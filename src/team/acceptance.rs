@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 
 use super::check::{self, Bench, Originals};
 use super::{Services, first_line};
+use crate::config::TeamLayer;
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::quality::{self, TestOutcome, TestStep, Verdict};
 use crate::runtime::{AgentContext, CheckResult, CheckStatus, TaskId};
@@ -105,7 +106,7 @@ impl Language {
 pub fn wanted(s: &Services, files: &[String], tests: &[CheckResult]) -> bool {
     s.config.verify.acceptance_tests
         && crate::checks::enabled("tests.acceptance", &s.config.verify.disabled)
-        && s.model.is_some()
+        && s.models.is_some()
         && tests.iter().all(|r| r.status == CheckStatus::Skipped)
         && files.iter().any(|f| language_of(f).is_some())
 }
@@ -424,7 +425,7 @@ async fn write_test(
         language,
         code_files,
     } = *target;
-    let model = s.model.clone().ok_or("no model is configured")?;
+    let model = s.model(TeamLayer::Mid).ok_or("no model is configured")?;
     let task = s
         .tasks
         .get(task_id)
@@ -518,7 +519,7 @@ with a path from the project root (`const {{ {name} }} = require('./{file}');`),
         messages: vec![ChatMessage::user(prompt)],
         tools: Vec::new(),
         max_tokens: 1024,
-        temperature: s.config.llm.temperature,
+        temperature: s.temperature(TeamLayer::Mid),
     };
     let answer = model
         .complete(&request, &mut |_: &str| {})

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::Services;
+use crate::config::TeamLayer;
 use crate::model::structured::{StructuredOutput, ask_json};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::Failure;
@@ -118,7 +119,7 @@ pub(super) async fn propose_solution(
     failure: &Failure,
 ) -> SolutionProposal {
     let metrics = s.runtime.pool.get(failing).map(|a| a.metrics());
-    if let Some(model) = &s.model {
+    if let Some(model) = &s.model(TeamLayer::Mid) {
         let request = ModelRequest {
             system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
             messages: vec![ChatMessage::user(format!(
@@ -131,7 +132,7 @@ pub(super) async fn propose_solution(
             ))],
             tools: Vec::new(),
             max_tokens: 512,
-            temperature: s.config.llm.temperature,
+            temperature: s.temperature(TeamLayer::Mid),
         };
         match ask_json::<SolutionProposal>(model.as_ref(), &request).await {
             Ok(proposal) => return proposal,

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::config::Config;
+use crate::config::{Config, TeamLayer};
 use crate::executor::Executor;
 use crate::model::ModelProvider;
 use crate::recovery::{Failure, RecoveryAction, RecoveryEvent, Severity};
@@ -75,8 +75,9 @@ pub struct Services {
     pub runtime: Arc<Runtime>,
     pub tasks: Tasks,
     pub approvals: Approvals,
-    /// The model, wrapped in retries and a breaker; `None` when none is configured.
-    pub model: Option<Arc<dyn ModelProvider>>,
+    /// Each layer's model, wrapped in retries and a breaker; `None` when none is
+    /// configured.
+    pub models: Option<crate::model::TeamModels>,
     /// How bottom agents do their work; `None` without a model.
     pub executor: Option<Arc<dyn Executor>>,
     pub writer: Arc<SwappableWriter>,
@@ -121,6 +122,16 @@ pub struct TaskState {
 }
 
 impl Services {
+    /// The model `layer`'s agents call, when one is configured.
+    pub fn model(&self, layer: TeamLayer) -> Option<Arc<dyn ModelProvider>> {
+        self.models.as_ref().map(|m| m.of(layer).clone())
+    }
+
+    /// The temperature `layer`'s calls are made at.
+    pub fn temperature(&self, layer: TeamLayer) -> Option<f32> {
+        self.config.llm.for_layer(layer).temperature
+    }
+
     /// The files `task` names as they were when it began (captured on first use).
     pub fn originals(&self, task: TaskId) -> check::Originals {
         if let Some(originals) = self.task_state.get(&task).and_then(|t| t.originals.clone()) {

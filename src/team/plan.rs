@@ -18,6 +18,7 @@ use uuid::Uuid;
 use super::coordinate::{Stop, failure_of};
 use super::{Services, first_line};
 use crate::config::PlanQuorum;
+use crate::config::TeamLayer;
 use crate::executor::builtin::asks_for_changes;
 use crate::model::structured::{Plan, ask_json};
 use crate::model::{ChatMessage, ModelRequest};
@@ -42,7 +43,7 @@ pub(super) async fn plan_and_approve(
     s: &Arc<Services>,
     task: &TaskRecord,
 ) -> Result<(), Stop> {
-    let model = s.model.clone().ok_or_else(|| {
+    let model = s.model(TeamLayer::Mid).ok_or_else(|| {
         Stop::Failed(Failure::new(
             FailureKind::InvalidConfig,
             crate::model::factory::HOW_TO_CONFIGURE,
@@ -87,7 +88,7 @@ pub(super) async fn plan_and_approve(
             messages: vec![ChatMessage::user(prompt)],
             tools: Vec::new(),
             max_tokens: 1024,
-            temperature: s.config.llm.temperature,
+            temperature: s.temperature(TeamLayer::Mid),
         };
         let plan = match ask_json::<Plan>(model.as_ref(), &request).await {
             Ok(plan) => plan,

@@ -10,6 +10,7 @@ use tracing::Instrument;
 
 use super::Services;
 use crate::config::ReviewMode;
+use crate::config::TeamLayer;
 use crate::model::structured::{Review, ask_json};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::runtime::usage;
@@ -136,7 +137,10 @@ async fn review_and_vote(ctx: &AgentContext, services: &Arc<Services>, decision_
     let Some(decision) = ctx.governance.get(decision_id) else {
         return;
     };
-    let verdict = match (services.config.governance.review, services.model.as_ref()) {
+    let verdict = match (
+        services.config.governance.review,
+        services.model(TeamLayer::Top),
+    ) {
         // A plan that is the task itself, undivided, has nothing to review: it is what
         // the person asked for, and a model call would only risk a baseless veto.
         _ if is_the_task_itself(&decision.content) => Review {
@@ -149,7 +153,7 @@ async fn review_and_vote(ctx: &AgentContext, services: &Arc<Services>, decision_
                 messages: vec![ChatMessage::user(review_prompt(&decision.content))],
                 tools: Vec::new(),
                 max_tokens: 512,
-                temperature: services.config.llm.temperature,
+                temperature: services.temperature(TeamLayer::Top),
             };
             match ask_json::<Review>(model.as_ref(), &request).await {
                 Ok(review) => review,

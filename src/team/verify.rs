@@ -11,6 +11,7 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::{Services, acceptance, check, first_line, recovery_event};
+use crate::config::TeamLayer;
 use crate::executor::{ExecutionOutcome, SubtaskSpec, TargetFile, code_answer};
 use crate::model::structured::{FileContent, Fix, ask_json_or};
 use crate::model::{ChatMessage, ModelRequest};
@@ -666,7 +667,7 @@ async fn ask_for_fix(
     command: &str,
     output: &str,
 ) -> Result<Fix, String> {
-    let model = s.model.clone().ok_or("no model is configured")?;
+    let model = s.model(TeamLayer::Bottom).ok_or("no model is configured")?;
     // The files this task wrote: other tasks' files are not this fix's business.
     let files = s
         .tasks
@@ -694,7 +695,7 @@ async fn ask_for_fix(
         ))],
         tools: Vec::new(),
         max_tokens: 4096,
-        temperature: s.config.llm.temperature,
+        temperature: s.temperature(TeamLayer::Bottom),
     };
     // An answer with no usable JSON that gives a task file whole in a code block (a small
     // model's way) is that fix; unrated, it counts as rated at the threshold.

@@ -11,7 +11,7 @@
 //! named in the task (`Write the files: a.txt=hello, b.txt=world`); a subtask
 //! (`Write a.txt containing exactly: hello`) gets a `file_write` tool call, then, once
 //! the tool's result is in the conversation, a one-line summary; a supervisor asked to
-//! propose gets `reassign`. The server counts calls, faults and the writes it asked for.
+//! propose gets `reassign`; a plan to review is approved. The server counts calls, faults and the writes it asked for.
 
 #![allow(dead_code)]
 
@@ -105,6 +105,8 @@ pub struct Stats {
     /// How often the server asked for a write of each path.
     pub writes: HashMap<String, u64>,
     pub plans: u64,
+    /// Plans it was asked to review (as the top layer).
+    pub reviews: u64,
     /// Calls answered while the outage window was on.
     pub outage_calls: u64,
 }
@@ -485,6 +487,10 @@ fn think(request: &Value, state: &Arc<Mutex<State>>) -> Value {
             })
             .collect();
         return text(&json!({ "subtasks": subtasks }).to_string());
+    }
+    if first.starts_with("Review this plan against the task.") {
+        state.lock().unwrap().stats.reviews += 1;
+        return text(r#"{"approve": true, "reason": "every file the task names is written"}"#);
     }
     if first.contains("Propose what to do") {
         return text(r#"{"action": "reassign", "reason": "another agent may have better luck"}"#);
