@@ -43,7 +43,7 @@ use crate::runtime::{
 };
 use crate::store::Store;
 use crate::team::{
-    BehaviorFactory, CommandApprover, Refusals, Services, SwappableWriter, recovery_event,
+    BehaviorFactory, CommandApprover, Refusals, Services, SwappableWriter, Whose, recovery_event,
     standard_behaviors,
 };
 use crate::tools::mcp::{McpContext, McpHub, McpServerSpec};
@@ -816,13 +816,14 @@ fn call_retry_listener(
             return;
         };
         let mut step = recovery_event(
-            task,
-            Some(subtask),
-            agent,
+            Whose {
+                task,
+                subtask: Some(subtask),
+                agent,
+            },
             RecoveryAction::CallRetry,
             retry.severity,
-            retry.attempt,
-            retry.max_attempts,
+            (retry.attempt, retry.max_attempts),
             format!(
                 "{}: {}; call retry {}/{} in {}",
                 match scope {
@@ -868,13 +869,14 @@ fn breaker_listener(
         tracing::warn!(provider = %event.name, "circuit breaker: {}", action.as_str());
         // Provider-wide: it belongs to no single task.
         let mut step = recovery_event(
-            TaskId(Uuid::nil()),
-            None,
-            AgentId::SYSTEM,
+            Whose {
+                task: TaskId(Uuid::nil()),
+                subtask: None,
+                agent: AgentId::SYSTEM,
+            },
             action,
             severity,
-            1,
-            1,
+            (1, 1),
             event.to_string(),
         );
         // Provider-wide: it belongs to no single task (the wire keeps `taskId: ""`).

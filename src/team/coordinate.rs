@@ -132,13 +132,14 @@ async fn plan_waiting_out_the_provider(
                 patience,
             } => {
                 let mut event = super::recovery_event(
-                    task.id,
-                    None,
-                    ctx.id(),
+                    super::Whose {
+                        task: task.id,
+                        subtask: None,
+                        agent: ctx.id(),
+                    },
                     crate::recovery::RecoveryAction::WaitForProvider,
                     crate::recovery::Severity::Medium,
-                    0,
-                    0,
+                    (0, 0),
                     format!(
                         "waiting for {provider} ({reason}), next try in {} (planning; waited {} of {})",
                         human_duration(delay),

@@ -201,16 +201,25 @@ tokio::task_local! {
     pub static WORK: (TaskId, SubtaskId, AgentId);
 }
 
-/// Builds a recovery event with the common fields filled in.
-#[allow(clippy::too_many_arguments)]
+/// Whose recovery step it is: the task, the subtask (none for a step of the whole task)
+/// and the agent it is about.
+#[derive(Clone, Copy, Debug)]
+pub struct Whose {
+    pub task: TaskId,
+    pub subtask: Option<SubtaskId>,
+    pub agent: AgentId,
+}
+
+/// Builds a recovery event with the common fields filled in; `attempt` of `max_attempts`.
 pub fn recovery_event(
-    task: TaskId,
-    subtask: Option<SubtaskId>,
-    agent: AgentId,
+    Whose {
+        task,
+        subtask,
+        agent,
+    }: Whose,
     action: RecoveryAction,
     severity: Severity,
-    attempt: u32,
-    max_attempts: u32,
+    (attempt, max_attempts): (u32, u32),
     message: impl Into<String>,
 ) -> RecoveryEvent {
     RecoveryEvent {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{Services, recovery_event};
+use super::{Services, Whose, recovery_event};
 use crate::recovery::{RecoveryAction, Severity};
 use crate::runtime::{
     Accessor, AgentConfig, AgentError, AgentId, Message, MessageKind, SubtaskId, TaskId,
@@ -99,13 +99,14 @@ pub async fn replace_agent(
             .filter(|st| st.assignee == Some(old) && !st.status.is_finished())
         {
             s.recovery(recovery_event(
-                task.id,
-                Some(subtask.id),
-                old,
+                Whose {
+                    task: task.id,
+                    subtask: Some(subtask.id),
+                    agent: old,
+                },
                 RecoveryAction::ReplaceAgent,
                 Severity::High,
-                1,
-                1,
+                (1, 1),
                 message.clone(),
             ));
             reported = true;
@@ -114,13 +115,14 @@ pub async fn replace_agent(
     let cause = cause.or_else(|| current_task.and_then(|t| t.parse().ok()).map(|t| (t, None)));
     if !reported && let Some((task, subtask)) = cause {
         s.recovery(recovery_event(
-            task,
-            subtask,
-            old,
+            Whose {
+                task,
+                subtask,
+                agent: old,
+            },
             RecoveryAction::ReplaceAgent,
             Severity::High,
-            1,
-            1,
+            (1, 1),
             message.clone(),
         ));
         reported = true;

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::escalate::{ProposedAction, ask_person, peer_takeover, propose_solution};
-use super::{Services, SubtaskAssignment, SubtaskReport, first_line, recovery_event};
+use super::{Services, SubtaskAssignment, SubtaskReport, Whose, first_line, recovery_event};
 use crate::recovery::ladder::{
     History, LadderPolicy, Outcome, PersonAnswer, Step, decide, human_duration,
 };
@@ -331,13 +331,14 @@ impl SubtaskRun<'_> {
             .map(|f| (f.kind, f.severity, first_line(&f.message)))
             .unwrap_or((FailureKind::Other, Severity::Medium, String::new()));
         let mut event = recovery_event(
-            task_id,
-            Some(subtask_id),
-            self.assignee,
+            Whose {
+                task: task_id,
+                subtask: Some(subtask_id),
+                agent: self.assignee,
+            },
             RecoveryAction::Retry,
             severity,
-            attempt,
-            max,
+            (attempt, max),
             format!(
                 "{} failed ({kind}): {message}; retry {attempt}/{max} in {}",
                 agent_name(s, self.assignee),
@@ -362,13 +363,14 @@ impl SubtaskRun<'_> {
     ) {
         let (s, task_id, subtask_id) = (self.s, self.task_id, self.subtask_id);
         let mut event = recovery_event(
-            task_id,
-            Some(subtask_id),
-            self.assignee,
+            Whose {
+                task: task_id,
+                subtask: Some(subtask_id),
+                agent: self.assignee,
+            },
             RecoveryAction::WaitForProvider,
             Severity::Medium,
-            0,
-            0,
+            (0, 0),
             format!(
                 "waiting for {provider} ({reason}), next try in {} (waited {} of {})",
                 human_duration(delay),
@@ -425,13 +427,14 @@ impl SubtaskRun<'_> {
         {
             Some(peer) => {
                 let mut event = recovery_event(
-                    self.task_id,
-                    Some(self.subtask_id),
-                    peer,
+                    Whose {
+                        task: self.task_id,
+                        subtask: Some(self.subtask_id),
+                        agent: peer,
+                    },
                     RecoveryAction::PeerTakeover,
                     failure.severity,
-                    1,
-                    1,
+                    (1, 1),
                     format!(
                         "{} handed the subtask to idle peer {}",
                         agent_name(s, assignee),
@@ -482,13 +485,14 @@ impl SubtaskRun<'_> {
             tracing::warn!("escalation message not delivered: {e}");
         }
         let mut event = recovery_event(
-            task_id,
-            Some(subtask_id),
-            self.assignee,
+            Whose {
+                task: task_id,
+                subtask: Some(subtask_id),
+                agent: self.assignee,
+            },
             RecoveryAction::EscalateToSupervisor,
             failure.severity,
-            1,
-            1,
+            (1, 1),
             format!(
                 "escalated to supervisor {}: proposed {} ({})",
                 ctx.handle.name(),
@@ -551,13 +555,17 @@ impl SubtaskRun<'_> {
         .with_task(task_id.to_string());
         let _ = ctx.bus.send(notice);
         let mut event = recovery_event(
-            task_id,
-            Some(subtask_id),
-            self.assignee,
+            Whose {
+                task: task_id,
+                subtask: Some(subtask_id),
+                agent: self.assignee,
+            },
             RecoveryAction::EscalateToTop,
             failure.severity,
-            self.history.person_escalations(),
-            crate::recovery::ladder::MAX_PERSON_ESCALATIONS,
+            (
+                self.history.person_escalations(),
+                crate::recovery::ladder::MAX_PERSON_ESCALATIONS,
+            ),
             format!(
                 "{} {} escalated to the top layer and the user: {}",
                 if failure.fatal { "fatal" } else { "critical" },
@@ -801,13 +809,14 @@ impl SubtaskRun<'_> {
                 });
                 if self.history.errored() {
                     s.recovery(recovery_event(
-                        task_id,
-                        Some(subtask_id),
-                        self.assignee,
+                        Whose {
+                            task: task_id,
+                            subtask: Some(subtask_id),
+                            agent: self.assignee,
+                        },
                         RecoveryAction::Recovered,
                         Severity::Low,
-                        attempts,
-                        attempts,
+                        (attempts, attempts),
                         format!("subtask recovered on attempt {attempts}"),
                     ));
                 }
@@ -1252,13 +1261,14 @@ fn give_up(
         String::new()
     };
     let mut event = recovery_event(
-        task_id,
-        Some(subtask_id),
-        assignee,
+        Whose {
+            task: task_id,
+            subtask: Some(subtask_id),
+            agent: assignee,
+        },
         RecoveryAction::GaveUp,
         failure.severity,
-        1,
-        1,
+        (1, 1),
         format!(
             "gave up on the subtask ({}): {}{because}",
             failure.kind,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use uuid::Uuid;
 
-use super::{Services, acceptance, check, first_line, recovery_event};
+use super::{Services, Whose, acceptance, check, first_line, recovery_event};
 use crate::config::TeamLayer;
 use crate::executor::{ExecutionOutcome, SubtaskSpec, TargetFile, code_answer};
 use crate::model::structured::{FileContent, Fix, ask_json_or};
@@ -56,13 +56,14 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
     let mut kept_proposed: Option<String> = None;
     let fix_round = |round: u32, what: &str, how: String| {
         s.recovery(recovery_event(
-            task_id,
-            None,
-            ctx.id(),
+            Whose {
+                task: task_id,
+                subtask: None,
+                agent: ctx.id(),
+            },
             RecoveryAction::Retry,
             Severity::Medium,
-            round,
-            rounds,
+            (round, rounds),
             format!("{what} failed; fix round {round} of {rounds} {how}"),
         ));
     };
@@ -98,20 +99,17 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
             FixStep::Accept { rounds: 0 } => return Ok(()),
             FixStep::Accept { rounds: done } => {
                 s.recovery(recovery_event(
-                    task_id,
-                    None,
-                    ctx.id(),
-                    RecoveryAction::Recovered,
-                    Severity::Medium,
-                    done,
-                    rounds,
-                    match &kept_proposed {
+Whose { task: task_id, subtask: None, agent: ctx.id() },
+RecoveryAction::Recovered,
+Severity::Medium,
+(done, rounds),
+match &kept_proposed {
                         Some(path) => format!(
                             "{last_failed} failed; the version of {path} a coder gave in its answer and did not write passes, and is kept"
                         ),
                         None => format!("{last_failed} passes after {done} fix round(s)"),
                     },
-                ));
+));
                 return Ok(());
             }
             FixStep::Unverified => {
