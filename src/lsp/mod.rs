@@ -24,6 +24,8 @@ mod outgoing;
 pub mod protocol;
 mod server;
 mod transport;
+#[cfg(test)]
+mod wire_check;
 mod views;
 
 pub use bridge::WHITEBOARD_INTERVAL;

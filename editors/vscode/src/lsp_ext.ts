@@ -51,7 +51,13 @@ export interface RecoveryEvent {
   maxAttempts: number;
   delayMs?: number | null;
   message: string;
+  /** What the step is about: a provider-wide step has no task (`taskId` is ""). */
+  scope?: 'task' | 'subtask' | 'provider' | 'tool';
+  /** The provider the step is about (waits, breakers, outages). */
+  provider?: string | null;
   files?: string[] | null;
+  /** A provider-wide step: the unfinished tasks it holds up. */
+  taskIds?: string[];
   at: string;
 }
 
@@ -165,11 +171,23 @@ export interface CheckResult {
   rules?: string[];
 }
 
+/** One failure a task met, as recovery classified it (docs/protocol.md, `TaskError`). */
 export interface TaskError {
-  subtaskId: string;
   kind: string;
+  /** A finer stable name from the source, e.g. `http_status`. */
+  code?: string;
   severity: Severity;
+  transient: boolean;
+  fatal: boolean;
+  retryAfterMs?: number;
   message: string;
+  rootCause?: { kind: string; message: string };
+  /** What the failure is about, with its ids. */
+  scope: 'unattributed' | 'task' | 'subtask' | 'provider' | 'tool';
+  taskId?: string;
+  subtaskId?: string;
+  provider?: string;
+  tool?: string;
   at: string;
 }
 
