@@ -77,7 +77,10 @@ export class ApprovalsUi implements vscode.Disposable {
   }
 
   /** A modal or a notification with one button per option; undefined when dismissed. */
-  private async prompt(approval: lsp.ApprovalRequest, view: ApprovalPresentation): Promise<lsp.ApprovalAnswer | undefined> {
+  private async prompt(
+    approval: lsp.ApprovalRequest,
+    view: ApprovalPresentation,
+  ): Promise<lsp.ApprovalAnswer | undefined> {
     if (view.showDiff) await this.showDiff(approval);
     const titles = view.buttons.map((b) => b.title);
     const chosen = view.modal

@@ -100,7 +100,9 @@ export async function checkBinary(
     execFile(path, ['--version'], { timeout: timeoutMs, env }, (error, stdout, stderr) => {
       const out = String(stdout).trim();
       if (error || !/^conclave \S+/.test(out)) {
-        const why = error ? (error.message.split('\n')[0] ?? String(error)) : `it printed "${out || String(stderr).trim()}"`;
+        const why = error
+          ? (error.message.split('\n')[0] ?? String(error))
+          : `it printed "${out || String(stderr).trim()}"`;
         done({
           ok: false,
           reason: 'version_failed',

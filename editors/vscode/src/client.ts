@@ -136,7 +136,8 @@ export function createClient(
     closed: async () => {
       // Closed before `initialize` answered (or after it failed): the start failed, and the
       // session says why; only a server that was running is restarted.
-      if (initializeFailed || client?.state === State.Starting) return { action: CloseAction.DoNotRestart, handled: true };
+      if (initializeFailed || client?.state === State.Starting)
+        return { action: CloseAction.DoNotRestart, handled: true };
       // Stopped on purpose (SIGTERM/SIGINT/SIGHUP, which the server may also answer by
       // shutting down cleanly with exit code 0: another window took the folder over, or a
       // person stopped it): restarting would take the folder back. Crashes restart.
@@ -177,14 +178,12 @@ export function createClient(
           .on('line', (line) => channel.info(line));
       },
       stderr: (input, channel) => {
-        readline
-          .createInterface({ input, crlfDelay: Infinity, terminal: false, historySize: 0 })
-          .on('line', (line) => {
-            hooks.stderrLine(line);
-            const level = stderrLevel(line);
-            if (level === 'error') channel.error(line);
-            else if (level === 'trace') channel.trace(line);
-          });
+        readline.createInterface({ input, crlfDelay: Infinity, terminal: false, historySize: 0 }).on('line', (line) => {
+          hooks.stderrLine(line);
+          const level = stderrLevel(line);
+          if (level === 'error') channel.error(line);
+          else if (level === 'trace') channel.trace(line);
+        });
       },
     },
     middleware: {

@@ -51,9 +51,16 @@ async function openText(content: string, language: string): Promise<void> {
   await vscode.window.showTextDocument(document, { preview: true });
 }
 
+/**
+ * What VS Code passes a command: whatever its caller gave (a tree node, a URI, nothing).
+ * Each command below declares the arguments it takes, which `unknown[]` would not allow.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- registerCommand's own type
+type CommandArgs = any[];
+
 export function registerCommands(session: Session): vscode.Disposable[] {
-  const register = (id: string, run: (...args: any[]) => Promise<void>) =>
-    vscode.commands.registerCommand(id, async (...args: any[]) => {
+  const register = (id: string, run: (...args: CommandArgs) => Promise<void>) =>
+    vscode.commands.registerCommand(id, async (...args: CommandArgs) => {
       try {
         await run(...args);
       } catch (error) {
@@ -79,7 +86,11 @@ export function registerCommands(session: Session): vscode.Disposable[] {
       const params: lsp.SubmitTaskParams = { description: description.trim() };
       // The active file is context only when it is inside the workspace (the server refuses
       // paths outside its root with 1005).
-      if (editor && editor.document.uri.scheme === 'file' && insideRoot(session.workspaceRoot(), editor.document.uri.fsPath)) {
+      if (
+        editor &&
+        editor.document.uri.scheme === 'file' &&
+        insideRoot(session.workspaceRoot(), editor.document.uri.fsPath)
+      ) {
         const uri = editor.document.uri.toString();
         params.context = { files: [uri] };
         if (selection) {

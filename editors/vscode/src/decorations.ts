@@ -24,7 +24,11 @@ export class GeneratingFilesDecorations implements vscode.FileDecorationProvider
 
   provideFileDecoration(uri: vscode.Uri): vscode.FileDecoration | undefined {
     if (!this.current.has(uri.toString())) return undefined;
-    const decoration = new vscode.FileDecoration('⟳', 'Conclave is generating this file', new vscode.ThemeColor('charts.yellow'));
+    const decoration = new vscode.FileDecoration(
+      '⟳',
+      'Conclave is generating this file',
+      new vscode.ThemeColor('charts.yellow'),
+    );
     decoration.propagate = false;
     return decoration;
   }

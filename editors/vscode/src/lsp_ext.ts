@@ -17,14 +17,7 @@ export type TaskStatus =
   | 'failed'
   | 'cancelled';
 
-export type SubtaskStatus =
-  | 'pending'
-  | 'running'
-  | 'recovering'
-  | 'escalated'
-  | 'completed'
-  | 'failed'
-  | 'cancelled';
+export type SubtaskStatus = 'pending' | 'running' | 'recovering' | 'escalated' | 'completed' | 'failed' | 'cancelled';
 
 export const FINISHED_TASK_STATUSES: readonly TaskStatus[] = ['completed', 'failed', 'cancelled'];
 
@@ -209,14 +202,7 @@ export interface TaskDetail extends TaskSummary {
 
 export type AgentLayer = 'top' | 'mid' | 'bottom';
 export type AgentStatus =
-  | 'initializing'
-  | 'idle'
-  | 'working'
-  | 'waiting_approval'
-  | 'blocked'
-  | 'failed'
-  | 'shutting_down'
-  | 'terminated';
+  'initializing' | 'idle' | 'working' | 'waiting_approval' | 'blocked' | 'failed' | 'shutting_down' | 'terminated';
 
 export interface AgentMetrics {
   tasksCompleted: number;
@@ -381,12 +367,8 @@ export const readWhiteboard = new RequestType<WhiteboardIdParams, Whiteboard, vo
 export const subscribeWhiteboard = new RequestType<WhiteboardIdParams, Whiteboard, void>(
   'conclave/subscribeWhiteboard',
 );
-export const unsubscribeWhiteboard = new RequestType<WhiteboardIdParams, null, void>(
-  'conclave/unsubscribeWhiteboard',
-);
-export const listApprovals = new RequestType<Empty, { approvals: ApprovalRequest[] }, void>(
-  'conclave/listApprovals',
-);
+export const unsubscribeWhiteboard = new RequestType<WhiteboardIdParams, null, void>('conclave/unsubscribeWhiteboard');
+export const listApprovals = new RequestType<Empty, { approvals: ApprovalRequest[] }, void>('conclave/listApprovals');
 export const resolveApproval = new RequestType<ResolveApprovalParams, { accepted: boolean }, void>(
   'conclave/resolveApproval',
 );

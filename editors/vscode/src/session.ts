@@ -68,7 +68,10 @@ export class Session implements vscode.Disposable {
     const taskLogs = new TaskLogContentProvider(this.models.tasks, () => this.runningOrUndefined());
     const tasksProvider = new TasksTreeProvider(this.models.tasks, this.models.details);
     const agentsProvider = new AgentsTreeProvider(this.models.agents);
-    this.tasksTree = vscode.window.createTreeView('conclave.tasks', { treeDataProvider: tasksProvider, showCollapseAll: true });
+    this.tasksTree = vscode.window.createTreeView('conclave.tasks', {
+      treeDataProvider: tasksProvider,
+      showCollapseAll: true,
+    });
     this.agentsTree = vscode.window.createTreeView('conclave.agents', { treeDataProvider: agentsProvider });
     const decorations = new GeneratingFilesDecorations(this.models.tasks);
     this.disposables.push(
@@ -95,7 +98,9 @@ export class Session implements vscode.Disposable {
       vscode.window.registerFileDecorationProvider(decorations),
       vscode.workspace.onDidGrantWorkspaceTrust(() => void this.restart()),
       vscode.workspace.onDidChangeConfiguration((event) => {
-        if (['conclave.serverPath', 'conclave.llm', 'conclave.approvals'].some((key) => event.affectsConfiguration(key))) {
+        if (
+          ['conclave.serverPath', 'conclave.llm', 'conclave.approvals'].some((key) => event.affectsConfiguration(key))
+        ) {
           void this.restart();
         }
       }),
@@ -117,7 +122,8 @@ export class Session implements vscode.Disposable {
   /** The running client, or undefined after telling the user the server is not running. */
   runningClient(): LanguageClient | undefined {
     const client = this.runningOrUndefined();
-    if (!client) void vscode.window.showWarningMessage('Conclave: the server is not running. Run "Conclave: Restart Server".');
+    if (!client)
+      void vscode.window.showWarningMessage('Conclave: the server is not running. Run "Conclave: Restart Server".');
     return client;
   }
 
@@ -211,7 +217,9 @@ export class Session implements vscode.Disposable {
   private startFailed(client: LanguageClient, error: unknown, holder?: ReturnType<typeof lockHolder>): void {
     const failure = describeStartFailure(error, this.stderrTail, holder);
     this.setServerState(failure.kind === 'workspace_busy' ? 'busy' : 'stopped');
-    this.output.error(failure.kind === 'workspace_busy' ? `${failure.message} The server said: ${failure.said}` : failure.message);
+    this.output.error(
+      failure.kind === 'workspace_busy' ? `${failure.message} The server said: ${failure.said}` : failure.message,
+    );
     if (failure.kind === 'workspace_busy') {
       this.statusBar.showStopped(
         `Conclave: busy${failure.holder ? ` (${failure.holder})` : ''}`,

@@ -10,7 +10,11 @@ import type { TasksModel } from './model/tasks';
 export const TASK_LOG_SCHEME = 'conclave-log';
 
 export function taskLogUri(taskId: string, title: string): vscode.Uri {
-  const name = title.replace(/[\\/:*?"<>|\s]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'task';
+  const name =
+    title
+      .replace(/[\\/:*?"<>|\s]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 40) || 'task';
   return vscode.Uri.from({ scheme: TASK_LOG_SCHEME, path: `/${taskId}/${name}.log` });
 }
 

@@ -40,7 +40,7 @@ export class TasksTreeProvider implements vscode.TreeDataProvider<TaskTreeNode>,
     if (node.kind === 'approval') {
       item.command = { command: 'conclave.answerApproval', title: 'Answer', arguments: [node] };
     } else if (node.kind === 'check' && node.check.detail.trim()) {
-      item.command = { command: 'conclave.openCheck', title: 'Show the check\'s output', arguments: [node] };
+      item.command = { command: 'conclave.openCheck', title: "Show the check's output", arguments: [node] };
     }
     return item;
   }

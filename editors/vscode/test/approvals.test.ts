@@ -17,7 +17,10 @@ import { initializationOptions } from '../src/model/settings';
 import { fileUri, recording, scriptedWorkspace, type Server, type StartOptions, startServer } from './harness';
 
 const ESCALATING = [
-  { match: 'Plan this task', text: JSON.stringify({ subtasks: [{ description: 'Create a.txt' }, { description: 'Create c.txt' }] }) },
+  {
+    match: 'Plan this task',
+    text: JSON.stringify({ subtasks: [{ description: 'Create a.txt' }, { description: 'Create c.txt' }] }),
+  },
   { match: 'Create a.txt', toolCalls: [{ name: 'file_write', arguments: { path: 'a.txt', content: 'a\n' } }] },
   { match: 'created a.txt', text: 'Wrote a.txt.' },
   { match: 'Create c.txt', error: 'unauthorized', repeat: true },
@@ -75,7 +78,11 @@ test('an escalation answered: first row of the Tasks tree while asked, modal, ab
     assert.equal(approval.kind, 'escalation');
     assert.equal(approval.severity, 'critical');
     assert.equal(approval.taskId, taskId);
-    assert.equal(rowsWhenAsked[0], `approval:${approval.approvalId}`, 'the approval was the first row of the Tasks tree');
+    assert.equal(
+      rowsWhenAsked[0],
+      `approval:${approval.approvalId}`,
+      'the approval was the first row of the Tasks tree',
+    );
     assert.equal(rowsWhenAsked[1], `task:${taskId}`);
     assert.equal(view.modal, true, 'critical approvals are modal');
     assert.equal(view.showDiff, false);
@@ -224,7 +231,10 @@ test('a whiteboard followed live (subscribe + whiteboardChanged), then closed (u
     { match: 'Plan this task', text: JSON.stringify({ subtasks: [{ description: 'Create a.txt' }] }) },
     { match: 'Create a.txt', toolCalls: [{ name: 'file_write', arguments: { path: 'a.txt', content: 'a\n' } }] },
     { match: 'created a.txt', text: 'Wrote a.txt.' },
-    { match: ['Plan this task', 'Create b.txt'], text: JSON.stringify({ subtasks: [{ description: 'Create b.txt' }] }) },
+    {
+      match: ['Plan this task', 'Create b.txt'],
+      text: JSON.stringify({ subtasks: [{ description: 'Create b.txt' }] }),
+    },
     { match: 'Create b.txt', toolCalls: [{ name: 'file_write', arguments: { path: 'b.txt', content: 'b\n' } }] },
     { match: 'created b.txt', text: 'Wrote b.txt.' },
   ]);
@@ -280,7 +290,10 @@ test('a whiteboard followed live (subscribe + whiteboardChanged), then closed (u
       server.connection.sendRequest(lsp.readWhiteboard, { id: 'layer:top' }),
     ]);
     assert.ok(after.version > latest.version, 'the global board changed again');
-    await server.until('the followed control board at its latest version', () => store.get('layer:top')?.version === top.version);
+    await server.until(
+      'the followed control board at its latest version',
+      () => store.get('layer:top')?.version === top.version,
+    );
     // Proving an absence takes a window: changes are coalesced to one per board every 50 ms,
     // so a subscribed board's last change is sent within 50 ms; allow four times that.
     await new Promise((done) => setTimeout(done, Math.max(0, finished + 200 - Date.now())));
@@ -329,4 +342,3 @@ test('an approval withdrawn by the server (its task cancelled) leaves the Tasks 
     server.dispose();
   }
 });
-

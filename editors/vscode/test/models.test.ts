@@ -19,15 +19,31 @@ import { BINARY, fileUri, scriptedWorkspace, startServer } from './harness';
 const AT = '2026-01-01T00:00:00Z';
 
 function task(status: lsp.TaskStatus, recovery: lsp.RecoveryEvent | null = null, id = 't1'): lsp.TaskSummary {
-  return { taskId: id, title: `Task ${id}`, status, progress: 40, createdAt: AT, updatedAt: AT, subtasks: [], recovery };
+  return {
+    taskId: id,
+    title: `Task ${id}`,
+    status,
+    progress: 40,
+    createdAt: AT,
+    updatedAt: AT,
+    subtasks: [],
+    recovery,
+  };
 }
 
 test('status bar: retry countdown in seconds, escalated, failed, idle', () => {
   const status = new StatusModel();
   assert.equal(status.render(0).text, 'Conclave: idle');
   const retry: lsp.RecoveryEvent = {
-    taskId: 't1', agentId: 'a', action: 'retry', severity: 'medium', attempt: 2, maxAttempts: 3,
-    delayMs: 4000, message: 'HTTP 503; retry 2/3 in 4 s', at: AT,
+    taskId: 't1',
+    agentId: 'a',
+    action: 'retry',
+    severity: 'medium',
+    attempt: 2,
+    maxAttempts: 3,
+    delayMs: 4000,
+    message: 'HTTP 503; retry 2/3 in 4 s',
+    at: AT,
   };
   status.updateTask(task('running'), 0);
   assert.equal(status.render(0).text, 'Conclave: 1 running');
@@ -66,7 +82,10 @@ test('timestamps compare by instant whatever their fraction digits; an older tas
 
 test('a task whose code was never run says "not checked"; a parked one says why it waits', () => {
   const tasks = new TasksModel();
-  tasks.updateTask({ ...task('completed'), unchecked: 'not checked: running code was refused (approvals.commands = "deny")' });
+  tasks.updateTask({
+    ...task('completed'),
+    unchecked: 'not checked: running code was refused (approvals.commands = "deny")',
+  });
   tasks.updateTask({ ...task('queued', null, 't2'), parked: 'waiting for the ACP session s1 to be loaded again' });
   const rows = tasks.roots().map((node) => tasks.row(node));
   const done = rows.find((r) => r.label === 'Task t1')!;
@@ -98,10 +117,16 @@ test('settings: empty values are left to conclave.toml; trusted workspaces keep 
   });
   assert.deepEqual(
     initializationOptions(
-      { llm: { provider: 'openai', model: 'm', baseUrl: 'http://127.0.0.1:11434/v1', apiKeyEnv: 'KEY' }, approvals: { commands: 'auto' } },
+      {
+        llm: { provider: 'openai', model: 'm', baseUrl: 'http://127.0.0.1:11434/v1', apiKeyEnv: 'KEY' },
+        approvals: { commands: 'auto' },
+      },
       true,
     ).initializationOptions,
-    { llm: { provider: 'openai', model: 'm', baseUrl: 'http://127.0.0.1:11434/v1', apiKeyEnv: 'KEY' }, approvals: { commands: 'auto' } },
+    {
+      llm: { provider: 'openai', model: 'm', baseUrl: 'http://127.0.0.1:11434/v1', apiKeyEnv: 'KEY' },
+      approvals: { commands: 'auto' },
+    },
   );
   const untrusted = initializationOptions({ llm: {}, approvals: {} }, false);
   assert.deepEqual(untrusted.initializationOptions, { approvals: { commands: 'deny' } });
@@ -162,7 +187,10 @@ test('workspace/applyEdit from the real server: the edited document is the one t
   const dir = scriptedWorkspace(
     [
       { match: 'Plan this task', text: JSON.stringify({ subtasks: [{ description: 'Create a.txt' }] }) },
-      { match: 'Create a.txt', toolCalls: [{ name: 'file_write', arguments: { path: 'a.txt', content: 'via editor\n' } }] },
+      {
+        match: 'Create a.txt',
+        toolCalls: [{ name: 'file_write', arguments: { path: 'a.txt', content: 'via editor\n' } }],
+      },
       { match: 'created a.txt', text: 'Wrote a.txt.' },
     ],
     [],
@@ -198,7 +226,11 @@ test('workspace/applyEdit from the real server: the edited document is the one t
     assert.equal(edits.length, 1, 'the write came as one workspace/applyEdit');
     const uri = fileUri(dir, 'a.txt');
     assert.deepEqual(editedUris(edits[0]), [uri], 'the document to save is a.txt (the CreateFile is not a text edit)');
-    assert.deepEqual(edits[0].documentChanges?.[0], { kind: 'create', uri, options: { ignoreIfExists: true, overwrite: false } });
+    assert.deepEqual(edits[0].documentChanges?.[0], {
+      kind: 'create',
+      uri,
+      options: { ignoreIfExists: true, overwrite: false },
+    });
     assert.equal(await server.shutdown(), 0);
   } finally {
     server.dispose();

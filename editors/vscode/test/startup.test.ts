@@ -23,7 +23,13 @@ const AT = '2026-01-01T00:00:00Z';
 async function secondServer(dir: string): Promise<{ error: unknown; stderr: string[]; code: number | null }> {
   const child = spawn(BINARY, ['serve', '--stdio'], { cwd: dir, stdio: ['pipe', 'pipe', 'pipe'] });
   const stderr: string[] = [];
-  child.stderr!.on('data', (d) => stderr.push(...String(d).split('\n').filter((l) => l.trim())));
+  child.stderr!.on('data', (d) =>
+    stderr.push(
+      ...String(d)
+        .split('\n')
+        .filter((l) => l.trim()),
+    ),
+  );
   const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
   const connection = rpc.createMessageConnection(
     new rpc.StreamMessageReader(child.stdout!),
@@ -50,18 +56,28 @@ test('a folder served by another live server: one message naming its pid, with T
     assert.equal(failure.kind, 'workspace_busy');
     assert.ok(failure.kind === 'workspace_busy');
     assert.equal(failure.holderPid, first.child.pid, 'the holder is the first server');
-    assert.match(failure.message, new RegExp(`another Conclave server \\(pid ${first.child.pid}\\) already serves this folder`));
+    assert.match(
+      failure.message,
+      new RegExp(`another Conclave server \\(pid ${first.child.pid}\\) already serves this folder`),
+    );
     assert.deepEqual(failure.actions, ['Take Over', 'Retry', 'Show Output']);
 
     // The client may see the connection close before it reads the error answer: stderr says it.
-    const raced = describeStartFailure(new Error('Pending response rejected since connection got disposed'), second.stderr);
+    const raced = describeStartFailure(
+      new Error('Pending response rejected since connection got disposed'),
+      second.stderr,
+    );
     assert.equal(raced.kind, 'workspace_busy');
     assert.ok(raced.kind === 'workspace_busy' && raced.holderPid === first.child.pid);
 
     // Neither the answer nor stderr: the lock file still names the live holder.
     const holder = lockHolder(first.dir);
     assert.equal(holder?.pid, first.child.pid, 'the lock file names the holder');
-    const blind = describeStartFailure(new Error('Pending response rejected since connection got disposed'), [], holder);
+    const blind = describeStartFailure(
+      new Error('Pending response rejected since connection got disposed'),
+      [],
+      holder,
+    );
     assert.ok(blind.kind === 'workspace_busy' && blind.holderPid === first.child.pid);
 
     // Take Over stops the holder; the folder can be served again.
@@ -95,13 +111,21 @@ test('the busy message names the editor the holder serves when the server says',
   const failure = describeStartFailure(error);
   assert.equal(failure.kind, 'workspace_busy');
   assert.ok(failure.kind === 'workspace_busy' && failure.holderPid === 4242);
-  assert.match(failure.message, /another Conclave server \(pid 4242, for Visual Studio Code 1\.100\.3\) already serves this folder/);
+  assert.match(
+    failure.message,
+    /another Conclave server \(pid 4242, for Visual Studio Code 1\.100\.3\) already serves this folder/,
+  );
 });
 
-test('other start failures keep the server\'s words; stderr log lines are not repeated as errors', () => {
-  const config = describeStartFailure(new rpc.ResponseError(-32602, 'conclave.toml is not valid: unknown field `llm.modle`'));
+test("other start failures keep the server's words; stderr log lines are not repeated as errors", () => {
+  const config = describeStartFailure(
+    new rpc.ResponseError(-32602, 'conclave.toml is not valid: unknown field `llm.modle`'),
+  );
   assert.equal(config.kind, 'other');
-  assert.equal(config.message, 'Conclave: the server did not start: conclave.toml is not valid: unknown field `llm.modle`');
+  assert.equal(
+    config.message,
+    'Conclave: the server did not start: conclave.toml is not valid: unknown field `llm.modle`',
+  );
   assert.equal(stderrLevel('2026-01-01T00:00:00.123456Z  INFO subtask finished iterations=2'), 'trace');
   assert.equal(stderrLevel('\x1b[2m2026-01-01T00:00:00Z\x1b[0m \x1b[31mERROR\x1b[0m boom'), 'trace');
   assert.equal(stderrLevel("thread 'main' panicked at src/main.rs:3:5"), 'error');
@@ -121,7 +145,16 @@ test('times read as a person reads them; failed and cancelled tasks show no perc
   assert.equal(progressLabel({ status: 'running', progress: 99.9 }), '99%');
   assert.equal(progressLabel({ status: 'completed', progress: 99.9 }), '100%');
   const tasks = new TasksModel();
-  tasks.updateTask({ taskId: 't', title: 'T', status: 'failed', progress: 99, createdAt: AT, updatedAt: AT, subtasks: [], recovery: null });
+  tasks.updateTask({
+    taskId: 't',
+    title: 'T',
+    status: 'failed',
+    progress: 99,
+    createdAt: AT,
+    updatedAt: AT,
+    subtasks: [],
+    recovery: null,
+  });
   const row = tasks.row({ kind: 'task', task: tasks.task('t')! });
   assert.doesNotMatch(row.description, /%/);
   assert.equal(row.description, 'failed');
@@ -151,14 +184,26 @@ test('approval buttons are short, the detail says what they do; Modify starts fr
     view.buttons.map((b) => b.title),
     ['Retry', 'Reassign', 'Modify…', 'Abort'],
   );
-  assert.match(view.message, /Reassign: reassign to another agent · Modify: modify the subtask · Abort: abort the subtask/);
+  assert.match(
+    view.message,
+    /Reassign: reassign to another agent · Modify: modify the subtask · Abort: abort the subtask/,
+  );
   assert.equal(buttonLabel({ id: 'approve', title: 'Approve' }), 'Approve');
 
   const tasks = new TasksModel();
   assert.equal(modifyDefault(approval, tasks), 'Try a stronger model.', 'unknown subtask: the advice');
-  assert.equal(modifyDefault({ ...approval, subtaskDescription: 'Write cli.py (from the server)' }, tasks), 'Write cli.py (from the server)');
+  assert.equal(
+    modifyDefault({ ...approval, subtaskDescription: 'Write cli.py (from the server)' }, tasks),
+    'Write cli.py (from the server)',
+  );
   tasks.updateTask({
-    taskId: 't', title: 'T', status: 'escalated', progress: 50, createdAt: AT, updatedAt: AT, recovery: null,
+    taskId: 't',
+    title: 'T',
+    status: 'escalated',
+    progress: 50,
+    createdAt: AT,
+    updatedAt: AT,
+    recovery: null,
     subtasks: [
       { subtaskId: 's1', description: 'Write lib.py', status: 'completed', attempts: 1 },
       { subtaskId: 's2', description: 'Write cli.py with argparse', status: 'escalated', attempts: 3 },
@@ -170,8 +215,15 @@ test('approval buttons are short, the detail says what they do; Modify starts fr
 test('the status bar shows whatever provider-wide recovery message arrives, counting down', () => {
   const status = new StatusModel();
   const waiting: lsp.RecoveryEvent = {
-    taskId: '', agentId: '', action: 'retry', severity: 'high', attempt: 1, maxAttempts: 0, delayMs: 20000,
-    message: 'waiting for openai, next try in 20 s', at: AT,
+    taskId: '',
+    agentId: '',
+    action: 'retry',
+    severity: 'high',
+    attempt: 1,
+    maxAttempts: 0,
+    delayMs: 20000,
+    message: 'waiting for openai, next try in 20 s',
+    at: AT,
   };
   status.recovery(waiting, 0);
   assert.equal(status.render(0).text, 'Conclave: idle · ⏸ waiting for openai, next try in 20 s');

@@ -17,7 +17,9 @@ const PLAN = JSON.stringify({ subtasks: [{ description: 'Create a.txt' }, { desc
 test('handshake: experimental capabilities both ways, serverInfo, shutdown + exit', async () => {
   const server = await startServer(scriptedWorkspace([]));
   try {
-    assert.deepEqual(server.initializeResult.capabilities.experimental?.conclave, { protocolVersion: lsp.PROTOCOL_VERSION });
+    assert.deepEqual(server.initializeResult.capabilities.experimental?.conclave, {
+      protocolVersion: lsp.PROTOCOL_VERSION,
+    });
     assert.equal(server.initializeResult.serverInfo?.name, 'conclave');
     assert.match(server.initializeResult.serverInfo?.version ?? '', /^\d+\.\d+\.\d+/);
     const { tasks } = await server.connection.sendRequest(lsp.listTasks, {});
@@ -61,8 +63,7 @@ test('a task with a retried subtask: tasks model, files being generated and stat
     assert.equal(status.render().text, 'Conclave: idle');
 
     const { taskId } = await server.connection.sendRequest(lsp.submitTask, { description: 'Make a.txt and b.txt' });
-    const subtaskOf = (description: string) =>
-      tasks.task(taskId)?.subtasks.find((s) => s.description === description);
+    const subtaskOf = (description: string) => tasks.task(taskId)?.subtasks.find((s) => s.description === description);
     const rowOf = (description: string) => {
       const task = tasks.task(taskId);
       const subtask = subtaskOf(description);
@@ -119,7 +120,10 @@ test('a task with a retried subtask: tasks model, files being generated and stat
       ],
     );
     for (const s of done.subtasks) assert.ok(s.assignee, `${s.description} has an assignee`);
-    assert.equal(rowOf('Create a.txt')!.description, `completed · ${agents.name(subtaskOf('Create a.txt')!.assignee!)} · 1 attempt`);
+    assert.equal(
+      rowOf('Create a.txt')!.description,
+      `completed · ${agents.name(subtaskOf('Create a.txt')!.assignee!)} · 1 attempt`,
+    );
     // No [pricing] for the model: tokens, and no cost.
     assert.match(tasks.row({ kind: 'task', task: done }).description, /^completed · 2\/2 · 100% · [\d.]+k? tokens$/);
     assert.equal(tasks.filesBeingGenerated().size, 0);
@@ -174,7 +178,10 @@ test('agents model: listAgents by layer, live status from agentStatus, metrics t
     );
     for (const layer of agents.roots()) {
       for (const child of agents.children(layer)) {
-        assert.equal(child.kind === 'agent' && layer.kind === 'layer' && child.agent.layer, layer.kind === 'layer' && layer.layer);
+        assert.equal(
+          child.kind === 'agent' && layer.kind === 'layer' && child.agent.layer,
+          layer.kind === 'layer' && layer.layer,
+        );
       }
     }
     const mid = agents.byLayer('mid')[0];
@@ -200,7 +207,10 @@ test('agents model: listAgents by layer, live status from agentStatus, metrics t
     const fresh = (await server.connection.sendRequest(lsp.listAgents, {})).agents;
     assert.deepEqual(
       fresh.map((a) => [a.agentId, a.status]).sort(),
-      agents.all().map((a) => [a.agentId, a.status]).sort(),
+      agents
+        .all()
+        .map((a) => [a.agentId, a.status])
+        .sort(),
     );
     assert.equal(await server.shutdown(), 0);
   } finally {

@@ -18,7 +18,14 @@ const write = (path: string, content: string) => ({ name: 'file_write', argument
 function rewriting(): string {
   const dir = scriptedWorkspace([
     { match: 'Plan this task', text: JSON.stringify({ subtasks: [{ description: 'Rewrite the files' }] }) },
-    { match: 'Rewrite the files', toolCalls: [write('a.txt', 'TASK a\n'), write('notes.txt', 'task notes\n'), write('new.txt', 'made by the task\n')] },
+    {
+      match: 'Rewrite the files',
+      toolCalls: [
+        write('a.txt', 'TASK a\n'),
+        write('notes.txt', 'task notes\n'),
+        write('new.txt', 'made by the task\n'),
+      ],
+    },
     { match: 'created new.txt', text: 'Rewrote them.' },
   ]);
   writeFileSync(join(dir, 'a.txt'), 'original a\n');
@@ -42,7 +49,8 @@ function screen(answers: (string | undefined)[]) {
   };
 }
 
-const read = (dir: string, file: string) => (existsSync(join(dir, file)) ? readFileSync(join(dir, file), 'utf8') : null);
+const read = (dir: string, file: string) =>
+  existsSync(join(dir, file)) ? readFileSync(join(dir, file), 'utf8') : null;
 
 test('Undo Task: the diff, a question naming the files edited since, the apply, and the tree says undone', async () => {
   const dir = rewriting();
@@ -62,7 +70,9 @@ test('Undo Task: the diff, a question naming the files edited since, the apply, 
 
     // Shown and cancelled: nothing changes.
     const cancelled = screen([undefined]);
-    assert.deepEqual(await runUndo(server.connection, taskId.slice(0, 8), 'Rewrite the files', cancelled), { kind: 'cancelled' });
+    assert.deepEqual(await runUndo(server.connection, taskId.slice(0, 8), 'Rewrite the files', cancelled), {
+      kind: 'cancelled',
+    });
     const [diff] = cancelled.shown.diffs;
     assert.match(diff, /^# Undo task [0-9a-f]{8} — Rewrite the files\n/);
     assert.match(diff, /# a\.txt: put back as before the task\n/);
@@ -70,7 +80,10 @@ test('Undo Task: the diff, a question naming the files edited since, the apply, 
     assert.ok(diff.includes('--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-TASK a\n+original a\n'), diff);
     assert.ok(diff.includes('--- a/new.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-made by the task\n'), diff);
     assert.deepEqual(cancelled.shown.questions[0].choices, [{ title: 'Undo' }]);
-    assert.equal(cancelled.shown.questions[0].message, 'Undo “Rewrite the files”? 3 files will be put back as before the task.');
+    assert.equal(
+      cancelled.shown.questions[0].message,
+      'Undo “Rewrite the files”? 3 files will be put back as before the task.',
+    );
     assert.equal(read(dir, 'a.txt'), 'TASK a\n');
     assert.equal(read(dir, 'new.txt'), 'made by the task\n');
 
@@ -79,8 +92,14 @@ test('Undo Task: the diff, a question naming the files edited since, the apply, 
     const keeping = screen(['Keep my edits']);
     const outcome = await runUndo(server.connection, taskId, 'Rewrite the files', keeping);
     const question = keeping.shown.questions[0];
-    assert.deepEqual(question.choices.map((c) => c.title), ['Overwrite my edits', 'Keep my edits']);
-    assert.match(question.detail, /^You changed notes\.txt after the task did: undoing overwrites that edit, or keeps it and undoes the rest\./);
+    assert.deepEqual(
+      question.choices.map((c) => c.title),
+      ['Overwrite my edits', 'Keep my edits'],
+    );
+    assert.match(
+      question.detail,
+      /^You changed notes\.txt after the task did: undoing overwrites that edit, or keeps it and undoes the rest\./,
+    );
     assert.match(keeping.shown.diffs[0], /# notes\.txt: put back as before the task — changed since the task\n/);
     assert.equal(outcome.kind, 'undone');
     assert.equal(

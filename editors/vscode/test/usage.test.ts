@@ -25,14 +25,31 @@ function usage(input: number, output: number, costUsd: number | null): lsp.Token
 }
 
 function task(id: string, status: lsp.TaskStatus, extra: Partial<lsp.TaskSummary> = {}): lsp.TaskSummary {
-  return { taskId: id, title: `Task ${id}`, status, progress: 40, createdAt: AT, updatedAt: AT, subtasks: [], recovery: null, ...extra };
+  return {
+    taskId: id,
+    title: `Task ${id}`,
+    status,
+    progress: 40,
+    createdAt: AT,
+    updatedAt: AT,
+    subtasks: [],
+    recovery: null,
+    ...extra,
+  };
 }
 
 test('tokens and cost read as people read them', () => {
-  assert.deepEqual(
-    [0, 812, 1000, 1234, 12_345, 99_999, 123_456, 999_999, 1_500_000].map(formatTokens),
-    ['0', '812', '1k', '1.2k', '12.3k', '100k', '123k', '1M', '1.5M'],
-  );
+  assert.deepEqual([0, 812, 1000, 1234, 12_345, 99_999, 123_456, 999_999, 1_500_000].map(formatTokens), [
+    '0',
+    '812',
+    '1k',
+    '1.2k',
+    '12.3k',
+    '100k',
+    '123k',
+    '1M',
+    '1.5M',
+  ]);
   assert.deepEqual([0, 0.0042, 0.42, 12.345].map(formatCost), ['$0.0000', '$0.0042', '$0.4200', '$12.35']);
   assert.equal(usageLabel(usage(12_000, 345, 0.0042)), '12.3k tokens · $0.0042');
   assert.equal(usageLabel(usage(800, 12, null)), '812 tokens', 'no price: no cost, never "$0"');
@@ -62,22 +79,42 @@ test('the task row, the status bar and the agents show tokens and cost; a check 
     subtasks: [{ subtaskId: 's1', description: 'Write hello.py', assignee: null, status: 'failed', attempts: 1 }],
   });
   const failedCheck: lsp.CheckResult = {
-    kind: 'stubs', name: 'stub scan', status: 'failed', files: ['hello.py'],
-    detail: 'hello.py:1: `greet` has no body but `pass`', subtaskId: 's1', at: AT, rules: ['python.stub'],
+    kind: 'stubs',
+    name: 'stub scan',
+    status: 'failed',
+    files: ['hello.py'],
+    detail: 'hello.py:1: `greet` has no body but `pass`',
+    subtaskId: 's1',
+    at: AT,
+    rules: ['python.stub'],
   };
   const passedCheck: lsp.CheckResult = {
-    kind: 'syntax', name: 'python3 -m py_compile hello.py', status: 'passed', files: ['hello.py'],
-    detail: '', subtaskId: null, at: AT, rules: ['syntax.python'],
+    kind: 'syntax',
+    name: 'python3 -m py_compile hello.py',
+    status: 'passed',
+    files: ['hello.py'],
+    detail: '',
+    subtaskId: null,
+    at: AT,
+    rules: ['syntax.python'],
   };
   const detail: lsp.TaskDetail = {
-    ...checked, description: 'Write hello.py', filesWritten: [], result: null, partialResults: [], errors: [],
+    ...checked,
+    description: 'Write hello.py',
+    filesWritten: [],
+    result: null,
+    partialResults: [],
+    errors: [],
     checks: [passedCheck, failedCheck],
   };
   const withDetail = new TasksModel(undefined, (id) => (id === 't4' ? detail : undefined));
   withDetail.updateTask(checked);
   const [root] = withDetail.roots();
   const children = withDetail.children(root);
-  assert.deepEqual(children.map((n) => n.kind), ['subtask', 'checks']);
+  assert.deepEqual(
+    children.map((n) => n.kind),
+    ['subtask', 'checks'],
+  );
   const checksRow = withDetail.row(children[1]);
   assert.equal(checksRow.label, 'Checks');
   assert.equal(checksRow.description, '1 passed · 1 failed [python.stub]');
@@ -158,18 +195,25 @@ test('a task on a priced model: tokens and cost live, the failed checks with the
   );
   const { tasks, status, agents } = models;
   try {
-    const { taskId } = await server.connection.sendRequest(lsp.submitTask, { description: 'Write hello.py with greet()' });
+    const { taskId } = await server.connection.sendRequest(lsp.submitTask, {
+      description: 'Write hello.py with greet()',
+    });
     const rowOf = () => tasks.row({ kind: 'task', task: tasks.task(taskId)! });
 
     // Live, while the task runs: its row and the status bar say what it spent so far.
     const live = await server.until('tokens on the running task', () => {
       const t = tasks.task(taskId);
-      return t && !['failed', 'completed', 'cancelled'].includes(t.status) && t.usageTotal ? rowOf().description : undefined;
+      return t && !['failed', 'completed', 'cancelled'].includes(t.status) && t.usageTotal
+        ? rowOf().description
+        : undefined;
     });
     assert.match(live, / · [\d.]+k? tokens · \$0\.\d{4}$/);
     assert.match(status.render().text, /^Conclave: .*[\d.]+k? tokens · \$0\.\d{4}/);
 
-    const failed = await server.until('the task to fail its checks', () => tasks.task(taskId)?.status === 'failed' && tasks.task(taskId));
+    const failed = await server.until(
+      'the task to fail its checks',
+      () => tasks.task(taskId)?.status === 'failed' && tasks.task(taskId),
+    );
     const detail = await server.connection.sendRequest(lsp.getTask, { taskId });
     assert.deepEqual(failed.usageTotal, detail.usage!.total, 'the row shows the whole task');
     assert.equal(rowOf().description.endsWith(usageLabel(detail.usage!.total)), true, rowOf().description);
@@ -185,7 +229,9 @@ test('a task on a priced model: tokens and cost live, the failed checks with the
     assert.equal(checksRow.description, `${passed} passed · 2 failed [python.stub, python.unkept-return]`);
     // Opened: the tree fetches the detail, then each check is a row.
     await models.details.ensure(taskId);
-    const checkNodes = tasks.children(checksNode).filter((n): n is Extract<TaskTreeNode, { kind: 'check' }> => n.kind === 'check');
+    const checkNodes = tasks
+      .children(checksNode)
+      .filter((n): n is Extract<TaskTreeNode, { kind: 'check' }> => n.kind === 'check');
     const rows = checkNodes.map((n) => tasks.row(n));
     assert.equal(rows.length, detail.checks!.length);
     const descriptions = rows.map((r) => r.description);
@@ -210,7 +256,10 @@ test('a task on a priced model: tokens and cost live, the failed checks with the
     assert.ok(spenders.length >= 2, 'the mid and a bottom agent used tokens');
     for (const agent of spenders) {
       const row = agents.row({ kind: 'agent', agent });
-      assert.ok(row.description.startsWith(`${agentStatusLabel(agent.status)} · ${usageLabel(byAgent[agent.agentId])} · `), row.description);
+      assert.ok(
+        row.description.startsWith(`${agentStatusLabel(agent.status)} · ${usageLabel(byAgent[agent.agentId])} · `),
+        row.description,
+      );
       assert.match(agents.tooltip(agent.agentId), /Tokens on “.*”: [\d,]+ in · [\d,]+ out/);
     }
     assert.equal(await server.shutdown(), 0);
@@ -231,7 +280,9 @@ test('the token-limit approval says what the task spent, in the notification and
   const { server, models, asked } = await withModels(dir);
   try {
     const { taskId } = await server.connection.sendRequest(lsp.submitTask, { description: 'Create a.txt' });
-    const approval = await server.until('the token-limit approval', () => asked.find((a) => a.title.startsWith('Token limit reached')));
+    const approval = await server.until('the token-limit approval', () =>
+      asked.find((a) => a.title.startsWith('Token limit reached')),
+    );
     assert.equal(approval.taskId, taskId);
     const spent = models.tasks.task(taskId)?.usageTotal;
     assert.ok(spent, 'the task row has its usage');
@@ -240,8 +291,14 @@ test('the token-limit approval says what the task spent, in the notification and
     const view = presentApproval(approval);
     assert.equal(view.modal, false);
     assert.match(view.message, /^Conclave \(decision, medium\): Token limit reached: \d+ of 10 tokens — /);
-    assert.match(view.message, /has used \d+ \([\d,]+ in · [\d,]+ out · \d+ calls? · \$0\.\d{4}\), reaching its limit of 10 tokens/);
-    assert.deepEqual(view.buttons.map((b) => b.title), ['Approve', 'Abort']);
+    assert.match(
+      view.message,
+      /has used \d+ \([\d,]+ in · [\d,]+ out · \d+ calls? · \$0\.\d{4}\), reaching its limit of 10 tokens/,
+    );
+    assert.deepEqual(
+      view.buttons.map((b) => b.title),
+      ['Approve', 'Abort'],
+    );
     assert.match(view.detail, /Approve: continue \(limit \d+ tokens\) · Abort: cancel the task/);
     // The pending row on top of the tree has it in its tooltip.
     const row = models.tasks.row(models.tasks.roots()[0]);
@@ -259,7 +316,11 @@ test('the token-limit approval says what the task spent, in the notification and
 
 test('a detail fetched again after the connection went away ends quietly, without an unhandled rejection', async () => {
   const summary = (calls: number) =>
-    ({ taskId: 't', status: 'running', usageTotal: { inputTokens: calls, outputTokens: 0, calls, costUsd: null } }) as unknown as lsp.TaskSummary;
+    ({
+      taskId: 't',
+      status: 'running',
+      usageTotal: { inputTokens: calls, outputTokens: 0, calls, costUsd: null },
+    }) as unknown as lsp.TaskSummary;
   let disposed = false;
   let answer: ((detail: lsp.TaskDetail) => void) | undefined;
   const requester = {

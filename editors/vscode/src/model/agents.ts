@@ -154,7 +154,9 @@ export class AgentsModel {
       id: `agent:${agent.agentId}`,
       label: agent.name,
       // The figure before the role: roles are long sentences a narrow view cuts off.
-      description: [agentStatusLabel(agent.status), used ? usageLabel(used) : undefined, agent.role].filter(Boolean).join(' · '),
+      description: [agentStatusLabel(agent.status), used ? usageLabel(used) : undefined, agent.role]
+        .filter(Boolean)
+        .join(' · '),
       tooltip: this.tooltip(agent.agentId),
       icon,
       color,
@@ -168,10 +170,7 @@ export class AgentsModel {
     const agent = this.agents.get(agentId);
     if (!agent) return '';
     const m = agent.metrics;
-    const lines = [
-      `${agent.name} (${agent.layer}, ${agent.role})`,
-      `Status: ${agentStatusLabel(agent.status)}`,
-    ];
+    const lines = [`${agent.name} (${agent.layer}, ${agent.role})`, `Status: ${agentStatusLabel(agent.status)}`];
     const reason = this.reasons.get(agentId);
     if (reason) lines.push(`Last change: ${reason}`);
     if (agent.currentTaskId) lines.push(`Current task: ${agent.currentTaskId}`);

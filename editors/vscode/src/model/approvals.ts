@@ -102,7 +102,10 @@ export type AnswerOutcome =
  * Asks the user; resolves with the answer, or undefined when the prompt was dismissed
  * (closed, Escape, or an input box left empty). The glue shows modals, notifications, diffs.
  */
-export type ApprovalPrompt = (approval: ApprovalRequest, view: ApprovalPresentation) => Promise<ApprovalAnswer | undefined>;
+export type ApprovalPrompt = (
+  approval: ApprovalRequest,
+  view: ApprovalPresentation,
+) => Promise<ApprovalAnswer | undefined>;
 
 /**
  * The approval flow, shared by conclave/requestApproval and by answers given later (the
@@ -140,11 +143,17 @@ export class ApprovalsModel {
   /** Sends the user's answer; the approval leaves the tree unless the server refused it. */
   async answer(approval: ApprovalRequest, answer: ApprovalAnswer): Promise<AnswerOutcome> {
     const requester = this.requester();
-    if (!requester) return { kind: 'failed', message: 'the Conclave server is not running; the approval stays pending' };
+    if (!requester)
+      return { kind: 'failed', message: 'the Conclave server is not running; the approval stays pending' };
     let outcome: AnswerOutcome;
     try {
-      const { accepted } = await requester.sendRequest(lsp.resolveApproval, { approvalId: approval.approvalId, ...answer });
-      outcome = accepted ? { kind: 'resolved' } : { kind: 'failed', message: `the server did not accept “${answer.decision}”` };
+      const { accepted } = await requester.sendRequest(lsp.resolveApproval, {
+        approvalId: approval.approvalId,
+        ...answer,
+      });
+      outcome = accepted
+        ? { kind: 'resolved' }
+        : { kind: 'failed', message: `the server did not accept “${answer.decision}”` };
     } catch (error) {
       if (errorCode(error) === lsp.ErrorCodes.ApprovalNotFound) {
         outcome = { kind: 'gone', message: `“${approval.title}” was already answered` };

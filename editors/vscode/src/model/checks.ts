@@ -6,7 +6,11 @@ import { readableTime } from './time';
 
 /** The document path of a task's check: /<taskId>/<index>/<name>.log, the name for the tab. */
 export function checkPath(taskId: string, index: number, check: CheckResult): string {
-  const name = check.name.replace(/[\\/:*?"<>|\s]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 48) || 'check';
+  const name =
+    check.name
+      .replace(/[\\/:*?"<>|\s]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 48) || 'check';
   return `/${taskId}/${index}/${name}.log`;
 }
 

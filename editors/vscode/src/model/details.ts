@@ -13,7 +13,13 @@ import type { Requester } from './rpc';
 /** What in a summary says the detail may have moved. */
 function version(task: TaskSummary): string {
   const usage = task.usageTotal;
-  return [task.status, usage?.calls ?? 0, usage?.inputTokens ?? 0, usage?.outputTokens ?? 0, task.checkCounts?.at ?? ''].join('|');
+  return [
+    task.status,
+    usage?.calls ?? 0,
+    usage?.inputTokens ?? 0,
+    usage?.outputTokens ?? 0,
+    task.checkCounts?.at ?? '',
+  ].join('|');
 }
 
 export class TaskDetails {

@@ -55,7 +55,10 @@ export class ConclaveModels {
     if (this.selectedTaskId && this.tasks.task(this.selectedTaskId)) return this.selectedTaskId;
     const all = this.tasks.allTasks();
     const newest = (tasks: lsp.TaskSummary[]) =>
-      tasks.reduce<lsp.TaskSummary | undefined>((a, b) => (!a || compareTimestamps(b.createdAt, a.createdAt) > 0 ? b : a), undefined);
+      tasks.reduce<lsp.TaskSummary | undefined>(
+        (a, b) => (!a || compareTimestamps(b.createdAt, a.createdAt) > 0 ? b : a),
+        undefined,
+      );
     return (newest(all.filter((t) => !isFinished(t.status))) ?? newest(all))?.taskId;
   }
 

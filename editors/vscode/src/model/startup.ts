@@ -44,18 +44,23 @@ function holderPidOf(error: unknown, message: string): number | undefined {
 /** The editor the holder serves, from `data.holder.client` ("Visual Studio Code 1.100.3"). */
 function holderEditorOf(error: unknown): string | undefined {
   const holder = ((error as { data?: { holder?: unknown } } | null)?.data?.holder ?? undefined) as
-    | { client?: { name?: unknown; version?: unknown } }
-    | undefined;
+    { client?: { name?: unknown; version?: unknown } } | undefined;
   const name = holder?.client?.name;
   if (typeof name !== 'string' || name === '') return undefined;
   const version = holder?.client?.version;
   return typeof version === 'string' && version ? `${name} ${version}` : name;
 }
 
+/** The colour codes (SGR escapes) tracing puts around a level when stderr is a terminal. */
+// eslint-disable-next-line no-control-regex -- matching ESC (\x1b) is the point
+const ANSI_COLOUR = /\x1b\[[0-9;]*m/g;
+
 /** A stderr log line without its timestamp and level. */
 function logText(line: string): string {
-  // eslint-disable-next-line no-control-regex
-  return line.replace(/\x1b\[[0-9;]*m/g, '').replace(/^\S+\s+(TRACE|DEBUG|INFO|WARN|ERROR)\s+/, '').trim();
+  return line
+    .replace(ANSI_COLOUR, '')
+    .replace(/^\S+\s+(TRACE|DEBUG|INFO|WARN|ERROR)\s+/, '')
+    .trim();
 }
 
 /**
@@ -104,7 +109,12 @@ export function describeStartFailure(
       actions: holderPid ? ['Take Over', 'Retry', 'Show Output'] : ['Retry', 'Show Output'],
     };
   }
-  return { kind: 'other', said: raw, message: `Conclave: the server did not start: ${raw}`, actions: ['Show Output', 'Restart Server'] };
+  return {
+    kind: 'other',
+    said: raw,
+    message: `Conclave: the server did not start: ${raw}`,
+    actions: ['Show Output', 'Restart Server'],
+  };
 }
 
 export type StderrLevel = 'trace' | 'error';
@@ -117,7 +127,6 @@ export type StderrLevel = 'trace' | 'error';
  */
 export function stderrLevel(line: string): StderrLevel | undefined {
   if (line.trim() === '') return undefined;
-  // eslint-disable-next-line no-control-regex
-  const plain = line.replace(/\x1b\[[0-9;]*m/g, '');
+  const plain = line.replace(ANSI_COLOUR, '');
   return /^\S+\s+(TRACE|DEBUG|INFO|WARN|ERROR)\s/.test(plain) ? 'trace' : 'error';
 }

@@ -229,7 +229,10 @@ export class TasksModel {
         if (progress) tooltip.push(`Progress: ${progress}`);
         if (t.usageTotal) tooltip.push(`Tokens: ${usageDetail(t.usageTotal)}`);
         if (t.checkCounts) tooltip.push(`Checks: ${checkCountsLabel(t.checkCounts)}`);
-        if (t.recovery) tooltip.push(`Recovery: ${t.recovery.action} ${t.recovery.attempt}/${t.recovery.maxAttempts} — ${t.recovery.message}`);
+        if (t.recovery)
+          tooltip.push(
+            `Recovery: ${t.recovery.action} ${t.recovery.attempt}/${t.recovery.maxAttempts} — ${t.recovery.message}`,
+          );
         tooltip.push(`Task id: ${t.taskId}`);
         return {
           // VS Code keeps the collapsed state of an id that had no children: a task that gains
@@ -249,10 +252,15 @@ export class TasksModel {
         const s = node.subtask;
         const { icon, color } = statusIcon(s.status);
         const assignee = s.assignee
-          ? this.agentName(s.assignee) ?? s.assigneeName ?? shortId(s.assignee)
+          ? (this.agentName(s.assignee) ?? s.assigneeName ?? shortId(s.assignee))
           : 'unassigned';
         const attempts = s.attempts === 1 ? '1 attempt' : `${s.attempts} attempts`;
-        const tooltip = [s.description, `Status: ${statusLabel(s.status)}`, `Assignee: ${assignee}`, `Attempts: ${s.attempts}`];
+        const tooltip = [
+          s.description,
+          `Status: ${statusLabel(s.status)}`,
+          `Assignee: ${assignee}`,
+          `Attempts: ${s.attempts}`,
+        ];
         if (s.files && s.files.length > 0) tooltip.push(`Files:\n${s.files.map((f) => `  ${f}`).join('\n')}`);
         return {
           id: `subtask:${node.task.taskId}:${s.subtaskId}`,
@@ -268,7 +276,12 @@ export class TasksModel {
       case 'checks': {
         const task = this.tasks.get(node.task.taskId) ?? node.task;
         const counts = task.checkCounts ?? { passed: 0, failed: 0, skipped: 0, at: '' };
-        const icon = counts.failed > 0 ? statusIcon('failed') : counts.passed > 0 ? statusIcon('completed') : { icon: 'circle-slash' };
+        const icon =
+          counts.failed > 0
+            ? statusIcon('failed')
+            : counts.passed > 0
+              ? statusIcon('completed')
+              : { icon: 'circle-slash' };
         return {
           id: `checks:${task.taskId}`,
           label: 'Checks',
