@@ -2,41 +2,20 @@
 //! `conclave.toml` pointing the scripted provider at a script, and the exit code, the
 //! files, stderr and ERROR_REPORT.md checked afterwards.
 
+mod run_support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-/// Small delays everywhere, so a run that climbs the whole ladder takes well under a second.
-const CONFIG: &str = r#"
-heartbeatMs = 500
-
-[llm]
-provider = "scripted"
-script = "script.json"
-
-[governance]
-review = "rules"
-
-[recovery.call]
-maxAttempts = 1
-
-[recovery.severity.low]
-baseDelayMs = 5
-
-[recovery.severity.medium]
-baseDelayMs = 5
-
-[recovery.severity.high]
-baseDelayMs = 5
-
-[recovery.breaker]
-minCalls = 100
-"#;
-
 fn workspace(steps: Value) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("conclave.toml"), CONFIG).expect("config");
+    std::fs::write(
+        dir.path().join("conclave.toml"),
+        run_support::scripted_without_breaker(""),
+    )
+    .expect("config");
     std::fs::write(
         dir.path().join("script.json"),
         serde_json::to_string_pretty(&json!({ "name": "test", "steps": steps })).expect("json"),
@@ -362,7 +341,7 @@ fn a_txt_task_with(extra: &str) -> tempfile::TempDir {
     let ws = workspace(json!(steps));
     std::fs::write(
         ws.path().join("conclave.toml"),
-        format!("{CONFIG}\n{extra}"),
+        run_support::scripted_without_breaker(extra),
     )
     .unwrap();
     ws

@@ -3,42 +3,22 @@
 //! the diff, asks, refuses to overwrite a file the person changed since without
 //! `--force`, and will not undo twice. The real binary on a scripted model.
 
+mod run_support;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-const CONFIG: &str = r#"
-heartbeatMs = 500
-
-[llm]
-provider = "scripted"
-script = "script.json"
-
-[governance]
-review = "rules"
-
-[recovery.call]
-maxAttempts = 1
-
-[recovery.severity.low]
-baseDelayMs = 5
-
-[recovery.severity.medium]
-baseDelayMs = 5
-
-[recovery.severity.high]
-baseDelayMs = 5
-
-[recovery.breaker]
-minCalls = 100
-"#;
-
 /// A folder as the person has it: `kv.txt` and `notes.txt` of their own.
 fn workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("conclave.toml"), CONFIG).expect("config");
+    std::fs::write(
+        dir.path().join("conclave.toml"),
+        run_support::scripted_without_breaker(""),
+    )
+    .expect("config");
     std::fs::write(dir.path().join("kv.txt"), "ORIGINAL kv\n").unwrap();
     std::fs::write(dir.path().join("notes.txt"), "person's notes\n").unwrap();
     // Two subtasks: the first changes kv.txt and notes.txt and creates new.txt; the

@@ -3,6 +3,8 @@
 //! stdio or streamable HTTP, and the scripted model calling its tools as
 //! `mcp__echo__<tool>`. What the server received is read back from its call log.
 
+mod run_support;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -29,33 +31,14 @@ fn echo_server() -> &'static Path {
     })
 }
 
-const BASE: &str = r#"
-heartbeatMs = 500
-
-[llm]
-provider = "scripted"
-script = "script.json"
-
-[governance]
-review = "rules"
-
-[recovery.call]
-maxAttempts = 1
-
-[recovery.severity.low]
-baseDelayMs = 5
-
-[recovery.severity.medium]
-baseDelayMs = 5
-
-[recovery.severity.high]
-baseDelayMs = 5
-"#;
-
 /// A workspace with `extra` after the base configuration and the scripted steps.
 fn workspace(extra: &str, steps: Value) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("conclave.toml"), format!("{BASE}\n{extra}")).expect("config");
+    std::fs::write(
+        dir.path().join("conclave.toml"),
+        format!("{}\n{extra}", run_support::SCRIPTED),
+    )
+    .expect("config");
     std::fs::write(
         dir.path().join("script.json"),
         serde_json::to_string_pretty(&json!({ "name": "mcp", "steps": steps })).expect("json"),

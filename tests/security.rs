@@ -6,35 +6,14 @@
 //! The scripted model doubles as an observer: a step that matches a secret's text
 //! writes a `leaked-*.txt` file, so anything that reached a prompt shows up on disk.
 
+mod run_support;
+
 use std::io::Read as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
-
-const CONFIG: &str = r#"
-heartbeatMs = 500
-
-[llm]
-provider = "scripted"
-script = "script.json"
-
-[governance]
-review = "rules"
-
-[recovery.call]
-maxAttempts = 1
-
-[recovery.severity.low]
-baseDelayMs = 5
-
-[recovery.severity.medium]
-baseDelayMs = 5
-
-[recovery.severity.high]
-baseDelayMs = 5
-"#;
 
 /// A workspace (nested one level, so `..` has somewhere to go) and a home folder with
 /// an SSH key in it.
@@ -58,7 +37,7 @@ fn setup(steps: Value, extra_config: &str) -> Setup {
     std::fs::write(home.join(".profile"), "export X=1\n").unwrap();
     std::fs::write(
         workspace.join("conclave.toml"),
-        format!("{CONFIG}\n{extra_config}\n"),
+        format!("{}\n{extra_config}\n", run_support::SCRIPTED),
     )
     .unwrap();
     std::fs::write(
