@@ -49,16 +49,23 @@ pub const CANNOT_RUN: u8 = 2;
 /// Exit code after Ctrl-C.
 pub const INTERRUPTED: u8 = 130;
 
-pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let workspace = match args.workspace.canonicalize() {
-        Ok(path) if path.is_dir() => path,
+/// `path` as a canonical folder; `None`, said on stderr, when it is not one.
+pub(crate) fn existing_workspace(path: &std::path::Path) -> Option<std::path::PathBuf> {
+    match path.canonicalize() {
+        Ok(path) if path.is_dir() => Some(path),
         _ => {
             eprintln!(
                 "conclave: the workspace {} is not a directory",
-                args.workspace.display()
+                path.display()
             );
-            return Ok(ExitCode::from(CANNOT_RUN));
+            None
         }
+    }
+}
+
+pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let Some(workspace) = existing_workspace(&args.workspace) else {
+        return Ok(ExitCode::from(CANNOT_RUN));
     };
     let OpenedWorkspace {
         lock: _held_while_running,

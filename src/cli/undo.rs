@@ -41,15 +41,8 @@ pub struct UndoArgs {
 }
 
 pub async fn run(args: UndoArgs) -> anyhow::Result<ExitCode> {
-    let workspace = match args.workspace.canonicalize() {
-        Ok(path) if path.is_dir() => path,
-        _ => {
-            eprintln!(
-                "conclave: the workspace {} is not a directory",
-                args.workspace.display()
-            );
-            return Ok(ExitCode::from(CANNOT_RUN));
-        }
+    let Some(workspace) = super::run::existing_workspace(&args.workspace) else {
+        return Ok(ExitCode::from(CANNOT_RUN));
     };
     let OpenedWorkspace {
         lock: _held_while_undoing,
