@@ -2,7 +2,8 @@
 -- server started and stopped through the plugin.
 local M = {}
 
-M.plugin_dir = vim.fs.dirname(vim.fs.dirname(vim.fs.normalize(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p'))))
+M.plugin_dir =
+  vim.fs.dirname(vim.fs.dirname(vim.fs.normalize(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p'))))
 M.repo = vim.fs.dirname(vim.fs.dirname(M.plugin_dir))
 M.bin = vim.env.CONCLAVE_BIN or (M.repo .. '/target/debug/conclave')
 M.timeout = tonumber(vim.env.CONCLAVE_TEST_TIMEOUT or '') or 60000

@@ -21,7 +21,8 @@ describe('the notice of a finished task', function()
   end)
 
   local function finish(title, extra)
-    local task = vim.tbl_extend('force', { taskId = 'task-' .. vim.uv.hrtime(), title = title, status = 'running' }, extra or {})
+    local task =
+      vim.tbl_extend('force', { taskId = 'task-' .. vim.uv.hrtime(), title = title, status = 'running' }, extra or {})
     tasks.on_task_updated(1, task)
     tasks.on_task_updated(1, vim.tbl_extend('force', task, { status = 'completed' }))
     return said[#said]

@@ -56,8 +56,24 @@ function M.start(dir, init, width, height)
   }, ' ')
   -- A private tmux server (-L) with no user configuration (-f /dev/null); the terminal
   -- type lets Neovim draw in 24-bit colour.
-  run_tmux(self, '-f', '/dev/null', 'new-session', '-d', '-x', tostring(width), '-y', tostring(height), '-c', dir,
-    '-e', 'TERM=tmux-256color', '-e', 'COLORTERM=truecolor', nvim)
+  run_tmux(
+    self,
+    '-f',
+    '/dev/null',
+    'new-session',
+    '-d',
+    '-x',
+    tostring(width),
+    '-y',
+    tostring(height),
+    '-c',
+    dir,
+    '-e',
+    'TERM=tmux-256color',
+    '-e',
+    'COLORTERM=truecolor',
+    nvim
+  )
   local connected = vim.wait(20000, function()
     local ok, chan = pcall(vim.fn.sockconnect, 'pipe', self.socket, { rpc = true })
     if ok and chan > 0 then
@@ -105,6 +121,8 @@ function M.text(ansi)
   return (ansi:gsub('\27%[[%d;:]*m', ''))
 end
 
+-- The 16 basic colours in two rows of eight, normal then bright, as terminals list them.
+-- stylua: ignore
 local BASIC = {
   [0] = '#000000', '#cd3131', '#0dbc79', '#e5e510', '#2472c8', '#bc3fbc', '#11a8cd', '#e5e5e5',
   '#666666', '#f14c4c', '#23d18b', '#f5f543', '#3b8eea', '#d670d6', '#29b8db', '#ffffff',
@@ -117,7 +135,12 @@ local function xterm256(n)
   if n < 232 then
     n = n - 16
     local level = { 0, 95, 135, 175, 215, 255 }
-    return string.format('#%02x%02x%02x', level[math.floor(n / 36) + 1], level[math.floor(n / 6) % 6 + 1], level[n % 6 + 1])
+    return string.format(
+      '#%02x%02x%02x',
+      level[math.floor(n / 36) + 1],
+      level[math.floor(n / 6) % 6 + 1],
+      level[n % 6 + 1]
+    )
   end
   local grey = 8 + (n - 232) * 10
   return string.format('#%02x%02x%02x', grey, grey, grey)

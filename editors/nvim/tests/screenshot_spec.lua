@@ -57,7 +57,10 @@ describe('the README picture of Neovim', function()
           match = 'Write slug.py',
           toolCalls = { { name = 'file_write', arguments = { path = 'slug.py', content = SLUG } } },
         },
-        { match = 'created slug.py', text = 'Wrote slug.py: slugify lower-cases the title and joins its words with hyphens.' },
+        {
+          match = 'created slug.py',
+          text = 'Wrote slug.py: slugify lower-cases the title and joins its words with hyphens.',
+        },
       },
       table.concat({
         'writes = "disk"',
@@ -128,7 +131,12 @@ describe('the README picture of Neovim', function()
     end
     local png = artifacts() .. '/neovim.png'
     vim.fn.delete(png)
-    screen.photograph(screen.html(ansi, WIDTH, hex(colours.fg, '#e0e2ea'), hex(colours.bg, '#14161b')), png, math.ceil(9.1 * WIDTH), 19 * HEIGHT)
+    screen.photograph(
+      screen.html(ansi, WIDTH, hex(colours.fg, '#e0e2ea'), hex(colours.bg, '#14161b')),
+      png,
+      math.ceil(9.1 * WIDTH),
+      19 * HEIGHT
+    )
     local written = io.open(png, 'rb')
     assert(written, 'the picture was written')
     local header = written:read(8)

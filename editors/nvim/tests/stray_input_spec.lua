@@ -82,14 +82,16 @@ describe('stray input and refused starts', function()
       vim.cmd('Conclave tasks')
       vim.defer_fn(function() -- what to look at when this fails
         if #messages_with('already serves this folder') < round then
-          print(('no refusal after 5 s (round %d): notes %s, clients %d, servers %s, stray pid %d, buffer %s'):format(
-            round,
-            vim.inspect(notes),
-            #require('conclave.client').clients(),
-            vim.inspect(h.server_pids(dir)),
-            stray.pid,
-            vim.api.nvim_buf_get_name(0)
-          ))
+          print(
+            ('no refusal after 5 s (round %d): notes %s, clients %d, servers %s, stray pid %d, buffer %s'):format(
+              round,
+              vim.inspect(notes),
+              #require('conclave.client').clients(),
+              vim.inspect(h.server_pids(dir)),
+              stray.pid,
+              vim.api.nvim_buf_get_name(0)
+            )
+          )
         end
       end, 5000)
       h.wait('the refusal message ' .. round, function()
@@ -106,7 +108,7 @@ describe('stray input and refused starts', function()
     assert.is_nil(messages:find('client.lua', 1, true), messages)
   end)
 
-  it('a conclave.toml typo: one message with the server\'s words, no stack trace', function()
+  it("a conclave.toml typo: one message with the server's words, no stack trace", function()
     dir = h.workspace({ { text = 'unused' } }, '[team]\ntop = "many"')
     vim.cmd.cd(dir)
     require('conclave').setup({ cmd = { h.bin, 'serve', '--stdio' } })
@@ -121,7 +123,7 @@ describe('stray input and refused starts', function()
     assert.is_nil(vim.fn.execute('messages'):find('stack traceback', 1, true))
   end)
 
-  it('the tasks list: keys on the header say there is no task there; ids are short; one window for every list', function()
+  it('the tasks list: keys on the header say no task is there; ids are short; one window for every list', function()
     dir = h.workspace({
       plan('Create a.txt'),
       write_step('Create a.txt', 'a.txt', 'a\n'),
@@ -182,7 +184,7 @@ describe('stray input and refused starts', function()
     assert.are.equal(windows + 1, #vim.api.nvim_tabpage_list_wins(0), 'lists reuse one window')
   end)
 
-  it('agent metrics follow the team without R; Modify starts from the subtask\'s description', function()
+  it("agent metrics follow the team without R; Modify starts from the subtask's description", function()
     dir = h.workspace({
       plan('Create a.txt', 'Create c.txt'),
       write_step('Create a.txt', 'a.txt', 'a\n'),

@@ -110,7 +110,8 @@ describe(':Conclave undo against the real server', function()
       asked[2].opts.prompt
     )
     assert.truthy(
-      h.buf_text(vim.fn.bufnr('conclave://undo/' .. task_id)):find('# notes.txt: put back as before the task — changed since the task', 1, true)
+      h.buf_text(vim.fn.bufnr('conclave://undo/' .. task_id))
+        :find('# notes.txt: put back as before the task — changed since the task', 1, true)
     )
     asked[2].on_choice('Keep my edits')
     h.wait('a.txt put back', function()

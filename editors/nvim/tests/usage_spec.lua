@@ -120,11 +120,14 @@ describe('cost and checks against the real server', function()
     local label = usage.label(task.usageTotal)
     assert.truthy(label:match('^[%d.]+k? tokens · %$0%.%d%d%d%d$'), label)
     h.wait('the finished task line with its cost', function()
-      return #lines_with(tasks_buf, '[failed]  ' .. require('conclave.tasks').short_id(task.taskId) .. '  ' .. label) == 1
+      return #lines_with(tasks_buf, '[failed]  ' .. require('conclave.tasks').short_id(task.taskId) .. '  ' .. label)
+        == 1
     end)
     local counts = task.checkCounts
     assert.are.equal(2, counts.failed)
-    local checks_line = ('    checks ✖ 2 failed [python.stub, python.unkept-return] · %d passed  (C: output)'):format(counts.passed)
+    local checks_line = ('    checks ✖ 2 failed [python.stub, python.unkept-return] · %d passed  (C: output)'):format(
+      counts.passed
+    )
     h.wait('the checks line under the task', function()
       return #lines_with(tasks_buf, checks_line) == 1
     end)
@@ -181,7 +184,10 @@ describe('cost and checks against the real server', function()
   it('shows the token-limit approval with what the task spent', function()
     dir = h.workspace({
       plan('Create a.txt'),
-      { match = 'Create a.txt', toolCalls = { { name = 'file_write', arguments = { path = 'a.txt', content = 'a\n' } } } },
+      {
+        match = 'Create a.txt',
+        toolCalls = { { name = 'file_write', arguments = { path = 'a.txt', content = 'a\n' } } },
+      },
       { match = 'created a.txt', text = 'Wrote a.txt.' },
     }, PRICED .. '\n[limits]\nmaxTokensPerTask = 10')
     h.start(dir)
@@ -191,10 +197,15 @@ describe('cost and checks against the real server', function()
     h.wait('the token-limit approval', function()
       return #asked == 1
     end)
-    assert.truthy(asked[1].opts.prompt:match('^Conclave decision %(medium%): Token limit reached: %d+ of 10 tokens$'), asked[1].opts.prompt)
+    assert.truthy(
+      asked[1].opts.prompt:match('^Conclave decision %(medium%): Token limit reached: %d+ of 10 tokens$'),
+      asked[1].opts.prompt
+    )
     assert.truthy(asked[1].float_text, 'the detail was shown in a float')
     assert.truthy(
-      asked[1].float_text:match('has used %d+ %([%d,]+ in · [%d,]+ out · %d+ calls? · %$0%.%d%d%d%d%), reaching its limit of 10 tokens'),
+      asked[1].float_text:match(
+        'has used %d+ %([%d,]+ in · [%d,]+ out · %d+ calls? · %$0%.%d%d%d%d%), reaching its limit of 10 tokens'
+      ),
       asked[1].float_text
     )
     local titles = vim.tbl_map(function(o)

@@ -42,7 +42,7 @@ local function lines_for(client_id)
     end
     return (a.name or a.agentId) < (b.name or b.agentId)
   end)
-  local lines = { 'R refresh  <CR> open the agent\'s whiteboard' }
+  local lines = { "R refresh  <CR> open the agent's whiteboard" }
   local map = {}
   for _, a in ipairs(agents) do
     local m = a.metrics or {}

@@ -189,7 +189,11 @@ local function ask_now(item)
   -- the preview (detail float or diff tab) now, or the choice is made blind.
   vim.cmd('redraw')
   vim.ui.select(approval.options or {}, {
-    prompt = ('Conclave %s (%s): %s'):format(approval.kind or 'approval', approval.severity or '?', approval.title or ''),
+    prompt = ('Conclave %s (%s): %s'):format(
+      approval.kind or 'approval',
+      approval.severity or '?',
+      approval.title or ''
+    ),
     kind = 'conclave_approval',
     format_item = function(option)
       return option.title or option.id
@@ -204,7 +208,9 @@ local function ask_now(item)
     queued[approval.approvalId] = nil
     if not choice then
       vim.notify(
-        ("Conclave: approval '%s' left pending; :Conclave approvals answers it"):format(approval.title or approval.approvalId),
+        ("Conclave: approval '%s' left pending; :Conclave approvals answers it"):format(
+          approval.title or approval.approvalId
+        ),
         vim.log.levels.INFO
       )
       return finish()

@@ -23,7 +23,8 @@ function M.describe_refusal(err)
   if type(err) == 'table' and err.code == 1007 then
     local holder = vim.tbl_get(type(err.data) == 'table' and err.data or {}, 'holder') or {}
     local pid = tonumber(holder.pid) or tonumber(message:match('pid (%d+)'))
-    local editor = vim.tbl_get(holder, 'client', 'name') or message:match(', for ([^()]-) %(editor pid')
+    local editor = vim.tbl_get(holder, 'client', 'name')
+      or message:match(', for ([^()]-) %(editor pid')
       or message:match(', for ([^()]-)%)')
     local who = {}
     if pid then
@@ -32,8 +33,10 @@ function M.describe_refusal(err)
     if type(editor) == 'string' and editor ~= '' then
       table.insert(who, 'for ' .. editor)
     end
-    return ('Conclave: another Conclave server%s already serves this folder (another Neovim or an editor window). '
-      .. 'Close it there, then run the command again.'):format(#who > 0 and (' (' .. table.concat(who, ', ') .. ')') or '')
+    return (
+      'Conclave: another Conclave server%s already serves this folder (another Neovim or an editor window). '
+      .. 'Close it there, then run the command again.'
+    ):format(#who > 0 and (' (' .. table.concat(who, ', ') .. ')') or '')
   end
   return 'Conclave: the server did not start: ' .. message
 end
@@ -296,10 +299,8 @@ function M.start(root, bufnr)
       vim.schedule(function()
         told_missing = false
       end)
-      vim.notify(
-        ("Conclave: the server binary '%s' was not found (set `cmd` in setup() or $CONCLAVE_BIN; see :checkhealth conclave)"):format(bin),
-        vim.log.levels.ERROR
-      )
+      local hint = 'set `cmd` in setup() or $CONCLAVE_BIN; see :checkhealth conclave'
+      vim.notify(("Conclave: the server binary '%s' was not found (%s)"):format(bin, hint), vim.log.levels.ERROR)
     end
     return nil
   end

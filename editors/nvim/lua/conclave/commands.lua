@@ -125,7 +125,10 @@ function M.submit(args, cmd)
       if err then
         return client_mod.report_error('conclave/submitTask', err)
       end
-      vim.notify(('Conclave: task submitted (%s)'):format(require('conclave.tasks').short_id(result.taskId)), vim.log.levels.INFO)
+      vim.notify(
+        ('Conclave: task submitted (%s)'):format(require('conclave.tasks').short_id(result.taskId)),
+        vim.log.levels.INFO
+      )
       vim.api.nvim_exec_autocmds('User', { pattern = 'ConclaveTaskSubmitted', modeline = false, data = result })
     end)
   end
@@ -182,7 +185,10 @@ function M.cancel(args)
       if err then
         return client_mod.report_error('conclave/cancelTask', err)
       end
-      vim.notify(result.cancelled and 'Conclave: task cancelled' or 'Conclave: the task was not cancelled', vim.log.levels.INFO)
+      vim.notify(
+        result.cancelled and 'Conclave: task cancelled' or 'Conclave: the task was not cancelled',
+        vim.log.levels.INFO
+      )
     end)
   end)
 end
@@ -331,7 +337,8 @@ M.subcommands = {
   undo = M.undo,
 }
 
-M.names = { 'submit', 'tasks', 'agents', 'whiteboard', 'approvals', 'cancel', 'retry', 'undo', 'report', 'log', 'checks' }
+M.names =
+  { 'submit', 'tasks', 'agents', 'whiteboard', 'approvals', 'cancel', 'retry', 'undo', 'report', 'log', 'checks' }
 
 --- Entry point of the user command.
 function M.run(cmd)

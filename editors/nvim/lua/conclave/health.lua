@@ -84,9 +84,12 @@ local function check_clients()
     elseif proto == nil and not client_mod.is_ready(client) then
       health.info('the server is still starting; the protocol version is not known yet')
     else
-      health.error(('protocol version mismatch: the server speaks %s, the plugin speaks 1'):format(vim.inspect(proto)), {
-        'Update the plugin and the conclave binary together',
-      })
+      health.error(
+        ('protocol version mismatch: the server speaks %s, the plugin speaks 1'):format(vim.inspect(proto)),
+        {
+          'Update the plugin and the conclave binary together',
+        }
+      )
     end
   end
   return clients
@@ -155,10 +158,13 @@ local function check_state_dir(clients)
     local dir = vim.fs.joinpath(root, '.conclave')
     local exists = vim.uv.fs_stat(dir) ~= nil
     local ignored = M.conclave_dir_ignored(root)
-    local what = ('%s %s'):format(dir, exists and 'holds the server\'s state' or 'will hold the server\'s state once it runs')
+    local what = ('%s %s'):format(
+      dir,
+      exists and "holds the server's state" or "will hold the server's state once it runs"
+    )
     if ignored == false then
       health.warn(what .. ', and git does not ignore it', {
-        ("Add a line `.conclave/` to %s"):format(vim.fs.joinpath(root, '.gitignore')),
+        ('Add a line `.conclave/` to %s'):format(vim.fs.joinpath(root, '.gitignore')),
       })
     else
       health.info(what .. ' (task store, lock, error reports)' .. (ignored and '; git ignores it' or ''))

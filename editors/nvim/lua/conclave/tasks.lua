@@ -103,7 +103,10 @@ function M.on_task_updated(client_id, task)
         level = vim.log.levels.WARN
       end
       local rest = ("Conclave: task '' %s%s"):format(task.status, unchecked)
-      vim.notify(("Conclave: task '%s' %s%s"):format(M.fit_title(task.title or task.taskId, rest), task.status, unchecked), level)
+      vim.notify(
+        ("Conclave: task '%s' %s%s"):format(M.fit_title(task.title or task.taskId, rest), task.status, unchecked),
+        level
+      )
     end
   end
   require('conclave.checks').on_task_updated(client_id, task)
@@ -115,7 +118,7 @@ end
 M.provider_notice = nil
 
 --- `conclave/recoveryStatus`
-function M.on_recovery(client_id, event)
+function M.on_recovery(_client_id, event)
   if event.taskId and event.taskId ~= '' and M.tasks[event.taskId] then
     M.tasks[event.taskId].task.recovery = event
     changed()
@@ -198,7 +201,8 @@ end
 function M.checks_label(counts)
   local parts = {}
   if (counts.failed or 0) > 0 then
-    local rules = type(counts.failedRules) == 'table' and #counts.failedRules > 0
+    local rules = type(counts.failedRules) == 'table'
+        and #counts.failedRules > 0
         and (' [' .. table.concat(counts.failedRules, ', ') .. ']')
       or ''
     table.insert(parts, ('%d failed%s'):format(counts.failed, rules))
