@@ -83,6 +83,13 @@ pub struct LlmConfig {
     /// The model's context window in tokens; prompts are trimmed to fit it. Unset means
     /// [`LlmConfig::context_window`]'s default for the provider.
     pub context_window: Option<u32>,
+    /// Retries an agent of the layer gets on the same failure before the ladder moves on:
+    /// a coder on its subtask (then a peer, the supervisor), a coordinator waiting for its
+    /// provider while planning. Unset, `recovery.severity` decides by the failure's
+    /// severity; a task's `options.maxRetries` wins.
+    pub max_retries: Option<u32>,
+    /// The most one call of this model may take; unset, `recovery.stepTimeoutMs`.
+    pub timeout_ms: Option<u64>,
     /// `[llm.top]`, `[llm.mid]`, `[llm.bottom]`: a layer's own model, over this one
     /// ([`LlmConfig::for_layer`]); empty, the layer uses `[llm]`. A strong model
     /// reviewing and a small one coding.
@@ -126,6 +133,8 @@ pub struct LlmOverride {
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
     pub context_window: Option<u32>,
+    pub max_retries: Option<u32>,
+    pub timeout_ms: Option<u64>,
 }
 
 /// The context window assumed for a local OpenAI-compatible server (llama.cpp's and
@@ -190,7 +199,7 @@ impl LlmConfig {
     /// that names another provider, or another server, starts afresh from that
     /// provider's defaults: `[llm]`'s server, key, model and window are another
     /// provider's and are not carried over; the sampling settings (`maxTokens`,
-    /// `temperature`) are.
+    /// `temperature`) and the agents' limits (`maxRetries`, `timeoutMs`) are.
     pub fn for_layer(&self, layer: TeamLayer) -> LlmConfig {
         let own = match layer {
             TeamLayer::Top => &self.top,
@@ -222,6 +231,8 @@ impl LlmConfig {
             max_tokens,
             temperature,
             context_window,
+            max_retries,
+            timeout_ms,
         } = own.clone();
         merged.provider = provider.or(merged.provider);
         merged.model = model.or(merged.model);
@@ -231,6 +242,8 @@ impl LlmConfig {
         merged.max_tokens = max_tokens.or(merged.max_tokens);
         merged.temperature = temperature.or(merged.temperature);
         merged.context_window = context_window.or(merged.context_window);
+        merged.max_retries = max_retries.or(merged.max_retries);
+        merged.timeout_ms = timeout_ms.or(merged.timeout_ms);
         merged
     }
 

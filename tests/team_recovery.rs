@@ -124,6 +124,38 @@ async fn a_subtask_an_agent_keeps_failing_moves_to_an_idle_peer() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_coder_allowed_no_retries_hands_its_failing_subtask_to_a_peer_at_once() {
+    let [w1, w2] = writes("Create a.txt", "a.txt", "a\n");
+    // `[llm.bottom] maxRetries = 0`: the first failure goes up the ladder, where the
+    // severity ladder alone would retry on the same agent first.
+    let mut config = config();
+    config.llm.bottom.max_retries = Some(0);
+    let team = start(
+        json!([
+            plan(&["Create a.txt"]),
+            { "match": "Create a.txt", "error": { "kind": "http", "status": 400 }, "times": 1 },
+            w1, w2
+        ]),
+        config,
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create a.txt");
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    let mut seen = actions(&steps);
+    seen.retain(|a| *a != RecoveryAction::ReplaceAgent);
+    assert_eq!(
+        seen,
+        [RecoveryAction::PeerTakeover, RecoveryAction::Recovered],
+        "{steps:?}"
+    );
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(detail.summary.status, TaskStatus::Completed);
+    assert_eq!(detail.summary.subtasks[0].attempts, 2);
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn with_no_idle_peer_a_persistent_failure_goes_to_the_supervisor_who_modifies_the_subtask() {
     let mut config = config();
     config.team.top = 1;

@@ -144,12 +144,17 @@ impl Engine {
         // Every call's tokens and cost are counted, and `limits.maxTokensPerTask` pauses
         // a task at its limit (src/runtime/usage.rs): one meter over every layer's model.
         let meter = Arc::new(Meter::new(&config, tasks.clone(), approvals.clone()));
-        let (models, model_problem) = match team_models(model, &config, &workspace, |provider| {
+        let wrap = |provider, llm: &crate::config::LlmConfig| {
             // Redaction sits next to the network: nothing a retry or a decorator adds
             // gets past it.
             let provider: Arc<dyn ModelProvider> = Arc::new(RedactingModel::new(provider));
-            resilient(provider, &config, &runtime, &tasks)
-        }) {
+            let mut recovery = config.recovery.clone();
+            if let Some(timeout) = llm.timeout_ms {
+                recovery.step_timeout_ms = timeout;
+            }
+            resilient(provider, &recovery, &runtime, &tasks)
+        };
+        let (models, model_problem) = match team_models(model, &config, &workspace, wrap) {
             Ok(models) => (
                 Some(TeamModels {
                     top: metered(&meter, models.top, &config, TeamLayer::Top),
@@ -741,10 +746,10 @@ fn team_models(
     given: Option<Arc<dyn ModelProvider>>,
     config: &Config,
     workspace: &Path,
-    wrap: impl Fn(Arc<dyn ModelProvider>) -> Arc<dyn ModelProvider>,
+    wrap: impl Fn(Arc<dyn ModelProvider>, &crate::config::LlmConfig) -> Arc<dyn ModelProvider>,
 ) -> Result<TeamModels, ModelError> {
     if let Some(given) = given {
-        return Ok(TeamModels::same(wrap(given)));
+        return Ok(TeamModels::same(wrap(given, &config.llm)));
     }
     let mut built: Vec<(crate::config::LlmConfig, Arc<dyn ModelProvider>)> = Vec::new();
     let mut model_of = |layer: TeamLayer| -> Result<Arc<dyn ModelProvider>, ModelError> {
@@ -765,7 +770,7 @@ fn team_models(
             },
             other => other,
         })?;
-        let model = wrap(model);
+        let model = wrap(model, &layer_config.llm);
         built.push((layer_config.llm, model.clone()));
         Ok(model)
     };
@@ -788,14 +793,14 @@ fn metered(
 
 fn resilient(
     provider: Arc<dyn ModelProvider>,
-    config: &Config,
+    recovery: &crate::config::RecoveryConfig,
     runtime: &Arc<Runtime>,
     tasks: &Tasks,
 ) -> Arc<dyn ModelProvider> {
     let breaker_listener = breaker_listener(runtime, tasks);
     let retry_listener = call_retry_listener(runtime, EventScope::Subtask);
     Arc::new(
-        ResilientModel::new(provider, &config.recovery)
+        ResilientModel::new(provider, recovery)
             .with_breaker_listener(breaker_listener)
             .with_retry_listener(retry_listener),
     )
@@ -1018,4 +1023,37 @@ fn status_name(status: TaskStatus) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_configured_alike_share_a_model_and_each_gets_its_own_call_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.llm.base_url = Some("http://127.0.0.1:18080/v1".into());
+        config.llm.model = Some("small".into());
+        config.llm.bottom.timeout_ms = Some(120_000);
+        let wrapped = std::sync::Mutex::new(Vec::new());
+        let models = team_models(None, &config, dir.path(), |model, llm| {
+            wrapped.lock().unwrap().push(llm.timeout_ms);
+            model
+        })
+        .unwrap();
+        // Top and mid are configured alike: one model; the bottom's own limit makes it
+        // another, wrapped with that limit.
+        assert!(Arc::ptr_eq(&models.top, &models.mid));
+        assert!(!Arc::ptr_eq(&models.mid, &models.bottom));
+        assert_eq!(*wrapped.lock().unwrap(), [None, Some(120_000)]);
+        // A layer whose model cannot be built is named.
+        config.llm.top.provider = Some(crate::config::LlmProvider::Scripted);
+        let Err(ModelError::NotConfigured { message }) =
+            team_models(None, &config, dir.path(), |model, _| model)
+        else {
+            panic!("a scripted top layer without a script is not configured");
+        };
+        assert!(message.starts_with("[llm.top]: "), "{message}");
+    }
 }

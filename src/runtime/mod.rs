@@ -126,7 +126,12 @@ impl Runtime {
         &self,
         behavior_for: impl FnMut(&AgentConfig) -> Box<dyn AgentBehavior>,
     ) -> Result<Team, AgentError> {
-        build_team(&self.pool, &self.config.team, behavior_for)
+        build_team(
+            &self.pool,
+            &self.config.team,
+            &self.config.llm,
+            behavior_for,
+        )
     }
 
     /// Every agent as the editor sees it.

@@ -2,11 +2,11 @@
 //! order), `team.mid` mid agents each supervised by a top agent, and `team.bottomPerMid`
 //! bottom agents under each mid, wired both ways.
 
-use super::agent::{AgentConfig, AgentError, AgentId, Layer, PowerType, TopPower};
+use super::agent::{AgentConfig, AgentError, AgentId, Layer, ModelSettings, PowerType, TopPower};
 use super::governance::Voter;
 use super::pool::AgentPool;
 use super::task::AgentBehavior;
-use crate::config::TeamConfig;
+use crate::config::{LlmConfig, TeamConfig, TeamLayer};
 
 /// The ids of a built team, each layer in order (top agents in seniority order).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -28,7 +28,7 @@ impl Team {
 
 /// The configs of the whole team, wired but not started. Pure, so it can be checked
 /// against the pool's limit before any agent exists.
-pub fn plan_team(team: &TeamConfig) -> Vec<AgentConfig> {
+pub fn plan_team(team: &TeamConfig, llm: &LlmConfig) -> Vec<AgentConfig> {
     let mut configs = Vec::new();
     let mut tops = Vec::new();
     for i in 0..team.top {
@@ -75,7 +75,34 @@ pub fn plan_team(team: &TeamConfig) -> Vec<AgentConfig> {
             configs.push(bottom);
         }
     }
+    for config in &mut configs {
+        apply_layer_settings(config, llm);
+    }
     configs
+}
+
+/// The model and the limits `config`'s layer has (`[llm.<layer>]` over `[llm]`), as the
+/// agent's own: what `conclave/listAgents` and its whiteboard say it runs on.
+fn apply_layer_settings(config: &mut AgentConfig, llm: &LlmConfig) {
+    let layer = match config.layer {
+        Layer::Top => TeamLayer::Top,
+        Layer::Mid => TeamLayer::Mid,
+        Layer::Bottom => TeamLayer::Bottom,
+    };
+    let own = llm.for_layer(layer);
+    config.model = ModelSettings {
+        model: own
+            .model
+            .clone()
+            .or_else(|| own.provider.map(|_| own.model_name())),
+        temperature: own.temperature,
+    };
+    if let Some(retries) = own.max_retries {
+        config.max_retries = retries;
+    }
+    if let Some(timeout) = own.timeout_ms {
+        config.timeout_ms = timeout;
+    }
 }
 
 /// Builds the team into `pool`, giving each agent the behaviour `behavior_for` makes for
@@ -83,9 +110,10 @@ pub fn plan_team(team: &TeamConfig) -> Vec<AgentConfig> {
 pub fn build_team(
     pool: &AgentPool,
     team: &TeamConfig,
+    llm: &LlmConfig,
     mut behavior_for: impl FnMut(&AgentConfig) -> Box<dyn AgentBehavior>,
 ) -> Result<Team, AgentError> {
-    let configs = plan_team(team);
+    let configs = plan_team(team, llm);
     if configs.len() > pool.free_slots() {
         return Err(AgentError::PoolFull {
             max: pool.max_agents(),
@@ -154,4 +182,41 @@ pub fn voters(pool: &AgentPool) -> Vec<Voter> {
         .collect();
     voters.sort_by_key(|v| v.seniority);
     voters
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::LlmOverride;
+
+    #[test]
+    fn each_agent_carries_its_layers_model_and_limits() {
+        let llm = LlmConfig {
+            model: Some("small".into()),
+            base_url: Some("http://127.0.0.1:18080/v1".into()),
+            top: LlmOverride {
+                model: Some("strong".into()),
+                timeout_ms: Some(30_000),
+                ..LlmOverride::default()
+            },
+            bottom: LlmOverride {
+                max_retries: Some(1),
+                ..LlmOverride::default()
+            },
+            ..LlmConfig::default()
+        };
+        let team = TeamConfig {
+            top: 1,
+            mid: 1,
+            bottom_per_mid: 1,
+            ..TeamConfig::default()
+        };
+        let configs = plan_team(&team, &llm);
+        let of = |layer| configs.iter().find(|c| c.layer == layer).unwrap();
+        assert_eq!(of(Layer::Top).model.model.as_deref(), Some("strong"));
+        assert_eq!(of(Layer::Top).timeout_ms, 30_000);
+        assert_eq!(of(Layer::Mid).model.model.as_deref(), Some("small"));
+        assert_eq!(of(Layer::Bottom).max_retries, 1);
+        assert_eq!(of(Layer::Mid).max_retries, 3, "unset: the design's default");
+    }
 }

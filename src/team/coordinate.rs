@@ -13,6 +13,7 @@ use serde_json::json;
 use super::subtask::run_subtasks;
 use super::{Services, first_line};
 use crate::config::OnFailure;
+use crate::config::TeamLayer;
 use crate::model::ModelError;
 use crate::recovery::ladder::{
     History, LadderPolicy, Outcome, Step, decide, human_duration, provider_trouble,
@@ -111,7 +112,12 @@ async fn plan_waiting_out_the_provider(
     s: &Arc<Services>,
     task: &TaskRecord,
 ) -> Result<(), Stop> {
-    let policy = LadderPolicy::from_config(&s.config.recovery, task.options.max_retries);
+    let policy = LadderPolicy::from_config(
+        &s.config.recovery,
+        task.options
+            .max_retries
+            .or(s.config.llm.for_layer(TeamLayer::Mid).max_retries),
+    );
     let mut history = History::default();
     loop {
         let failure = match super::plan::plan_and_approve(ctx, s, task).await {

@@ -19,6 +19,7 @@ use tracing::Instrument;
 
 use super::escalate::{ProposedAction, ask_person, peer_takeover, propose_solution};
 use super::{Services, SubtaskAssignment, SubtaskReport, Whose, first_line, recovery_event};
+use crate::config::TeamLayer;
 use crate::recovery::ladder::{
     History, LadderPolicy, Outcome, PersonAnswer, Step, decide, human_duration,
 };
@@ -180,7 +181,12 @@ async fn run_subtask(
         s,
         task_id,
         subtask_id,
-        policy: LadderPolicy::from_config(&s.config.recovery, task.options.max_retries),
+        policy: LadderPolicy::from_config(
+            &s.config.recovery,
+            task.options
+                .max_retries
+                .or(s.config.llm.for_layer(TeamLayer::Bottom).max_retries),
+        ),
         history: History::default(),
         as_found: files_as_found(s, &task, &subtask.description),
         description: subtask.description,
