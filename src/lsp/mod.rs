@@ -24,9 +24,9 @@ mod outgoing;
 pub mod protocol;
 mod server;
 mod transport;
+mod views;
 #[cfg(test)]
 mod wire_check;
-mod views;
 
 pub use bridge::WHITEBOARD_INTERVAL;
 pub use edits::whole_file_edit;
