@@ -134,11 +134,16 @@ async fn main() {
             .call("session/new", json!({ "cwd": ws.path(), "mcpServers": [] }))
             .await;
         new.push(started.elapsed());
+        // The commands a session offers (`/undo`) are announced right after it opens,
+        // before any prompt: not a prompt's first update.
+        agent
+            .until(|m| m["params"]["update"]["sessionUpdate"] == "available_commands_update")
+            .await;
         let started = Instant::now();
         let id = agent
             .send(
                 "session/prompt",
-                json!({ "sessionId": session["sessionId"], "prompt": [{ "type": "text", "text": "Make a.txt" }] }),
+                json!({ "sessionId": session["sessionId"], "prompt": [{ "type": "text", "text": "Create a.txt" }] }),
             )
             .await;
         agent.until(|m| m["method"] == "session/update").await;
