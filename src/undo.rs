@@ -60,7 +60,7 @@ impl FileHistory {
     /// The task the calling code works for: the subtask attempt a bottom agent runs, or
     /// the usage scope of a coordinator; `None` for work of no task.
     pub fn current_task(&self) -> Option<TaskId> {
-        if let Ok((task, _, _)) = crate::team::WORK.try_with(|w| *w) {
+        if let Ok((task, _, _)) = crate::runtime::WORK.try_with(|w| *w) {
             return Some(task);
         }
         let scope = crate::runtime::usage::current_scope()?;

@@ -60,6 +60,13 @@ pub use whiteboard::{Accessor, Operation, Snapshot, WhiteboardError, WhiteboardI
 use crate::config::Config;
 use crate::store::Store;
 
+tokio::task_local! {
+    /// The subtask attempt the current tokio task works on (set by bottom agents around
+    /// the executor), so what happens deep in a call (a retry, a write to a file) is
+    /// attributed to it.
+    pub static WORK: (TaskId, SubtaskId, AgentId);
+}
+
 /// Everything the agents live in, wired together. Must be created inside a tokio runtime.
 pub struct Runtime {
     pub config: Config,

@@ -195,11 +195,8 @@ impl Services {
     }
 }
 
-tokio::task_local! {
-    /// The subtask attempt the current tokio task works on (set by bottom agents around
-    /// the executor), so call-level retries deep in a model call are attributed to it.
-    pub static WORK: (TaskId, SubtaskId, AgentId);
-}
+/// The subtask attempt the current tokio task works on (`crate::runtime::WORK`).
+pub use crate::runtime::WORK;
 
 /// Whose recovery step it is: the task, the subtask (none for a step of the whole task)
 /// and the agent it is about.
