@@ -195,17 +195,22 @@ impl LlmConfig {
         names
     }
 
+    /// `layer`'s own table (`[llm.<layer>]`), empty when the layer has none.
+    pub fn own(&self, layer: TeamLayer) -> &LlmOverride {
+        match layer {
+            TeamLayer::Top => &self.top,
+            TeamLayer::Mid => &self.mid,
+            TeamLayer::Bottom => &self.bottom,
+        }
+    }
+
     /// The model `layer` runs on: `[llm]` with the layer's own settings over it. A layer
     /// that names another provider, or another server, starts afresh from that
     /// provider's defaults: `[llm]`'s server, key, model and window are another
     /// provider's and are not carried over; the sampling settings (`maxTokens`,
     /// `temperature`) and the agents' limits (`maxRetries`, `timeoutMs`) are.
     pub fn for_layer(&self, layer: TeamLayer) -> LlmConfig {
-        let own = match layer {
-            TeamLayer::Top => &self.top,
-            TeamLayer::Mid => &self.mid,
-            TeamLayer::Bottom => &self.bottom,
-        };
+        let own = self.own(layer);
         let mut merged = LlmConfig {
             top: LlmOverride::default(),
             mid: LlmOverride::default(),

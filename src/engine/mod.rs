@@ -757,12 +757,7 @@ fn team_models(
         if let Some((_, model)) = built.iter().find(|(llm, _)| *llm == layer_config.llm) {
             return Ok(model.clone());
         }
-        let own = match layer {
-            TeamLayer::Top => &config.llm.top,
-            TeamLayer::Mid => &config.llm.mid,
-            TeamLayer::Bottom => &config.llm.bottom,
-        };
-        let own_table = *own != crate::config::LlmOverride::default();
+        let own_table = *config.llm.own(layer) != crate::config::LlmOverride::default();
         let model = crate::model::from_config(&layer_config, workspace).map_err(|e| match e {
             // Which table to fix, when it is the layer's own.
             ModelError::NotConfigured { message } if own_table => ModelError::NotConfigured {
