@@ -257,6 +257,14 @@ async fn an_approach_that_keeps_failing_is_told_to_change_course() {
         "{}",
         results[3].0
     );
+    // What to do next follows from what went wrong: here, a path that does not exist.
+    assert!(
+        results[0]
+            .0
+            .contains("That path does not exist. List the directory"),
+        "{}",
+        results[0].0
+    );
     assert_eq!(outcome.error_count, 4);
     assert_eq!(outcome.recoveries, 0);
     assert_eq!(executor.metrics().alternatives_suggested, 1);

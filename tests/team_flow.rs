@@ -253,7 +253,7 @@ async fn code_without_the_flag_the_task_asks_for_goes_back_with_the_files_as_the
     let team = start(
         json!([
             plan(&[task_text]),
-            { "match": ["fails this check", "asks for `--shout`", "greet.sh:\n```\necho HELLO\n```"],
+            { "match": ["fails this check", "asks for `--shout`", "leaves out something the task asks for", "greet.sh:\n```\necho HELLO\n```"],
               "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.sh", "content": "if [ \"$1\" = --shout ]; then echo HELLO; else echo hello; fi\n" } } ] },
             { "match": [task_text, "greet.sh:\n```\necho hello\n```"],
               "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.sh", "content": "echo HELLO\n" } } ] },
@@ -294,7 +294,7 @@ async fn a_retry_after_code_that_failed_its_checks_starts_from_the_files_as_foun
             plan(&[task_text]),
             { "match": ["fails this check", "asks for `--shout`"],
               "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.sh", "content": "echo HELLO HELLO\n" } } ] },
-            { "match": [task_text, "were undone", "greet.sh:\n```\necho hello\n```"],
+            { "match": [task_text, "were undone", "leaves out something the task asks for", "greet.sh:\n```\necho hello\n```"],
               "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.sh", "content": "if [ \"$1\" = --shout ]; then echo HELLO; else echo hello; fi\n" } } ] },
             { "match": task_text,
               "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.sh", "content": "echo HELLO\n" } } ] },

@@ -308,11 +308,12 @@ async fn a_syntax_error_goes_back_to_the_agent_and_a_stub_fails_the_subtask() {
         eprintln!("SKIPPED: a program this test needs is not installed");
         return;
     }
-    // The agent writes a broken file, is shown the compiler's error, and fixes it.
+    // The agent writes a broken file, is shown the compiler's error with what to do
+    // about a syntax error, and fixes it.
     let team = start(
         json!([
             plan_step(&["Plan this task"], &["Write calc.py with add(a, b)"]),
-            { "match": "fails this check", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def add(a, b):\n    return a + b\n" } } ] },
+            { "match": ["fails this check", "The code does not parse. Go to the line the error names"], "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def add(a, b):\n    return a + b\n" } } ] },
             { "match": "Write calc.py", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def add(a, b):\n    return a + b\n```\n" } } ] },
             { "match": "calc.py", "text": "Wrote calc.py.", "times": 2 }
         ]),

@@ -57,6 +57,7 @@ use crate::config::Config;
 use crate::model::{
     ChatMessage, ModelError, ModelProvider, ModelRequest, ModelResponse, StopReason, ToolCall,
 };
+use crate::recovery::strategy::ErrorCategory;
 use crate::recovery::{Classify, quality};
 use crate::runtime::usage::{self, UsageScope, estimate_tokens, request_chars};
 use crate::tools::writer::Fnv1a;
@@ -808,13 +809,9 @@ impl BuiltinExecutor {
             if !state.refused_calls.insert((tool.to_string(), args_hash)) {
                 state.refused_again = true;
             }
-            if matches!(error, ToolError::RefusedBefore { .. }) {
-                return format!(
-                    "Refused: {message}. Do not propose it again. Make a different change only if the subtask can be done another way; otherwise stop and say what was refused."
-                );
-            }
             return format!(
-                "Refused: {message}\nThat decision is final for this task: do not try the same call again. If the subtask can be done another way, do that; otherwise stop and say what was refused."
+                "Refused: {message}\nThat decision is final for this task. {}",
+                ErrorCategory::Refused.next_step()
             );
         }
         if WRITE_TOOLS.contains(&tool) {
@@ -851,8 +848,9 @@ impl BuiltinExecutor {
                 "tool failed; the model may retry"
             );
             format!(
-                "Tool '{tool}' failed: {message}\nRetry attempt {}/{max}. Please retry with different parameters or try an alternative approach.",
-                retry_count + 1
+                "Tool '{tool}' failed: {message}\nRetry attempt {}/{max}. {}",
+                retry_count + 1,
+                ErrorCategory::of_tool_error(error.kind()).next_step()
             )
         } else {
             ExecutorMetrics::bump(&self.metrics.alternatives_suggested);

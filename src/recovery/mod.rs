@@ -15,6 +15,7 @@ pub mod failure;
 pub mod ladder;
 pub mod quality;
 pub mod report;
+pub mod strategy;
 
 pub use event::{RecoveryAction, RecoveryEvent};
 pub use failure::{Failure, FailureKind, RootCause, Scope};

@@ -264,14 +264,8 @@ async fn run_subtask(
     }
     let report = match result {
         Ok(Ok(outcome)) if outcome.success => completed(outcome),
-        Ok(Ok(outcome)) if check_failure.is_some() => SubtaskReport::Failed {
-            failure: Failure::new(
-                FailureKind::CheckFailed,
-                format!(
-                    "the code does not pass its checks:\n{}",
-                    check_failure.unwrap_or_default()
-                ),
-            ),
+        Ok(Ok(outcome)) if let Some(failure) = check_failure => SubtaskReport::Failed {
+            failure,
             files: paths(&outcome),
             partial_results: outcome.partial_results,
         },

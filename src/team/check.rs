@@ -30,6 +30,8 @@ use super::Services;
 use crate::exec::{RunError, RunSpec, Runner};
 use crate::executor::{ExecutionOutcome, Executor, SubtaskSpec};
 use crate::recovery::quality::{self, SubtaskStep, Verdict};
+use crate::recovery::strategy::ErrorCategory;
+use crate::recovery::{Failure, FailureKind};
 use crate::runtime::{CheckResult, CheckStatus, SubtaskId, TaskId};
 
 /// A check's output kept on the task record and shown to a model: its end, which is
@@ -1196,13 +1198,13 @@ pub struct CheckedAttempt<'a> {
 
 /// Right after a subtask's executor succeeded: checks the files it wrote, and on a
 /// failure gives the same executor one turn to fix its own work with the failure in
-/// the prompt. `Err` carries the failure for a `check_failed` report.
+/// the prompt. `Err` carries the `check_failed` failure, its code the failed check's kind.
 pub async fn after_subtask(
     s: &Services,
     attempt: CheckedAttempt<'_>,
     mut outcome: ExecutionOutcome,
     sink: &mut (dyn FnMut(&str) + Send),
-) -> Result<ExecutionOutcome, (ExecutionOutcome, String)> {
+) -> Result<ExecutionOutcome, (ExecutionOutcome, Failure)> {
     let CheckedAttempt {
         task_id,
         subtask_id,
@@ -1254,17 +1256,33 @@ pub async fn after_subtask(
         } else {
             Verdict::Passed
         };
+        let failed_kind = checks
+            .failed()
+            .next()
+            .map(|r| r.kind.clone())
+            .unwrap_or_default();
         match quality::after_subtask_checks(verdict, fix_turns) {
             SubtaskStep::Accept => return Ok(outcome),
-            SubtaskStep::Fail => return Err((outcome, failure.unwrap_or_default())),
+            SubtaskStep::Fail => {
+                let failure = Failure::new(
+                    FailureKind::CheckFailed,
+                    format!(
+                        "the code does not pass its checks:\n{}",
+                        failure.unwrap_or_default()
+                    ),
+                )
+                .with_code(failed_kind);
+                return Err((outcome, failure));
+            }
             SubtaskStep::FixTurn => {}
         }
         fix_turns += 1;
         let fix = SubtaskSpec {
             description: format!(
-                "{}\n\nYou wrote the code, but it fails this check:\n{}\n\nFix the files with your tools so the check passes.",
+                "{}\n\nYou wrote the code, but it fails this check:\n{}\n\n{} Fix the files with your tools so the check passes.",
                 spec.description,
-                failure.unwrap_or_default()
+                failure.unwrap_or_default(),
+                ErrorCategory::of_check(&failed_kind).next_step()
             ),
             context: super::subtask::with_files_now(
                 &spec.context,

@@ -23,6 +23,7 @@ use crate::config::TeamLayer;
 use crate::recovery::ladder::{
     History, LadderPolicy, Outcome, PersonAnswer, Step, decide, human_duration,
 };
+use crate::recovery::strategy::ErrorCategory;
 use crate::recovery::{Failure, FailureKind, RecoveryAction, Scope, Severity, quality};
 use crate::runtime::{
     AgentContext, AgentId, AgentStatus, ApprovalAnswer, ApprovalChoice, BusError, Layer, Message,
@@ -1032,17 +1033,18 @@ fn context_for(
             context.push('\n');
         }
         let how = if undone.is_empty() {
-            "Start from the files as they are now and fix that.".to_string()
+            "Start from the files as they are now.".to_string()
         } else {
             format!(
-                "Its changes to {} were undone: do the subtask again from the files as they are now, and avoid that mistake.",
+                "Its changes to {} were undone: do the subtask again from the files as they are now.",
                 undone.join(", ")
             )
         };
         context.push_str(&format!(
-            "An earlier attempt at this subtask failed ({}):\n{}\n{how}\n",
+            "An earlier attempt at this subtask failed ({}):\n{}\n{how} {}\n",
             failure.kind,
-            crate::tools::truncate_text(&failure.message, EARLIER_FAILURE_MAX_CHARS)
+            crate::tools::truncate_text(&failure.message, EARLIER_FAILURE_MAX_CHARS),
+            ErrorCategory::of_failure(failure).next_step()
         ));
     }
     let files = named_files_now(&s.sandbox, whole);

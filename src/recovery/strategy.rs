@@ -1,0 +1,232 @@
+//! What to try next after a failure, by its kind: the one table of next steps.
+//!
+//! A retry that is only told "that failed, try again" tends to repeat itself. A missing
+//! file, code that does not parse, a failing test, a refusal, a timeout and an attempt
+//! that changed nothing each call for a different next step, and the prompt that follows
+//! a failure says which. The executor uses it after a failed tool call, the subtask's fix
+//! turn after failed checks, and a retry of the subtask after a failed attempt.
+
+use super::{Failure, FailureKind};
+
+/// What went wrong, in the terms that decide what to try next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorCategory {
+    /// A file or directory that does not exist.
+    MissingFile,
+    /// An edit whose text to replace is not in the file (or is there more than once).
+    EditNotMatched,
+    /// Code that does not parse or compile.
+    SyntaxError,
+    /// Code that runs and gives wrong results: a test fails.
+    FailingTest,
+    /// Code that leaves out something the task asks for (a name, a flag, an entry point).
+    Unmet,
+    /// Functions left as placeholders.
+    Unwritten,
+    /// A command that exited with an error.
+    CommandFailed,
+    /// A tool, a command or the attempt ran out of time.
+    Timeout,
+    /// The attempt ended without changing anything a change was asked of.
+    NoChange,
+    /// A person or the editor said no. Final: never tried again another way.
+    Refused,
+    /// A malformed tool call: an unknown tool, missing or wrong arguments.
+    BadCall,
+    /// Anything else.
+    Other,
+}
+
+/// The next step for each category, as the model is told it.
+const NEXT_STEPS: &[(ErrorCategory, &str)] = &[
+    (
+        ErrorCategory::MissingFile,
+        "That path does not exist. List the directory or search for the file to find the right path; if the task asks for a new file, create it with file_write.",
+    ),
+    (
+        ErrorCategory::EditNotMatched,
+        "Read the file again before the next edit and copy the text to replace from it exactly, or write the whole file with file_write.",
+    ),
+    (
+        ErrorCategory::SyntaxError,
+        "The code does not parse. Go to the line the error names and fix the syntax there (brackets, quotes, indentation, prose left in code); make sure the whole file is valid code.",
+    ),
+    (
+        ErrorCategory::FailingTest,
+        "The code runs but gives a wrong result. Compare the expected and the actual value in the failure, find the logic that produces the difference and change it; do not change a test to fit the code.",
+    ),
+    (
+        ErrorCategory::Unmet,
+        "The code leaves out something the task asks for; the failure names it. Add it, and keep what already works.",
+    ),
+    (
+        ErrorCategory::Unwritten,
+        "Some functions are still placeholders (pass, ..., TODO, NotImplementedError). Write their full bodies.",
+    ),
+    (
+        ErrorCategory::CommandFailed,
+        "The command exited with an error. Read its output for the first error, fix its cause, and do not run the same command again unchanged.",
+    ),
+    (
+        ErrorCategory::Timeout,
+        "It ran out of time. Work in smaller steps (one file, one edit at a time) and do not run commands that wait for input or never end.",
+    ),
+    (
+        ErrorCategory::NoChange,
+        "Nothing was changed, but a change is asked for. Make the change in the files now with file_edit or file_write; describing it is not enough.",
+    ),
+    (
+        ErrorCategory::Refused,
+        "This was refused. Do not try it again or get the same effect another way: go on without it, or stop and say that the work cannot be done without it.",
+    ),
+    (
+        ErrorCategory::BadCall,
+        "The tool call was malformed. Use one of the tools offered, with each required argument, and call it again.",
+    ),
+    (
+        ErrorCategory::Other,
+        "Try a different approach rather than the same step again.",
+    ),
+];
+
+impl ErrorCategory {
+    /// What the model is told to do next.
+    pub fn next_step(self) -> &'static str {
+        NEXT_STEPS
+            .iter()
+            .find(|(category, _)| *category == self)
+            .map(|(_, step)| *step)
+            .unwrap_or("Try a different approach rather than the same step again.")
+    }
+
+    /// The category of a failed tool call, from its error's kind (`Classify::kind`).
+    pub fn of_tool_error(kind: &str) -> ErrorCategory {
+        match kind {
+            "not_found" => ErrorCategory::MissingFile,
+            "no_match" | "ambiguous_match" => ErrorCategory::EditNotMatched,
+            "command_failed" | "mcp_tool_failed" => ErrorCategory::CommandFailed,
+            "timeout" => ErrorCategory::Timeout,
+            "command_denied" | "write_rejected" | "refused_before" | "read_refused"
+            | "tool_denied" => ErrorCategory::Refused,
+            "unknown_tool" | "invalid_arguments" => ErrorCategory::BadCall,
+            _ => ErrorCategory::Other,
+        }
+    }
+
+    /// The category of a failed check, from its kind (`CheckResult.kind`).
+    pub fn of_check(kind: &str) -> ErrorCategory {
+        match kind {
+            "syntax" => ErrorCategory::SyntaxError,
+            "stubs" => ErrorCategory::Unwritten,
+            "tests" => ErrorCategory::FailingTest,
+            "contracts" => ErrorCategory::Unmet,
+            _ => ErrorCategory::Other,
+        }
+    }
+
+    /// The category of a failed attempt at a subtask. A failed check carries the
+    /// check's kind as its code; a failed tool call the tool error's kind.
+    pub fn of_failure(failure: &Failure) -> ErrorCategory {
+        match failure.kind {
+            FailureKind::CheckFailed => ErrorCategory::of_check(&failure.code),
+            FailureKind::Timeout => ErrorCategory::Timeout,
+            FailureKind::Refused => ErrorCategory::Refused,
+            FailureKind::Incomplete | FailureKind::NoProgress => ErrorCategory::NoChange,
+            FailureKind::Tool => ErrorCategory::of_tool_error(&failure.code),
+            _ => ErrorCategory::Other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_category_has_its_own_next_step() {
+        let all = [
+            ErrorCategory::MissingFile,
+            ErrorCategory::EditNotMatched,
+            ErrorCategory::SyntaxError,
+            ErrorCategory::FailingTest,
+            ErrorCategory::Unmet,
+            ErrorCategory::Unwritten,
+            ErrorCategory::CommandFailed,
+            ErrorCategory::Timeout,
+            ErrorCategory::NoChange,
+            ErrorCategory::Refused,
+            ErrorCategory::BadCall,
+            ErrorCategory::Other,
+        ];
+        assert_eq!(NEXT_STEPS.len(), all.len());
+        let steps: std::collections::HashSet<&str> = all.iter().map(|c| c.next_step()).collect();
+        assert_eq!(steps.len(), all.len(), "two categories share a step");
+        for category in all {
+            assert!(
+                NEXT_STEPS.iter().any(|(c, _)| *c == category),
+                "{category:?} is missing from the table"
+            );
+        }
+    }
+
+    #[test]
+    fn failures_are_sorted_by_what_went_wrong() {
+        let cases = [
+            (
+                FailureKind::CheckFailed,
+                "syntax",
+                ErrorCategory::SyntaxError,
+            ),
+            (
+                FailureKind::CheckFailed,
+                "tests",
+                ErrorCategory::FailingTest,
+            ),
+            (FailureKind::CheckFailed, "contracts", ErrorCategory::Unmet),
+            (FailureKind::CheckFailed, "stubs", ErrorCategory::Unwritten),
+            (FailureKind::CheckFailed, "", ErrorCategory::Other),
+            (FailureKind::Timeout, "", ErrorCategory::Timeout),
+            (FailureKind::Refused, "", ErrorCategory::Refused),
+            (FailureKind::Incomplete, "", ErrorCategory::NoChange),
+            (FailureKind::NoProgress, "", ErrorCategory::NoChange),
+            (FailureKind::Tool, "not_found", ErrorCategory::MissingFile),
+            (
+                FailureKind::Tool,
+                "command_failed",
+                ErrorCategory::CommandFailed,
+            ),
+            (FailureKind::Server, "", ErrorCategory::Other),
+        ];
+        for (kind, code, expected) in cases {
+            let failure = Failure::new(kind, "x").with_code(code);
+            assert_eq!(
+                ErrorCategory::of_failure(&failure),
+                expected,
+                "{kind:?} {code:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn refused_tool_calls_are_never_told_to_try_again_another_way() {
+        for kind in [
+            "command_denied",
+            "write_rejected",
+            "refused_before",
+            "read_refused",
+            "tool_denied",
+        ] {
+            let category = ErrorCategory::of_tool_error(kind);
+            assert_eq!(category, ErrorCategory::Refused, "{kind}");
+            assert!(category.next_step().contains("Do not try it again"));
+        }
+        assert_eq!(
+            ErrorCategory::of_tool_error("no_match"),
+            ErrorCategory::EditNotMatched
+        );
+        assert_eq!(
+            ErrorCategory::of_tool_error("unknown_tool"),
+            ErrorCategory::BadCall
+        );
+    }
+}
