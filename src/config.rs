@@ -8,8 +8,6 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::recovery::Severity;
-
 /// The whole configuration. Field names on the wire and in TOML are camelCase.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -440,6 +438,33 @@ impl Default for BreakerConfig {
             open_ms: 30_000,
             half_open_probes: 3,
         }
+    }
+}
+
+/// How bad a failure is. The order matters: `Low < Medium < High < Critical`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

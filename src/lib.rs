@@ -1,8 +1,7 @@
 //! Conclave: a team of AI agents behind a language-server edge.
 //!
-//! The modules follow the flow of data (see ARCHITECTURE.md):
-//! configuration → runtime (agents, bus, whiteboards, governance, pool, heartbeats)
-//! → work (models, tools, executor) → recovery → store.
+//! The modules follow the flow of data, each on a floor that imports only those below
+//! it: ARCHITECTURE.md draws the house, and `tidy.rs` checks it.
 
 pub mod acp;
 pub mod checks;
@@ -18,5 +17,7 @@ pub mod redact;
 pub mod runtime;
 pub mod store;
 pub mod team;
+#[cfg(test)]
+mod tidy;
 pub mod tools;
 pub mod undo;

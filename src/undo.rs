@@ -7,7 +7,7 @@
 //! to each file, with a unified diff and whether the person changed the file since the
 //! task did; [`apply`] does it through a writer (the editor's, or the disk).
 //!
-//! A task's shell commands change files behind the writer's back: a [`CommandWatch`]
+//! A task's shell commands change files behind the writer's back: a [`HistoryWatch`]
 //! looks at the workspace before each command and after it, and notes what the command
 //! created, changed or removed in the same history.
 //!
@@ -152,9 +152,9 @@ impl FileHistory {
     }
 
     /// Before a shell command runs for the current task: the workspace as it is, to note
-    /// afterwards what the command changed ([`CommandWatch::finish`]). `None` for work of
+    /// afterwards what the command changed (`CommandWatch::finish`). `None` for work of
     /// no task, and in a workspace too large to look through ([`MAX_WATCHED_FILES`]).
-    pub async fn watch_command(self: &Arc<Self>, sandbox: &Sandbox) -> Option<CommandWatch> {
+    pub async fn watch_command(self: &Arc<Self>, sandbox: &Sandbox) -> Option<HistoryWatch> {
         let task = self.current_task()?;
         let started = Utc::now();
         let touched: Vec<String> = self
@@ -200,7 +200,7 @@ impl FileHistory {
             }
             return None;
         };
-        Some(CommandWatch {
+        Some(HistoryWatch {
             history: self.clone(),
             root: sandbox.root().to_path_buf(),
             task,
@@ -308,7 +308,7 @@ fn list_files(root: &Path) -> Option<Vec<(String, Seen)>> {
 
 /// The workspace as it was before a task's shell command ran
 /// ([`FileHistory::watch_command`]).
-pub struct CommandWatch {
+pub struct HistoryWatch {
     history: Arc<FileHistory>,
     root: PathBuf,
     task: TaskId,
@@ -317,11 +317,12 @@ pub struct CommandWatch {
     files: HashMap<String, (Seen, Option<FileBefore>)>,
 }
 
-impl CommandWatch {
+#[async_trait::async_trait]
+impl crate::tools::writer::CommandWatch for HistoryWatch {
     /// After the command: notes every file it created, changed or removed in the task's
     /// history, as the writer notes its own writes; returns those paths, sorted. A file
     /// another task wrote meanwhile is that task's.
-    pub async fn finish(self) -> Vec<String> {
+    async fn finish(self: Box<Self>) -> Vec<String> {
         let root = self.root.clone();
         let now = tokio::task::spawn_blocking(move || list_files(&root))
             .await

@@ -17,37 +17,10 @@ pub mod quality;
 pub mod report;
 pub mod strategy;
 
+/// Defined with the configuration, whose severity ladder is set by it.
+pub use crate::config::Severity;
 pub use event::{RecoveryAction, RecoveryEvent};
 pub use failure::{Failure, FailureKind, RootCause, Scope};
-
-use serde::{Deserialize, Serialize};
-
-/// How bad a failure is. The order matters: `Low < Medium < High < Critical`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Low,
-    Medium,
-    High,
-    Critical,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Low => "low",
-            Severity::Medium => "medium",
-            Severity::High => "high",
-            Severity::Critical => "critical",
-        }
-    }
-}
-
-impl std::fmt::Display for Severity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// What recovery needs to know about an error, decided by its type and never by
 /// scanning its message when the type already says it.

@@ -373,9 +373,10 @@ impl WorkspaceWriter for SwappableWriter {
         Ok(removed)
     }
 
-    async fn watch_command(&self) -> Option<crate::undo::CommandWatch> {
+    async fn watch_command(&self) -> Option<Box<dyn crate::tools::writer::CommandWatch>> {
         let (history, sandbox) = self.history.as_ref()?;
-        history.watch_command(sandbox).await
+        let watch = history.watch_command(sandbox).await?;
+        Some(Box::new(watch))
     }
 }
 

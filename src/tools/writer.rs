@@ -142,9 +142,16 @@ pub trait WorkspaceWriter: Send + Sync {
     /// Before a shell command runs: a watch on the files it may change behind the
     /// writer's back, so that they are noted as this writer notes its own changes (the
     /// task's file history, `crate::undo`). `None` when this writer notes nothing.
-    async fn watch_command(&self) -> Option<crate::undo::CommandWatch> {
+    async fn watch_command(&self) -> Option<Box<dyn CommandWatch>> {
         None
     }
+}
+
+/// What a writer watches while a shell command runs ([`WorkspaceWriter::watch_command`]).
+#[async_trait]
+pub trait CommandWatch: Send {
+    /// After the command: notes what it created, changed or removed; returns those paths.
+    async fn finish(self: Box<Self>) -> Vec<String>;
 }
 
 /// Writes straight to disk, atomically: readers see the old file or the new one, never
