@@ -9,6 +9,7 @@ pub mod config;
 pub mod engine;
 pub mod exec;
 pub mod executor;
+pub mod ids;
 pub mod jsonrpc;
 pub mod lsp;
 pub mod model;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// The top-level modules from the ground up; a module may import those below it.
 /// Modules on one floor do not import each other. ARCHITECTURE.md draws the same.
 const FLOORS: &[&[&str]] = &[
-    &["checks"],
+    &["ids", "checks"],
     &["config"],
     &["exec"],
     &["redact"],
@@ -27,13 +27,9 @@ const FLOORS: &[&[&str]] = &[
     &["cli"],
 ];
 
-/// Imports that go up a floor today, with what carries them. Issue: the store keeps
-/// runtime and recovery types in its records, and a failure names the runtime's ids.
-const KNOWN_BACK_EDGES: &[(&str, &str)] = &[
-    ("store", "runtime"),
-    ("store", "recovery"),
-    ("recovery", "runtime"),
-];
+/// Imports that go up a floor today: the store keeps runtime and recovery types in its
+/// records.
+const KNOWN_BACK_EDGES: &[(&str, &str)] = &[("store", "runtime"), ("store", "recovery")];
 
 fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("src is readable") {

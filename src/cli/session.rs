@@ -10,13 +10,13 @@ use conclave::config::{Config, LlmProvider};
 use conclave::engine::{ClientName, Holder};
 use conclave::engine::{Engine, SubmitTask};
 use conclave::recovery::RecoveryEvent;
-use conclave::recovery::report::RecoveryFigures;
 use conclave::runtime::usage::SpendCap;
 use conclave::runtime::{
     ApprovalAnswer, ApprovalRequest, EventStream, RuntimeEvent, SubtaskStatus, TaskDetail, TaskId,
     TaskOptions, TaskRecord, TaskStatus,
 };
 use conclave::store::Store;
+use conclave::team::report::RecoveryFigures;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::mpsc;
 

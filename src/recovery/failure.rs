@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::Severity;
-use crate::runtime::{SubtaskId, TaskId};
+use crate::ids::{SubtaskId, TaskId};
 
 /// What kind of thing went wrong. Stable snake_case names travel on the wire and in
 /// ERROR_REPORT.md.

@@ -14,7 +14,6 @@ pub mod event;
 pub mod failure;
 pub mod ladder;
 pub mod quality;
-pub mod report;
 pub mod strategy;
 
 /// Defined with the configuration, whose severity ladder is set by it.

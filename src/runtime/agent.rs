@@ -6,57 +6,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
-/// An agent's id: a UUID, cheap to copy and hash. The nil UUID is the runtime itself
-/// ("system"), the sender of heartbeats and arbitration results.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct AgentId(pub Uuid);
-
-impl AgentId {
-    pub const SYSTEM: AgentId = AgentId(Uuid::nil());
-
-    pub fn new() -> Self {
-        AgentId(Uuid::new_v4())
-    }
-
-    pub fn is_system(self) -> bool {
-        self.0.is_nil()
-    }
-}
-
-impl Default for AgentId {
-    fn default() -> Self {
-        AgentId::new()
-    }
-}
-
-impl fmt::Display for AgentId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_system() {
-            f.write_str("system")
-        } else {
-            self.0.fmt(f)
-        }
-    }
-}
-
-impl fmt::Debug for AgentId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-impl std::str::FromStr for AgentId {
-    type Err = uuid::Error;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s == "system" {
-            return Ok(AgentId::SYSTEM);
-        }
-        Uuid::parse_str(s).map(AgentId)
-    }
-}
+pub use crate::ids::AgentId;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -3,7 +3,6 @@
 //! task into the store.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -11,54 +10,11 @@ use dashmap::DashMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::agent::AgentId;
 use super::events::{EventBus, RuntimeEvent};
 use super::usage::{TaskUsage, TokenUsage};
+pub use crate::ids::{AgentId, SubtaskId, TaskId};
 use crate::recovery::{Failure, RecoveryEvent, Scope};
 use crate::store::{Record, Store};
-
-/// Declares a UUID-backed id that travels as an opaque string.
-macro_rules! string_id {
-    ($name:ident) => {
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        #[serde(transparent)]
-        pub struct $name(pub Uuid);
-
-        impl $name {
-            pub fn new() -> Self {
-                $name(Uuid::new_v4())
-            }
-        }
-
-        impl Default for $name {
-            fn default() -> Self {
-                Self::new()
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                self.0.fmt(f)
-            }
-        }
-
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                self.0.fmt(f)
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = uuid::Error;
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                Uuid::parse_str(s).map($name)
-            }
-        }
-    };
-}
-
-string_id!(TaskId);
-string_id!(SubtaskId);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

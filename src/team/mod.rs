@@ -17,6 +17,7 @@ mod escalate;
 pub mod mid;
 pub mod plan;
 pub mod replace;
+pub mod report;
 mod subtask;
 pub mod top;
 pub mod verify;
@@ -688,12 +689,12 @@ pub async fn write_error_report(
             .unwrap_or_default(),
         None => Vec::new(),
     };
-    let header = crate::recovery::report::ReportHeader {
+    let header = report::ReportHeader {
         generated: Utc::now(),
         mode: s.mode.clone(),
         continue_on_error: s.config.recovery.continue_on_error,
     };
-    let markdown = crate::redact::string(crate::recovery::report::render(&header, &tasks, &steps));
+    let markdown = crate::redact::string(report::render(&header, &tasks, &steps));
     tokio::fs::create_dir_all(&s.session_dir).await?;
     let path = s.session_dir.join("ERROR_REPORT.md");
     tokio::fs::write(&path, &markdown).await?;

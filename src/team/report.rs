@@ -7,8 +7,8 @@ use std::fmt::Write;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use super::failure::summarize;
-use super::{FailureKind, RecoveryAction, RecoveryEvent, Scope};
+use crate::recovery::failure::summarize;
+use crate::recovery::{FailureKind, RecoveryAction, RecoveryEvent, Scope};
 use crate::runtime::{Subtask, SubtaskStatus, TaskError, TaskRecord, TaskStatus};
 
 /// How the session ran, for the header.
