@@ -238,7 +238,12 @@ mod properties {
             ]),
             0..7,
         );
-        let mut runner = TestRunner::new(Config::with_cases(2_000));
+        // Naming the source file makes the runner replay the recorded failures
+        // (tests/proptest-regressions/tools_sandbox.txt) first; `proptest!` does it itself.
+        let mut runner = TestRunner::new(Config {
+            source_file: Some(file!()),
+            ..Config::with_cases(2_000)
+        });
         runner
             .run(&(parts, any::<bool>()), |(parts, absolute)| {
                 let relative: PathBuf = parts.iter().collect();
