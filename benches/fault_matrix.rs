@@ -9,8 +9,10 @@
 //! the store recorded that the editor was never sent.
 
 #[path = "../tests/it/support/faults/mod.rs"]
+#[allow(dead_code)] // a bench uses part of the tests' helpers
 mod faults_support;
 #[path = "../tests/it/support/lsp.rs"]
+#[allow(dead_code)] // a bench uses part of the tests' helpers
 mod lsp_support;
 
 use std::collections::HashMap;

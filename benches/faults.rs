@@ -11,6 +11,7 @@
 //! faults: a task of `k` calls completes with probability `(1 − pⁿ)ᵏ`.
 
 #[path = "../tests/it/support/faults/mod.rs"]
+#[allow(dead_code)] // a bench uses part of the tests' helpers
 mod faults_support;
 
 use std::sync::atomic::Ordering;

@@ -1,8 +1,6 @@
 //! Shared helpers for the runtime tests: a runtime over an in-memory store, and a test
 //! agent whose behaviour the test controls.
 
-#![allow(dead_code)]
-
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -4,8 +4,6 @@
 //! a sleep), and answer them. Every byte the server writes to stdout must be a frame:
 //! anything else fails the test.
 
-#![allow(dead_code)]
-
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};

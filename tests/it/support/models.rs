@@ -1,5 +1,4 @@
 //! Helpers shared by the `models_*` integration tests.
-#![allow(dead_code)] // each test binary uses a different subset
 
 use std::sync::{Arc, Mutex};
 

@@ -1,8 +1,6 @@
 //! The `conclave.toml` of tests that drive `conclave run` (the real binary) on the
 //! scripted model: no retries to wait for, rules for the review.
 
-#![allow(dead_code)]
-
 /// The scripted model (`script.json` in the workspace), one call attempt, short waits.
 pub const SCRIPTED: &str = r#"
 heartbeatMs = 500

@@ -1,14 +1,12 @@
 //! Shared set-up for the team tests: an engine over a temp workspace, a scripted model
 //! and an in-memory store, with recovery delays small enough to keep tests quick.
 
-#![allow(dead_code)]
-
 use std::sync::Arc;
 
 use conclave::config::{Config, ReviewMode};
 use conclave::engine::{Engine, EngineSetup, SubmitTask};
 use conclave::model::scripted::ScriptedProvider;
-use conclave::runtime::{RuntimeEvent, TaskId};
+use conclave::runtime::TaskId;
 use conclave::store::Store;
 use conclave::team::BehaviorFactory;
 use serde_json::Value;
@@ -105,23 +103,4 @@ pub fn writes(description: &str, path: &str, content: &str) -> [Value; 2] {
         serde_json::json!({ "match": description, "toolCalls": [ { "name": "file_write", "arguments": { "path": path, "content": content } } ] }),
         serde_json::json!({ "match": format!("{path}"), "text": format!("Wrote {path}.") }),
     ]
-}
-
-/// Every recovery event published until the task finishes.
-pub async fn recovery_actions(
-    events: &mut conclave::runtime::EventStream,
-    engine: &Engine,
-    task: TaskId,
-) -> Vec<String> {
-    let mut actions = Vec::new();
-    loop {
-        match events.try_recv() {
-            Ok(RuntimeEvent::Recovery(e)) => actions.push(e.action.as_str().to_string()),
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    let _ = engine;
-    let _ = task;
-    actions
 }

@@ -1,8 +1,6 @@
 //! The in-process twin of the fault server: an obedient model with seeded faults, for
 //! tests and the reliability benchmark on tokio's paused clock.
 
-#![allow(dead_code)]
-
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -44,6 +42,8 @@ pub enum Transient {
     Stall,
 }
 
+// The tests inject single faults; benches/faults.rs runs each kind in turn.
+#[allow(dead_code)]
 impl Transient {
     pub const ALL: [Transient; 6] = [
         Transient::Http500,
