@@ -67,7 +67,7 @@ async fn server() -> MockServer {
 fn config() -> Config {
     let mut config = Config::default();
     config.governance.review = ReviewMode::Rules;
-    // The checks may run the code (their consent is tests/security.rs's subject).
+    // The checks may run the code (their consent is tests/it/security.rs's subject).
     config.approvals.commands = conclave::config::CommandPolicy::Auto;
     config.team.top = 1;
     config.team.mid = 1;

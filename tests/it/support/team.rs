@@ -21,7 +21,7 @@ pub struct Team {
 /// A config for tests: the default team, rules review, one call attempt (so injected
 /// errors reach the subtask ladder), base delays of a few milliseconds, and the checks
 /// free to run the scripted code (`approvals.commands = "auto"`; the consent itself is
-/// tested in tests/security.rs).
+/// tested in tests/it/security.rs).
 pub fn config() -> Config {
     let mut config = Config::default();
     config.governance.review = ReviewMode::Rules;
