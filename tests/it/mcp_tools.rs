@@ -16,11 +16,23 @@ use crate::support::run;
 fn echo_server() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let status = Command::new(env!("CARGO"))
+        let mut cargo = Command::new(env!("CARGO"));
+        cargo
             .args(["build", "--quiet", "--example", "mcp_echo"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo runs");
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        // Not the variables cargo set for this test (CARGO_PKG_NAME, CARGO_MANIFEST_DIR,
+        // ...): build scripts that watch them (ring's) would run again, and everything
+        // above ring be rebuilt here and again by the next cargo command.
+        for (name, _) in std::env::vars_os() {
+            let name = name.to_string_lossy();
+            if name.starts_with("CARGO_PKG_")
+                || name.starts_with("CARGO_MANIFEST_")
+                || ["CARGO_CRATE_NAME", "CARGO_PRIMARY_PACKAGE", "OUT_DIR"].contains(&&*name)
+            {
+                cargo.env_remove(&*name);
+            }
+        }
+        let status = cargo.status().expect("cargo runs");
         assert!(status.success(), "the mcp_echo example builds");
         // target/debug/deps/<this test> → target/debug/examples/mcp_echo
         let exe = std::env::current_exe().expect("the test's path");
