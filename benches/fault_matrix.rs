@@ -1,5 +1,5 @@
 //! The fault matrix against the real binary: the fault-injecting model server
-//! (`tests/faults_support`) in front of `conclave run` and `conclave serve` over stdio.
+//! (`tests/it/support/faults`) in front of `conclave run` and `conclave serve` over stdio.
 //! Run: `cargo bench --bench fault_matrix` (about ten minutes: the outages are waited out
 //! on the real clock). Prints the table BENCHMARKS.md keeps.
 //!
@@ -8,9 +8,11 @@
 //! identical content is a no-op and is not counted), and, for `serve`, recovery steps
 //! the store recorded that the editor was never sent.
 
-#[path = "../tests/faults_support/mod.rs"]
+#[path = "../tests/it/support/faults/mod.rs"]
+#[allow(dead_code)] // a bench uses part of the tests' helpers
 mod faults_support;
-#[path = "../tests/lsp_support/mod.rs"]
+#[path = "../tests/it/support/lsp.rs"]
+#[allow(dead_code)] // a bench uses part of the tests' helpers
 mod lsp_support;
 
 use std::collections::HashMap;

@@ -10,7 +10,8 @@
 //! and pi (4 attempts: 3 retries at 2, 4 and 8 s) would complete on the same independent
 //! faults: a task of `k` calls completes with probability `(1 − pⁿ)ᵏ`.
 
-#[path = "../tests/faults_support/mod.rs"]
+#[path = "../tests/it/support/faults/mod.rs"]
+#[allow(dead_code)] // a bench uses part of the tests' helpers
 mod faults_support;
 
 use std::sync::atomic::Ordering;

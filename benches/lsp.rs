@@ -9,7 +9,8 @@
 //!   on a zero-latency scripted model;
 //! - resident memory idle (default team) and with 48 agents and 10 tasks running.
 
-#[path = "../tests/lsp_support/mod.rs"]
+#[path = "../tests/it/support/lsp.rs"]
+#[allow(dead_code)] // a bench uses part of the tests' helpers
 mod lsp_support;
 
 use std::time::{Duration, Instant};

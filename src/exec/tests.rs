@@ -66,7 +66,7 @@ fn merged_output_keeps_the_order_it_was_written_in() {
 #[test]
 fn credentials_never_reach_a_command() {
     // The server's own environment is filtered by `env::scrubbed` (tested there, and
-    // through the real binary in tests/security.rs); a caller cannot add one back.
+    // through the real binary in tests/it/security.rs); a caller cannot add one back.
     let dir = tempfile::tempdir().unwrap();
     let runner = runner_in(dir.path(), |s| s.required = false);
     let mut spec = sh("env");

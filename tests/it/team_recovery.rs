@@ -1,0 +1,600 @@
+//! The recovery ladder end to end: peer takeover, supervisor escalation, critical errors
+//! to the top layer and the user, timeouts, hung agents, partial results.
+
+use std::sync::Arc;
+
+use conclave::recovery::{RecoveryAction, Severity};
+use conclave::runtime::{
+    AgentBehavior, AgentContext, AgentError, ApprovalAnswer, ApprovalChoice, ApprovalKind,
+    EventStream, Layer, Message, MessageKind, RuntimeEvent, SubtaskStatus, TaskStatus,
+};
+use conclave::team::{BehaviorFactory, standard_behaviors};
+use serde_json::json;
+
+use crate::support::team::{self, config, plan, start, start_with, writes};
+
+/// Collects recovery actions and answers approvals with `answer` until the task ends.
+async fn watch(
+    team: &team::Team,
+    events: &mut EventStream,
+    answer: ApprovalChoice,
+) -> Vec<(RecoveryAction, Severity, String)> {
+    let mut steps = Vec::new();
+    loop {
+        match events.recv().await.unwrap() {
+            RuntimeEvent::Recovery(step) => {
+                steps.push((step.action, step.severity, step.message.clone()))
+            }
+            RuntimeEvent::ApprovalRequested(request) => {
+                team.engine
+                    .resolve_approval(
+                        &request.approval_id.to_string(),
+                        ApprovalAnswer::new(answer),
+                    )
+                    .unwrap();
+            }
+            RuntimeEvent::TaskUpdated(task) if task.status.is_finished() => return steps,
+            _ => {}
+        }
+    }
+}
+
+fn actions(steps: &[(RecoveryAction, Severity, String)]) -> Vec<RecoveryAction> {
+    steps.iter().map(|s| s.0).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_subtask_an_agent_keeps_failing_moves_to_an_idle_peer() {
+    let [w1, w2] = writes("Create a.txt", "a.txt", "a\n");
+    let team = start(
+        json!([
+            plan(&["Create a.txt"]),
+            // Work trouble (not the provider's): high severity, 1 attempt + 1 retry, all
+            // failing for the first agent.
+            { "match": "Create a.txt", "error": { "kind": "http", "status": 400 }, "times": 2 },
+            w1, w2
+        ]),
+        config(),
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create a.txt");
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    let mut seen = actions(&steps);
+    // The agent that gave up is replaced beside the peer's work, and that replacement is
+    // one of the task's recovery steps, whenever it lands.
+    if !seen.contains(&RecoveryAction::ReplaceAgent) {
+        let replaced = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            loop {
+                if let RuntimeEvent::Recovery(step) = events.recv().await.unwrap()
+                    && step.action == RecoveryAction::ReplaceAgent
+                {
+                    return step;
+                }
+            }
+        })
+        .await
+        .expect("the agent that gave up is replaced");
+        assert_eq!(replaced.task_id, task.to_string());
+        seen.push(RecoveryAction::ReplaceAgent);
+    }
+    assert_eq!(
+        seen.iter()
+            .filter(|a| **a == RecoveryAction::ReplaceAgent)
+            .count(),
+        1
+    );
+    seen.retain(|a| *a != RecoveryAction::ReplaceAgent);
+    assert_eq!(
+        seen,
+        [
+            RecoveryAction::Retry,
+            RecoveryAction::PeerTakeover,
+            RecoveryAction::Recovered
+        ]
+    );
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(detail.summary.status, TaskStatus::Completed);
+    assert_eq!(detail.summary.subtasks[0].attempts, 3);
+    let first_failer = team
+        .store
+        .messages(Some(task.to_string()))
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|m| m.kind == MessageKind::PeerHelpRequest)
+        .unwrap()
+        .from;
+    assert_ne!(
+        detail.summary.subtasks[0].assignee,
+        Some(first_failer),
+        "the peer finished it"
+    );
+    assert_eq!(team.read("a.txt"), "a\n");
+    // The agent that ran out of retries was marked failed, as the state machine says.
+    let went = team.store.transitions(Some(first_failer)).await.unwrap();
+    assert!(
+        went.iter()
+            .any(|t| t.to == conclave::runtime::AgentStatus::Failed
+                && t.reason == "ran out of retries"),
+        "{went:?}"
+    );
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_coder_allowed_no_retries_hands_its_failing_subtask_to_a_peer_at_once() {
+    let [w1, w2] = writes("Create a.txt", "a.txt", "a\n");
+    // `[llm.bottom] maxRetries = 0`: the first failure goes up the ladder, where the
+    // severity ladder alone would retry on the same agent first.
+    let mut config = config();
+    config.llm.bottom.max_retries = Some(0);
+    let team = start(
+        json!([
+            plan(&["Create a.txt"]),
+            { "match": "Create a.txt", "error": { "kind": "http", "status": 400 }, "times": 1 },
+            w1, w2
+        ]),
+        config,
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create a.txt");
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    let mut seen = actions(&steps);
+    seen.retain(|a| *a != RecoveryAction::ReplaceAgent);
+    assert_eq!(
+        seen,
+        [RecoveryAction::PeerTakeover, RecoveryAction::Recovered],
+        "{steps:?}"
+    );
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(detail.summary.status, TaskStatus::Completed);
+    assert_eq!(detail.summary.subtasks[0].attempts, 2);
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_no_idle_peer_a_persistent_failure_goes_to_the_supervisor_who_modifies_the_subtask() {
+    let mut config = config();
+    config.team.top = 1;
+    config.team.mid = 1;
+    config.team.bottom_per_mid = 1;
+    let [w1, w2] = writes("Create b.txt with plain text", "b.txt", "b\n");
+    let team = start(
+        json!([
+            plan(&["Create b.txt from the template"]),
+            { "match": "Create b.txt from the template", "error": { "kind": "http", "status": 400 }, "times": 2 },
+            { "match": "keeps failing", "text": "{\"action\": \"modify\", \"reason\": \"there is no template\", \"modifiedDescription\": \"Create b.txt with plain text\"}" },
+            w1, w2
+        ]),
+        config,
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create b.txt from the template");
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    assert_eq!(
+        actions(&steps),
+        [
+            RecoveryAction::Retry,
+            RecoveryAction::EscalateToSupervisor,
+            RecoveryAction::Recovered
+        ]
+    );
+    assert!(steps[1].2.contains("proposed modify"), "{}", steps[1].2);
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(
+        detail.summary.subtasks[0].description, "Create b.txt with plain text",
+        "the task shows the rewritten subtask"
+    );
+    // The escalation travelled as an issue_escalation message from the bottom agent to its mid.
+    let messages = team.store.messages(Some(task.to_string())).await.unwrap();
+    let escalation = messages
+        .iter()
+        .find(|m| m.kind == MessageKind::IssueEscalation)
+        .expect("an issue_escalation message");
+    let mid = team.engine.runtime().pool.by_layer(Layer::Mid)[0].id();
+    assert_eq!(escalation.to, conclave::runtime::Recipient::Agent(mid));
+    assert!(escalation.payload["metrics"].is_object());
+    assert_eq!(escalation.payload["proposedSolution"]["action"], "modify");
+    let mid_board = team
+        .engine
+        .runtime()
+        .whiteboards
+        .read(
+            &conclave::runtime::Accessor::System,
+            conclave::runtime::WhiteboardId::Agent(mid),
+        )
+        .unwrap()
+        .content;
+    assert!(
+        mid_board.contains("- escalation from bottom-1-1: "),
+        "the mid's board names who escalated: {mid_board}"
+    );
+    assert!(
+        !messages
+            .iter()
+            .any(|m| m.kind == MessageKind::PeerHelpRequest),
+        "there was no peer to ask"
+    );
+    assert_eq!(
+        team.engine.task(&task.to_string()).unwrap().summary.status,
+        TaskStatus::Completed
+    );
+    assert_eq!(team.read("b.txt"), "b\n");
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_401_goes_to_the_top_layer_and_the_user_at_once() {
+    let team = start(
+        json!([
+            plan(&["Create c.txt"]),
+            { "match": "Create c.txt", "error": "unauthorized", "repeat": true }
+        ]),
+        config(),
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create c.txt");
+    let mut steps = Vec::new();
+    let approval = loop {
+        match events.recv().await.unwrap() {
+            RuntimeEvent::Recovery(step) => steps.push(step.action),
+            RuntimeEvent::ApprovalRequested(request) => break request,
+            _ => {}
+        }
+    };
+    assert_eq!(
+        steps,
+        [RecoveryAction::EscalateToTop],
+        "no retry, no peer, no supervisor for a critical error"
+    );
+    assert_eq!(
+        (approval.kind, approval.severity),
+        (ApprovalKind::Escalation, Severity::Critical)
+    );
+    let options: Vec<ApprovalChoice> = approval.options.iter().map(|o| o.id).collect();
+    assert_eq!(
+        options,
+        [
+            ApprovalChoice::Retry,
+            ApprovalChoice::Reassign,
+            ApprovalChoice::Modify,
+            ApprovalChoice::Abort
+        ]
+    );
+    assert_eq!(
+        team.engine.task(&task.to_string()).unwrap().summary.status,
+        TaskStatus::Escalated
+    );
+    assert_eq!(team.engine.approvals().len(), 1, "listed while pending");
+    // Every top agent heard of it.
+    let tops = team.engine.runtime().pool.by_layer(Layer::Top);
+    let messages = team.store.messages(Some(task.to_string())).await.unwrap();
+    let notice = messages
+        .iter()
+        .find(|m| m.kind == MessageKind::IssueEscalation)
+        .unwrap();
+    assert_eq!(notice.to, conclave::runtime::Recipient::Layer(Layer::Top));
+    assert_eq!(tops.len(), 3);
+
+    team.engine
+        .resolve_approval(
+            &approval.approval_id.to_string(),
+            ApprovalAnswer::new(ApprovalChoice::Abort),
+        )
+        .unwrap();
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Failed);
+    assert_eq!(summary.subtasks[0].status, SubtaskStatus::Failed);
+    assert!(team.engine.approvals().is_empty());
+    let report = team
+        .engine
+        .error_report(Some(&task.to_string()))
+        .await
+        .unwrap();
+    assert!(
+        report
+            .markdown
+            .contains("**Error Type**: auth (critical, fatal)"),
+        "{}",
+        report.markdown
+    );
+    assert!(report.markdown.contains("Check the API key"));
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_subtask_that_outlives_its_timeout_is_stopped_and_fails_with_a_timeout() {
+    // recovery.subtaskTimeoutMs bounds all attempts together: an attempt that uses it
+    // up is stopped, and no retry follows.
+    let mut config = config();
+    config.recovery.subtask_timeout_ms = 2_000;
+    let [w1, w2] = writes("Create slow.txt", "slow.txt", "done\n");
+    let team = start(
+        json!([
+            plan(&["Create slow.txt"]),
+            { "match": "Create slow.txt", "text": "thinking very slowly", "delayMs": 60000 },
+            w1, w2
+        ]),
+        config,
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Be slow once");
+    let started = tokio::time::Instant::now();
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(actions(&steps), [RecoveryAction::GaveUp]);
+    assert_eq!(
+        steps[0].1,
+        Severity::High,
+        "a timeout counts as high severity"
+    );
+    assert!(steps[0].2.contains("timeout"), "{}", steps[0].2);
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(detail.errors[0].failure.kind, "timeout");
+    assert!(
+        detail.errors[0]
+            .failure
+            .message
+            .contains("recovery.subtaskTimeoutMs"),
+        "{:?}",
+        detail.errors
+    );
+    assert_eq!(detail.summary.status, TaskStatus::Failed);
+    assert_eq!(detail.summary.subtasks[0].attempts, 1);
+    let report = team
+        .engine
+        .error_report(Some(&task.to_string()))
+        .await
+        .unwrap();
+    assert!(
+        report.markdown.contains("**Error Type**: timeout (high)"),
+        "{}",
+        report.markdown
+    );
+    team.engine.shutdown().await;
+}
+
+/// A bottom agent that wedges its own message loop on its first assignment.
+struct Wedged;
+
+#[async_trait::async_trait]
+impl AgentBehavior for Wedged {
+    fn responsibilities(&self) -> String {
+        String::new()
+    }
+    async fn handle(&mut self, _: &AgentContext, message: Arc<Message>) -> Result<(), AgentError> {
+        if message.kind == MessageKind::TaskAssign {
+            std::future::pending::<()>().await;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hung_agent_is_replaced_and_the_new_one_completes_its_task() {
+    let mut config = config();
+    config.team.top = 1;
+    config.team.mid = 1;
+    config.team.bottom_per_mid = 1;
+    let standard = standard_behaviors();
+    let behaviors: BehaviorFactory = Arc::new(move |agent, services| {
+        if agent.name == "bottom-1-1" {
+            Box::new(Wedged) as Box<dyn AgentBehavior>
+        } else {
+            standard(agent, services)
+        }
+    });
+    let [w1, w2] = writes("Create d.txt", "d.txt", "d\n");
+    let team = start_with(
+        json!([plan(&["Create d.txt"]), w1, w2]),
+        config,
+        Some(behaviors),
+    )
+    .await;
+    let hung = team.engine.runtime().pool.by_layer(Layer::Bottom)[0].id();
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create d.txt");
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    assert!(
+        actions(&steps).contains(&RecoveryAction::ReplaceAgent),
+        "{steps:?}"
+    );
+    let summary = team.engine.task(&task.to_string()).unwrap().summary;
+    assert_eq!(summary.status, TaskStatus::Completed);
+    let bottoms = team.engine.runtime().pool.by_layer(Layer::Bottom);
+    assert_eq!(bottoms.len(), 1);
+    let replacement = &bottoms[0];
+    assert_ne!(replacement.id(), hung);
+    assert_eq!(replacement.name(), "bottom-1-1.r1");
+    assert_eq!(summary.subtasks[0].assignee, Some(replacement.id()));
+    // It took the hung agent's place under the same mid.
+    let mid = &team.engine.runtime().pool.by_layer(Layer::Mid)[0];
+    assert_eq!(mid.config().subordinates, vec![replacement.id()]);
+    assert_eq!(replacement.config().supervisor, Some(mid.id()));
+    assert_eq!(team.read("d.txt"), "d\n");
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn replacement_carries_over_the_current_task_queue_and_whiteboard() {
+    let mut config = config();
+    config.team.bottom_per_mid = 1;
+    config.team.mid = 1;
+    let standard = standard_behaviors();
+    let behaviors: BehaviorFactory = Arc::new(move |agent, services| {
+        if agent.name == "bottom-1-1" {
+            Box::new(Wedged) as Box<dyn AgentBehavior>
+        } else {
+            standard(agent, services)
+        }
+    });
+    let team = start_with(json!([]), config, Some(behaviors)).await;
+    let runtime = team.engine.runtime().clone();
+    let old = runtime.pool.by_layer(Layer::Bottom)[0].clone();
+    old.wait_for_status(|s| *s == conclave::runtime::AgentStatus::Idle)
+        .await;
+    old.set_current_task(Some("task-42".into()));
+    let board = conclave::runtime::WhiteboardId::Agent(old.id());
+    runtime
+        .whiteboards
+        .append(&old.accessor(), board, "- halfway through the parser")
+        .unwrap();
+    // Wedge it, then queue two messages it will never read.
+    let system = conclave::runtime::AgentId::SYSTEM;
+    runtime
+        .bus
+        .send(Message::to_agent(
+            system,
+            old.id(),
+            MessageKind::TaskAssign,
+            json!({}),
+        ))
+        .unwrap();
+    while old.metrics().messages_processed == 0 {
+        tokio::task::yield_now().await;
+    }
+    for n in 1..=2 {
+        runtime
+            .bus
+            .send(Message::to_agent(
+                system,
+                old.id(),
+                MessageKind::Warning,
+                json!({ "n": n }),
+            ))
+            .unwrap();
+    }
+    assert_eq!(runtime.bus.queued(old.id()).len(), 2);
+
+    let new_id = team
+        .engine
+        .replace_agent(&old.id().to_string(), "keeps failing")
+        .await
+        .unwrap();
+    let new = runtime.pool.get(new_id).unwrap();
+    assert_eq!(new.current_task().as_deref(), Some("task-42"));
+    assert_eq!(new.name(), "bottom-1-1.r1");
+    assert_eq!(
+        old.status(),
+        conclave::runtime::AgentStatus::Terminated,
+        "the wedged agent was stopped by force"
+    );
+    assert!(runtime.pool.get(old.id()).is_none());
+    let mid = &runtime.pool.by_layer(Layer::Mid)[0];
+    assert_eq!(mid.config().subordinates, vec![new_id]);
+    // The queued messages reach the new agent, which notes them on the board it inherited.
+    let agent_board = conclave::runtime::WhiteboardId::Agent(new_id);
+    loop {
+        let content = runtime
+            .whiteboards
+            .read(&conclave::runtime::Accessor::System, agent_board)
+            .unwrap()
+            .content;
+        if content.matches("- warning from system").count() == 3 {
+            assert!(
+                content.contains("halfway through the parser")
+                    && content.contains("Took over from bottom-1-1"),
+                "{content}"
+            );
+            assert!(
+                !content.contains(&old.id().to_string()),
+                "boards name agents, not ids: {content}"
+            );
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    team.engine.shutdown().await;
+}
+
+/// A writer over the real disk that fails as a full disk does while `full` is set.
+struct FillableDisk {
+    disk: conclave::tools::DiskWriter,
+    full: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl conclave::tools::WorkspaceWriter for FillableDisk {
+    async fn write_file(
+        &self,
+        path: &std::path::Path,
+        content: &str,
+    ) -> Result<conclave::tools::WriteOutcome, conclave::tools::WriteError> {
+        if self.full.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(conclave::tools::WriteError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::from_raw_os_error(libc::ENOSPC),
+            });
+        }
+        self.disk.write_file(path, content).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_disk_is_waited_for_and_the_subtask_goes_on_when_there_is_space() {
+    let [_, done] = writes("Create a.txt", "a.txt", "a\n");
+    let team = start(
+        json!([
+            plan(&["Create a.txt"]),
+            { "match": "Create a.txt", "toolCalls": [ { "name": "file_write", "arguments": { "path": "a.txt", "content": "a\n" } } ], "times": 2 },
+            done
+        ]),
+        config(),
+    )
+    .await;
+    let disk = Arc::new(FillableDisk {
+        disk: conclave::tools::DiskWriter::new(
+            conclave::tools::Sandbox::new(team.workspace.path()).unwrap(),
+        ),
+        full: std::sync::atomic::AtomicBool::new(true),
+    });
+    team.engine.set_writer(disk.clone());
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create a.txt");
+    let mut steps = Vec::new();
+    // Five minutes of the paused clock: the waits are seconds.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        assert!(steps.len() < 20, "recovery without end: {steps:?}");
+        let event = tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("the task did not finish; recovery so far: {steps:?}"));
+        match event.unwrap() {
+            RuntimeEvent::Recovery(step) => {
+                if step.action == RecoveryAction::WaitForProvider {
+                    assert_eq!(step.provider.as_deref(), Some("the workspace's disk"));
+                    assert!(
+                        step.message.contains("a.txt") && step.message.contains("No space left"),
+                        "the wait names the file and the cause: {}",
+                        step.message
+                    );
+                    // Space comes back while the subtask waits.
+                    disk.full.store(false, std::sync::atomic::Ordering::SeqCst);
+                }
+                steps.push(step.action);
+            }
+            RuntimeEvent::TaskUpdated(t) if t.status.is_finished() => break,
+            _ => {}
+        }
+    }
+    assert_eq!(
+        steps,
+        [RecoveryAction::WaitForProvider, RecoveryAction::Recovered],
+        "a wait, not a retry spent on the work"
+    );
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(
+        detail.summary.status,
+        TaskStatus::Completed,
+        "{:?}",
+        detail.errors
+    );
+    assert_eq!(team.read("a.txt"), "a\n");
+    assert_eq!(detail.errors[0].failure.kind, "disk_unavailable");
+    team.engine.shutdown().await;
+}
