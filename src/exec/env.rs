@@ -35,8 +35,12 @@ pub fn is_secret_env_name(name: &str) -> bool {
         || SUFFIXES.iter().any(|suffix| upper.ends_with(suffix))
 }
 
-/// The environment for one run: `inherited` (normally the server's), minus credentials
-/// and the names in `scrub`, plus `extra`, plus the run's temp directory and settings
+/// Variables that send a build's output out of the workspace, where a confined run
+/// cannot write: without them the build writes inside the project, as it does by default.
+const OUTPUT_ELSEWHERE: &[&str] = &["CARGO_TARGET_DIR", "CARGO_BUILD_TARGET_DIR"];
+
+/// The environment for one run: `inherited` (normally the server's), minus credentials,
+/// the names in `scrub` and [`OUTPUT_ELSEWHERE`], plus `extra`, plus the run's temp directory and settings
 /// for running without a terminal.
 pub fn scrubbed(
     inherited: impl IntoIterator<Item = (OsString, OsString)>,
@@ -46,7 +50,9 @@ pub fn scrubbed(
 ) -> Vec<(OsString, OsString)> {
     let keep = |name: &OsString| {
         let name = name.to_string_lossy();
-        !is_secret_env_name(&name) && !scrub.iter().any(|s| *s == name)
+        !is_secret_env_name(&name)
+            && !scrub.iter().any(|s| *s == name)
+            && !OUTPUT_ELSEWHERE.contains(&name.as_ref())
     };
     let mut env: Vec<(OsString, OsString)> = inherited
         .into_iter()
@@ -121,6 +127,7 @@ mod tests {
             ("OPENAI_API_KEY", "sk-1"),
             ("MY_KEY_VAR", "v"),
             ("HOME", "/home/a"),
+            ("CARGO_TARGET_DIR", "/elsewhere/target"),
         ]
         .map(|(k, v)| (OsString::from(k), OsString::from(v)));
         let env = scrubbed(
@@ -147,6 +154,11 @@ mod tests {
             "an extra cannot bring a secret back"
         );
         assert_eq!(get("EXTRA").as_deref(), Some("1"));
+        assert_eq!(
+            get("CARGO_TARGET_DIR"),
+            None,
+            "a build writes in the workspace, where the sandbox lets it"
+        );
         assert_eq!(get("TMPDIR").as_deref(), Some("/tmp/run"));
         assert_eq!(get("GIT_TERMINAL_PROMPT").as_deref(), Some("0"));
     }
