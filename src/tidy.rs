@@ -1,8 +1,8 @@
 //! The house rules ARCHITECTURE.md states, checked against the source: every module
 //! imports only modules on the floors below its own ([`FLOORS`]), except for the back
 //! edges still listed in [`KNOWN_BACK_EDGES`] (each to be taken out; a listed edge that
-//! is gone fails the test until it is struck from the list), and every source file
-//! opens with its `//!` doc.
+//! is gone fails the test until it is struck from the list), the files of `team/` do not
+//! import each other in a circle, and every source file opens with its `//!` doc.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -158,6 +158,110 @@ fn modules_import_only_from_the_floors_below() {
         gone.is_empty(),
         "back edges no longer in the code: strike them from KNOWN_BACK_EDGES: {gone:?}"
     );
+}
+
+/// The sibling files of `team/` that each file there names (`super::x`, `crate::team::x`;
+/// the module root, `mod.rs`, is the team's shared ground and not counted).
+fn team_imports() -> BTreeMap<String, BTreeSet<String>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/team");
+    let mut names = BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).expect("src/team is readable") {
+        let path = entry.expect("a directory entry").path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+            if stem != "mod" {
+                names.insert(stem);
+            }
+        }
+    }
+    let mut imports = BTreeMap::new();
+    for name in &names {
+        let text = std::fs::read_to_string(dir.join(format!("{name}.rs"))).unwrap();
+        let code = code_of(&text);
+        let mut named = BTreeSet::new();
+        for prefix in ["super::", "crate::team::", "super::{"] {
+            for (at, _) in code.match_indices(prefix) {
+                let rest = &code[at + prefix.len()..];
+                let group = if prefix.ends_with('{') {
+                    rest.split('}').next().unwrap_or("")
+                } else {
+                    rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .next()
+                        .unwrap_or("")
+                };
+                for word in group.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+                    if word != name && names.contains(word) {
+                        named.insert(word.to_string());
+                    }
+                    if !prefix.ends_with('{') {
+                        break;
+                    }
+                }
+            }
+        }
+        imports.insert(name.clone(), named);
+    }
+    imports
+}
+
+/// A circle in `imports`, if there is one: its files in order, the first again at the end.
+fn circle(imports: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        at: &str,
+        imports: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|p| p == at) {
+            let mut found = path[start..].to_vec();
+            found.push(at.to_string());
+            return Some(found);
+        }
+        if done.contains(at) {
+            return None;
+        }
+        path.push(at.to_string());
+        for next in imports.get(at).into_iter().flatten() {
+            if let Some(found) = visit(next, imports, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        done.insert(at.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    imports
+        .keys()
+        .find_map(|start| visit(start, imports, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_team_files_import_each_other_without_a_circle() {
+    let imports = team_imports();
+    assert!(
+        imports.get("verify").is_some_and(|i| i.contains("check")),
+        "the reader sees the team's imports: {imports:?}"
+    );
+    assert_eq!(
+        circle(&imports),
+        None,
+        "shared helpers belong in team/files.rs or team/roles.rs"
+    );
+}
+
+#[test]
+fn a_circle_is_found() {
+    let imports: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec![]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(circle(&imports).unwrap(), ["a", "b", "c", "a"]);
 }
 
 #[test]

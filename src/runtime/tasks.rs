@@ -297,6 +297,33 @@ impl TaskRecord {
         ((done * 100) / self.subtasks.len()).min(99) as u8
     }
 
+    /// The task's status while it runs follows its most troubled subtask.
+    pub fn refresh_status(&mut self) {
+        if self.status.is_finished()
+            || matches!(
+                self.status,
+                TaskStatus::Planning | TaskStatus::AwaitingApproval | TaskStatus::Queued
+            )
+        {
+            return;
+        }
+        self.status = if self
+            .subtasks
+            .iter()
+            .any(|st| st.status == SubtaskStatus::Escalated)
+        {
+            TaskStatus::Escalated
+        } else if self
+            .subtasks
+            .iter()
+            .any(|st| st.status == SubtaskStatus::Recovering)
+        {
+            TaskStatus::Recovering
+        } else {
+            TaskStatus::Running
+        };
+    }
+
     pub fn subtask(&self, id: SubtaskId) -> Option<&Subtask> {
         self.subtasks.iter().find(|s| s.id == id)
     }

@@ -35,6 +35,7 @@
 use std::path::{Path, PathBuf};
 
 use super::check::{self, Bench, Originals};
+use super::files::{Language, defined_name, is_definition, language_of};
 use super::{Services, first_line};
 use crate::config::TeamLayer;
 use crate::model::{ChatMessage, ModelRequest};
@@ -77,30 +78,6 @@ const RUNNER: &str = include_str!("acceptance_runner.py");
 /// Runs a JavaScript test (`node -e JS_RUNNER TEST TASK_FILE`), whole: the same exit codes.
 const JS_RUNNER: &str = include_str!("acceptance_runner.js");
 
-/// The languages the team writes acceptance tests in, each for code of its own kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Language {
-    Python,
-    /// CommonJS (`.js`, `.cjs`), run by node.
-    JavaScript,
-}
-
-impl Language {
-    fn extension(self) -> &'static str {
-        match self {
-            Language::Python => "py",
-            Language::JavaScript => "js",
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Language::Python => "Python",
-            Language::JavaScript => "JavaScript",
-        }
-    }
-}
-
 /// Whether the acceptance test applies: Python or JavaScript code changed, and no test
 /// ran.
 pub fn wanted(s: &Services, files: &[String], tests: &[CheckResult]) -> bool {
@@ -109,24 +86,6 @@ pub fn wanted(s: &Services, files: &[String], tests: &[CheckResult]) -> bool {
         && s.models.is_some()
         && tests.iter().all(|r| r.status == CheckStatus::Skipped)
         && files.iter().any(|f| language_of(f).is_some())
-}
-
-/// The language of a code file that is not itself a test.
-fn language_of(path: &str) -> Option<Language> {
-    let name = Path::new(path)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("");
-    if name.ends_with(".py") && !name.starts_with("test_") && !name.ends_with("_test.py") {
-        return Some(Language::Python);
-    }
-    let test_like = [".test.", ".spec.", "_test."]
-        .iter()
-        .any(|t| name.contains(t));
-    ((name.ends_with(".js") || name.ends_with(".cjs"))
-        && !test_like
-        && !path.contains("node_modules/"))
-    .then_some(Language::JavaScript)
 }
 
 fn test_path(s: &Services, task_id: TaskId, language: Language) -> PathBuf {
@@ -463,7 +422,7 @@ async fn write_test(
     // cannot see it can only repeat the coder's guess.
     let mut seen: Vec<String> = originals.files.iter().map(|(f, _)| f.clone()).collect();
     seen.extend(code_files.iter().cloned());
-    let others = super::subtask::other_files_now(&s.sandbox, &task, &seen);
+    let others = super::files::other_files_now(&s.sandbox, &task, &seen);
     let others = if others.is_empty() {
         others
     } else {
@@ -515,7 +474,7 @@ with a path from the project root (`const {{ {name} }} = require('./{file}');`),
         "Task:\n{task}{before}{others}\n\nDefinitions in the files now:{now}\n\n{how}{previous}"
     );
     let request = ModelRequest {
-        system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
+        system: ctx.system_prompt(super::roles::MID),
         messages: vec![ChatMessage::user(prompt)],
         tools: Vec::new(),
         max_tokens: 1024,
@@ -602,57 +561,6 @@ fn python_module(file: &str) -> String {
     file.trim_start_matches("./")
         .trim_end_matches(".py")
         .replace('/', ".")
-}
-
-/// The name a definition line (see [`is_definition`]) defines, when it names one.
-fn defined_name(line: &str, language: Language) -> Option<String> {
-    let l = line.trim_start();
-    let starts: &[&str] = match language {
-        Language::Python => &["async def ", "def ", "class "],
-        Language::JavaScript => &[
-            "async function ",
-            "function ",
-            "class ",
-            "const ",
-            "let ",
-            "exports.",
-        ],
-    };
-    let rest = starts.iter().find_map(|start| l.strip_prefix(start))?;
-    let name: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
-        .collect();
-    (!name.is_empty()).then_some(name)
-}
-
-/// The functions and classes `text` defines, read as code of `path`'s language (none for
-/// other languages).
-pub(super) fn names_defined(path: &str, text: &str) -> std::collections::HashSet<String> {
-    let Some(language) = language_of(path) else {
-        return Default::default();
-    };
-    text.lines()
-        .filter_map(|line| defined_name(line, language))
-        .collect()
-}
-
-/// A line that defines something a test can call.
-fn is_definition(line: &str, language: Language) -> bool {
-    let l = line.trim_start();
-    match language {
-        Language::Python => {
-            l.starts_with("def ") || l.starts_with("async def ") || l.starts_with("class ")
-        }
-        Language::JavaScript => {
-            l.starts_with("function ")
-                || l.starts_with("async function ")
-                || l.starts_with("class ")
-                || l.starts_with("module.exports")
-                || l.starts_with("exports.")
-                || ((l.starts_with("const ") || l.starts_with("let ")) && l.contains("=>"))
-        }
-    }
 }
 
 /// The first fenced code block in `language` (or a bare ```), or the whole answer when

@@ -20,10 +20,6 @@ use crate::executor::{ExecutionOutcome, SubtaskSpec};
 use crate::recovery::{Failure, FailureKind};
 use crate::runtime::{AgentBehavior, AgentContext, AgentError, AgentStatus, Message, MessageKind};
 
-pub const RESPONSIBILITIES: &str = "- Implement the subtask you are given, completely, using the tools.\n\
-- Read before you edit; keep changes small and consistent with the code around them.\n\
-- When the subtask is done, answer with a short summary of what you changed.";
-
 pub struct BottomBehavior {
     services: Arc<Services>,
     /// Subtasks this agent is running right now.
@@ -49,7 +45,7 @@ fn behavior_error(ctx: &AgentContext, e: impl std::fmt::Display) -> AgentError {
 #[async_trait]
 impl AgentBehavior for BottomBehavior {
     fn responsibilities(&self) -> String {
-        RESPONSIBILITIES.to_string()
+        super::roles::BOTTOM.to_string()
     }
 
     async fn initialize(&mut self, ctx: &AgentContext) -> Result<(), AgentError> {
@@ -111,7 +107,7 @@ impl AgentBehavior for BottomBehavior {
                 let reason = if free { "idle, taking it over" } else { "busy" };
                 ctx.append_own_board(&format!(
                     "- peer help request from {}: {}",
-                    super::subtask::agent_name(&self.services, message.from),
+                    super::roles::agent_name(&self.services, message.from),
                     if free { "accepted" } else { "declined (busy)" }
                 ))
                 .map_err(|e| behavior_error(ctx, e))?;
@@ -129,7 +125,7 @@ impl AgentBehavior for BottomBehavior {
                     .map_err(|e| behavior_error(ctx, e))?;
             }
             other => {
-                let from = super::subtask::agent_name(&self.services, message.from);
+                let from = super::roles::agent_name(&self.services, message.from);
                 ctx.append_own_board(&format!("- {} from {from}", other.as_str()))
                     .map_err(|e| behavior_error(ctx, e))?;
             }
@@ -170,19 +166,19 @@ async fn run_subtask(
     let spec = SubtaskSpec {
         subtask_id: assignment.subtask_id.to_string(),
         description: assignment.description.clone(),
-        system_prompt: ctx.system_prompt(RESPONSIBILITIES),
+        system_prompt: ctx.system_prompt(super::roles::BOTTOM),
         context: assignment.context.clone(),
         target_files: services
             .tasks
             .get(assignment.task_id)
             .map(|task| {
-                super::subtask::target_files_now(&services.sandbox, super::plan::task_text(&task))
+                super::files::target_files_now(&services.sandbox, super::files::task_text(&task))
             })
             .unwrap_or_default(),
         task_names: services
             .tasks
             .get(assignment.task_id)
-            .map(|task| super::check::names_to_find(super::plan::task_text(&task)))
+            .map(|task| super::check::names_to_find(super::files::task_text(&task)))
             .unwrap_or_default(),
     };
     let limit = Duration::from_millis(
@@ -215,7 +211,7 @@ async fn run_subtask(
     let mut check_failure = None;
     if let Ok(Ok(outcome)) = &result {
         super::check::record_repairs(services, assignment.task_id, &outcome.repairs);
-        super::verify::keep_proposed(services, assignment.task_id, outcome);
+        super::files::keep_proposed(services, assignment.task_id, outcome);
     }
     let result = match result {
         Ok(Ok(outcome)) if outcome.success => {

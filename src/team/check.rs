@@ -27,6 +27,7 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 
 use super::Services;
+use super::files::{files_named, source_files_named};
 use crate::exec::{RunError, RunSpec, Runner};
 use crate::executor::{ExecutionOutcome, Executor, SubtaskSpec};
 use crate::recovery::quality::{self, SubtaskStep, Verdict};
@@ -121,91 +122,6 @@ pub fn capture_originals(sandbox: &crate::tools::Sandbox, text: &str) -> Origina
     })
 }
 
-/// The workspace files `text` names (`solution.py`, `src/app.js`), in the order named,
-/// each once: words with an extension that are relative paths to existing files under
-/// `root`. Nothing outside the workspace can be named (no `..`, no absolute paths).
-pub fn files_named(root: &Path, text: &str) -> Vec<String> {
-    let Ok(root) = std::fs::canonicalize(root) else {
-        return Vec::new();
-    };
-    path_words(text)
-        .into_iter()
-        // Canonical, so that a symlink cannot lead out of the workspace.
-        .filter(|word| {
-            std::fs::canonicalize(root.join(word))
-                .is_ok_and(|p| p.starts_with(&root) && p.is_file())
-        })
-        .collect()
-}
-
-/// Extensions of the source and text files a task works on.
-const SOURCE_EXTENSIONS: &[&str] = &[
-    "py", "pyi", "js", "mjs", "cjs", "ts", "tsx", "jsx", "rs", "go", "java", "kt", "c", "h", "cc",
-    "cpp", "hpp", "cs", "rb", "php", "swift", "lua", "sh", "bash", "toml", "json", "yaml", "yml",
-    "md", "txt", "html", "css", "scss", "sql", "xml", "ini", "cfg", "csv", "vue", "svelte",
-];
-
-fn has_source_extension(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| SOURCE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
-}
-
-/// The source and text files `text` names, whether they exist yet or not: paths whose
-/// extension is a known one (so that "e.g." or "v1.5" is not taken for a file).
-pub fn source_files_named(text: &str) -> Vec<String> {
-    path_words(text)
-        .into_iter()
-        .filter(|word| has_source_extension(Path::new(word)))
-        .collect()
-}
-
-/// The workspace's files with one of `extensions` (workspace-relative, sorted), never
-/// `.gitignore`d or hidden ones (`.conclave/`, `.git/`). At most `limit` + 1 of them, so
-/// that a caller can tell a big project from a small one without walking it all.
-pub fn project_files(root: &Path, extensions: &[String], limit: usize) -> Vec<String> {
-    let mut files = Vec::new();
-    let walker = ignore::WalkBuilder::new(root)
-        .max_depth(Some(4))
-        .require_git(false)
-        .build();
-    for entry in walker.flatten() {
-        if files.len() > limit {
-            break;
-        }
-        let path = entry.path();
-        if entry.file_type().is_some_and(|t| t.is_file())
-            && path
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| extensions.iter().any(|x| x.eq_ignore_ascii_case(e)))
-            && let Ok(relative) = path.strip_prefix(root)
-        {
-            files.push(relative.to_string_lossy().replace('\\', "/"));
-        }
-    }
-    files.sort();
-    files
-}
-
-/// Words of `text` shaped like a relative path with an extension, each once, in order.
-fn path_words(text: &str) -> Vec<String> {
-    let mut words: Vec<String> = Vec::new();
-    for word in text.split(|c: char| c.is_whitespace() || "`'\"()[]{},;:".contains(c)) {
-        let word = word.trim_end_matches('.');
-        let path = Path::new(word);
-        let inside = path
-            .components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)));
-        let has_extension = path.extension().is_some_and(|e| !e.is_empty())
-            && path.file_stem().is_some_and(|s| !s.is_empty());
-        if inside && has_extension && !words.iter().any(|w| w == word) {
-            words.push(word.to_string());
-        }
-    }
-    words
-}
-
 /// Whether the checks may run code of the task: tests, build scripts, the project's own
 /// tools (`approvals.commands`, asked once per task). Checks that only read the code
 /// (syntax, the scans) need no one's consent.
@@ -290,7 +206,7 @@ impl Bench {
             self.originals
                 .files
                 .iter()
-                .any(|(path, text)| super::acceptance::names_defined(path, text).contains(name))
+                .any(|(path, text)| super::files::names_defined(path, text).contains(name))
         };
         crate::checks::intent::Intent::read(&self.originals.task, &defined)
     }
@@ -640,7 +556,7 @@ async fn rename_problems(
             .originals
             .files
             .iter()
-            .any(|(path, text)| super::acceptance::names_defined(path, text).contains(name))
+            .any(|(path, text)| super::files::names_defined(path, text).contains(name))
     };
     let renames: Vec<&(String, String)> = intent
         .renames
@@ -659,7 +575,7 @@ async fn rename_problems(
     let mut defined = Vec::new();
     for path in paths.into_iter().filter(|p| !is_test_file(p)) {
         if let Ok(text) = tokio::fs::read_to_string(bench.root.join(path)).await {
-            defined.push((path, super::acceptance::names_defined(path, &text)));
+            defined.push((path, super::files::names_defined(path, &text)));
         }
     }
     let mut problems = Vec::new();
@@ -1284,19 +1200,15 @@ pub async fn after_subtask(
                 failure.unwrap_or_default(),
                 ErrorCategory::of_check(&failed_kind).next_step()
             ),
-            context: super::subtask::with_files_now(
-                &spec.context,
-                &s.sandbox,
-                &bench.originals.task,
-            ),
-            target_files: super::subtask::target_files_now(&s.sandbox, &bench.originals.task),
+            context: super::files::with_files_now(&spec.context, &s.sandbox, &bench.originals.task),
+            target_files: super::files::target_files_now(&s.sandbox, &bench.originals.task),
             ..spec.clone()
         };
         sink(&format!("check failed, fixing: {}\n", checks.summary()));
         match executor.execute(&fix, cancel.clone(), sink).await {
             Ok(fixed) => {
                 record_repairs(s, task_id, &fixed.repairs);
-                super::verify::keep_proposed(s, task_id, &fixed);
+                super::files::keep_proposed(s, task_id, &fixed);
                 for path in fixed.files_written {
                     if !outcome.files_written.contains(&path) {
                         outcome.files_written.push(path);

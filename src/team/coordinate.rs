@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::plan::Stop;
 use super::subtask::run_subtasks;
 use super::{Services, first_line};
 use crate::config::OnFailure;
 use crate::config::TeamLayer;
-use crate::model::ModelError;
 use crate::recovery::ladder::{
     History, LadderPolicy, Outcome, Step, decide, human_duration, provider_trouble,
 };
@@ -24,12 +24,6 @@ use crate::runtime::{
     SubtaskStatus, TaskError, TaskId, TaskRecord, TaskStatus,
 };
 use crate::undo::EditedFiles;
-
-/// Why coordination stopped early.
-pub(super) enum Stop {
-    Cancelled,
-    Failed(Failure),
-}
 
 pub async fn run(ctx: AgentContext, services: Arc<Services>, task_id: TaskId) {
     let cancel = services.task_cancel(task_id);
@@ -163,10 +157,6 @@ async fn plan_waiting_out_the_provider(
             _ => return Err(Stop::Failed(failure)),
         }
     }
-}
-
-pub(super) fn failure_of(error: &ModelError) -> Failure {
-    Failure::of(error)
 }
 
 /// Tells the supervising top agent how the task ended; it keeps the final report.

@@ -121,7 +121,7 @@ pub(super) async fn propose_solution(
     let metrics = s.runtime.pool.get(failing).map(|a| a.metrics());
     if let Some(model) = &s.model(TeamLayer::Mid) {
         let request = ModelRequest {
-            system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
+            system: ctx.system_prompt(super::roles::MID),
             messages: vec![ChatMessage::user(format!(
                 "A bottom agent ({}) keeps failing a subtask after retries and a peer takeover.\n\nSubtask: {description}\n\nError ({}, {}): {}\n\nAgent metrics: {}\n\nPropose what to do.",
                 agent_name(s, failing),
@@ -190,10 +190,10 @@ pub(super) async fn ask_person(
         error_kind: failure.kind.as_str(),
         error: &error,
     });
-    s.tasks.update(task.id, super::subtask::refresh_status);
+    s.tasks.update(task.id, TaskRecord::refresh_status);
     s.approvals.ask(request).await
 }
 
 fn agent_name(s: &Services, agent: AgentId) -> String {
-    super::subtask::agent_name(s, agent)
+    super::roles::agent_name(s, agent)
 }

@@ -11,10 +11,6 @@ use super::Services;
 use crate::runtime::usage;
 use crate::runtime::{AgentBehavior, AgentContext, AgentError, Message, MessageKind, TaskId};
 
-pub const RESPONSIBILITIES: &str = "- Split the task you are given into a few concrete subtasks that bottom agents can each finish alone.\n\
-- Order them with dependencies where one needs another's result.\n\
-- Supervise your bottom agents: when one fails, decide whether to retry, reassign, change the subtask, replace the agent, or ask the user.";
-
 pub struct MidBehavior {
     services: Arc<Services>,
 }
@@ -28,7 +24,7 @@ impl MidBehavior {
 #[async_trait]
 impl AgentBehavior for MidBehavior {
     fn responsibilities(&self) -> String {
-        RESPONSIBILITIES.to_string()
+        super::roles::MID.to_string()
     }
 
     async fn initialize(&mut self, ctx: &AgentContext) -> Result<(), AgentError> {
@@ -70,7 +66,7 @@ impl AgentBehavior for MidBehavior {
                         );
                     }
                     None => {
-                        let from = super::subtask::agent_name(&self.services, message.from);
+                        let from = super::roles::agent_name(&self.services, message.from);
                         let _ = ctx
                             .append_own_board(&format!("- unreadable task assignment from {from}"));
                     }
@@ -79,7 +75,7 @@ impl AgentBehavior for MidBehavior {
             MessageKind::IssueEscalation => {
                 let _ = ctx.append_own_board(&format!(
                     "- escalation from {}: {}",
-                    super::subtask::agent_name(&self.services, message.from),
+                    super::roles::agent_name(&self.services, message.from),
                     message.payload["message"]
                         .as_str()
                         .unwrap_or("(no message)")
@@ -98,7 +94,7 @@ impl AgentBehavior for MidBehavior {
                 }
             }
             other => {
-                let from = super::subtask::agent_name(&self.services, message.from);
+                let from = super::roles::agent_name(&self.services, message.from);
                 let _ = ctx.append_own_board(&format!("- {} from {from}", other.as_str()));
             }
         }

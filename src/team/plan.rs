@@ -15,7 +15,7 @@ use chrono::Utc;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::coordinate::{Stop, failure_of};
+use super::files::{background_for_prompt, task_text};
 use super::{Services, first_line};
 use crate::config::PlanQuorum;
 use crate::config::TeamLayer;
@@ -30,6 +30,12 @@ use crate::runtime::{
     DecisionStatus, Layer, Proposal, Quorum, Signer, Subtask, TaskError, TaskId, TaskRecord,
     TaskStatus, Vote, voters,
 };
+
+/// Why coordination stopped early.
+pub(super) enum Stop {
+    Cancelled,
+    Failed(Failure),
+}
 
 /// When not to split, said to the planner in as few words as a small model follows.
 const PLANNING_RULES: &str = "Split only when the task has large parts that can each be done and checked on their own. \
@@ -84,7 +90,7 @@ pub(super) async fn plan_and_approve(
         }
         prompt.push_str(&feedback);
         let request = ModelRequest {
-            system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
+            system: ctx.system_prompt(super::roles::MID),
             messages: vec![ChatMessage::user(prompt)],
             tools: Vec::new(),
             max_tokens: 1024,
@@ -102,7 +108,7 @@ pub(super) async fn plan_and_approve(
                 ));
                 Plan::default()
             }
-            Err(e) => return Err(Stop::Failed(failure_of(&e))),
+            Err(e) => return Err(Stop::Failed(Failure::of(&e))),
         };
         let subtasks = fit_plan(&plan, task, &bottoms, s);
         let listing: String = subtasks
@@ -142,24 +148,6 @@ pub(super) async fn plan_and_approve(
                 );
             }
         }
-    }
-}
-
-/// The task's background as a prompt shows it: marked as what came before, so that the
-/// model does not take it for more work.
-pub(super) fn background_for_prompt(background: &str) -> String {
-    format!(
-        "Background (what came before this task, for reference; do only what the task asks):\n{}",
-        background.trim_end()
-    )
-}
-
-/// The task as the person gave it.
-pub(super) fn task_text(task: &TaskRecord) -> &str {
-    if task.description.trim().is_empty() {
-        &task.title
-    } else {
-        &task.description
     }
 }
 
@@ -236,7 +224,7 @@ pub(super) fn fit_plan(
                             .map(|a| a.id())
                     })
             });
-            subtask.assignee_name = subtask.assignee.map(|id| super::subtask::agent_name(s, id));
+            subtask.assignee_name = subtask.assignee.map(|id| super::roles::agent_name(s, id));
             subtask
         })
         .collect();
@@ -245,10 +233,10 @@ pub(super) fn fit_plan(
     // logic"), into steps that rewrite one another's file; kept whole, the one agent
     // sees the task verbatim and the files as they are. A split that gives each file
     // to one subtask of its own is kept: those steps cannot undo one another.
-    let task_files = super::check::source_files_named(whole);
+    let task_files = super::files::source_files_named(whole);
     let per_subtask: Vec<Vec<String>> = subtasks
         .iter()
-        .map(|st| super::check::source_files_named(&st.description))
+        .map(|st| super::files::source_files_named(&st.description))
         .collect();
     let one_file_each = per_subtask.iter().all(|files| files.len() == 1)
         && per_subtask

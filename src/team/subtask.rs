@@ -18,6 +18,8 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::escalate::{ProposedAction, ask_person, peer_takeover, propose_solution};
+use super::files::{named_files_now, target_files_now};
+use super::roles::agent_name;
 use super::{Services, SubtaskAssignment, SubtaskReport, Whose, first_line, recovery_event};
 use crate::config::TeamLayer;
 use crate::recovery::ladder::{
@@ -28,7 +30,6 @@ use crate::recovery::{Failure, FailureKind, RecoveryAction, Scope, Severity, qua
 use crate::runtime::{
     AgentContext, AgentId, AgentStatus, ApprovalAnswer, ApprovalChoice, BusError, Layer, Message,
     MessageKind, Recipient, Subtask, SubtaskId, SubtaskStatus, TaskError, TaskId, TaskRecord,
-    TaskStatus,
 };
 
 /// Runs every pending subtask as soon as its dependencies completed, all that are ready
@@ -760,7 +761,7 @@ impl SubtaskRun<'_> {
                     SubtaskStatus::Running
                 };
                 let attempts = st.attempts;
-                refresh_status(t);
+                t.refresh_status();
                 Some(attempts)
             })
             .flatten()
@@ -812,7 +813,7 @@ impl SubtaskRun<'_> {
                         add_new(&mut st.files, files.clone());
                     }
                     add_new(&mut t.files_written, files);
-                    refresh_status(t);
+                    t.refresh_status();
                 });
                 if self.history.errored() {
                     s.recovery(recovery_event(
@@ -926,7 +927,7 @@ fn replace_in_background(
 /// The files the task and the subtask name, as the subtask found them (those that
 /// existed): what a retry after code that failed its checks starts again from.
 fn files_as_found(s: &Services, task: &TaskRecord, description: &str) -> Vec<(String, String)> {
-    let named = format!("{}\n{description}", super::plan::task_text(task));
+    let named = format!("{}\n{description}", super::files::task_text(task));
     target_files_now(&s.sandbox, &named)
         .into_iter()
         .filter_map(|file| Some((file.path, file.content?)))
@@ -942,7 +943,7 @@ async fn undo_failed_attempt(
     s: &Services,
     as_found: &[(String, String)],
 ) -> Vec<String> {
-    let undone = super::verify::put_back(s, as_found).await;
+    let undone = super::files::put_back(s, as_found).await;
     if !undone.is_empty() {
         let _ = ctx.append_own_board(&format!(
             "- the last attempt's code failed its checks: {} put back as the subtask found it",
@@ -967,7 +968,7 @@ fn as_the_agent_reads_it(s: &Services, task_id: TaskId, description: &str) -> St
     let Some(task) = s.tasks.get(task_id) else {
         return description.to_string();
     };
-    let whole = super::plan::task_text(&task);
+    let whole = super::files::task_text(&task);
     match task.subtasks.as_slice() {
         [_] if !description.contains(whole)
             && crate::executor::builtin::asks_for_changes(description) =>
@@ -992,7 +993,7 @@ fn context_for(
         return String::new();
     };
     // Every bottom agent sees the whole task verbatim, unless its subtask is the task.
-    let whole = super::plan::task_text(&task);
+    let whole = super::files::task_text(&task);
     let mut context = match task.subtasks.as_slice() {
         [only]
             if only.description.contains(whole)
@@ -1009,7 +1010,7 @@ fn context_for(
         if !context.is_empty() {
             context.push('\n');
         }
-        context.push_str(&super::plan::background_for_prompt(background));
+        context.push_str(&super::files::background_for_prompt(background));
         context.push('\n');
     }
     let done: Vec<String> = task
@@ -1055,154 +1056,6 @@ fn context_for(
         context.push_str(&files);
     }
     context
-}
-
-/// The most of one file shown in a bottom agent's prompt, and of all files together.
-const SHOWN_FILE_MAX_BYTES: usize = 6 * 1024;
-const SHOWN_FILES_MAX_BYTES: usize = 10 * 1024;
-
-/// The files the task names, as they are now, so that the agent starts from the code
-/// rather than spending its first call reading it (a retry sees its own last try); then
-/// the other modules of a small project in the same languages, which a task may point to
-/// without naming them ("from the project's default settings (see the other modules)").
-/// Files too large to show are only named.
-fn named_files_now(sandbox: &crate::tools::Sandbox, task: &str) -> String {
-    // What the editor withholds is not read behind its back.
-    let named: Vec<String> = super::check::files_named(sandbox.root(), task)
-        .into_iter()
-        .filter(|path| !sandbox.is_withheld(std::path::Path::new(path)))
-        .collect();
-    let mut shown = String::new();
-    let mut left = SHOWN_FILES_MAX_BYTES;
-    for path in &named {
-        let Ok(content) = std::fs::read_to_string(sandbox.root().join(path)) else {
-            continue;
-        };
-        if content.len() > SHOWN_FILE_MAX_BYTES.min(left) {
-            shown.push_str(&format!(
-                "\n{path} ({} bytes, too long to show here: read it with file_read)\n",
-                content.len()
-            ));
-            continue;
-        }
-        left -= content.len();
-        shown.push_str(&fenced(path, &content));
-    }
-    let others = other_files_now(sandbox, task, &named);
-    match (shown.is_empty(), others.is_empty()) {
-        (true, _) => others,
-        (false, true) => format!("{FILES_NOW}{shown}"),
-        (false, false) => format!("{FILES_NOW}{shown}\n{others}"),
-    }
-}
-
-/// Where the files' text begins in a context (always its last part).
-const FILES_NOW: &str = "The files the task names, as they are now (already read for you):";
-const OTHER_FILES_NOW: &str = "Other files of the project, as they are now:";
-
-/// A project with more source files than this is not shown beyond the named files: the
-/// agent searches it with its tools.
-const OTHER_FILES_MAX: usize = 12;
-/// The most of one other file shown, and of all of them together.
-const OTHER_FILE_MAX_BYTES: usize = 2 * 1024;
-const OTHER_FILES_MAX_BYTES: usize = 4 * 1024;
-
-/// The other modules beside the files `task` names: the project's files in the same
-/// languages (by extension) other than `except`, as they are now (the small ones shown,
-/// the rest named). Empty when the task names no source file, or for a project of more
-/// than [`OTHER_FILES_MAX`] such files.
-pub(super) fn other_files_now(
-    sandbox: &crate::tools::Sandbox,
-    task: &str,
-    except: &[String],
-) -> String {
-    let root = sandbox.root();
-    let mut extensions: Vec<String> = Vec::new();
-    for path in super::check::source_files_named(task) {
-        if let Some(extension) = std::path::Path::new(&path).extension() {
-            let extension = extension.to_string_lossy().to_ascii_lowercase();
-            if !extensions.contains(&extension) {
-                extensions.push(extension);
-            }
-        }
-    }
-    if extensions.is_empty() {
-        return String::new();
-    }
-    let files = super::check::project_files(root, &extensions, OTHER_FILES_MAX);
-    if files.len() > OTHER_FILES_MAX {
-        return String::new();
-    }
-    let mut shown = String::new();
-    let mut named = Vec::new();
-    let mut left = OTHER_FILES_MAX_BYTES;
-    for path in files
-        .iter()
-        .filter(|f| !except.contains(f) && !sandbox.is_withheld(std::path::Path::new(f)))
-    {
-        match std::fs::read_to_string(root.join(path)) {
-            Ok(content) if content.len() <= OTHER_FILE_MAX_BYTES.min(left) => {
-                left -= content.len();
-                shown.push_str(&fenced(path, &content));
-            }
-            _ => named.push(path.as_str()),
-        }
-    }
-    if !named.is_empty() {
-        shown.push_str(&format!("\nAlso there (not shown): {}\n", named.join(", ")));
-    }
-    if shown.is_empty() {
-        return shown;
-    }
-    format!("{OTHER_FILES_NOW}{shown}")
-}
-
-/// `path` and its text in a fence the text cannot close.
-fn fenced(path: &str, content: &str) -> String {
-    let fence = if content.contains("```") {
-        "~~~~"
-    } else {
-        "```"
-    };
-    let newline = if content.ends_with('\n') || content.is_empty() {
-        ""
-    } else {
-        "\n"
-    };
-    format!("\n{path}:\n{fence}\n{content}{newline}{fence}\n")
-}
-
-/// `context` with the files' text brought up to date, for another turn after the files
-/// changed (the fix turn after a failed check): stale text would have the model edit
-/// lines that are no longer there.
-pub(super) fn with_files_now(context: &str, sandbox: &crate::tools::Sandbox, task: &str) -> String {
-    let start = [FILES_NOW, OTHER_FILES_NOW]
-        .iter()
-        .filter_map(|header| context.find(header))
-        .min();
-    let before = start.map_or(context, |at| &context[..at]);
-    let files = named_files_now(sandbox, task);
-    match (before.trim_end().is_empty(), files.is_empty()) {
-        (true, _) => files,
-        (false, true) => before.trim_end().to_string(),
-        (false, false) => format!("{}\n\n{files}", before.trim_end()),
-    }
-}
-
-/// The source files `task` names, with their text now: an executor writes a whole one
-/// that the model answered in a code block instead of a tool call.
-pub(super) fn target_files_now(
-    sandbox: &crate::tools::Sandbox,
-    task: &str,
-) -> Vec<crate::executor::TargetFile> {
-    super::check::source_files_named(task)
-        .into_iter()
-        .filter(|path| !sandbox.is_withheld(std::path::Path::new(path)))
-        .map(|path| crate::executor::TargetFile {
-            content: std::fs::read_to_string(sandbox.root().join(&path)).ok(),
-            path,
-        })
-        .collect()
 }
 
 /// An idle bottom agent, this mid's own first, never one of `exclude`; else the least
@@ -1309,7 +1162,7 @@ fn give_up(
         if let Some(st) = t.subtask_mut(subtask_id) {
             st.status = SubtaskStatus::Failed;
         }
-        refresh_status(t);
+        t.refresh_status();
     });
 }
 
@@ -1323,7 +1176,7 @@ fn fail_subtask(s: &Services, task_id: TaskId, subtask_id: SubtaskId, failure: F
         if let Some(st) = t.subtask_mut(subtask_id) {
             st.status = SubtaskStatus::Failed;
         }
-        refresh_status(t);
+        t.refresh_status();
     });
 }
 
@@ -1332,35 +1185,8 @@ fn set_subtask_status(s: &Services, task_id: TaskId, subtask_id: SubtaskId, stat
         if let Some(st) = t.subtask_mut(subtask_id) {
             st.status = status;
         }
-        refresh_status(t);
+        t.refresh_status();
     });
-}
-
-/// The task's status while it runs follows its most troubled subtask.
-pub(super) fn refresh_status(task: &mut TaskRecord) {
-    if task.status.is_finished()
-        || matches!(
-            task.status,
-            TaskStatus::Planning | TaskStatus::AwaitingApproval | TaskStatus::Queued
-        )
-    {
-        return;
-    }
-    task.status = if task
-        .subtasks
-        .iter()
-        .any(|st| st.status == SubtaskStatus::Escalated)
-    {
-        TaskStatus::Escalated
-    } else if task
-        .subtasks
-        .iter()
-        .any(|st| st.status == SubtaskStatus::Recovering)
-    {
-        TaskStatus::Recovering
-    } else {
-        TaskStatus::Running
-    };
 }
 
 /// A subtask rewritten by its supervisor or a person shows its new description
@@ -1379,17 +1205,5 @@ fn add_new(list: &mut Vec<String>, new: Vec<String>) {
         if !list.contains(&item) {
             list.push(item);
         }
-    }
-}
-
-/// Who an agent is, as boards, messages and assignees name it: its name, `system` for
-/// Conclave itself, or a short id once the agent is gone.
-pub(super) fn agent_name(s: &Services, agent: AgentId) -> String {
-    if agent == AgentId::SYSTEM {
-        return agent.to_string();
-    }
-    match s.runtime.pool.get(agent) {
-        Some(a) => a.name(),
-        None => agent.to_string().chars().take(8).collect(),
     }
 }

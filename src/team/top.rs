@@ -16,10 +16,6 @@ use crate::model::{ChatMessage, ModelRequest};
 use crate::runtime::usage;
 use crate::runtime::{AgentBehavior, AgentContext, AgentError, Message, MessageKind};
 
-pub const RESPONSIBILITIES: &str = "- Review plans proposed by mid agents: approve sound ones, veto unsafe or incomplete ones with a reason.\n\
-- Arbitrate conflicts between agents.\n\
-- Receive critical escalations and decide what the team does next.";
-
 pub struct TopBehavior {
     services: Arc<Services>,
 }
@@ -33,7 +29,7 @@ impl TopBehavior {
 #[async_trait]
 impl AgentBehavior for TopBehavior {
     fn responsibilities(&self) -> String {
-        RESPONSIBILITIES.to_string()
+        super::roles::TOP.to_string()
     }
 
     async fn initialize(&mut self, ctx: &AgentContext) -> Result<(), AgentError> {
@@ -96,7 +92,7 @@ impl AgentBehavior for TopBehavior {
             MessageKind::IssueEscalation => {
                 let text = format!(
                     "- escalation from {}: {}",
-                    super::subtask::agent_name(&self.services, message.from),
+                    super::roles::agent_name(&self.services, message.from),
                     message.payload["message"]
                         .as_str()
                         .unwrap_or("(no message)")
@@ -125,7 +121,7 @@ impl AgentBehavior for TopBehavior {
                 }
             }
             other => {
-                let from = super::subtask::agent_name(&self.services, message.from);
+                let from = super::roles::agent_name(&self.services, message.from);
                 note(format!("- {} from {from}", other.as_str()))
             }
         }
@@ -149,7 +145,7 @@ async fn review_and_vote(ctx: &AgentContext, services: &Arc<Services>, decision_
         },
         (ReviewMode::Model, Some(model)) => {
             let request = ModelRequest {
-                system: ctx.system_prompt(RESPONSIBILITIES),
+                system: ctx.system_prompt(super::roles::TOP),
                 messages: vec![ChatMessage::user(review_prompt(&decision.content))],
                 tools: Vec::new(),
                 max_tokens: 512,

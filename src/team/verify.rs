@@ -10,9 +10,10 @@ use std::sync::Arc;
 use chrono::Utc;
 use uuid::Uuid;
 
+use super::files::{keep_proposed, put_back};
 use super::{Services, Whose, acceptance, check, first_line, recovery_event};
 use crate::config::TeamLayer;
-use crate::executor::{ExecutionOutcome, SubtaskSpec, TargetFile, code_answer};
+use crate::executor::{SubtaskSpec, TargetFile, code_answer};
 use crate::model::structured::{FileContent, Fix, ask_json_or};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::quality::{FixEvent, FixLoop, FixStep, Verdict};
@@ -275,8 +276,8 @@ fn as_written(s: &Services, task_id: TaskId, path: &str, content: &str) -> Strin
 async fn files_now(s: &Services, task_id: TaskId) -> Vec<(String, String)> {
     let mut paths = files_of(s, task_id);
     if let Some(task) = s.tasks.get(task_id) {
-        let whole = super::plan::task_text(&task);
-        for target in super::subtask::target_files_now(&s.sandbox, whole) {
+        let whole = super::files::task_text(&task);
+        for target in super::files::target_files_now(&s.sandbox, whole) {
             if !paths.contains(&target.path) {
                 paths.push(target.path);
             }
@@ -308,8 +309,8 @@ async fn fix_with_tools(
     let (Some(executor), Some(task)) = (s.executor.clone(), s.tasks.get(task_id)) else {
         return ToolFix::default();
     };
-    let whole = super::plan::task_text(&task);
-    let targets = super::subtask::target_files_now(&s.sandbox, whole);
+    let whole = super::files::task_text(&task);
+    let targets = super::files::target_files_now(&s.sandbox, whole);
     let mut keep: Vec<String> = files_of(s, task_id);
     keep.extend(targets.iter().map(|t| t.path.clone()));
     for path in keep {
@@ -334,8 +335,8 @@ async fn fix_with_tools(
              When you are done, end your answer with `Confidence: N`, how sure you are (0 to 100) that the check now passes.",
             extract_errors(output)
         ),
-        system_prompt: ctx.system_prompt(super::bottom::RESPONSIBILITIES),
-        context: super::subtask::with_files_now("", &s.sandbox, whole),
+        system_prompt: ctx.system_prompt(super::roles::BOTTOM),
+        context: super::files::with_files_now("", &s.sandbox, whole),
         target_files: targets,
         task_names: super::check::names_to_find(whole),
     };
@@ -403,30 +404,6 @@ async fn restore(ctx: &AgentContext, s: &Services, before: &[(String, String)]) 
     format!(" ({list} restored as before the fixes)")
 }
 
-/// Writes back each of `before` (path, content) that differs now, through the editor
-/// when there is one. Returns the paths written.
-pub(super) async fn put_back(s: &Services, before: &[(String, String)]) -> Vec<String> {
-    let mut restored = Vec::new();
-    for (path, content) in before {
-        let now = match s.sandbox.resolve(path) {
-            Ok(absolute) => tokio::fs::read_to_string(&absolute).await.ok(),
-            Err(_) => continue,
-        };
-        if now.as_deref() == Some(content.as_str()) {
-            continue;
-        }
-        match s
-            .writer
-            .write_file(std::path::Path::new(path), content)
-            .await
-        {
-            Ok(_) => restored.push(path.clone()),
-            Err(e) => tracing::warn!("{path} not put back: {e}"),
-        }
-    }
-    restored
-}
-
 /// The task's checks: the code's (syntax, stubs, names), then, when they pass, its tests
 /// (`verify.command`, the project's, or the team's acceptance test).
 async fn check_all(
@@ -451,21 +428,6 @@ async fn check_all(
         checks.results.extend(tests.results);
     }
     checks
-}
-
-/// Keeps the files a coder's final answer showed and did not write, for
-/// [`try_proposed`].
-pub(super) fn keep_proposed(s: &Services, task_id: TaskId, outcome: &ExecutionOutcome) {
-    if outcome.proposed_files.is_empty() {
-        return;
-    }
-    let mut state = s.task_state.entry(task_id).or_default();
-    let kept = &mut state.proposed_files;
-    for file in &outcome.proposed_files {
-        if !kept.contains(file) {
-            kept.push(file.clone());
-        }
-    }
 }
 
 /// Tries each kept version of a task file (see [`keep_proposed`]) in place of the file:
@@ -588,7 +550,7 @@ fn add_part(targets: &mut Vec<(String, String)>, path: String, content: &str) {
         targets.push((path, content.to_string()));
         return;
     };
-    let names = |text: &str| super::acceptance::names_defined(&path, text);
+    let names = |text: &str| super::files::names_defined(&path, text);
     let (before, part) = (names(whole), names(content));
     if !before.is_empty() && !part.is_empty() && before.is_disjoint(&part) {
         *whole = format!("{}\n\n\n{}", whole.trim_end(), content);
@@ -612,8 +574,8 @@ async fn file_the_content_is(
     for path in task_files.iter().filter(|path| !check::is_test_file(path)) {
         if let Ok(absolute) = s.sandbox.resolve(path)
             && let Ok(now) = tokio::fs::read_to_string(&absolute).await
-            && !super::acceptance::names_defined(path, &now)
-                .is_disjoint(&super::acceptance::names_defined(path, content))
+            && !super::files::names_defined(path, &now)
+                .is_disjoint(&super::files::names_defined(path, content))
         {
             defining.push(path.clone());
         }
@@ -684,7 +646,7 @@ async fn ask_for_fix(
     // The team's files first, the failure after them: a small model shown the test
     // first tends to copy the test into the team's file.
     let request = ModelRequest {
-        system: ctx.system_prompt(super::mid::RESPONSIBILITIES),
+        system: ctx.system_prompt(super::roles::MID),
         messages: vec![ChatMessage::user(format!(
             "The team's code fails its checks ({command}).\n\nFiles the team wrote:{sources}\n\n{}\n\n\
              A test shown above is Conclave's check of the team's code: never change it or copy it into a file. \
