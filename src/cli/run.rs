@@ -170,7 +170,8 @@ pub fn report_engine_error(error: &EngineError) -> ExitCode {
     }
 }
 
-/// Prints the summary (and writes ERROR_REPORT.md when anything failed); the exit code.
+/// Prints the summary (and writes ERROR_REPORT.md when anything failed, or always under
+/// `--continue-on-error`); the exit code.
 pub async fn conclude(
     engine: &Engine,
     mut finished: Finished,
@@ -189,7 +190,7 @@ pub async fn conclude(
         println!("{}", conclave::redact::text(result));
     }
     let ok = finished.all_completed();
-    if !ok {
+    if !ok || engine.config().recovery.continue_on_error {
         match engine
             .error_report(Some(&finished.detail.summary.task_id.to_string()))
             .await

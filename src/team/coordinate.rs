@@ -319,7 +319,15 @@ async fn finish(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId, outcome:
                 _ => "failed",
             }
         ));
-        if matches!(record.status, TaskStatus::Failed | TaskStatus::Cancelled)
+        // Under `recovery.continueOnError` the report is written whatever the outcome
+        // (the seed's "at the end regardless of failures"): a run that was told to push
+        // on says afterwards what it pushed through, even when that was nothing.
+        let failed = matches!(record.status, TaskStatus::Failed | TaskStatus::Cancelled);
+        let continue_on_error = record
+            .options
+            .continue_on_error
+            .unwrap_or(s.config.recovery.continue_on_error);
+        if (failed || continue_on_error)
             && let Err(e) = super::write_error_report(s, Some(task_id)).await
         {
             tracing::warn!("ERROR_REPORT.md not written: {e}");

@@ -206,6 +206,38 @@ fn continue_on_error_runs_dependants_warns_and_is_recorded_in_the_report() {
 }
 
 #[test]
+fn continue_on_error_writes_the_report_even_when_everything_completed() {
+    let mut steps = vec![plan(json!([
+        { "description": "Write alpha.txt with a greeting" },
+        { "description": "Write beta.txt with a farewell" },
+    ]))];
+    steps.extend(writes("Write alpha.txt", "alpha.txt", "hello\n"));
+    steps.extend(writes("Write beta.txt", "beta.txt", "goodbye\n"));
+    let ws = workspace(Value::Array(steps));
+    let output = conclave(
+        ws.path(),
+        &[
+            "Write two files",
+            "--approve",
+            "deny",
+            "--continue-on-error",
+        ],
+    );
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    let reports = error_reports(ws.path());
+    assert_eq!(reports.len(), 1, "{err}");
+    assert!(
+        err.contains(&format!("Error report: {}", reports[0].display())),
+        "{err}"
+    );
+    let report = std::fs::read_to_string(&reports[0]).unwrap();
+    assert!(report.contains("**Continue on Error**: true"), "{report}");
+    assert!(report.contains("| Success Rate | 100% |"), "{report}");
+    assert!(report.contains("## Failed Tasks\n\nNone."), "{report}");
+}
+
+#[test]
 fn continue_on_error_takes_the_partial_work_back_when_the_config_says_restore() {
     let ws = failing_workspace();
     let config = std::fs::read_to_string(ws.path().join("conclave.toml")).unwrap();
