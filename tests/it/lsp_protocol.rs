@@ -259,6 +259,30 @@ async fn invalid_initialization_options_are_refused_naming_their_origin() {
 }
 
 #[tokio::test]
+async fn a_team_larger_than_the_pool_allows_is_refused_with_agent_pool_full() {
+    let ws = Workspace::scripted(
+        json!([]),
+        "[team]\ntop = 3\nmid = 4\nbottomPerMid = 5\nmaxAgents = 10",
+    );
+    let mut server = Server::spawn(ws.path()).await;
+    let root = ws.path().canonicalize().unwrap();
+    let error = server
+        .request(
+            "initialize",
+            json!({ "processId": null, "rootUri": format!("file://{}", root.display()),
+                    "capabilities": {} }),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error["code"], 1006, "{error}");
+    assert_eq!(error["data"]["maxAgents"], 10, "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("10"),
+        "the message says the limit: {error}"
+    );
+}
+
+#[tokio::test]
 async fn a_typo_in_conclave_toml_is_blamed_on_the_file_even_when_the_editor_sends_options() {
     let ws = Workspace::scripted(json!([]), "writes = \"dsk\"");
     let mut server = Server::spawn(ws.path()).await;
