@@ -52,11 +52,27 @@ pub(super) async fn peer_takeover(
             json!({ "taskId": task.id, "subtaskId": subtask_id, "reason": failure.message }),
         )
         .with_task(task.id.to_string());
-        match ctx.bus.request(request, patience).await {
+        // A peer passed over is said on the asking agent's board, with why.
+        let passed_over = match ctx.bus.request(request, patience).await {
             Ok(reply) if reply.payload["accepted"] == true => return Some(peer),
-            Ok(_) => continue,
-            Err(e) => tracing::info!(peer = %peer, "peer did not answer the help request: {e}"),
-        }
+            Ok(reply) => format!(
+                "declined the takeover ({})",
+                reply.payload["reason"]
+                    .as_str()
+                    .unwrap_or("no reason given")
+            ),
+            Err(e) => {
+                tracing::info!(peer = %peer, "peer did not answer the help request: {e}");
+                format!(
+                    "did not answer the help request within {} ms",
+                    patience.as_millis()
+                )
+            }
+        };
+        let _ = ctx.append_own_board(&format!(
+            "- {} {passed_over}",
+            super::roles::agent_name(s, peer)
+        ));
     }
     None
 }

@@ -122,6 +122,82 @@ async fn a_subtask_an_agent_keeps_failing_moves_to_an_idle_peer() {
     team.engine.shutdown().await;
 }
 
+/// A bottom agent that works as usual but never answers a peer's help request.
+struct Silent(Box<dyn AgentBehavior>);
+
+#[async_trait::async_trait]
+impl AgentBehavior for Silent {
+    fn responsibilities(&self) -> String {
+        self.0.responsibilities()
+    }
+    async fn handle(
+        &mut self,
+        ctx: &AgentContext,
+        message: Arc<Message>,
+    ) -> Result<(), AgentError> {
+        if message.kind == MessageKind::PeerHelpRequest {
+            return Ok(());
+        }
+        self.0.handle(ctx, message).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_peer_that_does_not_answer_is_passed_over_for_one_that_does() {
+    let mut config = config();
+    config.team.mid = 1;
+    config.team.bottom_per_mid = 3;
+    let standard = standard_behaviors();
+    let behaviors: BehaviorFactory = Arc::new(move |agent, services| {
+        let behavior = standard(agent, services);
+        if agent.name == "bottom-1-2" {
+            Box::new(Silent(behavior)) as Box<dyn AgentBehavior>
+        } else {
+            behavior
+        }
+    });
+    let [w1, w2] = writes("Create a.txt", "a.txt", "a\n");
+    let team = start_with(
+        json!([
+            plan(&["Create a.txt"]),
+            { "match": "Create a.txt", "error": { "kind": "http", "status": 400 }, "times": 2 },
+            w1, w2
+        ]),
+        config,
+        Some(behaviors),
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create a.txt");
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    assert!(
+        actions(&steps).contains(&RecoveryAction::PeerTakeover),
+        "{steps:?}"
+    );
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(detail.summary.status, TaskStatus::Completed);
+    let bottoms = team.engine.runtime().pool.by_layer(Layer::Bottom);
+    let name_of = |id| {
+        bottoms
+            .iter()
+            .find(|a| Some(a.id()) == id)
+            .map(|a| a.name())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        name_of(detail.summary.subtasks[0].assignee),
+        "bottom-1-3",
+        "the peer that answered finished it"
+    );
+    let board = team.mid_board();
+    assert!(
+        board.contains("bottom-1-2 did not answer the help request within"),
+        "the mid's board says who was passed over: {board}"
+    );
+    assert_eq!(team.read("a.txt"), "a\n");
+    team.engine.shutdown().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_coder_allowed_no_retries_hands_its_failing_subtask_to_a_peer_at_once() {
     let [w1, w2] = writes("Create a.txt", "a.txt", "a\n");
