@@ -42,6 +42,14 @@ fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// `src/` and every source file under it.
+fn sources() -> (PathBuf, Vec<PathBuf>) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    source_files(&root, &mut files);
+    (root, files)
+}
+
 /// The top-level module a file of `src/` belongs to (`None` for the crate roots).
 fn module_of(relative: &Path) -> Option<String> {
     let first = relative.components().next()?.as_os_str().to_str()?;
@@ -95,9 +103,7 @@ fn floor_of(module: &str) -> Option<usize> {
 
 /// Every import between top-level modules: (from, to) with the files that make it.
 fn imports() -> BTreeMap<(String, String), BTreeSet<String>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    source_files(&root, &mut files);
+    let (root, files) = sources();
     let mut edges: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for path in files {
         let relative = path.strip_prefix(&root).expect("under src");
@@ -119,9 +125,7 @@ fn imports() -> BTreeMap<(String, String), BTreeSet<String>> {
 
 #[test]
 fn every_module_has_a_floor() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    source_files(&root, &mut files);
+    let (root, files) = sources();
     let unplaced: BTreeSet<String> = files
         .iter()
         .filter_map(|p| module_of(p.strip_prefix(&root).unwrap()))
@@ -266,9 +270,7 @@ fn a_circle_is_found() {
 
 #[test]
 fn every_source_file_opens_with_its_doc() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    source_files(&root, &mut files);
+    let (root, files) = sources();
     let undocumented: Vec<String> = files
         .iter()
         .filter(|path| {
