@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, params};
 
 use super::{Record, Store, StoreError, millis};
-use crate::runtime::TaskId;
+use crate::ids::TaskId;
 
 /// A file as the task first found it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -22,10 +22,11 @@ use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, params};
 use tokio::sync::oneshot;
 
+use crate::ids::{AgentId, TaskId};
 use crate::recovery::RecoveryEvent;
 use crate::runtime::{
-    AgentConfig, AgentId, AgentStatus, ApprovalAnswer, ApprovalRequest, ArbitrationResult,
-    Decision, Message, Snapshot, TaskId, TaskRecord, Transition,
+    AgentConfig, AgentStatus, ApprovalAnswer, ApprovalRequest, ArbitrationResult, Decision,
+    Message, Snapshot, TaskRecord, Transition,
 };
 
 /// One thing to remember.
