@@ -358,9 +358,26 @@ impl ToolSource for McpHub {
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
         self.servers_of_work()
             .iter()
-            .flat_map(|server| server.tools())
+            .flat_map(|server| {
+                server
+                    .defs()
+                    .into_iter()
+                    .map(|def| Arc::new(tool::McpTool::new(server.clone(), def)) as Arc<dyn Tool>)
+            })
             .collect()
     }
+}
+
+/// `text` cut to at most `max` bytes on a character boundary, marked when cut.
+pub(crate) fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! One MCP server: its connection, started at first need, restarted once after it
-//! stopped, given up on (and reported once) when it cannot start.
+//! stopped, given up on (and reported once) when it cannot start; and the tools it listed
+//! (`ToolDef`), which `tool.rs` turns into the registry's tools.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,14 +12,83 @@ use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
 };
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::tool::{McpTool, ToolDef};
-use super::{McpContext, McpServerSpec, McpTransport, expand_env};
+use super::{McpContext, McpServerSpec, McpTransport, cut, expand_env, tool_name};
 use crate::exec::service::{Service, ServiceSpec};
 use crate::exec::{Runner, RunnerSettings};
-use crate::tools::{Tool, ToolError};
+use crate::tools::ToolError;
+
+/// The most of a tool's description the model is shown.
+pub(super) const MAX_DESCRIPTION: usize = 1024;
+
+/// A tool a server listed.
+#[derive(Debug)]
+pub struct ToolDef {
+    /// The model-facing name (`mcp__<server>__<tool>`).
+    pub name: String,
+    /// The server's name for it.
+    pub remote: String,
+    pub description: String,
+    pub parameters: Value,
+    /// The server's hints: they are claims, so they only ever make Conclave more careful
+    /// or allow a repeat of a call that cannot change anything twice.
+    pub read_only_hint: bool,
+    pub idempotent_hint: bool,
+}
+
+impl ToolDef {
+    /// From one entry of `tools/list` (as JSON); `None` for an entry without a name or
+    /// whose model-facing name another tool of the server took.
+    pub fn from_listing(server: &str, tool: &Value, taken: &[Arc<ToolDef>]) -> Option<ToolDef> {
+        let remote = tool.get("name")?.as_str()?.to_string();
+        let mut name = tool_name(server, &remote);
+        if taken.iter().any(|t| t.name == name) {
+            // Two names that differ only in characters the providers refuse.
+            name = tool_name(server, &format!("{remote}{}", "_".repeat(40)));
+            if taken.iter().any(|t| t.name == name) {
+                tracing::warn!(server, tool = %remote, "left out: its name clashes with another tool's");
+                return None;
+            }
+        }
+        let said = tool
+            .get("description")
+            .and_then(Value::as_str)
+            .or_else(|| tool.get("title").and_then(Value::as_str))
+            .unwrap_or("");
+        let description = format!(
+            "{} (a tool of the MCP server `{server}`)",
+            cut(said.trim(), MAX_DESCRIPTION)
+        );
+        let mut parameters = tool
+            .get("inputSchema")
+            .cloned()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| json!({}));
+        // Providers want an object schema with properties.
+        if parameters.get("type").is_none() {
+            parameters["type"] = json!("object");
+        }
+        if parameters.get("properties").is_none() {
+            parameters["properties"] = json!({});
+        }
+        let hint = |key: &str| {
+            tool.get("annotations")
+                .and_then(|a| a.get(key))
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        };
+        Some(ToolDef {
+            name,
+            remote,
+            description,
+            parameters,
+            read_only_hint: hint("readOnlyHint"),
+            idempotent_hint: hint("idempotentHint"),
+        })
+    }
+}
 
 /// How long a server may take to start and list its tools (`npx` may fetch a package
 /// first).
@@ -126,14 +196,9 @@ impl McpServer {
         &self.context
     }
 
-    /// Its tools as the model sees them (empty until it started once).
-    pub fn tools(self: &Arc<Self>) -> Vec<Arc<dyn Tool>> {
-        self.defs
-            .read()
-            .expect("tool definitions")
-            .iter()
-            .map(|def| Arc::new(McpTool::new(self.clone(), def.clone())) as Arc<dyn Tool>)
-            .collect()
+    /// The tools it listed (none until it started once).
+    pub fn defs(&self) -> Vec<Arc<ToolDef>> {
+        self.defs.read().expect("tool definitions").clone()
     }
 
     /// Starts it if it has not started yet (or restarts it once after it stopped);

@@ -4,95 +4,14 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::server::McpServer;
-use super::tool_name;
+use super::cut;
+use super::server::{McpServer, ToolDef};
 use crate::config::CommandPolicy;
 use crate::model::ToolSpec;
 use crate::tools::bash::{ApprovalOutcome, ToolApprovalRequest};
 use crate::tools::{Args, CallContext, Tool, ToolError, ToolOutput, truncate_text};
-
-/// The most of a tool's description the model is shown.
-const MAX_DESCRIPTION: usize = 1024;
-
-/// A tool a server listed.
-#[derive(Debug)]
-pub struct ToolDef {
-    /// The model-facing name (`mcp__<server>__<tool>`).
-    pub name: String,
-    /// The server's name for it.
-    pub remote: String,
-    pub description: String,
-    pub parameters: Value,
-    /// The server's hints: they are claims, so they only ever make Conclave more careful
-    /// or allow a repeat of a call that cannot change anything twice.
-    pub read_only_hint: bool,
-    pub idempotent_hint: bool,
-}
-
-impl ToolDef {
-    /// From one entry of `tools/list` (as JSON); `None` for an entry without a name or
-    /// whose model-facing name another tool of the server took.
-    pub fn from_listing(server: &str, tool: &Value, taken: &[Arc<ToolDef>]) -> Option<ToolDef> {
-        let remote = tool.get("name")?.as_str()?.to_string();
-        let mut name = tool_name(server, &remote);
-        if taken.iter().any(|t| t.name == name) {
-            // Two names that differ only in characters the providers refuse.
-            name = tool_name(server, &format!("{remote}{}", "_".repeat(40)));
-            if taken.iter().any(|t| t.name == name) {
-                tracing::warn!(server, tool = %remote, "left out: its name clashes with another tool's");
-                return None;
-            }
-        }
-        let said = tool
-            .get("description")
-            .and_then(Value::as_str)
-            .or_else(|| tool.get("title").and_then(Value::as_str))
-            .unwrap_or("");
-        let description = format!(
-            "{} (a tool of the MCP server `{server}`)",
-            cut(said.trim(), MAX_DESCRIPTION)
-        );
-        let mut parameters = tool
-            .get("inputSchema")
-            .cloned()
-            .filter(Value::is_object)
-            .unwrap_or_else(|| json!({}));
-        // Providers want an object schema with properties.
-        if parameters.get("type").is_none() {
-            parameters["type"] = json!("object");
-        }
-        if parameters.get("properties").is_none() {
-            parameters["properties"] = json!({});
-        }
-        let hint = |key: &str| {
-            tool.get("annotations")
-                .and_then(|a| a.get(key))
-                .and_then(Value::as_bool)
-                .unwrap_or(false)
-        };
-        Some(ToolDef {
-            name,
-            remote,
-            description,
-            parameters,
-            read_only_hint: hint("readOnlyHint"),
-            idempotent_hint: hint("idempotentHint"),
-        })
-    }
-}
-
-fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
-}
 
 /// A tool of a connected server.
 pub struct McpTool {
@@ -276,6 +195,8 @@ pub fn render(result: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::mcp::server::MAX_DESCRIPTION;
+    use serde_json::json;
 
     #[test]
     fn results_become_text_with_binary_content_summarised() {
