@@ -37,66 +37,45 @@ pub enum ErrorCategory {
     Other,
 }
 
-/// The next step for each category, as the model is told it.
-const NEXT_STEPS: &[(ErrorCategory, &str)] = &[
-    (
-        ErrorCategory::MissingFile,
-        "That path does not exist. List the directory or search for the file to find the right path; if the task asks for a new file, create it with file_write.",
-    ),
-    (
-        ErrorCategory::EditNotMatched,
-        "Read the file again before the next edit and copy the text to replace from it exactly, or write the whole file with file_write.",
-    ),
-    (
-        ErrorCategory::SyntaxError,
-        "The code does not parse. Go to the line the error names and fix the syntax there (brackets, quotes, indentation, prose left in code); make sure the whole file is valid code.",
-    ),
-    (
-        ErrorCategory::FailingTest,
-        "The code runs but gives a wrong result. Compare the expected and the actual value in the failure, find the logic that produces the difference and change it; do not change a test to fit the code.",
-    ),
-    (
-        ErrorCategory::Unmet,
-        "The code leaves out something the task asks for; the failure names it. Add it, and keep what already works.",
-    ),
-    (
-        ErrorCategory::Unwritten,
-        "Some functions are still placeholders (pass, ..., TODO, NotImplementedError). Write their full bodies.",
-    ),
-    (
-        ErrorCategory::CommandFailed,
-        "The command exited with an error. Read its output for the first error, fix its cause, and do not run the same command again unchanged.",
-    ),
-    (
-        ErrorCategory::Timeout,
-        "It ran out of time. Work in smaller steps (one file, one edit at a time) and do not run commands that wait for input or never end.",
-    ),
-    (
-        ErrorCategory::NoChange,
-        "Nothing was changed, but a change is asked for. Make the change in the files now with file_edit or file_write; describing it is not enough.",
-    ),
-    (
-        ErrorCategory::Refused,
-        "This was refused. Do not try it again or get the same effect another way: go on without it, or stop and say that the work cannot be done without it.",
-    ),
-    (
-        ErrorCategory::BadCall,
-        "The tool call was malformed. Use one of the tools offered, with each required argument, and call it again.",
-    ),
-    (
-        ErrorCategory::Other,
-        "Try a different approach rather than the same step again.",
-    ),
-];
-
 impl ErrorCategory {
-    /// What the model is told to do next.
+    /// What the model is told to do next: the one table of next steps.
     pub fn next_step(self) -> &'static str {
-        NEXT_STEPS
-            .iter()
-            .find(|(category, _)| *category == self)
-            .map(|(_, step)| *step)
-            .unwrap_or("Try a different approach rather than the same step again.")
+        match self {
+            ErrorCategory::MissingFile => {
+                "That path does not exist. List the directory or search for the file to find the right path; if the task asks for a new file, create it with file_write."
+            }
+            ErrorCategory::EditNotMatched => {
+                "Read the file again before the next edit and copy the text to replace from it exactly, or write the whole file with file_write."
+            }
+            ErrorCategory::SyntaxError => {
+                "The code does not parse. Go to the line the error names and fix the syntax there (brackets, quotes, indentation, prose left in code); make sure the whole file is valid code."
+            }
+            ErrorCategory::FailingTest => {
+                "The code runs but gives a wrong result. Compare the expected and the actual value in the failure, find the logic that produces the difference and change it; do not change a test to fit the code."
+            }
+            ErrorCategory::Unmet => {
+                "The code leaves out something the task asks for; the failure names it. Add it, and keep what already works."
+            }
+            ErrorCategory::Unwritten => {
+                "Some functions are still placeholders (pass, ..., TODO, NotImplementedError). Write their full bodies."
+            }
+            ErrorCategory::CommandFailed => {
+                "The command exited with an error. Read its output for the first error, fix its cause, and do not run the same command again unchanged."
+            }
+            ErrorCategory::Timeout => {
+                "It ran out of time. Work in smaller steps (one file, one edit at a time) and do not run commands that wait for input or never end."
+            }
+            ErrorCategory::NoChange => {
+                "Nothing was changed, but a change is asked for. Make the change in the files now with file_edit or file_write; describing it is not enough."
+            }
+            ErrorCategory::Refused => {
+                "This was refused. Do not try it again or get the same effect another way: go on without it, or stop and say that the work cannot be done without it."
+            }
+            ErrorCategory::BadCall => {
+                "The tool call was malformed. Use one of the tools offered, with each required argument, and call it again."
+            }
+            ErrorCategory::Other => "Try a different approach rather than the same step again.",
+        }
     }
 
     /// The category of a failed tool call, from its error's kind (`Classify::kind`).
@@ -158,15 +137,8 @@ mod tests {
             ErrorCategory::BadCall,
             ErrorCategory::Other,
         ];
-        assert_eq!(NEXT_STEPS.len(), all.len());
         let steps: std::collections::HashSet<&str> = all.iter().map(|c| c.next_step()).collect();
         assert_eq!(steps.len(), all.len(), "two categories share a step");
-        for category in all {
-            assert!(
-                NEXT_STEPS.iter().any(|(c, _)| *c == category),
-                "{category:?} is missing from the table"
-            );
-        }
     }
 
     #[test]
