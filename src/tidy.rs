@@ -165,40 +165,60 @@ fn modules_import_only_from_the_floors_below() {
 }
 
 /// The sibling files of `team/` that each file there names (`super::x`, `crate::team::x`;
-/// the module root, `mod.rs`, is the team's shared ground and not counted).
+/// the module root, `mod.rs`, is the team's shared ground and not counted). A directory
+/// of `team/` is one node: its `mod.rs` names siblings as a file does, its other files
+/// by `crate::team::x` or `super::super::x`.
 fn team_imports() -> BTreeMap<String, BTreeSet<String>> {
+    const SIBLING: &[&str] = &["super::", "crate::team::", "super::{"];
+    const FROM_INSIDE: &[&str] = &["crate::team::", "super::super::", "super::super::{"];
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/team");
-    let mut names = BTreeSet::new();
+    let mut nodes: BTreeMap<String, Vec<(PathBuf, &[&str])>> = BTreeMap::new();
     for entry in std::fs::read_dir(&dir).expect("src/team is readable") {
         let path = entry.expect("a directory entry").path();
-        if path.extension().is_some_and(|e| e == "rs") {
-            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
-            if stem != "mod" {
-                names.insert(stem);
-            }
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            let mut files = Vec::new();
+            source_files(&path, &mut files);
+            let sources = files
+                .into_iter()
+                .map(|file| {
+                    let prefixes = if file.file_name().is_some_and(|n| n == "mod.rs") {
+                        SIBLING
+                    } else {
+                        FROM_INSIDE
+                    };
+                    (file, prefixes)
+                })
+                .collect();
+            nodes.insert(stem, sources);
+        } else if path.extension().is_some_and(|e| e == "rs") && stem != "mod" {
+            nodes.insert(stem, vec![(path, SIBLING)]);
         }
     }
+    let names: BTreeSet<String> = nodes.keys().cloned().collect();
     let mut imports = BTreeMap::new();
-    for name in &names {
-        let text = std::fs::read_to_string(dir.join(format!("{name}.rs"))).unwrap();
-        let code = code_of(&text);
+    for (name, sources) in &nodes {
         let mut named = BTreeSet::new();
-        for prefix in ["super::", "crate::team::", "super::{"] {
-            for (at, _) in code.match_indices(prefix) {
-                let rest = &code[at + prefix.len()..];
-                let group = if prefix.ends_with('{') {
-                    rest.split('}').next().unwrap_or("")
-                } else {
-                    rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                        .next()
-                        .unwrap_or("")
-                };
-                for word in group.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-                    if word != name && names.contains(word) {
-                        named.insert(word.to_string());
-                    }
-                    if !prefix.ends_with('{') {
-                        break;
+        for (file, prefixes) in sources {
+            let text = std::fs::read_to_string(file).unwrap();
+            let code = code_of(&text);
+            for prefix in *prefixes {
+                for (at, _) in code.match_indices(prefix) {
+                    let rest = &code[at + prefix.len()..];
+                    let group = if prefix.ends_with('{') {
+                        rest.split('}').next().unwrap_or("")
+                    } else {
+                        rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                            .next()
+                            .unwrap_or("")
+                    };
+                    for word in group.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+                        if word != name && names.contains(word) {
+                            named.insert(word.to_string());
+                        }
+                        if !prefix.ends_with('{') {
+                            break;
+                        }
                     }
                 }
             }

@@ -1,14 +1,23 @@
 //! The task, read once, for every rule that depends on what it asks: the flags and
-//! functions it names, the renames it asks for, and whether it takes something of the
-//! code away (then a name or a file it gives may rightly be gone).
+//! functions it names, the renames it asks for, whether it asks for changes at all,
+//! whether it takes something of the code away (then a name or a file it gives may
+//! rightly be gone), and what it is about (a program, letter case, rounding). The
+//! acceptance test's runner gets the same reading as JSON.
 //!
 //! Removal is read from the sentence, not from a word anywhere: "remove" counts when what
 //! it removes is code — a file path, a `--flag`, a name in backticks, a `name(`, a name
 //! the task's files define, or a word that says so ("the function", "the import") —
 //! and not when it is data ("remove every word shorter than three letters").
 
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::Serialize;
+
 /// What a task asks, for the checks.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Intent {
     /// The flags (`--shout`) and functions (`perimeter(width, height)`) the task asks for
     /// by name; none when it removes or renames code.
@@ -17,6 +26,159 @@ pub struct Intent {
     pub renames: Vec<(String, String)>,
     /// Whether the task takes something of the code away or moves it.
     pub removes: bool,
+    /// Whether it asks for changes ([`asks_for_changes`]) rather than a question or a
+    /// read-only job.
+    pub changes: bool,
+    /// The words it gives as names of code: `name(`, in backticks, after "function"
+    /// (method, class, def), or spelt like code (an underscore or a digit). "hello" in
+    /// "prints hello world" is no name of code.
+    pub code_names: BTreeSet<String>,
+    /// Whether it is about a program (what it prints, its arguments or flags) rather
+    /// than a function: then a test may rightly run it.
+    pub about_program: bool,
+    /// Whether it says something about letter case: then case counts when printed text
+    /// is compared.
+    pub about_case: bool,
+    /// Whether it is about rounding: then a float's digits are what is asked.
+    pub about_rounding: bool,
+}
+
+/// Words of a task about a program rather than a function.
+const PROGRAM_WORDS: &[&str] = &[
+    "print",
+    "prints",
+    "printed",
+    "output",
+    "outputs",
+    "program",
+    "script",
+    "command",
+    "argument",
+    "arguments",
+    "argv",
+    "cli",
+    "flag",
+    "stdout",
+    "console",
+    "run",
+    "runs",
+];
+
+/// Words of a task about rounding.
+const ROUNDING_WORDS: &[&str] = &[
+    "round",
+    "rounded",
+    "rounding",
+    "rounds",
+    "decimal",
+    "decimals",
+    "places",
+    "precision",
+    "digits",
+];
+
+/// Phrases of a task about letter case.
+const CASE_PHRASES: &[&str] = &[
+    "upper case",
+    "uppercase",
+    "upper-case",
+    "lower case",
+    "lowercase",
+    "lower-case",
+    "capital",
+    "case-sensitive",
+    "case sensitive",
+    "title case",
+];
+
+/// Verbs of a task that asks for changes.
+const CHANGE_VERBS: &[&str] = &[
+    "write",
+    "create",
+    "implement",
+    "add",
+    "fix",
+    "edit",
+    "modify",
+    "update",
+    "change",
+    "refactor",
+    "rename",
+    "remove",
+    "delete",
+    "make",
+    "build",
+    "generate",
+    "replace",
+    "move",
+    "convert",
+    "append",
+    "insert",
+    "rewrite",
+    "install",
+    "patch",
+    "save",
+    "complete",
+    "define",
+    "extend",
+    "port",
+    "translate",
+    "initialize",
+    "initialise",
+    "scaffold",
+    "setup",
+    "configure",
+];
+
+/// Whether a task or subtask asks for changes (so finishing without any is no
+/// progress), rather than being a question or a read-only job ("explain", "list", "run
+/// the tests"). Judged by its verbs; when in doubt, it asks for changes only if one of
+/// them is there.
+pub fn asks_for_changes(description: &str) -> bool {
+    description
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .any(|word| CHANGE_VERBS.contains(&word.as_str()))
+}
+
+/// The identifiers of `task`, as written (ASCII).
+fn words(task: &str) -> impl Iterator<Item = &str> {
+    static WORD: OnceLock<Regex> = OnceLock::new();
+    WORD.get_or_init(|| Regex::new("[A-Za-z_][A-Za-z0-9_]*").expect("a word"))
+        .find_iter(task)
+        .map(|m| m.as_str())
+}
+
+fn has_word(task: &str, list: &[&str]) -> bool {
+    words(task).any(|w| list.contains(&w.to_ascii_lowercase().as_str()))
+}
+
+fn code_names(task: &str) -> BTreeSet<String> {
+    static PATTERNS: OnceLock<[Regex; 3]> = OnceLock::new();
+    let patterns = PATTERNS.get_or_init(|| {
+        [
+            Regex::new(r"([A-Za-z_]\w*)\s*\(").expect("a call"),
+            Regex::new(r"`([A-Za-z_]\w*)").expect("backticks"),
+            Regex::new(r"(?i)\b(?:functions?|methods?|class|def)\s+`?([A-Za-z_]\w*)")
+                .expect("a named definition"),
+        ]
+    });
+    let mut names: BTreeSet<String> = patterns
+        .iter()
+        .flat_map(|p| p.captures_iter(task).map(|c| c[1].to_string()))
+        .collect();
+    names.extend(
+        words(task)
+            .filter(|w| {
+                w.chars().any(|c| c.is_ascii_alphabetic())
+                    && w.trim_matches('_')
+                        .chars()
+                        .any(|c| c == '_' || c.is_ascii_digit())
+            })
+            .map(String::from),
+    );
+    names
 }
 
 /// Words that take something away or move it.
@@ -77,6 +239,7 @@ impl Intent {
     pub fn read(task: &str, defined: &dyn Fn(&str) -> bool) -> Intent {
         let renames = renames(task);
         let removes = removes_code(task, defined) || !renames.is_empty();
+        let lower = task.to_ascii_lowercase();
         Intent {
             names: if removes {
                 Vec::new()
@@ -85,8 +248,30 @@ impl Intent {
             },
             renames,
             removes,
+            changes: asks_for_changes(task),
+            code_names: code_names(task),
+            about_program: has_word(task, PROGRAM_WORDS) || flag_like(task),
+            about_case: CASE_PHRASES.iter().any(|p| lower.contains(p)),
+            about_rounding: has_word(task, ROUNDING_WORDS),
         }
     }
+}
+
+/// Whether `task` has a word that starts like a command-line option (`-v`, `--all`).
+fn flag_like(task: &str) -> bool {
+    let mut before = ' ';
+    let chars: Vec<char> = task.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '-' && before.is_whitespace() {
+            let rest = &chars[i + 1..];
+            let rest = rest.strip_prefix(&['-']).unwrap_or(rest);
+            if rest.first().is_some_and(|c| c.is_ascii_alphabetic()) {
+                return true;
+            }
+        }
+        before = c;
+    }
+    false
 }
 
 /// Whether a removal word of `task` has code as its object, within its clause.
@@ -339,5 +524,50 @@ mod tests {
                 .is_empty()
         );
         assert!(read("Rename it.").renames.is_empty());
+    }
+
+    #[test]
+    fn subtasks_that_ask_for_changes_are_told_from_questions() {
+        for asks in [
+            "Write hello.py that prints hello world",
+            "Implement add() in solution.py",
+            "Fix the failing test in tests/test_a.py",
+            "Add a --verbose flag to cli.py",
+            "README.md: update the usage section",
+        ] {
+            assert!(asks_for_changes(asks), "{asks}");
+        }
+        for question in [
+            "Explain what main.py does",
+            "List the Python files and summarise them",
+            "Run the tests and report the result",
+            "Read notes.txt",
+        ] {
+            assert!(!asks_for_changes(question), "{question}");
+        }
+    }
+
+    #[test]
+    fn what_a_task_is_about_is_read_from_its_words() {
+        let program =
+            read("Write count.py: it prints how many lines the file given as its argument has.");
+        assert!(program.about_program && program.changes);
+        assert!(read("Add a -v option to cli.py.").about_program);
+        let function = read("Implement median(xs) in stats.py; return the middle value.");
+        assert!(!function.about_program && !function.about_case && !function.about_rounding);
+        assert!(read("Return the name in upper case.").about_case);
+        assert!(read("Round the mean to two decimal places.").about_rounding);
+        // Inside a longer word, a word of the list is not read.
+        assert!(!read("Implement surround(text) in wrap.py.").about_rounding);
+        assert!(!read("Explain what main.py does").changes);
+    }
+
+    #[test]
+    fn names_of_code_are_those_written_as_code() {
+        let intent = read(
+            "Fix the function total in `basket.py`: add_item(x) must keep item_2 and MAX1. It prints hello world.",
+        );
+        let names: Vec<&str> = intent.code_names.iter().map(String::as_str).collect();
+        assert_eq!(names, ["MAX1", "add_item", "basket", "item_2", "total"]);
     }
 }

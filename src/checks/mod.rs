@@ -8,7 +8,7 @@
 //! - `python/checks.py`: the rules that read Python code, one program kept as a file with
 //!   its own tests (`python/test_checks.py`), run isolated (`python3 -I`).
 //!
-//! Running the rules (through `exec`, under the approval policy) is `team/check.rs`'s.
+//! Running the rules (through `exec`, under the approval policy) is `team/check/`'s: the pipeline of checks, by stage.
 
 pub mod intent;
 

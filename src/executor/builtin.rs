@@ -14,7 +14,7 @@
 //! - A whole file the task names, answered in a code block with no tool call while the
 //!   subtask is not done, is written with `file_write` ([`super::code_answer`]).
 //! - An answer without tool calls is not success by itself. When the subtask asks for
-//!   changes ([`asks_for_changes`]) and nothing was changed, or the last file change
+//!   changes (`checks::intent::asks_for_changes`) and nothing was changed, or the last file change
 //!   failed, the model is told once to use its tools; if it stops again, the execution
 //!   ends with [`ExecutorError::NoProgress`] (nothing changed) or an unsuccessful outcome
 //!   (some changes, the last one failed), which climb the recovery ladder.
@@ -94,54 +94,6 @@ const WRITE_TOOLS: &[&str] = &["file_write", "file_edit"];
 
 /// The latest messages compaction never shortens: the current step and the one before.
 const KEEP_RECENT: usize = 4;
-
-/// Whether a subtask asks for changes (so finishing without any is no progress), rather
-/// than being a question or a read-only job ("explain", "list", "run the tests"). Judged
-/// by its verbs; when in doubt, a subtask asks for changes only if one of them is there.
-pub fn asks_for_changes(description: &str) -> bool {
-    const CHANGE_VERBS: &[&str] = &[
-        "write",
-        "create",
-        "implement",
-        "add",
-        "fix",
-        "edit",
-        "modify",
-        "update",
-        "change",
-        "refactor",
-        "rename",
-        "remove",
-        "delete",
-        "make",
-        "build",
-        "generate",
-        "replace",
-        "move",
-        "convert",
-        "append",
-        "insert",
-        "rewrite",
-        "install",
-        "patch",
-        "save",
-        "complete",
-        "define",
-        "extend",
-        "port",
-        "translate",
-        "initialize",
-        "initialise",
-        "scaffold",
-        "setup",
-        "configure",
-    ];
-    description
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_ascii_lowercase)
-        .any(|word| CHANGE_VERBS.contains(&word.as_str()))
-}
 
 /// Cuts `text` to about `max` characters, keeping its head and tail.
 fn cap_text(text: &str, max: usize) -> String {
@@ -689,7 +641,7 @@ impl BuiltinExecutor {
                 let change = match tool_name.as_str() {
                     // Also a write that left the file as it was: on a retry the work
                     // may be there already. A task's named file left as it was before
-                    // the task is caught by the checks (`team/check.rs`).
+                    // the task is caught by the checks (`team/check/`).
                     name if WRITE_TOOLS.contains(&name) => true,
                     "bash" => !call
                         .arguments
@@ -938,7 +890,7 @@ impl BuiltinExecutor {
             subtask_id: Some(spec.subtask_id.clone()),
         };
         let budget = ContextBudget::new(self.settings.context_window, self.settings.max_tokens);
-        let asks_for_changes = asks_for_changes(&spec.description);
+        let asks_for_changes = crate::checks::intent::asks_for_changes(&spec.description);
         let mut state = LoopState::default();
         let mut iterations = 0;
         let mut nudges = 0;
@@ -1296,27 +1248,6 @@ mod tests {
             state.synthesize(),
             "Completed 2 of intended objectives:\n- file_write: created a\n- bash: ran `x`\n\nEncountered 2 errors during execution."
         );
-    }
-
-    #[test]
-    fn subtasks_that_ask_for_changes_are_told_from_questions() {
-        for asks in [
-            "Write hello.py that prints hello world",
-            "Implement add() in solution.py",
-            "Fix the failing test in tests/test_a.py",
-            "Add a --verbose flag to cli.py",
-            "README.md: update the usage section",
-        ] {
-            assert!(asks_for_changes(asks), "{asks}");
-        }
-        for question in [
-            "Explain what main.py does",
-            "List the Python files and summarise them",
-            "Run the tests and report the result",
-            "Read notes.txt",
-        ] {
-            assert!(!asks_for_changes(question), "{question}");
-        }
     }
 
     #[test]

@@ -376,7 +376,7 @@ impl PiExecutor {
             FollowEnd::Finished(RunEnd::Completed(outcome))
                 if outcome.success
                     && outcome.partial_results.is_empty()
-                    && crate::executor::builtin::asks_for_changes(&spec.description) =>
+                    && crate::checks::intent::asks_for_changes(&spec.description) =>
             {
                 return Err(Stop::Error(ExecutorError::NoProgress(format!(
                     "the subtask asked for changes and pi made none; it said: {}",

@@ -220,7 +220,7 @@ pub struct TaskRecord {
     pub coordinator: Option<AgentId>,
     /// The plan decision the top layer signed.
     pub plan_decision: Option<Uuid>,
-    /// What was checked after the code was written, and how (`team/check.rs`).
+    /// What was checked after the code was written, and how (`team/check/`).
     #[serde(default)]
     pub checks: Vec<CheckResult>,
     /// How many times each check rule found something in the task's work, over every
@@ -492,7 +492,7 @@ pub struct TaskDetail {
     pub reverted: Option<Reverted>,
 }
 
-/// One check of the code a task wrote (`team/check.rs` runs them).
+/// One check of the code a task wrote (`team/check/` runs them).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckResult {

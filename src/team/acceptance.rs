@@ -205,6 +205,7 @@ pub async fn run(
                     originals,
                     which.into(),
                     serde_json::to_string(&bench.disabled).unwrap_or_else(|_| "[]".into()),
+                    serde_json::to_string(&bench.intent()).unwrap_or_else(|_| "{}".into()),
                 ];
                 bench.run_program("python3", &args).await
             }
@@ -336,30 +337,12 @@ fn relative(s: &Services, path: &Path) -> String {
 /// counts when the task is about case: otherwise `said` would make every greeting
 /// equal, and "print it in upper case" would pass code that never does.
 fn said_prelude(task: &str) -> String {
-    let lower = if about_case(task) { "" } else { ".lower()" };
+    let about_case = crate::checks::intent::Intent::read(task, &|_| false).about_case;
+    let lower = if about_case { "" } else { ".lower()" };
     format!(
         "import re as _re\n\n\ndef said(text):\n    \"\"\"Text as a person reads it: no punctuation, single spaces{}.\"\"\"\n    return \" \".join(_re.sub(r\"[^\\w\\s]\", \" \", str(text)){lower}.split())\n\n\n",
         if lower.is_empty() { "" } else { ", lower case" }
     )
-}
-
-/// Whether the task says something about letter case.
-fn about_case(task: &str) -> bool {
-    let task = task.to_ascii_lowercase();
-    [
-        "upper case",
-        "uppercase",
-        "upper-case",
-        "lower case",
-        "lowercase",
-        "lower-case",
-        "capital",
-        "case-sensitive",
-        "case sensitive",
-        "title case",
-    ]
-    .iter()
-    .any(|word| task.contains(word))
 }
 
 /// The acceptance test to write: where it goes, its language, and the code it tests.
@@ -743,6 +726,10 @@ mod tests {
             files: vec![("stats.py".into(), before.into())],
         });
         let (task_file, originals) = write_runner_inputs(&test_path, &originals);
+        let intent = crate::checks::intent::Intent::read(task, &|name| {
+            crate::team::files::names_defined("stats.py", before).contains(name)
+        });
+        let intent = serde_json::to_string(&intent).unwrap();
         let run = std::process::Command::new("python3")
             .args(["-c", RUNNER])
             .args([
@@ -751,6 +738,7 @@ mod tests {
                 &originals,
                 which,
                 disabled,
+                &intent,
             ])
             .current_dir(dir.path())
             .output()

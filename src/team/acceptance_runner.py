@@ -1,6 +1,10 @@
 # Runs an acceptance test the team wrote (see acceptance.rs), in the workspace.
 #
-#   python3 -c RUNNER TEST [TASK_FILE ORIGINALS_DIR (first|rewritten) DISABLED_JSON]
+#   python3 -c RUNNER TEST [TASK_FILE ORIGINALS_DIR (first|rewritten) DISABLED_JSON INTENT_JSON]
+#
+# INTENT_JSON is the task as the checks read it (`checks::intent::Intent`): the names of
+# code it gives, and whether it is about a program or about rounding. The task is read
+# there once, for every rule; this runner reads no English of its own.
 #
 # Exit 0: passed; 1: the code failed it; 3: the test itself is broken.
 #
@@ -28,6 +32,7 @@ ORIGINALS = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] el
 # The team's second test for the task: its long hand-written values are let be.
 REWRITTEN = len(sys.argv) > 4 and sys.argv[4] == "rewritten"
 DISABLED = set(json.loads(sys.argv[5])) if len(sys.argv) > 5 and sys.argv[5] else set()
+INTENT = json.loads(sys.argv[6]) if len(sys.argv) > 6 and sys.argv[6] else {}
 ROOT = os.getcwd()
 BROKEN = 3
 
@@ -56,15 +61,8 @@ def broken(rule, message=None, otherwise=None):
 sys.path.insert(0, ROOT)
 TASK_TEXT = open(TASK_FILE).read() if TASK_FILE else ""
 TASK_WORDS = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", TASK_TEXT))
-# The words the task gives as names of code: `name(`, in backticks, after "function"
-# (or method, class, def), or spelt like code (an underscore or a digit). "hello" in
-# "prints hello world" is no function the code must have.
-TASK_CODE_NAMES = (
-    set(re.findall(r"([A-Za-z_]\w*)\s*\(", TASK_TEXT))
-    | set(re.findall(r"`([A-Za-z_]\w*)", TASK_TEXT))
-    | set(re.findall(r"\b(?:functions?|methods?|class|def)\s+`?([A-Za-z_]\w*)", TASK_TEXT, re.I))
-    | {w for w in TASK_WORDS if re.search(r"[A-Za-z]", w) and re.search(r"[_\d]", w.strip("_"))}
-)
+# The words the task gives as names of code (the intent's `codeNames`).
+TASK_CODE_NAMES = set(INTENT.get("codeNames", []))
 
 
 def under(path, directory):
@@ -220,9 +218,6 @@ class UnittestAsserts(ast.NodeTransformer):
         return ast.fix_missing_locations(ast.copy_location(ast.Assert(test=test, msg=None), node))
 
 
-# Words of a task about rounding: there a float's digits are what is asked, and are
-# compared exactly.
-ROUNDING_WORDS = {"round", "rounded", "rounding", "rounds", "decimal", "decimals", "places", "precision", "digits"}
 
 
 def written_decimals(node, source):
@@ -428,11 +423,6 @@ def project_calls(node, namespace, directory):
     return found
 
 
-# Words of a task about a program rather than a function.
-PROGRAM_WORDS = {
-    "print", "prints", "printed", "output", "outputs", "program", "script", "command",
-    "argument", "arguments", "argv", "cli", "flag", "stdout", "console", "run", "runs",
-}
 
 
 def imports_project_module(tree):
@@ -452,7 +442,7 @@ def imports_project_module(tree):
 def program_instead_of_function(tree):
     """The function a task is about, when the test only runs a program instead of
     calling it: what a program prints says little of the function the task is about."""
-    if {w.lower() for w in TASK_WORDS} & PROGRAM_WORDS or re.search(r"(^|\s)--?[A-Za-z]", TASK_TEXT):
+    if INTENT.get("aboutProgram"):
         return None
     if imports_project_module(tree) or not runs_program(tree):
         return None
@@ -836,7 +826,7 @@ def main():
     long_values = long_expected_values(tree, source) if on("acceptance.long-expected-value") else {}
     copies = copied_expectations(tree) if on("acceptance.copied-assert") else {}
     tree = ast.fix_missing_locations(UnittestAsserts().visit(tree))
-    rounding_task = bool({w.lower() for w in TASK_WORDS} & ROUNDING_WORDS)
+    rounding_task = bool(INTENT.get("aboutRounding"))
     tree = ast.fix_missing_locations(WrittenFloats(source, rounding_task).visit(tree))
     asserts = {n.lineno: n for n in ast.walk(tree) if isinstance(n, ast.Assert)}
     tree = SoftAsserts().visit(tree)

@@ -36,7 +36,7 @@ pub async fn run(ctx: AgentContext, services: Arc<Services>, task_id: TaskId) {
     services
         .tasks
         .update(task_id, |t| t.coordinator = Some(ctx.id()));
-    // Before any agent touches them: what the task's files promised (check.rs).
+    // Before any agent touches them: what the task's files promised (check/).
     services.originals(task_id);
     if let Some(task) = services.tasks.get(task_id) {
         // Peer mids learn who coordinates what, so they spread new work elsewhere.

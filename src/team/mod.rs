@@ -111,7 +111,7 @@ pub struct TaskState {
     /// Cancelled when the task is cancelled.
     pub cancel: CancellationToken,
     /// The files the task names as they were when it began, for the contracts check
-    /// (`check.rs`); captured on first use.
+    /// (`check/`); captured on first use.
     pub originals: Option<check::Originals>,
     /// The acceptance test as the team wrote it. A test changed on disk since (a coder's
     /// `bash` wrote over it) is put back before it runs.

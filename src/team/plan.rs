@@ -17,9 +17,9 @@ use uuid::Uuid;
 
 use super::files::{background_for_prompt, task_text};
 use super::{Services, first_line};
+use crate::checks::intent::asks_for_changes;
 use crate::config::PlanQuorum;
 use crate::config::TeamLayer;
-use crate::executor::builtin::asks_for_changes;
 use crate::model::structured::{Plan, ask_json};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::Severity;
@@ -158,7 +158,7 @@ pub(super) async fn plan_and_approve(
 ///
 /// In a task that asks for changes, a subtask that changes nothing ("Check the existing
 /// logic…", "Test the new function…") beside one that does is folded away: agents read
-/// before they edit, and the team checks and tests the work itself (`check.rs`,
+/// before they edit, and the team checks and tests the work itself (`check/`,
 /// `acceptance.rs`). Such steps only split one change apart (a rewrite that loses the
 /// rest of the file, say) or send an agent off on work the task never asked for.
 pub(super) fn fit_plan(

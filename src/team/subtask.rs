@@ -971,7 +971,7 @@ fn as_the_agent_reads_it(s: &Services, task_id: TaskId, description: &str) -> St
     let whole = super::files::task_text(&task);
     match task.subtasks.as_slice() {
         [_] if !description.contains(whole)
-            && crate::executor::builtin::asks_for_changes(description) =>
+            && crate::checks::intent::asks_for_changes(description) =>
         {
             format!("{whole}\n\nHow the planner put it: {description}")
         }
@@ -997,7 +997,7 @@ fn context_for(
     let mut context = match task.subtasks.as_slice() {
         [only]
             if only.description.contains(whole)
-                || crate::executor::builtin::asks_for_changes(&only.description) =>
+                || crate::checks::intent::asks_for_changes(&only.description) =>
         {
             String::new()
         }

@@ -1,5 +1,5 @@
 //! Code and tests together: once a task's subtasks are done, the mid checks the code
-//! (`check.rs`: syntax, stubs, then `verify.command` or the tests found) and carries out
+//! (`check/`: syntax, stubs, then `verify.command` or the tests found) and carries out
 //! the fix loop the quality ladder decides (`recovery::quality::FixLoop`): the versions
 //! of files coders showed and never wrote, a coder's fix with its tools, the files asked
 //! for whole (JSON, or a task file whole in a code block), the person asked about a fix
@@ -32,17 +32,8 @@ pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Resu
         return Ok(());
     }
     let rounds = s.config.verify.max_rounds;
-    let bench = check::Bench {
-        root: s.sandbox.root().to_path_buf(),
-        runner: s.runner.clone(),
-        consent: s.code_consent(task_id, None),
-        disabled: s.config.verify.disabled.clone(),
-        timeout: check::check_timeout(s),
-        cancel: s.task_cancel(task_id).child_token(),
-        subtask: None,
-        whole_task: true,
-        originals: s.originals(task_id),
-    };
+    let cancel = s.task_cancel(task_id).child_token();
+    let bench = check::Bench::of_task(s, task_id, None, cancel, true);
     let mut fix_loop = FixLoop::new(rounds, s.config.verify.min_confidence);
     let mut step = fix_loop.start();
     let mut last_output = String::new();
@@ -413,19 +404,16 @@ async fn check_all(
     bench: &check::Bench,
 ) -> check::Checks {
     let files = files_of(s, task_id);
-    let mut checks = if s.config.verify.checks {
-        check::code(bench, &files).await
-    } else {
-        check::Checks::default()
-    };
-    // Tests of code that does not even compile would only repeat the error.
-    if checks.passed() {
-        let mut tests = check::tests(bench, s.config.verify.command.as_deref(), &files).await;
-        // No test ran: the team writes one from the task (acceptance.rs).
-        if acceptance::wanted(s, &files, &tests.results) {
-            tests.results = vec![acceptance::run(ctx, s, task_id, bench, &files).await];
-        }
-        checks.results.extend(tests.results);
+    let command = s.config.verify.command.as_deref();
+    let mut checks = check::run(bench, check::Stage::EndOfTask, &files, command).await;
+    // No test ran: the team writes one from the task (acceptance.rs), in their place.
+    let tests: Vec<_> = checks.tests().cloned().collect();
+    if checks.passed() && acceptance::wanted(s, &files, &tests) {
+        let accepted = acceptance::run(ctx, s, task_id, bench, &files).await;
+        checks
+            .results
+            .retain(|r| r.kind != crate::checks::Kind::Tests.as_str());
+        checks.results.push(accepted);
     }
     checks
 }

@@ -1,0 +1,136 @@
+//! The rules that read Python (`python.*`): one program, `crate::checks::PYTHON_CHECKS`
+//! (`src/checks/python/checks.py`), run isolated, finds functions with no body and what
+//! a change breaks against the files as they were when the task began. Neither runs on
+//! code that does not compile: it would only repeat the compiler.
+
+use async_trait::async_trait;
+
+use super::bench::NotRun;
+use super::{Bench, Check, NOT_RUN, Phase, Runs, Work, with_ext};
+use crate::runtime::{CheckResult, CheckStatus};
+
+/// `python.stub`: functions whose body is only a docstring, `pass`, `...` or a raised
+/// `NotImplementedError`.
+pub struct Stubs;
+
+#[async_trait]
+impl Check for Stubs {
+    fn rules(&self) -> &'static [&'static str] {
+        &["python.stub"]
+    }
+
+    fn phase(&self) -> Phase {
+        Phase::Code
+    }
+
+    async fn run(&self, bench: &Bench, work: &Work<'_>) -> Vec<CheckResult> {
+        let files = with_ext(work.files, &["py"]);
+        if files.is_empty() || work.not_passed("syntax.python") {
+            return Vec::new();
+        }
+        let mut args = vec!["stubs".to_string(), disabled_json(bench)];
+        args.extend(files.iter().cloned());
+        vec![python_rules(bench, crate::checks::Kind::Stubs, "stub scan", args, &files).await]
+    }
+}
+
+/// The contracts of a Python change (`python.*` of kind contracts), judged against the
+/// files as they were when the task began.
+pub struct Contracts;
+
+#[async_trait]
+impl Check for Contracts {
+    fn rules(&self) -> &'static [&'static str] {
+        &[
+            "python.broken-import",
+            "python.lost-definition",
+            "python.unkept-return",
+            "python.unbound-name",
+            "python.unparsed-option",
+            "python.lost-main",
+        ]
+    }
+
+    fn phase(&self) -> Phase {
+        Phase::Code
+    }
+
+    async fn run(&self, bench: &Bench, work: &Work<'_>) -> Vec<CheckResult> {
+        let files = with_ext(work.files, &["py"]);
+        if files.is_empty() || work.not_passed("syntax.python") {
+            return Vec::new();
+        }
+        let pairs: Vec<(&String, Option<&String>)> = files
+            .iter()
+            .map(|file| {
+                let original = bench
+                    .originals
+                    .files
+                    .iter()
+                    .find(|(path, _)| path == file)
+                    .map(|(_, content)| content);
+                (file, original)
+            })
+            .collect();
+        let args = vec![
+            "contracts".to_string(),
+            disabled_json(bench),
+            serde_json::to_string(&pairs).unwrap_or_else(|_| "[]".into()),
+            bench.originals.task.clone(),
+            if bench.whole_task { "whole" } else { "subtask" }.to_string(),
+            if bench.intent().removes {
+                "removes"
+            } else {
+                "keeps"
+            }
+            .to_string(),
+        ];
+        vec![
+            python_rules(
+                bench,
+                crate::checks::Kind::Contracts,
+                "function contracts",
+                args,
+                &files,
+            )
+            .await,
+        ]
+    }
+}
+
+fn disabled_json(bench: &Bench) -> String {
+    serde_json::to_string(&bench.disabled).unwrap_or_else(|_| "[]".into())
+}
+
+/// Runs the Python rules' program with `args`: what it finds, with the rules that found
+/// it; a program that cannot run is a skip that says why.
+async fn python_rules(
+    bench: &Bench,
+    kind: crate::checks::Kind,
+    name: &str,
+    args: Vec<String>,
+    files: &[String],
+) -> CheckResult {
+    // Isolated (`-I`): the program reads the files with `ast`, and the workspace is not
+    // on the module path, so no file of the task's is imported.
+    let args: Vec<String> = ["-I", "-c", crate::checks::PYTHON_CHECKS]
+        .into_iter()
+        .map(String::from)
+        .chain(args)
+        .collect();
+    let skipped = |detail: String| {
+        let mut result = bench.findings(kind, name, files, Vec::new());
+        result.status = CheckStatus::Skipped;
+        result.detail = detail;
+        result
+    };
+    match bench.run("python3", &args, Runs::Reads).await {
+        Err(NotRun::NotInstalled) => skipped("python3 is not installed".into()),
+        Err(NotRun::Refused(why)) => skipped(format!("{NOT_RUN}: {why}")),
+        Ok(ran) if !ran.success => skipped(format!("the scan did not run: {}", ran.output.trim())),
+        Ok(ran) => match crate::checks::parse_findings(&ran.output) {
+            Ok(findings) => bench.findings(kind, name, files, findings),
+            Err(e) => skipped(format!("the scan did not run: {e}")),
+        },
+    }
+}
