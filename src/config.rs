@@ -312,6 +312,13 @@ pub struct TeamConfig {
     pub max_agents: usize,
     /// Vote weights of the top agents in seniority order; missing entries weigh 1.
     pub vote_weights: Vec<f64>,
+    /// After an attempt that failed at its work, the agent writes a short account of it
+    /// (one small model call), given to the next attempt and to whoever takes over.
+    pub reflect: bool,
+    /// What an agent learned on a failed attempt (the files it read, the errors it saw,
+    /// its reflection) goes to the next attempt, the peer who takes over, and the
+    /// subtasks of the same task that work on the same files.
+    pub share_knowledge: bool,
 }
 
 impl Default for TeamConfig {
@@ -322,6 +329,8 @@ impl Default for TeamConfig {
             bottom_per_mid: 2,
             max_agents: 50,
             vote_weights: Vec::new(),
+            reflect: false,
+            share_knowledge: false,
         }
     }
 }

@@ -92,6 +92,10 @@ pub const REPAIR_CODE_ANSWER_NAMES: &str = "repair.code-answer-names";
 /// The tools whose failure means a change the model asked for was not made.
 const WRITE_TOOLS: &[&str] = &["file_write", "file_edit"];
 
+/// The most tool errors an execution reports having seen (the first ones: later ones
+/// tend to repeat them).
+const ERRORS_SEEN_KEPT: usize = 6;
+
 /// The latest messages compaction never shortens: the current step and the one before.
 const KEEP_RECENT: usize = 4;
 
@@ -448,6 +452,8 @@ struct LoopState {
     successes: HashMap<(String, u64), u64>,
     partial_results: Vec<String>,
     files_written: Vec<PathBuf>,
+    files_read: Vec<String>,
+    errors_seen: Vec<String>,
     error_count: u32,
     recoveries: u32,
     /// Whether any call changed something (a file written, even with the content it
@@ -502,6 +508,8 @@ impl LoopState {
             recoveries: self.recoveries,
             proposed_files: Vec::new(),
             repairs: self.repairs,
+            files_read: self.files_read,
+            errors_seen: self.errors_seen,
         }
     }
 
@@ -659,6 +667,12 @@ impl BuiltinExecutor {
                         state.failed_change = None;
                     }
                 }
+                if tool_name == "file_read"
+                    && let Some(path) = call.arguments.get("path").and_then(Value::as_str)
+                    && !state.files_read.iter().any(|p| p == path)
+                {
+                    state.files_read.push(path.to_string());
+                }
                 (
                     self.on_success(&tool_name, args_hash, output, state, out),
                     false,
@@ -768,6 +782,10 @@ impl BuiltinExecutor {
         }
         if WRITE_TOOLS.contains(&tool) {
             state.failed_change = Some((tool.to_string(), first_line(&message, 200)));
+        }
+        let seen = format!("{tool}: {}", first_line(&message, 200));
+        if state.errors_seen.len() < ERRORS_SEEN_KEPT && !state.errors_seen.contains(&seen) {
+            state.errors_seen.push(seen);
         }
         let error_key: String = message.chars().take(ERROR_KEY_CHARS).collect();
         let key = (tool.to_string(), args_hash, hash_str(&error_key));

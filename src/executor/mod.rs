@@ -77,6 +77,13 @@ pub struct ExecutionOutcome {
     /// (`checks::REPAIRS`), once for each time one was made.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repairs: Vec<String>,
+    /// Workspace-relative paths the model read, in order: what a peer taking over
+    /// need not find again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files_read: Vec<String>,
+    /// The tool errors it saw ("tool: first line"), each once, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors_seen: Vec<String>,
 }
 
 /// Why an execution could not produce an outcome at all.

@@ -117,9 +117,47 @@ impl ErrorCategory {
     }
 }
 
+/// Whether an attempt that failed this way is worth the agent's own account of it (a
+/// reflection: one small call, `team.reflect`): a failure of the work (its checks, a
+/// tool, nothing done), not of the provider, the time, a person's decision or the
+/// configuration, where the agent has nothing of its own to say and a slow or failing
+/// provider would only be asked once more.
+pub fn worth_a_reflection(failure: &Failure) -> bool {
+    matches!(
+        failure.kind,
+        FailureKind::CheckFailed
+            | FailureKind::Tool
+            | FailureKind::Incomplete
+            | FailureKind::NoProgress
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_failures_of_the_work_are_reflected_on() {
+        for kind in [
+            FailureKind::CheckFailed,
+            FailureKind::Tool,
+            FailureKind::Incomplete,
+            FailureKind::NoProgress,
+        ] {
+            assert!(worth_a_reflection(&Failure::new(kind, "x")), "{kind}");
+        }
+        for kind in [
+            FailureKind::RateLimited,
+            FailureKind::Server,
+            FailureKind::Timeout,
+            FailureKind::Refused,
+            FailureKind::Cancelled,
+            FailureKind::CircuitOpen,
+            FailureKind::InvalidConfig,
+        ] {
+            assert!(!worth_a_reflection(&Failure::new(kind, "x")), "{kind}");
+        }
+    }
 
     #[test]
     fn every_category_has_its_own_next_step() {

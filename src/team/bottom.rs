@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use serde_json::json;
 use tracing::Instrument;
 
-use super::{Services, SubtaskAssignment, SubtaskReport};
+use super::{Services, SubtaskAssignment, SubtaskReport, knowledge};
 use crate::executor::{ExecutionOutcome, SubtaskSpec};
 use crate::recovery::{Failure, FailureKind};
 use crate::runtime::{AgentBehavior, AgentContext, AgentError, AgentStatus, Message, MessageKind};
@@ -260,16 +260,34 @@ async fn run_subtask(
     }
     let report = match result {
         Ok(Ok(outcome)) if outcome.success => completed(outcome),
-        Ok(Ok(outcome)) if let Some(failure) = check_failure => SubtaskReport::Failed {
-            failure,
-            files: paths(&outcome),
-            partial_results: outcome.partial_results,
-        },
-        Ok(Ok(outcome)) => SubtaskReport::Failed {
-            failure: Failure::new(FailureKind::Incomplete, outcome.summary.clone()),
-            files: paths(&outcome),
-            partial_results: outcome.partial_results,
-        },
+        Ok(Ok(outcome)) => {
+            let failure = check_failure
+                .unwrap_or_else(|| Failure::new(FailureKind::Incomplete, outcome.summary.clone()));
+            let mut learned = knowledge::Learned::of(Some(&outcome));
+            // The reflection's call counts for this subtask, as its executor's do.
+            let scope = crate::runtime::usage::UsageScope {
+                task: Some(assignment.task_id),
+                subtask: Some(assignment.subtask_id),
+                agent: Some(ctx.id()),
+            };
+            let reflection = knowledge::reflect(
+                ctx,
+                services,
+                &assignment.description,
+                Some(&outcome),
+                &failure,
+            );
+            learned.reflection = crate::runtime::usage::scoped(scope, reflection).await;
+            if let Some(reflection) = &learned.reflection {
+                let _ = ctx.append_own_board(&format!("- reflection: {reflection}"));
+            }
+            SubtaskReport::Failed {
+                failure,
+                files: paths(&outcome),
+                partial_results: outcome.partial_results,
+                learned,
+            }
+        }
         Ok(Err(error)) => failed(Failure::of(&error)),
         Err(_) => {
             cancel.cancel();
@@ -323,6 +341,7 @@ fn failed(failure: Failure) -> SubtaskReport {
         failure,
         files: Vec::new(),
         partial_results: Vec::new(),
+        learned: knowledge::Learned::default(),
     }
 }
 

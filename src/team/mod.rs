@@ -15,6 +15,7 @@ pub mod consent;
 pub mod coordinate;
 mod escalate;
 mod files;
+pub mod knowledge;
 pub mod mid;
 pub mod plan;
 pub mod replace;
@@ -122,6 +123,8 @@ pub struct TaskState {
     pub proposed_files: Vec<crate::executor::TargetFile>,
     /// Whether the task's checks may run its code (`consent.rs`).
     pub consent: consent::Answer,
+    /// What failed attempts learned (`knowledge.rs`).
+    pub lessons: Vec<knowledge::Lesson>,
 }
 
 impl Services {
@@ -273,6 +276,9 @@ pub enum SubtaskReport {
         failure: Failure,
         files: Vec<String>,
         partial_results: Vec<String>,
+        /// What the attempt learned (`knowledge.rs`).
+        #[serde(default, skip_serializing_if = "knowledge::Learned::is_empty")]
+        learned: knowledge::Learned,
     },
 }
 

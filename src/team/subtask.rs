@@ -20,7 +20,9 @@ use tracing::Instrument;
 use super::escalate::{ProposedAction, ask_person, peer_takeover, propose_solution};
 use super::files::{named_files_now, target_files_now};
 use super::roles::agent_name;
-use super::{Services, SubtaskAssignment, SubtaskReport, Whose, first_line, recovery_event};
+use super::{
+    Services, SubtaskAssignment, SubtaskReport, Whose, first_line, knowledge, recovery_event,
+};
 use crate::config::TeamLayer;
 use crate::recovery::ladder::{
     History, LadderPolicy, Outcome, PersonAnswer, Step, decide, human_duration,
@@ -304,6 +306,17 @@ impl SubtaskRun<'_> {
 
     fn files(&self) -> Vec<String> {
         subtask_files(self.s, self.task_id, self.subtask_id)
+    }
+
+    /// The files its work concerns: those it wrote, and those its description names.
+    fn concerns(&self) -> Vec<String> {
+        let mut files = self.files();
+        for path in super::files::files_named(self.s.sandbox.root(), &self.description) {
+            if !files.contains(&path) {
+                files.push(path);
+            }
+        }
+        files
     }
 
     /// An escalation that was waiting for a person when the last run stopped: its
@@ -668,12 +681,27 @@ impl SubtaskRun<'_> {
     ) -> Attempt {
         let (ctx, s, task, subtask_id) = (self.ctx, self.s, &self.task, self.subtask_id);
         let assignee = s.current_agent(self.assignee);
+        let shared = knowledge::shared_with(s, task.id, subtask_id, assignee, &self.concerns());
+        if let Some((_, from)) = &shared
+            && !from.is_empty()
+        {
+            let _ = ctx.append_own_board(&format!(
+                "- shared what {} learned with {}",
+                from.join(", "),
+                agent_name(s, assignee)
+            ));
+        }
         let assignment = SubtaskAssignment {
             task_id: task.id,
             subtask_id,
             description: as_the_agent_reads_it(s, task.id, &self.description),
             attempt,
-            context: context_for(s, task.id, earlier_failure),
+            context: context_for(
+                s,
+                task.id,
+                earlier_failure,
+                shared.as_ref().map(|(text, _)| text.as_str()),
+            ),
             time_limit_ms: Some(time_left.as_millis().max(1) as u64),
         };
         let message = Message::to_agent(
@@ -707,6 +735,7 @@ impl SubtaskRun<'_> {
             failure,
             files: Vec::new(),
             partial_results: Vec::new(),
+            learned: knowledge::Learned::default(),
         };
         loop {
             tokio::select! {
@@ -834,7 +863,26 @@ impl SubtaskRun<'_> {
                 failure,
                 files,
                 partial_results,
+                learned,
             } => {
+                if !learned.is_empty() {
+                    let mut about = self.concerns();
+                    for path in files.iter().chain(&learned.files_read) {
+                        if !about.contains(path) {
+                            about.push(path.clone());
+                        }
+                    }
+                    let lesson = knowledge::Lesson {
+                        subtask: subtask_id,
+                        subtask_title: first_line(&self.description),
+                        agent: self.assignee,
+                        agent_name: agent_name(s, self.assignee),
+                        files: about,
+                        failure: format!("{}: {}", failure.kind, first_line(&failure.message)),
+                        learned,
+                    };
+                    knowledge::keep(s, task_id, lesson);
+                }
                 // The subtask's scope, keeping the provider or tool the failure names.
                 let failure = match failure.scope {
                     Scope::Provider { .. } | Scope::Tool { .. } => failure,
@@ -983,11 +1031,13 @@ fn as_the_agent_reads_it(s: &Services, task_id: TaskId, description: &str) -> St
 const EARLIER_FAILURE_MAX_CHARS: usize = 1_500;
 
 /// The task, what earlier subtasks produced, why the last attempt at this subtask
-/// failed and the files the task names as they are now: the bottom agent's context.
+/// failed, what the team learned that concerns it (`knowledge.rs`) and the files the
+/// task names as they are now: the bottom agent's context.
 fn context_for(
     s: &Services,
     task_id: TaskId,
     earlier_failure: Option<(&Failure, &[String])>,
+    shared: Option<&str>,
 ) -> String {
     let Some(task) = s.tasks.get(task_id) else {
         return String::new();
@@ -1047,6 +1097,12 @@ fn context_for(
             crate::tools::truncate_text(&failure.message, EARLIER_FAILURE_MAX_CHARS),
             ErrorCategory::of_failure(failure).next_step()
         ));
+    }
+    if let Some(shared) = shared {
+        if !context.is_empty() {
+            context.push('\n');
+        }
+        context.push_str(shared);
     }
     let files = named_files_now(&s.sandbox, whole);
     if !files.is_empty() {

@@ -171,6 +171,9 @@ impl RunTracker {
             recoveries: self.recoveries,
             proposed_files: Vec::new(),
             repairs: Vec::new(),
+            // Not gathered from pi's events.
+            files_read: Vec::new(),
+            errors_seen: Vec::new(),
         }
     }
 
