@@ -9,12 +9,13 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use super::agent::{AgentId, Transition};
-use super::approvals::{ApprovalChoice, ApprovalRequest};
-use super::governance::{ArbitrationResult, Decision};
-use super::message::Message;
-use super::tasks::{TaskId, TaskSummary};
-use super::whiteboard::WhiteboardId;
+use crate::ids::AgentId;
+use crate::ids::TaskId;
+use crate::records::Transition;
+use crate::records::{
+    ApprovalChoice, ApprovalRequest, ArbitrationResult, Decision, Message, TaskSummary,
+    WhiteboardId,
+};
 use crate::recovery::RecoveryEvent;
 
 #[derive(Clone, Debug, Serialize)]

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use crate::recovery::failure::summarize;
+use crate::records::failure::summarize;
 use crate::recovery::{FailureKind, RecoveryAction, RecoveryEvent, Scope};
 use crate::runtime::{Subtask, SubtaskStatus, TaskError, TaskRecord, TaskStatus};
 

@@ -5,15 +5,16 @@
 //!
 //! A [`FailureKind`] decides the defaults ([`FailureKind::severity`],
 //! [`FailureKind::is_transient`], [`FailureKind::is_fatal`]); the error types of models,
-//! tools and executors say their kind through [`Classify`](super::Classify), so nothing
-//! is decided by reading a message.
+//! tools and executors say their kind through `recovery::Classify` (and become a failure
+//! by `Failure::of`, which recovery defines), so nothing is decided by reading a message.
+//! On the ground floor with the other records: task checkpoints carry failures.
 
 use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::Severity;
+use crate::config::Severity;
 use crate::ids::{SubtaskId, TaskId};
 
 /// What kind of thing went wrong. Stable snake_case names travel on the wire and in
@@ -273,27 +274,6 @@ impl Failure {
             message: message.into(),
             root_cause: None,
             scope: Scope::Unattributed,
-        }
-    }
-
-    /// A typed error, classified by its type.
-    pub fn of<E: super::Classify + fmt::Display + ?Sized>(error: &E) -> Failure {
-        let kind = error.failure_kind();
-        Failure {
-            kind,
-            code: error.kind().to_string(),
-            severity: error.severity(),
-            transient: error.is_transient(),
-            fatal: kind.is_fatal(),
-            retry_after: error.retry_after(),
-            message: error.to_string(),
-            root_cause: None,
-            scope: match error.provider() {
-                Some(provider) => Scope::Provider {
-                    provider: provider.to_string(),
-                },
-                None => Scope::Unattributed,
-            },
         }
     }
 
