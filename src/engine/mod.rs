@@ -367,7 +367,7 @@ impl Engine {
     /// The owner of the task the calling code works for (the task or subtask of the
     /// usage scope it runs in), if that task has one.
     pub fn owner_of_current_work(&self) -> Option<String> {
-        let scope = crate::runtime::usage::current_scope()?;
+        let scope = crate::model::metered::current_scope()?;
         let task = scope
             .task
             .or_else(|| scope.subtask.and_then(|s| self.services.tasks.task_of(s)))?;
@@ -724,7 +724,7 @@ fn mcp_hub(
     let tasks = tasks.clone();
     // The owner of the calling work: an ACP session's tasks get its servers.
     let owner_of_work = Arc::new(move || {
-        let scope = crate::runtime::usage::current_scope()?;
+        let scope = crate::model::metered::current_scope()?;
         let task = scope
             .task
             .or_else(|| scope.subtask.and_then(|s| tasks.task_of(s)))?;
