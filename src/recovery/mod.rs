@@ -11,13 +11,15 @@
 pub mod backoff;
 pub mod breaker;
 pub mod ladder;
+mod meaning;
 pub mod quality;
 pub mod strategy;
 
 /// Defined with the configuration, whose severity ladder is set by it.
 pub use crate::config::Severity;
 /// The failure and the recovery step are records (tasks and the store keep them), so
-/// they live on the ground floor with the other records.
+/// they live below the store with the other records; what a failure means is decided
+/// here (`meaning.rs`).
 pub use crate::records::{
     EventScope, Failure, FailureKind, RecoveryAction, RecoveryEvent, RootCause, Scope,
 };
@@ -40,28 +42,5 @@ pub trait Classify {
     /// A server-requested wait before the next attempt (HTTP Retry-After), if any.
     fn retry_after(&self) -> Option<std::time::Duration> {
         None
-    }
-}
-
-impl Failure {
-    /// A typed error, classified by its type.
-    pub fn of<E: Classify + std::fmt::Display + ?Sized>(error: &E) -> Failure {
-        let kind = error.failure_kind();
-        Failure {
-            kind,
-            code: error.kind().to_string(),
-            severity: error.severity(),
-            transient: error.is_transient(),
-            fatal: kind.is_fatal(),
-            retry_after: error.retry_after(),
-            message: error.to_string(),
-            root_cause: None,
-            scope: match error.provider() {
-                Some(provider) => Scope::Provider {
-                    provider: provider.to_string(),
-                },
-                None => Scope::Unattributed,
-            },
-        }
     }
 }
