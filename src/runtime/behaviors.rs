@@ -7,8 +7,7 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use super::task::{AgentBehavior, AgentContext};
-use crate::records::AgentError;
-use crate::records::{Message, MessageKind};
+use crate::records::{AgentError, Message, MessageKind};
 
 /// Answers `status_query` with the agent's info, notes warnings and progress on its own
 /// whiteboard, and acknowledges anything else it cannot act on in its board.

@@ -12,8 +12,7 @@ use uuid::Uuid;
 use super::events::{EventBus, RuntimeEvent};
 use super::mailbox::Mailbox;
 use crate::ids::AgentId;
-use crate::records::Layer;
-use crate::records::{Message, Recipient};
+use crate::records::{Layer, Message, Recipient};
 use crate::store::{Record, Store};
 
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

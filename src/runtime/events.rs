@@ -9,11 +9,9 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use crate::ids::AgentId;
-use crate::ids::TaskId;
-use crate::records::Transition;
+use crate::ids::{AgentId, TaskId};
 use crate::records::{
-    ApprovalChoice, ApprovalRequest, ArbitrationResult, Decision, Message, TaskSummary,
+    ApprovalChoice, ApprovalRequest, ArbitrationResult, Decision, Message, TaskSummary, Transition,
     WhiteboardId,
 };
 use crate::recovery::RecoveryEvent;

@@ -21,10 +21,9 @@ use super::events::{EventBus, RuntimeEvent};
 use super::whiteboard::{Accessor, Whiteboards};
 use crate::ids::AgentId;
 use crate::records::{
-    ArbitrationResult, Decision, DecisionStatus, Quorum, Signature, Signer, Veto, Vote,
-    WhiteboardId,
+    ArbitrationResult, Decision, DecisionStatus, Message, MessageKind, Priority, Quorum, Signature,
+    Signer, Veto, Vote, WhiteboardId,
 };
-use crate::records::{Message, MessageKind, Priority};
 use crate::store::{Record, Store};
 
 impl Decision {

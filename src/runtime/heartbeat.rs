@@ -18,8 +18,7 @@ use super::bus::Bus;
 use super::events::{EventBus, RuntimeEvent};
 use super::pool::AgentPool;
 use crate::ids::AgentId;
-use crate::records::AgentStatus;
-use crate::records::{Message, MessageKind, Priority, Recipient};
+use crate::records::{AgentStatus, Message, MessageKind, Priority, Recipient};
 
 /// Beats missed in a row after which an agent is reported hung.
 pub const HUNG_AFTER_MISSED: u32 = 2;

@@ -17,8 +17,7 @@ use super::handle::AgentHandle;
 use super::task::{AgentBehavior, AgentContext, force_terminated, run_agent};
 use super::whiteboard::Whiteboards;
 use crate::ids::AgentId;
-use crate::records::WhiteboardId;
-use crate::records::{AgentConfig, AgentError, AgentStatus, Layer};
+use crate::records::{AgentConfig, AgentError, AgentStatus, Layer, WhiteboardId};
 use crate::store::{Record, Store};
 
 struct Entry {

@@ -13,9 +13,10 @@ use super::handle::AgentHandle;
 use super::mailbox::Mailbox;
 use super::whiteboard::Whiteboards;
 use crate::ids::AgentId;
-use crate::records::{AgentError, AgentStatus};
-use crate::records::{Message, MessageKind, Recipient};
-use crate::records::{Snapshot, WhiteboardError, WhiteboardId};
+use crate::records::{
+    AgentError, AgentStatus, Message, MessageKind, Recipient, Snapshot, WhiteboardError,
+    WhiteboardId,
+};
 
 /// What a layer does. The runtime handles heartbeats, status bookkeeping and shutdown;
 /// a behaviour only reacts to messages.

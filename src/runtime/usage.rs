@@ -22,9 +22,10 @@ use crate::config::{Config, ModelPrice, TeamLayer};
 use crate::ids::{AgentId, SubtaskId, TaskId};
 use crate::model::metered::{MeteredModel, UsageScope, UsageSink};
 use crate::model::{ModelError, ModelProvider};
-use crate::records::usage::thousands;
-use crate::records::{ApprovalChoice, ApprovalKind, ApprovalOption, ApprovalRequest, TaskStatus};
-use crate::records::{TaskUsage, TokenUsage};
+use crate::records::{
+    ApprovalChoice, ApprovalKind, ApprovalOption, ApprovalRequest, TaskStatus, TaskUsage,
+    TokenUsage, usage::thousands,
+};
 use crate::recovery::Severity;
 
 /// The providers' published list prices (US dollars per million tokens, input and

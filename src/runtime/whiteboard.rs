@@ -8,8 +8,7 @@ use dashmap::DashMap;
 
 use super::events::{EventBus, RuntimeEvent};
 use crate::ids::AgentId;
-use crate::records::Layer;
-use crate::records::{Operation, Snapshot, WhiteboardError, WhiteboardId};
+use crate::records::{Layer, Operation, Snapshot, WhiteboardError, WhiteboardId};
 use crate::store::{Record, Store};
 
 /// Who is asking. The runtime itself (the editor's read-only views, arbitration
