@@ -13,6 +13,7 @@ pub mod ids;
 pub mod jsonrpc;
 pub mod lsp;
 pub mod model;
+pub mod records;
 pub mod recovery;
 pub mod redact;
 pub mod runtime;

@@ -63,7 +63,7 @@ impl FileHistory {
         if let Ok((task, _, _)) = crate::runtime::WORK.try_with(|w| *w) {
             return Some(task);
         }
-        let scope = crate::runtime::usage::current_scope()?;
+        let scope = crate::model::metered::current_scope()?;
         scope
             .task
             .or_else(|| scope.subtask.and_then(|s| self.tasks.task_of(s)))

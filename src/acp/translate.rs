@@ -23,8 +23,8 @@ use super::wire::{
     Cost, NoticeSeverity, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, ToolCall,
     ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind, UsageUpdate,
 };
+use crate::records::TaskUsage;
 use crate::recovery::{RecoveryAction, RecoveryEvent};
-use crate::runtime::usage::TaskUsage;
 use crate::runtime::{AgentId, SubtaskStatus, SubtaskSummary, TaskDetail, TaskStatus, TaskSummary};
 
 /// What one subtask's tool call last showed.
@@ -496,8 +496,8 @@ impl BoardNotes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::records::TokenUsage;
     use crate::recovery::Severity;
-    use crate::runtime::usage::TokenUsage;
     use crate::runtime::{SubtaskId, TaskId};
     use chrono::Utc;
 

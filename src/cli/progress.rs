@@ -180,7 +180,7 @@ fn approval_kind(kind: ApprovalKind) -> &'static str {
 /// The first line of `text`, at most `max` characters (with an ellipsis when cut).
 /// The first line of `text` in at most about `max` characters, cut between words.
 pub fn clip(text: &str, max: usize) -> String {
-    conclave::recovery::failure::summarize(text, max.saturating_sub(1))
+    conclave::records::failure::summarize(text, max.saturating_sub(1))
 }
 
 impl TaskView {

@@ -32,7 +32,7 @@ use crate::executor::pi::PiExecutor;
 use crate::model::redacting::RedactingModel;
 use crate::model::resilient::ResilientModel;
 use crate::model::{ModelError, ModelProvider, TeamModels};
-use crate::recovery::event::EventScope;
+use crate::records::EventScope;
 use crate::recovery::{RecoveryAction, Severity};
 use crate::runtime::usage::Meter;
 use crate::runtime::{
@@ -367,7 +367,7 @@ impl Engine {
     /// The owner of the task the calling code works for (the task or subtask of the
     /// usage scope it runs in), if that task has one.
     pub fn owner_of_current_work(&self) -> Option<String> {
-        let scope = crate::runtime::usage::current_scope()?;
+        let scope = crate::model::metered::current_scope()?;
         let task = scope
             .task
             .or_else(|| scope.subtask.and_then(|s| self.services.tasks.task_of(s)))?;
@@ -724,7 +724,7 @@ fn mcp_hub(
     let tasks = tasks.clone();
     // The owner of the calling work: an ACP session's tasks get its servers.
     let owner_of_work = Arc::new(move || {
-        let scope = crate::runtime::usage::current_scope()?;
+        let scope = crate::model::metered::current_scope()?;
         let task = scope
             .task
             .or_else(|| scope.subtask.and_then(|s| tasks.task_of(s)))?;
@@ -830,7 +830,7 @@ fn call_retry_listener(
                     EventScope::Tool => format!("{} {}", retry.source, retry.error_kind),
                     _ => retry.error_kind.to_string(),
                 },
-                crate::recovery::failure::summarize(&retry.message, 160),
+                crate::records::failure::summarize(&retry.message, 160),
                 retry.attempt,
                 retry.max_attempts,
                 crate::recovery::ladder::human_duration(retry.delay)
@@ -881,7 +881,7 @@ fn breaker_listener(
         );
         // Provider-wide: it belongs to no single task (the wire keeps `taskId: ""`).
         step.task_id = String::new();
-        step.scope = crate::recovery::event::EventScope::Provider;
+        step.scope = crate::records::EventScope::Provider;
         step.provider = Some(event.name.clone());
         // The tasks it holds up: every unfinished one (they share the provider).
         tasks.visit(|t| {

@@ -54,12 +54,12 @@ use super::{
     text_calls,
 };
 use crate::config::Config;
+use crate::model::metered::{self, UsageScope, estimate_tokens, request_chars};
 use crate::model::{
     ChatMessage, ModelError, ModelProvider, ModelRequest, ModelResponse, StopReason, ToolCall,
 };
 use crate::recovery::strategy::ErrorCategory;
 use crate::recovery::{Classify, quality};
-use crate::runtime::usage::{self, UsageScope, estimate_tokens, request_chars};
 use crate::tools::writer::Fnv1a;
 use crate::tools::{Args, CallContext, ToolError, ToolOutput, ToolRegistry};
 
@@ -850,9 +850,9 @@ impl Executor for BuiltinExecutor {
         // and agent) in the usage figures.
         let scope = UsageScope {
             subtask: spec.subtask_id.parse().ok(),
-            ..usage::current_scope().unwrap_or_default()
+            ..metered::current_scope().unwrap_or_default()
         };
-        usage::scoped(scope, self.run_loop(spec, cancel, on_output))
+        metered::scoped(scope, self.run_loop(spec, cancel, on_output))
             .instrument(span)
             .await
     }

@@ -18,6 +18,7 @@ pub mod anthropic;
 mod error;
 pub mod factory;
 pub mod http;
+pub mod metered;
 pub mod openai;
 pub mod redacting;
 pub mod resilient;

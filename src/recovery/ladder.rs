@@ -264,7 +264,8 @@ fn on_failure(policy: &LadderPolicy, history: &mut History, failure: Failure, un
         let waited = history.waited;
         history.provider_waits += 1;
         history.waited += delay;
-        let reason = super::failure::summarize(&what_it_did(&failure.message, &provider), 120);
+        let reason =
+            crate::records::failure::summarize(&what_it_did(&failure.message, &provider), 120);
         return Step::WaitForProvider {
             provider,
             reason,

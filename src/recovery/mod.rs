@@ -10,16 +10,19 @@
 
 pub mod backoff;
 pub mod breaker;
-pub mod event;
-pub mod failure;
 pub mod ladder;
+mod meaning;
 pub mod quality;
 pub mod strategy;
 
 /// Defined with the configuration, whose severity ladder is set by it.
 pub use crate::config::Severity;
-pub use event::{RecoveryAction, RecoveryEvent};
-pub use failure::{Failure, FailureKind, RootCause, Scope};
+/// The failure and the recovery step are records (tasks and the store keep them), so
+/// they live below the store with the other records; what a failure means is decided
+/// here (`meaning.rs`).
+pub use crate::records::{
+    EventScope, Failure, FailureKind, RecoveryAction, RecoveryEvent, RootCause, Scope,
+};
 
 /// What recovery needs to know about an error, decided by its type and never by
 /// scanning its message when the type already says it.

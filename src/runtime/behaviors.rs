@@ -6,9 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::agent::AgentError;
-use super::message::{Message, MessageKind};
 use super::task::{AgentBehavior, AgentContext};
+use crate::records::{AgentError, Message, MessageKind};
 
 /// Answers `status_query` with the agent's info, notes warnings and progress on its own
 /// whiteboard, and acknowledges anything else it cannot act on in its board.

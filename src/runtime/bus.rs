@@ -9,10 +9,10 @@ use dashmap::DashMap;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::agent::{AgentId, Layer};
 use super::events::{EventBus, RuntimeEvent};
 use super::mailbox::Mailbox;
-use super::message::{Message, Recipient};
+use crate::ids::AgentId;
+use crate::records::{Layer, Message, Recipient};
 use crate::store::{Record, Store};
 
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -127,7 +127,7 @@ impl Bus {
     /// Sends messages delivered to a replaced agent on to its replacement.
     fn move_to_replacement(&self, from: AgentId, messages: Vec<Arc<Message>>) {
         for message in messages {
-            if message.kind == super::message::MessageKind::Heartbeat {
+            if message.kind == crate::records::MessageKind::Heartbeat {
                 continue;
             }
             // Already recorded once as delivered to `from`: a new id keeps the log's
@@ -218,7 +218,7 @@ impl Bus {
                 loop {
                     let to = self.resolve(addressed);
                     if to != addressed {
-                        if message.kind == super::message::MessageKind::Heartbeat {
+                        if message.kind == crate::records::MessageKind::Heartbeat {
                             return Ok(0); // a liveness probe of the replaced agent
                         }
                         message = Arc::new(Message {

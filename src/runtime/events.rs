@@ -9,12 +9,11 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use super::agent::{AgentId, Transition};
-use super::approvals::{ApprovalChoice, ApprovalRequest};
-use super::governance::{ArbitrationResult, Decision};
-use super::message::Message;
-use super::tasks::{TaskId, TaskSummary};
-use super::whiteboard::WhiteboardId;
+use crate::ids::{AgentId, TaskId};
+use crate::records::{
+    ApprovalChoice, ApprovalRequest, ArbitrationResult, Decision, Message, TaskSummary, Transition,
+    WhiteboardId,
+};
 use crate::recovery::RecoveryEvent;
 
 #[derive(Clone, Debug, Serialize)]

@@ -10,72 +10,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use dashmap::DashMap;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use super::agent::AgentId;
 use super::bus::Bus;
 use super::events::{EventBus, RuntimeEvent};
-use super::message::{Message, MessageKind, Priority};
-use super::whiteboard::{Accessor, WhiteboardId, Whiteboards};
+use super::whiteboard::{Accessor, Whiteboards};
+use crate::ids::AgentId;
+use crate::records::{
+    ArbitrationResult, Decision, DecisionStatus, Message, MessageKind, Priority, Quorum, Signature,
+    Signer, Veto, Vote, WhiteboardId,
+};
 use crate::store::{Record, Store};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Quorum {
-    All,
-    WeightedMajority,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DecisionStatus {
-    Pending,
-    Approved,
-    Vetoed,
-    Expired,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Signer {
-    pub agent: AgentId,
-    pub weight: f64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Signature {
-    pub agent: AgentId,
-    pub at: DateTime<Utc>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Veto {
-    pub agent: AgentId,
-    pub reason: String,
-    pub at: DateTime<Utc>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Decision {
-    pub id: Uuid,
-    pub proposer: AgentId,
-    pub title: String,
-    pub content: serde_json::Value,
-    pub required_signers: Vec<Signer>,
-    pub quorum: Quorum,
-    pub status: DecisionStatus,
-    pub signatures: Vec<Signature>,
-    pub vetoes: Vec<Veto>,
-    pub created_at: DateTime<Utc>,
-    pub deadline: Option<DateTime<Utc>>,
-}
 
 impl Decision {
     fn total_weight(&self) -> f64 {
@@ -152,29 +101,6 @@ pub struct Voter {
     pub weight: f64,
     /// 0 is the most senior.
     pub seniority: usize,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Vote {
-    pub voter: AgentId,
-    /// Index into the conflict's options.
-    pub option: usize,
-    pub reason: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ArbitrationResult {
-    pub conflict_id: Uuid,
-    pub chosen: usize,
-    pub chosen_option: String,
-    /// Weight received by each option, in option order.
-    pub tally: Vec<f64>,
-    /// Set when options tied on weight and seniority decided: the deciding voter.
-    pub tie_broken_by: Option<AgentId>,
-    pub votes: Vec<Vote>,
-    pub at: DateTime<Utc>,
 }
 
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

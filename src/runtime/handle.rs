@@ -9,11 +9,10 @@ use chrono::Utc;
 use serde::Serialize;
 use tokio::sync::watch;
 
-use super::agent::{
-    AgentConfig, AgentError, AgentId, AgentMetrics, AgentStatus, Layer, Transition,
-};
 use super::events::{EventBus, RuntimeEvent};
 use super::whiteboard::Accessor;
+use crate::ids::AgentId;
+use crate::records::{AgentConfig, AgentError, AgentMetrics, AgentStatus, Layer, Transition};
 use crate::store::{Record, Store};
 
 pub struct AgentHandle {

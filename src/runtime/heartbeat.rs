@@ -14,11 +14,11 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::agent::{AgentId, AgentStatus};
 use super::bus::Bus;
 use super::events::{EventBus, RuntimeEvent};
-use super::message::{Message, MessageKind, Priority, Recipient};
 use super::pool::AgentPool;
+use crate::ids::AgentId;
+use crate::records::{AgentStatus, Message, MessageKind, Priority, Recipient};
 
 /// Beats missed in a row after which an agent is reported hung.
 pub const HUNG_AFTER_MISSED: u32 = 2;

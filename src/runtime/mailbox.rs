@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
-use super::message::{Message, Priority};
+use crate::records::{Message, Priority};
 
 #[derive(Default)]
 pub struct Mailbox {

@@ -5,7 +5,6 @@
 //! subscribes to its [`EventBus`]; agents talk to each other only through the [`Bus`];
 //! everything observable is also written to the [`Store`].
 
-mod agent;
 mod approvals;
 mod behaviors;
 mod bus;
@@ -14,7 +13,6 @@ mod governance;
 mod handle;
 mod heartbeat;
 mod mailbox;
-mod message;
 mod pool;
 mod task;
 mod tasks;
@@ -28,34 +26,30 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use agent::{
-    AgentConfig, AgentError, AgentId, AgentMetrics, AgentStatus, Capability, Layer, ModelSettings,
-    PowerType, TopPower, Transition,
+pub use crate::ids::{AgentId, SubtaskId, TaskId};
+/// The records the runtime keeps (and the store persists) live below the store.
+pub use crate::records::{
+    AgentConfig, AgentError, AgentMetrics, AgentStatus, ApprovalAnswer, ApprovalChoice,
+    ApprovalKind, ApprovalOption, ApprovalRequest, ArbitrationResult, Capability, CheckCounts,
+    CheckResult, CheckStatus, Decision, DecisionStatus, FileDiff, KeptFile, Layer, Message,
+    MessageKind, ModelSettings, Operation, PowerType, Priority, Quorum, Recipient, Reverted,
+    RevertedBy, Signature, Signer, Snapshot, Subtask, SubtaskStatus, SubtaskSummary, TaskContext,
+    TaskDetail, TaskError, TaskOptions, TaskRecord, TaskStatus, TaskSummary, TopPower, Transition,
+    Veto, Vote, WhiteboardError, WhiteboardId,
 };
-pub use approvals::{
-    ApprovalAnswer, ApprovalChoice, ApprovalError, ApprovalKind, ApprovalOption, ApprovalRequest,
-    Approvals, Escalation, FileDiff, TimeLimitReached,
-};
+pub use approvals::{ApprovalError, Approvals, Escalation, TimeLimitReached};
 pub use behaviors::CoreBehavior;
 pub use bus::{Bus, BusError};
 pub use events::{EventBus, EventStream, RuntimeEvent};
-pub use governance::{
-    ArbitrationResult, Conflict, Decision, DecisionStatus, Governance, GovernanceError, Proposal,
-    Quorum, Signature, Signer, Veto, Vote, Voter, tally,
-};
+pub use governance::{Conflict, Governance, GovernanceError, Proposal, Voter, tally};
 pub use handle::{AgentHandle, AgentInfo};
 pub use heartbeat::{HUNG_AFTER_MISSED, HeartbeatScheduler, RoundReport};
 pub use mailbox::Mailbox;
-pub use message::{Message, MessageKind, Priority, Recipient};
 pub use pool::AgentPool;
 pub use task::{AgentBehavior, AgentContext};
-pub use tasks::{
-    CheckCounts, CheckResult, CheckStatus, KeptFile, Reverted, RevertedBy, Subtask, SubtaskId,
-    SubtaskStatus, SubtaskSummary, TaskContext, TaskDetail, TaskError, TaskId, TaskOptions,
-    TaskRecord, TaskStatus, TaskSummary, Tasks,
-};
+pub use tasks::Tasks;
 pub use team::{Team, build_team, fits, plan_team, restore_team, voters};
-pub use whiteboard::{Accessor, Operation, Snapshot, WhiteboardError, WhiteboardId, Whiteboards};
+pub use whiteboard::{Accessor, Whiteboards};
 
 use crate::config::Config;
 use crate::store::Store;

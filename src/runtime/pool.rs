@@ -10,13 +10,14 @@ use dashmap::DashMap;
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::agent::{AgentConfig, AgentError, AgentId, AgentStatus, Layer};
 use super::bus::{Bus, BusError};
 use super::events::EventBus;
 use super::governance::Governance;
 use super::handle::AgentHandle;
 use super::task::{AgentBehavior, AgentContext, force_terminated, run_agent};
-use super::whiteboard::{WhiteboardId, Whiteboards};
+use super::whiteboard::Whiteboards;
+use crate::ids::AgentId;
+use crate::records::{AgentConfig, AgentError, AgentStatus, Layer, WhiteboardId};
 use crate::store::{Record, Store};
 
 struct Entry {

@@ -7,13 +7,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::agent::{AgentError, AgentId, AgentStatus};
 use super::bus::{Bus, BusError};
 use super::governance::Governance;
 use super::handle::AgentHandle;
 use super::mailbox::Mailbox;
-use super::message::{Message, MessageKind, Recipient};
-use super::whiteboard::{Snapshot, WhiteboardError, WhiteboardId, Whiteboards};
+use super::whiteboard::Whiteboards;
+use crate::ids::AgentId;
+use crate::records::{
+    AgentError, AgentStatus, Message, MessageKind, Recipient, Snapshot, WhiteboardError,
+    WhiteboardId,
+};
 
 /// What a layer does. The runtime handles heartbeats, status bookkeeping and shutdown;
 /// a behaviour only reacts to messages.

@@ -2,11 +2,12 @@
 //! order), `team.mid` mid agents each supervised by a top agent, and `team.bottomPerMid`
 //! bottom agents under each mid, wired both ways.
 
-use super::agent::{AgentConfig, AgentError, AgentId, Layer, ModelSettings, PowerType, TopPower};
 use super::governance::Voter;
 use super::pool::AgentPool;
 use super::task::AgentBehavior;
 use crate::config::{LlmConfig, TeamConfig, TeamLayer};
+use crate::ids::AgentId;
+use crate::records::{AgentConfig, AgentError, Layer, ModelSettings, PowerType, TopPower};
 
 /// The ids of a built team, each layer in order (top agents in seniority order).
 #[derive(Clone, Debug, Default, PartialEq)]

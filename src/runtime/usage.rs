@@ -1,15 +1,12 @@
-//! Tokens and cost: every model call's usage, added up per task, per subtask and per
-//! agent, priced by the `[pricing]` table over [`LIST_PRICES`], and the pauses at
-//! `limits.maxTokensPerTask` and `limits.maxCostPerTaskUsd`.
+//! The usage meter: every model call's usage, priced by the `[pricing]` table over
+//! [`LIST_PRICES`], added up for the session and per task, per subtask and per agent,
+//! and the pauses at `limits.maxTokensPerTask` and `limits.maxCostPerTaskUsd`, which ask
+//! the person (an approval) whether the task goes on.
 //!
-//! [`MeteredModel`] wraps the team's model (outside the retries, so a call counts once
-//! when it succeeds). It learns whom a call is for from the [`UsageScope`] the caller
-//! runs in ([`scoped`]): the executor scopes its calls to the subtask, the coordinator
-//! to the task and its mid agent, a top agent's review to the task it reviews. The
-//! subtask's task and assignee are looked up when the scope does not name them.
-//!
-//! Providers that report no usage (some local servers) are counted by an estimate (four
-//! characters a token), and the figures say how many calls were estimated.
+//! The [`Meter`] is the [`UsageSink`] of the team's models: each is a
+//! [`MeteredModel`] (`model::metered`, [`Meter::meter`]) that counts its calls' tokens,
+//! estimated when a provider reports none, and reports them here. The meter fills in a
+//! call's task and agent from its subtask when the caller's scope does not name them.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -17,144 +14,19 @@ use std::sync::{Arc, Mutex, OnceLock};
 use async_trait::async_trait;
 use chrono::Utc;
 use dashmap::DashMap;
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::agent::AgentId;
-use super::approvals::{ApprovalChoice, ApprovalKind, ApprovalOption, ApprovalRequest, Approvals};
-use super::tasks::{SubtaskId, TaskId, TaskStatus, Tasks};
+use super::approvals::Approvals;
+use super::tasks::Tasks;
 use crate::config::{Config, ModelPrice, TeamLayer};
-use crate::model::{DeltaSink, ModelError, ModelProvider, ModelRequest, ModelResponse};
+use crate::ids::{AgentId, SubtaskId, TaskId};
+use crate::model::metered::{MeteredModel, UsageScope, UsageSink};
+use crate::model::{ModelError, ModelProvider};
+use crate::records::{
+    ApprovalChoice, ApprovalKind, ApprovalOption, ApprovalRequest, TaskStatus, TaskUsage,
+    TokenUsage, usage::thousands,
+};
 use crate::recovery::Severity;
-
-/// Tokens used by some calls, and what they cost when the model has a price.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct TokenUsage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// Model calls counted.
-    pub calls: u64,
-    /// Calls whose provider reported no usage, counted by an estimate.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub estimated_calls: u64,
-    /// US dollars, when `[pricing]` has the model; `None` otherwise.
-    pub cost_usd: Option<f64>,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-impl TokenUsage {
-    pub fn total_tokens(&self) -> u64 {
-        self.input_tokens + self.output_tokens
-    }
-
-    pub fn add(&mut self, other: &TokenUsage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.calls += other.calls;
-        self.estimated_calls += other.estimated_calls;
-        self.cost_usd = match (self.cost_usd, other.cost_usd) {
-            (Some(a), Some(b)) => Some(a + b),
-            (a, b) => a.or(b),
-        };
-    }
-
-    /// One line for summaries and reports: `1,234 in · 56 out · 3 calls · $0.0012`.
-    pub fn describe(&self) -> String {
-        let mut line = format!(
-            "{} in · {} out · {} call{}",
-            thousands(self.input_tokens),
-            thousands(self.output_tokens),
-            self.calls,
-            if self.calls == 1 { "" } else { "s" }
-        );
-        if self.estimated_calls > 0 {
-            line.push_str(&format!(" ({} estimated)", self.estimated_calls));
-        }
-        match self.cost_usd {
-            Some(cost) => line.push_str(&format!(" · ${cost:.4}")),
-            None => line.push_str(" · cost: no price set"),
-        }
-        line
-    }
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A task's usage: the total, and the same split by subtask and by agent (ids as keys).
-/// Part of the task's checkpoint and of `conclave/getTask`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct TaskUsage {
-    pub total: TokenUsage,
-    pub by_subtask: BTreeMap<String, TokenUsage>,
-    pub by_agent: BTreeMap<String, TokenUsage>,
-    /// The token limit in force, once the person raised `limits.maxTokensPerTask`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub token_limit: Option<u64>,
-    /// The spend cap in force (US dollars), once the person raised
-    /// `limits.maxCostPerTaskUsd`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cost_limit_usd: Option<f64>,
-}
-
-impl TaskUsage {
-    pub fn record(
-        &mut self,
-        subtask: Option<SubtaskId>,
-        agent: Option<AgentId>,
-        usage: &TokenUsage,
-    ) {
-        self.total.add(usage);
-        if let Some(subtask) = subtask {
-            self.by_subtask
-                .entry(subtask.to_string())
-                .or_default()
-                .add(usage);
-        }
-        if let Some(agent) = agent {
-            self.by_agent
-                .entry(agent.to_string())
-                .or_default()
-                .add(usage);
-        }
-    }
-}
-
-/// Whom the model calls made inside [`scoped`] are for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct UsageScope {
-    pub task: Option<TaskId>,
-    pub subtask: Option<SubtaskId>,
-    pub agent: Option<AgentId>,
-}
-
-tokio::task_local! {
-    static SCOPE: UsageScope;
-}
-
-/// Runs `future` with its model calls counted for `scope`.
-pub async fn scoped<F: std::future::Future>(scope: UsageScope, future: F) -> F::Output {
-    SCOPE.scope(scope, future).await
-}
-
-/// The scope the current task runs in, if any.
-pub fn current_scope() -> Option<UsageScope> {
-    SCOPE.try_with(|scope| *scope).ok()
-}
 
 /// The providers' published list prices (US dollars per million tokens, input and
 /// output) of the default models (`gpt-4o-mini`, `claude-sonnet-4-5`) and their nearest
@@ -246,16 +118,6 @@ fn snapshot_of(model: &str) -> Option<&str> {
     let (before_month, month) = before_last.rsplit_once('-')?;
     let (base, year) = before_month.rsplit_once('-')?;
     (number(year, 4) && number(month, 2) && number(last, 2)).then_some(base)
-}
-
-/// About four characters a token: the estimate used when a provider reports nothing.
-pub fn estimate_tokens(chars: usize) -> u64 {
-    chars.div_ceil(4) as u64
-}
-
-/// The characters of a request as the model sees them ([`ModelRequest::chars`]).
-pub fn request_chars(request: &ModelRequest) -> usize {
-    request.chars()
 }
 
 /// Ends a task whose person chose to cancel it at a budget.
@@ -428,13 +290,6 @@ pub struct Meter {
     session: Mutex<TokenUsage>,
 }
 
-/// A model whose calls go through the team's [`Meter`], priced as `model`.
-pub struct MeteredModel {
-    meter: Arc<Meter>,
-    inner: Arc<dyn ModelProvider>,
-    model: String,
-}
-
 impl Meter {
     pub fn new(config: &Config, tasks: Tasks, approvals: Approvals) -> Meter {
         let spend_cap = SpendCap::of(config);
@@ -454,11 +309,7 @@ impl Meter {
 
     /// `inner` with its calls metered, priced as the model `model`.
     pub fn meter(self: &Arc<Self>, inner: Arc<dyn ModelProvider>, model: String) -> MeteredModel {
-        MeteredModel {
-            meter: self.clone(),
-            inner,
-            model,
-        }
+        MeteredModel::new(self.clone(), inner, model)
     }
 
     /// How a task is cancelled when the person answers a budget pause with cancel (the
@@ -478,56 +329,10 @@ impl Meter {
         self.cost_cap
     }
 
-    /// The task, subtask and agent of a call made in `scope`.
-    fn resolve(&self, scope: UsageScope) -> (Option<TaskId>, Option<SubtaskId>, Option<AgentId>) {
-        let task = scope
-            .task
-            .or_else(|| scope.subtask.and_then(|s| self.tasks.task_of(s)));
-        let agent = scope.agent.or_else(|| {
-            let (task, subtask) = (task?, scope.subtask?);
-            self.tasks
-                .read(task, |t| t.subtask(subtask).and_then(|s| s.assignee))
-                .flatten()
-        });
-        (task, scope.subtask, agent)
-    }
-
-    /// The usage of one answer, estimated when the provider reported none.
-    fn usage_of(
-        &self,
-        model: &str,
-        request: &ModelRequest,
-        response: &ModelResponse,
-    ) -> TokenUsage {
-        let reported = response.usage;
-        let (input, output, estimated) = if !reported.is_reported() {
-            let output_chars = response.text.len()
-                + response
-                    .tool_calls
-                    .iter()
-                    .map(|c| c.name.len() + c.arguments.to_string().len())
-                    .sum::<usize>();
-            (
-                estimate_tokens(request_chars(request)),
-                estimate_tokens(output_chars),
-                1,
-            )
-        } else {
-            (reported.input_tokens, reported.output_tokens, 0)
-        };
-        TokenUsage {
-            input_tokens: input,
-            output_tokens: output,
-            calls: 1,
-            estimated_calls: estimated,
-            cost_usd: self.prices.cost(model, input, output),
-        }
-    }
-
     /// Waits while `task` is over its token limit or its spend cap and the person has not
     /// yet answered; an answer other than "continue" cancels the task. Both budgets
     /// reached at once are asked one after the other.
-    async fn admit(
+    async fn wait_for_budget(
         &self,
         task: TaskId,
         subtask: Option<SubtaskId>,
@@ -599,39 +404,46 @@ impl Meter {
 }
 
 #[async_trait]
-impl ModelProvider for MeteredModel {
-    fn name(&self) -> &str {
-        self.inner.name()
+impl UsageSink for Meter {
+    /// The task, subtask and agent of a call made in `scope`: the subtask's task and
+    /// assignee are looked up when the scope does not name them.
+    fn attribute(&self, scope: UsageScope) -> UsageScope {
+        let task = scope
+            .task
+            .or_else(|| scope.subtask.and_then(|s| self.tasks.task_of(s)));
+        let agent = scope.agent.or_else(|| {
+            let (task, subtask) = (task?, scope.subtask?);
+            self.tasks
+                .read(task, |t| t.subtask(subtask).and_then(|s| s.assignee))
+                .flatten()
+        });
+        UsageScope {
+            task,
+            subtask: scope.subtask,
+            agent,
+        }
     }
 
-    async fn ready(&self) -> Result<(), ModelError> {
-        let meter = &self.meter;
-        let (task, subtask, agent) = meter.resolve(current_scope().unwrap_or_default());
-        match task {
-            Some(task) => meter.admit(task, subtask, agent).await,
+    async fn admit(&self, scope: &UsageScope) -> Result<(), ModelError> {
+        match scope.task {
+            Some(task) => self.wait_for_budget(task, scope.subtask, scope.agent).await,
             None => Ok(()),
         }
     }
 
-    async fn complete(
-        &self,
-        request: &ModelRequest,
-        on_delta: DeltaSink<'_>,
-    ) -> Result<ModelResponse, ModelError> {
-        let meter = &self.meter;
-        let (task, subtask, agent) = meter.resolve(current_scope().unwrap_or_default());
-        if let Some(task) = task {
-            meter.admit(task, subtask, agent).await?;
+    /// Prices the call, adds it to the session and to its task.
+    fn record(&self, scope: &UsageScope, model: &str, usage: TokenUsage) {
+        let usage = TokenUsage {
+            cost_usd: self
+                .prices
+                .cost(model, usage.input_tokens, usage.output_tokens),
+            ..usage
+        };
+        self.session.lock().expect("usage lock").add(&usage);
+        if let Some(task) = scope.task {
+            self.tasks
+                .update(task, |t| t.usage.record(scope.subtask, scope.agent, &usage));
         }
-        let response = self.inner.complete(request, on_delta).await?;
-        let usage = meter.usage_of(&self.model, request, &response);
-        meter.session.lock().expect("usage lock").add(&usage);
-        if let Some(task) = task {
-            meter
-                .tasks
-                .update(task, |t| t.usage.record(subtask, agent, &usage));
-        }
-        Ok(response)
     }
 }
 
@@ -874,43 +686,5 @@ mod tests {
         pause.raise(&mut usage);
         let wire = serde_json::to_value(&usage).unwrap();
         assert_eq!(wire["costLimitUsd"], 6.11);
-    }
-
-    #[test]
-    fn a_task_splits_usage_by_subtask_and_agent() {
-        let (subtask, agent) = (SubtaskId::new(), AgentId::new());
-        let mut usage = TaskUsage::default();
-        let call = TokenUsage {
-            input_tokens: 10,
-            output_tokens: 5,
-            calls: 1,
-            ..TokenUsage::default()
-        };
-        usage.record(Some(subtask), Some(agent), &call);
-        usage.record(None, Some(agent), &call);
-        usage.record(None, None, &call);
-        assert_eq!(usage.total.calls, 3);
-        assert_eq!(usage.by_subtask[&subtask.to_string()].calls, 1);
-        assert_eq!(usage.by_agent[&agent.to_string()].total_tokens(), 30);
-        let wire = serde_json::to_value(&usage).unwrap();
-        assert_eq!(wire["total"]["inputTokens"], 30);
-        assert_eq!(wire["total"]["costUsd"], serde_json::Value::Null);
-        assert!(wire.get("tokenLimit").is_none());
-        assert!(wire.get("costLimitUsd").is_none());
-    }
-
-    #[tokio::test]
-    async fn the_scope_is_seen_inside_and_not_outside() {
-        let task = TaskId::new();
-        assert_eq!(current_scope(), None);
-        let seen = scoped(
-            UsageScope {
-                task: Some(task),
-                ..UsageScope::default()
-            },
-            async { current_scope() },
-        )
-        .await;
-        assert_eq!(seen.and_then(|s| s.task), Some(task));
     }
 }

@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{Store, StoreError, millis, parse_json};
-use crate::runtime::TaskRecord;
+use crate::records::{RevertedBy, TaskRecord};
 
 /// One line of a task's history.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -269,10 +269,10 @@ fn history(conn: &Connection, task: Option<&str>) -> rusqlite::Result<Vec<LogEnt
             kind: "undo".into(),
             actor: "system".into(),
             text: match reverted.by {
-                crate::runtime::RevertedBy::Failure => {
+                RevertedBy::Failure => {
                     format!("the task failed: {}", reverted.describe())
                 }
-                crate::runtime::RevertedBy::Undo => format!("undone: {}", reverted.describe()),
+                RevertedBy::Undo => format!("undone: {}", reverted.describe()),
             },
             detail: serde_json::to_value(reverted).unwrap_or(Value::Null),
         });

@@ -23,10 +23,9 @@ use rusqlite::{Connection, params};
 use tokio::sync::oneshot;
 
 use crate::ids::{AgentId, TaskId};
-use crate::recovery::RecoveryEvent;
-use crate::runtime::{
+use crate::records::{
     AgentConfig, AgentStatus, ApprovalAnswer, ApprovalRequest, ArbitrationResult, Decision,
-    Message, Snapshot, TaskRecord, Transition,
+    Message, RecoveryEvent, Snapshot, TaskRecord, Transition,
 };
 
 /// One thing to remember.
@@ -721,7 +720,7 @@ fn parse_json<T: serde::de::DeserializeOwned>(text: String, column: usize) -> ru
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::{TaskContext, TaskOptions, TaskStatus};
+    use crate::records::{TaskContext, TaskOptions, TaskStatus};
 
     fn task(title: &str) -> TaskRecord {
         TaskRecord::new(
@@ -830,5 +829,106 @@ mod tests {
             Record::Transition(t) => format!("transition {}", t.reason),
             _ => "other".into(),
         }
+    }
+
+    /// A task checkpoint, a recovery step, an approval and an agent as the store wrote
+    /// them before the records moved out of the runtime (one of each, every field that
+    /// is written present): they read back, and are written again byte for byte alike.
+    #[tokio::test]
+    async fn records_written_by_earlier_versions_still_read() {
+        const TASK: &str = r#"{
+            "id":"6f9a3c1e-0b8d-4b7e-9a55-2d1f0c3e4a71",
+            "title":"Add a flag",
+            "description":"Add --verbose",
+            "context":{"files":["file:///w/cli.py"],"selection":null},
+            "options":{"continueOnError":null,"timeoutMs":600000,"maxRetries":null,"onFailure":"restore"},
+            "status":"failed",
+            "createdAt":"2026-11-20T10:00:00Z",
+            "updatedAt":"2026-11-20T10:05:00Z",
+            "subtasks":[{"id":"1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f","description":"Write cli.py","dependsOn":[],"assignee":"9b8a7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d","assigneeName":"bottom-1","status":"failed","attempts":3,"result":null,"partialResults":["half"],"files":["cli.py"]}],
+            "recovery":{"taskId":"6f9a3c1e-0b8d-4b7e-9a55-2d1f0c3e4a71","subtaskId":"1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f","agentId":"9b8a7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d","action":"gave_up","severity":"high","attempt":3,"maxAttempts":3,"message":"out of retries","scope":"subtask","at":"2026-11-20T10:04:00Z"},
+            "filesWritten":["cli.py"],
+            "result":null,
+            "partialResults":[],
+            "errors":[{"kind":"tool","code":"command_failed","severity":"medium","transient":false,"fatal":false,"message":"exit 1","rootCause":{"kind":"timeout","message":"slow"},"scope":"subtask","taskId":"6f9a3c1e-0b8d-4b7e-9a55-2d1f0c3e4a71","subtaskId":"1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f","at":"2026-11-20T10:03:00Z"}],
+            "coordinator":null,
+            "planDecision":"0a0b0c0d-0e0f-4a1b-8c2d-3e4f5a6b7c8d",
+            "checks":[{"kind":"stubs","name":"stub scan","status":"failed","files":["cli.py"],"detail":"pass","subtaskId":null,"at":"2026-11-20T10:02:00Z","rules":["python.stub"]}],
+            "ruleFindings":{"python.stub":2},
+            "usage":{"total":{"inputTokens":1200,"outputTokens":34,"calls":2,"estimatedCalls":1,"costUsd":0.0042},"bySubtask":{"1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f":{"inputTokens":1200,"outputTokens":34,"calls":2,"estimatedCalls":1,"costUsd":0.0042}},"byAgent":{},"tokenLimit":5000},
+            "owner":"acp:s1",
+            "reverted":{"by":"failure","at":"2026-11-20T10:05:00Z","restored":["cli.py"],"kept":[{"path":"notes.txt","reason":"changed since"}]}
+        }"#;
+        const STEP: &str = r#"{"taskId":"","agentId":"00000000-0000-0000-0000-000000000000","action":"circuit_open","severity":"medium","attempt":1,"maxAttempts":5,"delayMs":30000,"message":"paused","scope":"provider","provider":"anthropic","taskIds":["6f9a3c1e-0b8d-4b7e-9a55-2d1f0c3e4a71"],"at":"2026-11-20T10:01:00Z"}"#;
+        const APPROVAL: &str = r#"{"approvalId":"5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b","kind":"escalation","taskId":"6f9a3c1e-0b8d-4b7e-9a55-2d1f0c3e4a71","subtaskId":"1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f","agentId":"9b8a7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d","severity":"high","title":"[1/1] Write cli.py keeps failing","detail":"**Task**: Add a flag","proposedSolution":"Modify it","diff":{"uri":"file:///w/cli.py","before":"a","after":"b"},"command":"pytest","subtaskDescription":"Write cli.py","options":[{"id":"retry","title":"Retry"},{"id":"abort","title":"Abort the subtask"}],"createdAt":"2026-11-20T10:04:30Z"}"#;
+        const AGENT: &str = r#"{"id":"9b8a7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d","name":"top-1","layer":"top","role":"power","supervisor":null,"subordinates":[],"capabilities":["plan","reflect","review","arbitrate"],"model":{"model":"gpt-4o-mini","temperature":0.2},"maxRetries":3,"timeoutMs":300000,"power":{"powerType":"power_a","voteWeight":1.5,"seniority":0}}"#;
+        // The checkpoint is one line, as the store writes it.
+        let task_body: String = TASK.lines().map(str::trim).collect();
+        let store = Store::in_memory().unwrap();
+        store
+            .query(move |conn| {
+                conn.execute(
+                    "INSERT INTO tasks (id, title, status, body, created_at, updated_at)
+                     VALUES ('6f9a3c1e-0b8d-4b7e-9a55-2d1f0c3e4a71', 'Add a flag', 'failed', ?1, 1, 2)",
+                    params![task_body],
+                )?;
+                conn.execute(
+                    "INSERT INTO recovery_steps (task_id, subtask_id, agent_id, action, severity, body, at)
+                     VALUES ('', NULL, '00000000-0000-0000-0000-000000000000', 'circuit_open', 'medium', ?1, 1)",
+                    params![STEP],
+                )?;
+                conn.execute(
+                    "INSERT INTO approvals (id, task_id, status, request, answer, created_at)
+                     VALUES ('5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b', '6f9a3c1e-0b8d-4b7e-9a55-2d1f0c3e4a71', 'pending', ?1, NULL, 1)",
+                    params![APPROVAL],
+                )?;
+                conn.execute(
+                    "INSERT INTO agents (id, name, layer, role, supervisor, config, created_at)
+                     VALUES ('9b8a7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d', 'top-1', 'top', 'power', NULL, ?1, 1)",
+                    params![AGENT],
+                )?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        // Written again as the store writes (`to_json`), the same JSON as was stored.
+        let same = |stored: &str, written: String| {
+            let value = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+            assert_eq!(value(&written), value(stored));
+        };
+
+        let tasks = store.tasks().await.unwrap();
+        let [task] = &tasks[..] else {
+            panic!("one task: {tasks:?}")
+        };
+        assert_eq!(task.status, TaskStatus::Failed);
+        assert_eq!(task.subtasks[0].assignee_name.as_deref(), Some("bottom-1"));
+        assert_eq!(
+            task.errors[0].failure.kind,
+            crate::records::FailureKind::Tool
+        );
+        assert_eq!(task.errors[0].subtask_id(), Some(task.subtasks[0].id));
+        assert_eq!(task.usage.total.estimated_calls, 1);
+        assert_eq!(task.usage.token_limit, Some(5000));
+        assert_eq!(task.rule_findings["python.stub"], 2);
+        assert_eq!(
+            task.reverted.as_ref().map(|r| r.by),
+            Some(crate::records::RevertedBy::Failure)
+        );
+        same(TASK, to_json(task));
+
+        let steps = store.recovery_steps(None).await.unwrap();
+        assert_eq!(steps[0].scope, crate::records::EventScope::Provider);
+        assert_eq!(steps[0].task_ids.len(), 1);
+        same(STEP, to_json(&steps[0]));
+
+        let approvals = store.pending_approvals().await.unwrap();
+        assert_eq!(approvals[0].options.len(), 2);
+        assert_eq!(approvals[0].diff.as_ref().unwrap().after, "b");
+        same(APPROVAL, to_json(&approvals[0]));
+
+        let agents = store.unremoved_agents().await.unwrap();
+        assert_eq!(agents[0].power.unwrap().vote_weight, 1.5);
+        same(AGENT, to_json(&agents[0]));
     }
 }

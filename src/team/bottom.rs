@@ -265,7 +265,7 @@ async fn run_subtask(
                 .unwrap_or_else(|| Failure::new(FailureKind::Incomplete, outcome.summary.clone()));
             let mut learned = knowledge::Learned::of(Some(&outcome));
             // The reflection's call counts for this subtask, as its executor's do.
-            let scope = crate::runtime::usage::UsageScope {
+            let scope = crate::model::metered::UsageScope {
                 task: Some(assignment.task_id),
                 subtask: Some(assignment.subtask_id),
                 agent: Some(ctx.id()),
@@ -277,7 +277,7 @@ async fn run_subtask(
                 Some(&outcome),
                 &failure,
             );
-            learned.reflection = crate::runtime::usage::scoped(scope, reflection).await;
+            learned.reflection = crate::model::metered::scoped(scope, reflection).await;
             if let Some(reflection) = &learned.reflection {
                 let _ = ctx.append_own_board(&format!("- reflection: {reflection}"));
             }

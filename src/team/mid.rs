@@ -8,7 +8,7 @@ use serde_json::json;
 use tracing::Instrument;
 
 use super::Services;
-use crate::runtime::usage;
+use crate::model::metered;
 use crate::runtime::{AgentBehavior, AgentContext, AgentError, Message, MessageKind, TaskId};
 
 pub struct MidBehavior {
@@ -50,7 +50,7 @@ impl AgentBehavior for MidBehavior {
                     Some(task) => {
                         let (ctx, services) = (ctx.clone(), self.services.clone());
                         // Usage hook: the coordinator's model calls count for this task.
-                        let scope = usage::UsageScope {
+                        let scope = metered::UsageScope {
                             task: Some(task),
                             agent: Some(ctx.id()),
                             subtask: None,
@@ -59,7 +59,7 @@ impl AgentBehavior for MidBehavior {
                         let span =
                             tracing::info_span!("task", id = %task, agent = %ctx.handle.name());
                         tokio::spawn(
-                            usage::scoped(scope, async move {
+                            metered::scoped(scope, async move {
                                 super::coordinate::run(ctx, services, task).await
                             })
                             .instrument(span),

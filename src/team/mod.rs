@@ -236,9 +236,9 @@ pub fn recovery_event(
         delay_ms: None,
         message: message.into(),
         scope: if subtask.is_some() {
-            crate::recovery::event::EventScope::Subtask
+            crate::records::EventScope::Subtask
         } else {
-            crate::recovery::event::EventScope::Task
+            crate::records::EventScope::Task
         },
         provider: None,
         files: None,
@@ -711,5 +711,5 @@ pub async fn write_error_report(
 
 /// The first line of `text`, shortened between words for a one-line message.
 pub(crate) fn first_line(text: &str) -> String {
-    crate::recovery::failure::summarize(text, 100)
+    crate::records::failure::summarize(text, 100)
 }

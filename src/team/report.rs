@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use crate::recovery::failure::summarize;
+use crate::records::failure::summarize;
 use crate::recovery::{FailureKind, RecoveryAction, RecoveryEvent, Scope};
 use crate::runtime::{Subtask, SubtaskStatus, TaskError, TaskRecord, TaskStatus};
 
@@ -318,7 +318,8 @@ pub fn render(header: &ReportHeader, tasks: &[TaskRecord], steps: &[RecoveryEven
             .unwrap_or_else(|| "n/a".into())
     );
 
-    // Tokens and cost per task (src/runtime/usage.rs).
+    // Tokens and cost per task (counted by src/model/metered.rs, priced by
+    // src/runtime/usage.rs).
     let _ = writeln!(out, "## Token Usage\n");
     for task in tasks {
         let _ = writeln!(out, "- **{}**: {}", task.title, task.usage.total.describe());

@@ -11,9 +11,9 @@ use tracing::Instrument;
 use super::Services;
 use crate::config::ReviewMode;
 use crate::config::TeamLayer;
+use crate::model::metered;
 use crate::model::structured::{Review, ask_json};
 use crate::model::{ChatMessage, ModelRequest};
-use crate::runtime::usage;
 use crate::runtime::{AgentBehavior, AgentContext, AgentError, Message, MessageKind};
 
 pub struct TopBehavior {
@@ -68,7 +68,7 @@ impl AgentBehavior for TopBehavior {
                 };
                 let (ctx, services) = (ctx.clone(), self.services.clone());
                 // Usage hook: the review's model calls count for the plan's task.
-                let scope = usage::UsageScope {
+                let scope = metered::UsageScope {
                     task: ctx
                         .governance
                         .get(decision_id)
@@ -83,7 +83,7 @@ impl AgentBehavior for TopBehavior {
                 );
                 // Reviews call the model: keep the mailbox loop free for heartbeats.
                 tokio::spawn(
-                    usage::scoped(scope, async move {
+                    metered::scoped(scope, async move {
                         review_and_vote(&ctx, &services, decision_id).await
                     })
                     .instrument(span),

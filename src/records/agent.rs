@@ -1,5 +1,6 @@
 //! The agent model: identity, configuration, the status state machine, capabilities
-//! and metrics. Nothing here runs; [`super::task`] runs agents and [`super::pool`] owns them.
+//! and metrics, as the store records them. Nothing here runs: the runtime runs agents
+//! (`runtime::task`) and its pool owns them (`runtime::pool`).
 
 use std::fmt;
 use std::time::Duration;

@@ -1,10 +1,10 @@
-//! Recovery events: every step of the ladder, as the editor sees it
+//! Recovery events: every step of the ladder, as the editor sees it and the store keeps it
 //! (docs/protocol.md, `RecoveryEvent`).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::Severity;
+use crate::config::Severity;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

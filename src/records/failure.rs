@@ -3,17 +3,19 @@
 //! or a tool). Reports, task errors, the ladder, ERROR_REPORT.md and the wire all carry
 //! a [`Failure`].
 //!
-//! A [`FailureKind`] decides the defaults ([`FailureKind::severity`],
-//! [`FailureKind::is_transient`], [`FailureKind::is_fatal`]); the error types of models,
-//! tools and executors say their kind through [`Classify`](super::Classify), so nothing
-//! is decided by reading a message.
+//! A [`FailureKind`] decides the defaults (its severity, whether it is transient or
+//! fatal); the error types of models, tools and executors say their kind through
+//! `recovery::Classify`, so nothing is decided by reading a message. What a kind means,
+//! `Failure::new` (a failure with its kind's defaults) and `Failure::of` (a classified
+//! error) are recovery's (`recovery/meaning.rs`): here is the data, with the records,
+//! since task checkpoints carry failures.
 
 use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::Severity;
+use crate::config::Severity;
 use crate::ids::{SubtaskId, TaskId};
 
 /// What kind of thing went wrong. Stable snake_case names travel on the wire and in
@@ -112,78 +114,6 @@ impl FailureKind {
             FailureKind::Other => "other",
         }
     }
-
-    /// How bad a failure of this kind is, unless its source knows better.
-    pub fn severity(self) -> Severity {
-        match self {
-            FailureKind::Auth
-            | FailureKind::Permission
-            | FailureKind::QuotaExceeded
-            | FailureKind::InvalidConfig => Severity::Critical,
-            FailureKind::Timeout
-            | FailureKind::ContextOverflow
-            | FailureKind::NoProgress
-            | FailureKind::Refused
-            | FailureKind::PlanVetoed
-            | FailureKind::DecisionExpired
-            | FailureKind::ProviderOutage
-            | FailureKind::AgentUnavailable
-            | FailureKind::BadRequest
-            | FailureKind::ExecutorCrashed
-            | FailureKind::DiskUnavailable
-            | FailureKind::Internal => Severity::High,
-            FailureKind::RateLimited
-            | FailureKind::Server
-            | FailureKind::Connection
-            | FailureKind::InvalidResponse
-            | FailureKind::CircuitOpen
-            | FailureKind::CheckFailed
-            | FailureKind::Tool
-            | FailureKind::Incomplete
-            | FailureKind::Other => Severity::Medium,
-            FailureKind::Cancelled | FailureKind::Skipped => Severity::Low,
-        }
-    }
-
-    /// Whether the same thing, tried again later, may succeed.
-    pub fn is_transient(self) -> bool {
-        matches!(
-            self,
-            FailureKind::RateLimited
-                | FailureKind::Server
-                | FailureKind::Timeout
-                | FailureKind::Connection
-                | FailureKind::InvalidResponse
-                | FailureKind::ProviderOutage
-                | FailureKind::CircuitOpen
-                | FailureKind::AgentUnavailable
-                | FailureKind::ExecutorCrashed
-                | FailureKind::DiskUnavailable
-        )
-    }
-
-    /// Fatal failures stop the task: no recovery path can fix them without a person
-    /// (credentials, permissions, configuration) or the user asked for the stop.
-    pub fn is_fatal(self) -> bool {
-        matches!(
-            self,
-            FailureKind::Auth
-                | FailureKind::Permission
-                | FailureKind::Refused
-                | FailureKind::QuotaExceeded
-                | FailureKind::InvalidConfig
-                | FailureKind::Cancelled
-        )
-    }
-
-    /// Trouble of the provider rather than of the work: the subtask waits for it and
-    /// does not spend an attempt.
-    pub fn is_provider_wait(self) -> bool {
-        matches!(
-            self,
-            FailureKind::RateLimited | FailureKind::CircuitOpen | FailureKind::ProviderOutage
-        )
-    }
 }
 
 impl fmt::Display for FailureKind {
@@ -261,42 +191,6 @@ pub struct Failure {
 }
 
 impl Failure {
-    /// A failure of `kind` with the kind's defaults.
-    pub fn new(kind: FailureKind, message: impl Into<String>) -> Failure {
-        Failure {
-            kind,
-            code: String::new(),
-            severity: kind.severity(),
-            transient: kind.is_transient(),
-            fatal: kind.is_fatal(),
-            retry_after: None,
-            message: message.into(),
-            root_cause: None,
-            scope: Scope::Unattributed,
-        }
-    }
-
-    /// A typed error, classified by its type.
-    pub fn of<E: super::Classify + fmt::Display + ?Sized>(error: &E) -> Failure {
-        let kind = error.failure_kind();
-        Failure {
-            kind,
-            code: error.kind().to_string(),
-            severity: error.severity(),
-            transient: error.is_transient(),
-            fatal: kind.is_fatal(),
-            retry_after: error.retry_after(),
-            message: error.to_string(),
-            root_cause: None,
-            scope: match error.provider() {
-                Some(provider) => Scope::Provider {
-                    provider: provider.to_string(),
-                },
-                None => Scope::Unattributed,
-            },
-        }
-    }
-
     pub fn with_scope(mut self, scope: Scope) -> Failure {
         self.scope = scope;
         self
@@ -395,33 +289,6 @@ mod millis {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kinds_decide_fatal_transient_and_severity() {
-        for kind in [
-            FailureKind::Auth,
-            FailureKind::Permission,
-            FailureKind::InvalidConfig,
-            FailureKind::Cancelled,
-        ] {
-            assert!(kind.is_fatal(), "{kind}");
-            assert!(!kind.is_transient(), "{kind}");
-        }
-        for kind in [
-            FailureKind::RateLimited,
-            FailureKind::Server,
-            FailureKind::Timeout,
-            FailureKind::Connection,
-            FailureKind::InvalidResponse,
-        ] {
-            assert!(kind.is_transient() && !kind.is_fatal(), "{kind}");
-        }
-        assert!(!FailureKind::NoProgress.is_fatal());
-        assert!(!FailureKind::CheckFailed.is_fatal());
-        assert_eq!(FailureKind::Auth.severity(), Severity::Critical);
-        assert!(FailureKind::CircuitOpen.is_provider_wait());
-        assert!(!FailureKind::Server.is_provider_wait());
-    }
 
     #[test]
     fn a_failure_travels_as_camel_case_json_with_its_scope() {
