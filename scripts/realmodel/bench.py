@@ -221,12 +221,14 @@ def answer_of(text):
                 slot["arguments"] += function.get("arguments") or ""
     return "".join(chunks), list(calls.values())
 
-def conclave_config(port, timeout_s):
+def conclave_config(port, timeout_s, team_options=()):
     # The defaults, as a user gets them: only the model and a 1/1/1 team (and a failed
-    # task's files kept for the check, below). Timeouts judge
+    # task's files kept for the check, below), with the [team] switches of an arm that
+    # measures one (`conclave+reflect`). Timeouts judge
     # the model's silences, so a slow local model is not cut off (timeout_s bounds the
     # run from outside).
     del timeout_s
+    team_options = "".join(f"{option}\n" for option in team_options)
     return f"""[llm]
 provider = "openai"
 model = "{MODEL}"
@@ -236,7 +238,7 @@ baseUrl = "http://127.0.0.1:{port}/v1"
 top = 1
 mid = 1
 bottomPerMid = 1
-
+{team_options}
 # The hidden check judges what the team left, a failed task's work included, so that a
 # false alarm (reported failed, the check passes) stays measurable. A user's failed task
 # is taken back by default.
@@ -245,8 +247,16 @@ onFailure = "keep"
 """
 
 
-def run_conclave(binary, workspace, task, port, timeout_s, pi=None):
-    config = conclave_config(port, timeout_s)
+def system_switches(system):
+    """`conclave+reflect+shareKnowledge`: the system `conclave` with those `[team]` switches
+    on, as `reflect = true` lines; the arm that measures a switch runs beside the plain
+    system, task by task."""
+    base, *switches = system.split("+")
+    return base, [f"{switch} = true" for switch in switches]
+
+
+def run_conclave(binary, workspace, task, port, timeout_s, pi=None, team_options=()):
+    config = conclave_config(port, timeout_s, team_options)
     if pi:
         # The team with pi as its executor: pi's own breaker and retries under test.
         config += f'\n[executor]\nkind = "pi"\npiPath = "{pi}"\n\n[approvals]\ncommands = "auto"\n'
@@ -354,7 +364,8 @@ def hidden_check(task_dir, workspace):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--systems", default="conclave,pi",
-                        help="conclave, pi, and conclave-pi (the team with pi as its executor)")
+                        help="conclave, pi, and conclave-pi (the team with pi as its executor); "
+                             "conclave+reflect+shareKnowledge turns those [team] switches on")
     parser.add_argument("--faults", default="0", help="comma-separated fault rates, e.g. 0,0.3")
     parser.add_argument("--tasks", default="", help="comma-separated task prefixes (default: all)")
     parser.add_argument("--set", default="dev", choices=["dev", "heldout", "all"],
@@ -405,10 +416,13 @@ def main():
                 proxy.reset(scratch / "transcript.jsonl" if args.keep else None)
                 started = time.monotonic()
                 try:
-                    if system == "conclave":
-                        r = run_conclave(args.conclave, workspace, task, proxy.port, args.timeout)
-                    elif system == "conclave-pi":
-                        r = run_conclave(args.conclave, workspace, task, proxy.port, args.timeout, args.pi)
+                    base, switches = system_switches(system)
+                    if base == "conclave":
+                        r = run_conclave(args.conclave, workspace, task, proxy.port, args.timeout,
+                                         team_options=switches)
+                    elif base == "conclave-pi":
+                        r = run_conclave(args.conclave, workspace, task, proxy.port, args.timeout, args.pi,
+                                         team_options=switches)
                     else:
                         r = run_pi(args.pi, workspace, task, proxy.port, args.timeout, scratch / "agent",
                                    preread=not args.no_pi_preread)

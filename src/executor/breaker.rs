@@ -190,7 +190,10 @@ mod tests {
         assert_eq!(judge(&crash), CallOutcome::Failure);
         let silent = Err(ExecutorError::StepTimeout(Duration::from_secs(30)));
         assert_eq!(judge(&silent), CallOutcome::Failure);
-        let no_progress = Err(ExecutorError::NoProgress("nothing written".into()));
+        let no_progress = Err(ExecutorError::NoProgress(
+            "nothing written".into(),
+            Box::default(),
+        ));
         assert_eq!(judge(&no_progress), CallOutcome::Ignored);
         let limited = Err(ExecutorError::Model(ModelError::RateLimited {
             provider: "openai".into(),

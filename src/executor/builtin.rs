@@ -1188,13 +1188,19 @@ impl BuiltinExecutor {
             "subtask ended without progress"
         );
         match unfinished {
-            Unfinished::NothingChanged => Err(ExecutorError::NoProgress(format!(
-                "the subtask asked for changes and the model made none, also after it was told to use its tools; it said: {said}"
-            ))),
+            Unfinished::NothingChanged => {
+                let reason = format!(
+                    "the subtask asked for changes and the model made none, also after it was told to use its tools; it said: {said}"
+                );
+                let gathered = state.outcome(false, reason.clone(), iterations);
+                Err(ExecutorError::NoProgress(reason, Box::new(gathered)))
+            }
             Unfinished::ChangeFailed { tool, error } if !state.changed => {
-                Err(ExecutorError::NoProgress(format!(
+                let reason = format!(
                     "the model's {tool} call failed ({error}) and it stopped without making the change; it said: {said}"
-                )))
+                );
+                let gathered = state.outcome(false, reason.clone(), iterations);
+                Err(ExecutorError::NoProgress(reason, Box::new(gathered)))
             }
             Unfinished::ChangeFailed { tool, error } => {
                 let summary = format!(

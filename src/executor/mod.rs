@@ -116,9 +116,11 @@ pub enum ExecutorError {
         retry_in: std::time::Duration,
     },
     /// The subtask asked for changes and the model made none, also after it was told to
-    /// use its tools (or its last change failed and it stopped anyway).
+    /// use its tools (or its last change failed and it stopped anyway). With what the
+    /// execution gathered on the way (what it read, the errors it saw), for whoever
+    /// tries next.
     #[error("no progress: {0}")]
-    NoProgress(String),
+    NoProgress(String, Box<ExecutionOutcome>),
     /// The person or the editor refused what the subtask needed (a change, a command,
     /// a read) and the model found no other way: final, never retried as it was. The
     /// text is the refusal itself ("the change to a.txt was rejected: …"); the failure's
@@ -141,7 +143,7 @@ impl Classify for ExecutorError {
             ExecutorError::StepTimeout(_) => Severity::High,
             ExecutorError::Cancelled => Severity::Low,
             ExecutorError::Process(_) => Severity::High,
-            ExecutorError::NoProgress(_) => Severity::Medium,
+            ExecutorError::NoProgress(..) => Severity::Medium,
             other => other.failure_kind().severity(),
         }
     }
@@ -156,7 +158,7 @@ impl Classify for ExecutorError {
             | ExecutorError::DiskUnavailable(_) => true,
             ExecutorError::Cancelled
             | ExecutorError::Process(_)
-            | ExecutorError::NoProgress(_)
+            | ExecutorError::NoProgress(..)
             | ExecutorError::Refused(_)
             | ExecutorError::NotInstalled(_) => false,
         }
@@ -168,7 +170,7 @@ impl Classify for ExecutorError {
             ExecutorError::StepTimeout(_) => "timeout",
             ExecutorError::Cancelled => "cancelled",
             ExecutorError::Process(_) => "executor_process",
-            ExecutorError::NoProgress(_) => "no_progress",
+            ExecutorError::NoProgress(..) => "no_progress",
             ExecutorError::Refused(_) => "refused",
             ExecutorError::NotInstalled(_) => "executor_not_installed",
             ExecutorError::Crashed(_) => "executor_crashed",
@@ -184,7 +186,7 @@ impl Classify for ExecutorError {
             ExecutorError::StepTimeout(_) => FailureKind::Timeout,
             ExecutorError::Cancelled => FailureKind::Cancelled,
             ExecutorError::Process(_) => FailureKind::Internal,
-            ExecutorError::NoProgress(_) => FailureKind::NoProgress,
+            ExecutorError::NoProgress(..) => FailureKind::NoProgress,
             ExecutorError::Refused(_) => FailureKind::Refused,
             ExecutorError::NotInstalled(_) => FailureKind::InvalidConfig,
             ExecutorError::Crashed(_) => FailureKind::ExecutorCrashed,

@@ -378,10 +378,14 @@ impl PiExecutor {
                     && outcome.partial_results.is_empty()
                     && crate::checks::intent::asks_for_changes(&spec.description) =>
             {
-                return Err(Stop::Error(ExecutorError::NoProgress(format!(
+                let reason = format!(
                     "the subtask asked for changes and pi made none; it said: {}",
                     crate::executor::builtin::first_line(&outcome.summary, 160)
-                ))));
+                );
+                return Err(Stop::Error(ExecutorError::NoProgress(
+                    reason,
+                    Box::new(outcome),
+                )));
             }
             FollowEnd::Finished(RunEnd::Completed(outcome)) => return Ok(outcome),
             FollowEnd::Finished(RunEnd::Failed(error)) => return Err(Stop::Error(error)),

@@ -16,7 +16,7 @@ use serde_json::json;
 use tracing::Instrument;
 
 use super::{Services, SubtaskAssignment, SubtaskReport, knowledge};
-use crate::executor::{ExecutionOutcome, SubtaskSpec};
+use crate::executor::{ExecutionOutcome, ExecutorError, SubtaskSpec};
 use crate::recovery::{Failure, FailureKind};
 use crate::runtime::{AgentBehavior, AgentContext, AgentError, AgentStatus, Message, MessageKind};
 
@@ -258,48 +258,74 @@ async fn run_subtask(
     {
         services.attempts.remove(&assignment.subtask_id);
     }
-    let report = match result {
-        Ok(Ok(outcome)) if outcome.success => completed(outcome),
+    // A failure of the work comes with what the execution gathered: what it did, read
+    // and saw, for whoever tries next.
+    let (failure, gathered) = match result {
+        Ok(Ok(outcome)) if outcome.success => {
+            return report_done(ctx, completed(outcome), started);
+        }
         Ok(Ok(outcome)) => {
             let failure = check_failure
                 .unwrap_or_else(|| Failure::new(FailureKind::Incomplete, outcome.summary.clone()));
-            let mut learned = knowledge::Learned::of(Some(&outcome));
-            // The reflection's call counts for this subtask, as its executor's do.
-            let scope = crate::model::metered::UsageScope {
-                task: Some(assignment.task_id),
-                subtask: Some(assignment.subtask_id),
-                agent: Some(ctx.id()),
-            };
-            let reflection = knowledge::reflect(
-                ctx,
-                services,
-                &assignment.description,
-                Some(&outcome),
-                &failure,
-            );
-            learned.reflection = crate::model::metered::scoped(scope, reflection).await;
-            if let Some(reflection) = &learned.reflection {
-                let _ = ctx.append_own_board(&format!("- reflection: {reflection}"));
-            }
-            SubtaskReport::Failed {
-                failure,
-                files: paths(&outcome),
-                partial_results: outcome.partial_results,
-                learned,
+            (failure, Some(outcome))
+        }
+        Ok(Err(error)) => {
+            let failure = Failure::of(&error);
+            match error {
+                ExecutorError::NoProgress(_, gathered) => (failure, Some(*gathered)),
+                _ => (failure, None),
             }
         }
-        Ok(Err(error)) => failed(Failure::of(&error)),
         Err(_) => {
             cancel.cancel();
-            failed(Failure::new(
+            let failure = Failure::new(
                 FailureKind::Timeout,
                 format!(
                     "the subtask did not finish within {} ms (recovery.subtaskTimeoutMs)",
                     limit.as_millis()
                 ),
-            ))
+            );
+            (failure, None)
         }
     };
+    let mut learned = knowledge::Learned::of(gathered.as_ref());
+    // The reflection's call counts for this subtask, as its executor's do.
+    let scope = crate::model::metered::UsageScope {
+        task: Some(assignment.task_id),
+        subtask: Some(assignment.subtask_id),
+        agent: Some(ctx.id()),
+    };
+    let reflection = knowledge::reflect(
+        ctx,
+        services,
+        &assignment.description,
+        gathered.as_ref(),
+        &failure,
+    );
+    learned.reflection = crate::model::metered::scoped(scope, reflection).await;
+    let reflection = learned.reflection.clone();
+    let (files, partial_results) = gathered
+        .map(|outcome| (paths(&outcome), outcome.partial_results))
+        .unwrap_or_default();
+    let report = report_done(
+        ctx,
+        SubtaskReport::Failed {
+            failure,
+            files,
+            partial_results,
+            learned: Box::new(learned),
+        },
+        started,
+    );
+    if let Some(reflection) = reflection {
+        let _ = ctx.append_own_board(&format!("- reflection: {reflection}"));
+    }
+    report
+}
+
+/// Counts the attempt in the agent's metrics, says how it went on the agent's board and
+/// gives the report back.
+fn report_done(ctx: &AgentContext, report: SubtaskReport, started: Instant) -> SubtaskReport {
     let succeeded = matches!(report, SubtaskReport::Completed { .. });
     ctx.handle
         .update_metrics(|m| m.record_task(succeeded, started.elapsed()));
@@ -341,7 +367,7 @@ fn failed(failure: Failure) -> SubtaskReport {
         failure,
         files: Vec::new(),
         partial_results: Vec::new(),
-        learned: knowledge::Learned::default(),
+        learned: Box::default(),
     }
 }
 

@@ -278,7 +278,7 @@ pub enum SubtaskReport {
         partial_results: Vec<String>,
         /// What the attempt learned (`knowledge.rs`).
         #[serde(default, skip_serializing_if = "knowledge::Learned::is_empty")]
-        learned: knowledge::Learned,
+        learned: Box<knowledge::Learned>,
     },
 }
 

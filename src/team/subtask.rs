@@ -735,7 +735,7 @@ impl SubtaskRun<'_> {
             failure,
             files: Vec::new(),
             partial_results: Vec::new(),
-            learned: knowledge::Learned::default(),
+            learned: Box::default(),
         };
         loop {
             tokio::select! {
@@ -879,7 +879,7 @@ impl SubtaskRun<'_> {
                         agent_name: agent_name(s, self.assignee),
                         files: about,
                         failure: format!("{}: {}", failure.kind, first_line(&failure.message)),
-                        learned,
+                        learned: *learned,
                     };
                     knowledge::keep(s, task_id, lesson);
                 }

@@ -722,7 +722,7 @@ async fn a_repair_switched_off_is_not_made() {
     // that asked for a file ends without progress.
     assert!(!dir.path().join("hello.py").exists());
     match result {
-        Err(ExecutorError::NoProgress(_)) => {}
+        Err(ExecutorError::NoProgress(..)) => {}
         other => panic!("expected no progress, got {other:?}"),
     }
 }
@@ -757,7 +757,7 @@ async fn an_answer_without_changes_gets_one_nudge_then_is_no_progress() {
     let executor = executor(dir.path(), model.clone(), settings());
     let (result, output) = execute(&executor, &spec("Implement add() in solution.py")).await;
     match result {
-        Err(error @ ExecutorError::NoProgress(_)) => {
+        Err(error @ ExecutorError::NoProgress(..)) => {
             use conclave::recovery::Classify;
             assert_eq!(error.kind(), "no_progress");
             assert!(!error.is_transient());
@@ -951,7 +951,7 @@ async fn a_failed_write_followed_by_done_is_not_done() {
     let executor = executor(dir.path(), model.clone(), settings());
     let (result, _) = execute(&executor, &spec("Change y to 2 in a.py")).await;
     assert!(
-        matches!(&result, Err(ExecutorError::NoProgress(m)) if m.contains("file_edit")),
+        matches!(&result, Err(ExecutorError::NoProgress(m, _)) if m.contains("file_edit")),
         "{result:?}"
     );
     let users = user_messages(&model);

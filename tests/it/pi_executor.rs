@@ -211,7 +211,7 @@ async fn done_without_any_change_on_a_change_subtask_is_no_progress() {
     .await;
 
     match result {
-        Err(ExecutorError::NoProgress(message)) => {
+        Err(ExecutorError::NoProgress(message, _)) => {
             assert!(message.contains("pi made none"), "{message}");
             assert!(message.contains("prints hello world"), "{message}");
         }

@@ -320,7 +320,7 @@ async fn a_team_that_does_not_fit_is_refused_before_anyone_is_created() {
             mid: 4,
             bottom_per_mid: 4,
             max_agents: 20,
-            vote_weights: vec![],
+            ..TeamConfig::default()
         },
         ..Config::default()
     });

@@ -674,3 +674,89 @@ async fn a_full_disk_is_waited_for_and_the_subtask_goes_on_when_there_is_space()
     assert_eq!(detail.errors[0].failure.kind, "disk_unavailable");
     team.engine.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_attempt_s_own_account_goes_to_the_next_attempt() {
+    let mut config = config();
+    config.team.reflect = true;
+    let team = start(
+        json!([
+            plan(&["Create a.txt"]),
+            // The retry is told what the agent said of its first attempt, and does it.
+            { "match": ["Create a.txt", "Its own account: I only described a.txt"],
+              "toolCalls": [ { "name": "file_write", "arguments": { "path": "a.txt", "content": "a\n" } } ] },
+            { "match": "created a.txt", "text": "Wrote a.txt." },
+            // The first attempt answers in prose, twice: nothing is changed.
+            { "match": "Create a.txt", "text": "The file a.txt would hold one line." },
+            { "match": "You have not changed anything yet", "text": "It holds the letter a." },
+            { "match": "Your attempt at this subtask failed",
+              "text": "I only described a.txt instead of writing it. Next time call file_write." }
+        ]),
+        config,
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create a.txt");
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(detail.summary.status, TaskStatus::Completed, "{steps:?}");
+    assert_eq!(team.read("a.txt"), "a\n");
+    assert_eq!(detail.summary.subtasks[0].attempts, 2);
+    let coder = detail.summary.subtasks[0].assignee_name.clone().unwrap();
+    let board = team.board_of(&coder);
+    assert!(
+        board.contains("- reflection: I only described a.txt instead of writing it."),
+        "the account is on the agent's board: {board}"
+    );
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_peer_who_takes_over_is_told_what_the_failed_agent_learned() {
+    let mut config = config();
+    config.team.share_knowledge = true;
+    // No retry on the same agent: the first failure goes to a peer.
+    config.llm.bottom.max_retries = Some(0);
+    let team = start(
+        json!([
+            plan(&["Create a.txt from notes.txt"]),
+            { "match": ["Create a.txt from notes.txt", "before you took it over", "It read notes.txt"],
+              "toolCalls": [ { "name": "file_write", "arguments": { "path": "a.txt", "content": "the note\n" } } ] },
+            { "match": "created a.txt", "text": "Wrote a.txt." },
+            { "match": "Create a.txt from notes.txt",
+              "toolCalls": [ { "name": "file_read", "arguments": { "path": "notes.txt" } } ] },
+            { "match": "the note", "text": "The notes say: the note." },
+            { "match": "You have not changed anything yet", "text": "Nothing more to do." }
+        ]),
+        config,
+    )
+    .await;
+    std::fs::write(team.workspace.path().join("notes.txt"), "the note\n").unwrap();
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create a.txt from notes.txt");
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    assert!(
+        actions(&steps).contains(&RecoveryAction::PeerTakeover),
+        "{steps:?}"
+    );
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(detail.summary.status, TaskStatus::Completed, "{steps:?}");
+    assert_eq!(team.read("a.txt"), "the note\n");
+    let peer = detail.summary.subtasks[0].assignee_name.clone().unwrap();
+    let board = team.mid_board();
+    assert!(
+        board.contains(&format!("- shared what bottom-1-1 learned with {peer}")),
+        "the supervisor's board says who was told: {board}"
+    );
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}

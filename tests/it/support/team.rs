@@ -72,6 +72,21 @@ impl Team {
         std::fs::read_to_string(self.workspace.path().join(path)).unwrap_or_default()
     }
 
+    /// What the agent named `name` (say `bottom-1-1`) wrote on its whiteboard.
+    pub fn board_of(&self, name: &str) -> String {
+        let agent = self
+            .engine
+            .agents()
+            .into_iter()
+            .find(|a| a.name == name)
+            .unwrap_or_else(|| panic!("no agent {name}"));
+        self.engine
+            .whiteboard(&format!("agent:{}", agent.agent_id))
+            .unwrap()
+            .content
+            .to_string()
+    }
+
     /// What the (first) mid agent wrote on its whiteboard.
     pub fn mid_board(&self) -> String {
         let mid = self
