@@ -23,24 +23,11 @@ use super::wire::{
     ClientCapabilities, InitializeRequest, ListSessionsRequest, LoadSessionRequest,
     NewSessionRequest, PROTOCOL_VERSION, PromptRequest, SessionIdParams, SessionInfo,
 };
+use super::workspace::{OWNER_PREFIX, Workspace, engine_error, unknown_session};
 use crate::config::WriteMode;
 use crate::engine::{
-    ClientName, Engine, EngineError, EngineSetup, Holder, LockError, OpenError, OpenedWorkspace,
-    WorkspaceLock, open_workspace,
+    ClientName, Engine, EngineSetup, Holder, LockError, OpenError, OpenedWorkspace, open_workspace,
 };
-
-/// How a task's owner names an ACP session (`acp:<session id>`).
-pub const OWNER_PREFIX: &str = "acp:";
-
-/// One workspace's team, shared by its sessions.
-pub struct Workspace {
-    pub root: PathBuf,
-    pub engine: Arc<Engine>,
-    /// The sessions open in this connection: a task's files go out under its own
-    /// session only while it is open here.
-    pub open: Arc<Mutex<HashSet<String>>>,
-    _lock: WorkspaceLock,
-}
 
 pub struct Agent {
     peer: Arc<Peer>,
@@ -64,10 +51,6 @@ impl Agent {
             workspaces: AsyncMutex::new(HashMap::new()),
             sessions: Mutex::new(HashMap::new()),
         })
-    }
-
-    pub fn peer(&self) -> &Arc<Peer> {
-        &self.peer
     }
 
     /// Whether the client shows `notice` updates.
@@ -267,12 +250,7 @@ impl Agent {
                 "from disk"
             },
         );
-        let workspace = Arc::new(Workspace {
-            root: root.clone(),
-            engine,
-            open,
-            _lock: lock,
-        });
+        let workspace = Arc::new(Workspace::new(root.clone(), engine, open, lock));
         workspaces.insert(root, workspace.clone());
         Ok(workspace)
     }
@@ -280,7 +258,7 @@ impl Agent {
     async fn new_session(self: &Arc<Self>, request: NewSessionRequest) -> Result<Value, RpcError> {
         let workspace = self.workspace(&request.cwd, request.meta.as_ref()).await?;
         let file = SessionFile::new(&workspace.root);
-        let session = Session::open(self, workspace.clone(), file);
+        let session = Session::open(self.peer.clone(), self.notices(), workspace.clone(), file);
         session.save()?;
         let id = session.id.clone();
         attach_mcp_servers(&workspace, &id, request.mcp_servers.as_deref());
@@ -310,7 +288,7 @@ impl Agent {
             // Loaded again on this connection: the new one takes over.
             open.close();
         }
-        let session = Session::open(self, workspace.clone(), file);
+        let session = Session::open(self.peer.clone(), self.notices(), workspace.clone(), file);
         attach_mcp_servers(&workspace, &session.id, request.mcp_servers.as_deref());
         self.sessions
             .lock()
@@ -418,11 +396,6 @@ fn attach_mcp_servers(workspace: &Workspace, session: &str, offered: Option<&[Va
     }
 }
 
-pub fn unknown_session(id: &str) -> RpcError {
-    RpcError::new(rpc::RESOURCE_NOT_FOUND, format!("no session {id}"))
-        .with_data(json!({ "sessionId": id }))
-}
-
 /// `_meta.conclave`: the client's configuration layer (what `initializationOptions` is to
 /// the language server).
 fn conclave_meta(meta: Option<&Value>) -> Option<Value> {
@@ -432,9 +405,4 @@ fn conclave_meta(meta: Option<&Value>) -> Option<Value> {
 fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
     serde_json::from_value(params)
         .map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))
-}
-
-/// The engine's errors keep their codes (docs/protocol.md) and `data`.
-pub fn engine_error(e: EngineError) -> RpcError {
-    RpcError::new(e.code(), e.to_string()).with_data(e.data())
 }

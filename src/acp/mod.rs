@@ -10,6 +10,8 @@
 //!   approvals as `session/request_permission`; `session/undo.rs` the `/undo` command.
 //! - `translate.rs` — engine events to `session/update`s, pure and unit-tested.
 //! - `fs.rs` — the `fs/write_text_file` writer, with its disk fallback.
+//! - `workspace.rs` — one workspace's team shared by its sessions, and the methods'
+//!   errors in its terms (so `session.rs` needs nothing of `agent.rs`).
 //!
 //! Stdout carries protocol lines only; logs go to stderr. The end of stdin stops every
 //! team (unfinished tasks stay checkpointed, to resume on `session/load`) and ends with 0.
@@ -20,6 +22,7 @@ pub mod rpc;
 mod session;
 pub mod translate;
 pub mod wire;
+mod workspace;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 

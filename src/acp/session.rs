@@ -30,7 +30,6 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::agent::{Agent, Workspace, engine_error, unknown_session};
 use super::rpc::{Peer, RpcError};
 use super::translate::{self, BoardNotes, TaskView};
 use super::wire::{
@@ -39,6 +38,7 @@ use super::wire::{
     SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolKind,
     UsageUpdate,
 };
+use super::workspace::{OWNER_PREFIX, Workspace, engine_error, unknown_session};
 use crate::engine::SubmitTask;
 use crate::runtime::{
     AgentId, ApprovalAnswer, ApprovalChoice, ApprovalKind, ApprovalRequest, EventStream,
@@ -204,7 +204,13 @@ pub struct Session {
 
 impl Session {
     /// The session, open in this connection: its tasks' files go out under it.
-    pub fn open(agent: &Agent, workspace: Arc<Workspace>, file: SessionFile) -> Arc<Session> {
+    /// `notices`: whether the client shows `notice` updates.
+    pub fn open(
+        peer: Arc<Peer>,
+        notices: bool,
+        workspace: Arc<Workspace>,
+        file: SessionFile,
+    ) -> Arc<Session> {
         workspace
             .open
             .lock()
@@ -213,7 +219,8 @@ impl Session {
         Arc::new(Session {
             id: file.session_id.clone(),
             workspace,
-            peer: agent.peer().clone(),
+            closed: peer.closed.child_token(),
+            peer,
             file: Mutex::new(file),
             running: Mutex::new(None),
             cancel_requested: AtomicBool::new(false),
@@ -223,10 +230,9 @@ impl Session {
             asking: Mutex::new(HashMap::new()),
             open_calls: Mutex::new(HashMap::new()),
             known_names: Mutex::new(HashMap::new()),
-            notices: agent.notices(),
+            notices,
             warned: AtomicBool::new(false),
             text_ending: Mutex::new(TextEnding::Nothing),
-            closed: agent.peer().closed.child_token(),
         })
     }
 
@@ -469,7 +475,7 @@ impl Session {
                     background: (!background.is_empty()).then_some(background),
                 },
                 options: Default::default(),
-                owner: Some(format!("{}{}", super::agent::OWNER_PREFIX, self.id)),
+                owner: Some(format!("{}{}", OWNER_PREFIX, self.id)),
             },
             title,
         ))
@@ -546,7 +552,7 @@ impl Session {
         tracing::info!(task = %task, session = %self.id, "following the resumed task");
         *self.running.lock().expect("running") = Some(task);
         // Parked since the restart until this session came back: it runs again now.
-        engine.claim(&format!("{}{}", super::agent::OWNER_PREFIX, self.id));
+        engine.claim(&format!("{}{}", OWNER_PREFIX, self.id));
         let session = self.clone();
         tokio::spawn(async move {
             session.follow(task, events, true).await;

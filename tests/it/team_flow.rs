@@ -322,3 +322,45 @@ async fn a_retry_after_code_that_failed_its_checks_starts_from_the_files_as_foun
     );
     team.engine.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_plan_s_assignee_hint_picks_the_coder_and_an_unknown_one_is_dropped() {
+    let plan_text = json!({ "subtasks": [
+        { "description": "Create a.txt", "assignee": "bottom-2-2" },
+        { "description": "Create b.txt", "assignee": "bottom-9-9" }
+    ] })
+    .to_string();
+    let [a1, a2] = writes("Create a.txt", "a.txt", "a\n");
+    let [b1, b2] = writes("Create b.txt", "b.txt", "b\n");
+    let team = start(
+        json!([
+            { "match": "Plan this task", "text": plan_text },
+            a1, a2, b1, b2
+        ]),
+        config(),
+    )
+    .await;
+    let task = team.submit("Write the two letter files");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed, "{summary:?}");
+    let by_description = |d: &str| {
+        summary
+            .subtasks
+            .iter()
+            .find(|st| st.description == d)
+            .and_then(|st| st.assignee_name.clone())
+    };
+    assert_eq!(
+        by_description("Create a.txt").as_deref(),
+        Some("bottom-2-2"),
+        "the hint names another mid's coder, who is used"
+    );
+    let b = by_description("Create b.txt").unwrap();
+    assert!(b.starts_with("bottom-"), "{b}");
+    assert_ne!(b, "bottom-9-9");
+    assert_eq!(
+        (team.read("a.txt"), team.read("b.txt")),
+        ("a\n".into(), "b\n".into())
+    );
+    team.engine.shutdown().await;
+}

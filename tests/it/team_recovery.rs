@@ -760,3 +760,88 @@ async fn the_peer_who_takes_over_is_told_what_the_failed_agent_learned() {
     );
     team.engine.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_supervisor_that_proposes_a_new_agent_gets_one_and_it_finishes_the_subtask() {
+    let mut config = config();
+    config.team.top = 1;
+    config.team.mid = 1;
+    config.team.bottom_per_mid = 1;
+    let [w1, w2] = writes("Create e.txt", "e.txt", "e\n");
+    let team = start(
+        json!([
+            plan(&["Create e.txt"]),
+            { "match": "Create e.txt", "error": { "kind": "http", "status": 400 }, "times": 2 },
+            { "match": "keeps failing", "text": "{\"action\": \"replace_agent\", \"reason\": \"the coder is stuck\"}" },
+            w1, w2
+        ]),
+        config,
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create e.txt");
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    let seen = actions(&steps);
+    assert!(
+        seen.contains(&RecoveryAction::EscalateToSupervisor)
+            && seen.contains(&RecoveryAction::ReplaceAgent),
+        "{steps:?}"
+    );
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.0 == RecoveryAction::EscalateToSupervisor
+                && s.2.contains("proposed replace_agent")),
+        "{steps:?}"
+    );
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(detail.summary.status, TaskStatus::Completed, "{steps:?}");
+    assert_eq!(
+        detail.summary.subtasks[0].assignee_name.as_deref(),
+        Some("bottom-1-1.r1"),
+        "the new agent finished it"
+    );
+    assert_eq!(team.read("e.txt"), "e\n");
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_supervisor_that_proposes_reassigning_hands_the_subtask_to_an_agent_not_yet_tried() {
+    let mut config = config();
+    config.team.top = 1;
+    config.team.mid = 1;
+    config.team.bottom_per_mid = 2;
+    let [w1, w2] = writes("Create f.txt", "f.txt", "f\n");
+    let team = start(
+        json!([
+            plan(&["Create f.txt"]),
+            // Both coders fail it: the first, then the peer who takes over.
+            { "match": "Create f.txt", "error": { "kind": "http", "status": 400 }, "times": 4 },
+            { "match": "keeps failing", "text": "{\"action\": \"reassign\", \"reason\": \"a fresh agent may get through\"}" },
+            w1, w2
+        ]),
+        config,
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create f.txt");
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.0 == RecoveryAction::EscalateToSupervisor
+                && s.2.contains("proposed reassign")),
+        "{steps:?}"
+    );
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(detail.summary.status, TaskStatus::Completed, "{steps:?}");
+    // Neither agent that failed it: the first one's replacement, made when it ran out
+    // of retries.
+    assert_eq!(
+        detail.summary.subtasks[0].assignee_name.as_deref(),
+        Some("bottom-1-1.r1"),
+        "{steps:?}"
+    );
+    assert_eq!(team.read("f.txt"), "f\n");
+    team.engine.shutdown().await;
+}
