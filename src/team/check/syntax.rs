@@ -51,21 +51,8 @@ impl Check for JavaScript {
     }
 
     async fn run(&self, bench: &Bench, work: &Work<'_>) -> Vec<CheckResult> {
-        let mut results = Vec::new();
-        for js in with_ext(work.files, &["js", "mjs", "cjs"]) {
-            results.push(
-                bench
-                    .command(
-                        "syntax.javascript",
-                        Runs::Reads,
-                        "node",
-                        vec!["--check".into(), js.clone()],
-                        std::slice::from_ref(&js),
-                    )
-                    .await,
-            );
-        }
-        results
+        let files = with_ext(work.files, &["js", "mjs", "cjs"]);
+        file_by_file(bench, "syntax.javascript", ["node", "--check"], &files).await
     }
 }
 
@@ -123,21 +110,8 @@ impl Check for Shell {
     }
 
     async fn run(&self, bench: &Bench, work: &Work<'_>) -> Vec<CheckResult> {
-        let mut results = Vec::new();
-        for script in with_ext(work.files, &["sh", "bash"]) {
-            results.push(
-                bench
-                    .command(
-                        "syntax.shell",
-                        Runs::Reads,
-                        "bash",
-                        vec!["-n".into(), script.clone()],
-                        std::slice::from_ref(&script),
-                    )
-                    .await,
-            );
-        }
-        results
+        let files = with_ext(work.files, &["sh", "bash"]);
+        file_by_file(bench, "syntax.shell", ["bash", "-n"], &files).await
     }
 }
 
@@ -216,4 +190,28 @@ impl Check for Rust {
                 .await,
         ]
     }
+}
+
+/// The rule `rule` as `program flag FILE`, a result for each of `files`.
+async fn file_by_file(
+    bench: &Bench,
+    rule: &str,
+    [program, flag]: [&str; 2],
+    files: &[String],
+) -> Vec<CheckResult> {
+    let mut results = Vec::new();
+    for file in files {
+        results.push(
+            bench
+                .command(
+                    rule,
+                    Runs::Reads,
+                    program,
+                    vec![flag.into(), file.clone()],
+                    std::slice::from_ref(file),
+                )
+                .await,
+        );
+    }
+    results
 }
