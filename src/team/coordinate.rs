@@ -26,6 +26,14 @@ use crate::runtime::{
 use crate::undo::EditedFiles;
 
 pub async fn run(ctx: AgentContext, services: Arc<Services>, task_id: TaskId) {
+    {
+        let mut state = services.task_state.entry(task_id).or_default();
+        if state.coordinating {
+            tracing::info!(task = %task_id, "the task is coordinated already");
+            return;
+        }
+        state.coordinating = true;
+    }
     let cancel = services.task_cancel(task_id);
     if ctx.handle.status() == AgentStatus::Idle {
         let _ = ctx

@@ -125,6 +125,9 @@ pub struct TaskState {
     pub consent: consent::Answer,
     /// What failed attempts learned (`knowledge.rs`).
     pub lessons: Vec<knowledge::Lesson>,
+    /// Whether a coordinator has taken the task up: an assignment sent again (after its
+    /// supervisor was replaced) never starts a second one.
+    pub coordinating: bool,
 }
 
 impl Services {

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::{Services, Whose, recovery_event};
 use crate::recovery::{RecoveryAction, Severity};
 use crate::runtime::{
-    Accessor, AgentConfig, AgentError, AgentId, Message, MessageKind, SubtaskId, TaskId,
+    Accessor, AgentConfig, AgentError, AgentId, Layer, Message, MessageKind, SubtaskId, TaskId,
     WhiteboardId,
 };
 
@@ -76,6 +76,11 @@ pub async fn replace_agent(
     for attempt in s.attempts.iter().filter(|a| a.value().0 == old) {
         attempt.value().1.cancel();
     }
+    let coordinated = if config.layer == Layer::Mid {
+        take_over_coordination(s, old, new)
+    } else {
+        Vec::new()
+    };
     s.replacements.send_modify(|n| *n += 1);
     let _ = s.runtime.bus.send(Message::to_agent(
         AgentId::SYSTEM,
@@ -112,6 +117,21 @@ pub async fn replace_agent(
             reported = true;
         }
     }
+    // A supervisor's replacement is a step of each task it coordinated.
+    for task in coordinated {
+        s.recovery(recovery_event(
+            Whose {
+                task,
+                subtask: None,
+                agent: old,
+            },
+            RecoveryAction::ReplaceAgent,
+            Severity::High,
+            (1, 1),
+            message.clone(),
+        ));
+        reported = true;
+    }
     let cause = cause.or_else(|| current_task.and_then(|t| t.parse().ok()).map(|t| (t, None)));
     if !reported && let Some((task, subtask)) = cause {
         s.recovery(recovery_event(
@@ -131,6 +151,36 @@ pub async fn replace_agent(
         tracing::info!(old = %old, new = %new, "{message}");
     }
     Ok(new)
+}
+
+/// The unfinished tasks `old` (a mid agent) coordinated are `new`'s now; one it never
+/// took up (it hung on the assignment) is assigned to `new` again. One it took up goes
+/// on where it is. Returns the tasks taken over.
+fn take_over_coordination(s: &Services, old: AgentId, new: AgentId) -> Vec<TaskId> {
+    let mut taken = Vec::new();
+    for task in s
+        .tasks
+        .records()
+        .into_iter()
+        .filter(|t| !t.status.is_finished() && t.coordinator == Some(old))
+    {
+        s.tasks.update(task.id, |t| t.coordinator = Some(new));
+        let taken_up = s.task_state.get(&task.id).is_some_and(|st| st.coordinating);
+        if !taken_up {
+            let assignment = Message::to_agent(
+                AgentId::SYSTEM,
+                new,
+                MessageKind::TaskAssign,
+                json!({ "taskId": task.id }),
+            )
+            .with_task(task.id.to_string());
+            if let Err(e) = s.runtime.bus.send(assignment) {
+                tracing::warn!(task = %task.id, "the task was not assigned again: {e}");
+            }
+        }
+        taken.push(task.id);
+    }
+    taken
 }
 
 /// `bottom-1-1` → `bottom-1-1.r1` → `bottom-1-1.r2`.

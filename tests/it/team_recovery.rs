@@ -845,3 +845,49 @@ async fn a_supervisor_that_proposes_reassigning_hands_the_subtask_to_an_agent_no
     assert_eq!(team.read("f.txt"), "f\n");
     team.engine.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_hung_supervisor_is_replaced_and_its_replacement_coordinates_the_task() {
+    let mut config = config();
+    config.team.top = 1;
+    config.team.mid = 1;
+    config.team.bottom_per_mid = 1;
+    let standard = standard_behaviors();
+    let behaviors: BehaviorFactory = Arc::new(move |agent, services| {
+        if agent.name == "mid-1" {
+            Box::new(Wedged) as Box<dyn AgentBehavior>
+        } else {
+            standard(agent, services)
+        }
+    });
+    let [w1, w2] = writes("Create g.txt", "g.txt", "g\n");
+    let team = start_with(
+        json!([plan(&["Create g.txt"]), w1, w2]),
+        config,
+        Some(behaviors),
+    )
+    .await;
+    let hung = team.engine.runtime().pool.by_layer(Layer::Mid)[0].id();
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create g.txt");
+    let steps = watch(&team, &mut events, ApprovalChoice::Abort).await;
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.0 == RecoveryAction::ReplaceAgent && s.2.contains("mid-1")),
+        "{steps:?}"
+    );
+    let summary = team.engine.task(&task.to_string()).unwrap().summary;
+    assert_eq!(summary.status, TaskStatus::Completed, "{steps:?}");
+    let mids = team.engine.runtime().pool.by_layer(Layer::Mid);
+    assert_eq!(mids.len(), 1);
+    let replacement = &mids[0];
+    assert_ne!(replacement.id(), hung);
+    assert_eq!(replacement.name(), "mid-1.r1");
+    // It took the hung supervisor's place: the coder reports to it now.
+    let bottom = &team.engine.runtime().pool.by_layer(Layer::Bottom)[0];
+    assert_eq!(bottom.config().supervisor, Some(replacement.id()));
+    assert_eq!(replacement.config().subordinates, vec![bottom.id()]);
+    assert_eq!(team.read("g.txt"), "g\n");
+    team.engine.shutdown().await;
+}
