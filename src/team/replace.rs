@@ -91,6 +91,19 @@ pub async fn replace_agent(
     // Report the step on every unfinished subtask the old agent held (its own idea of
     // its current task may be missing when it hung before recording it).
     let message = format!("replaced {} by {}: {reason}", config.name, new_config.name);
+    let report = |task: TaskId, subtask: Option<SubtaskId>| {
+        s.recovery(recovery_event(
+            Whose {
+                task,
+                subtask,
+                agent: old,
+            },
+            RecoveryAction::ReplaceAgent,
+            Severity::High,
+            (1, 1),
+            message.clone(),
+        ));
+    };
     let mut reported = false;
     for task in s
         .tasks
@@ -103,48 +116,18 @@ pub async fn replace_agent(
             .iter()
             .filter(|st| st.assignee == Some(old) && !st.status.is_finished())
         {
-            s.recovery(recovery_event(
-                Whose {
-                    task: task.id,
-                    subtask: Some(subtask.id),
-                    agent: old,
-                },
-                RecoveryAction::ReplaceAgent,
-                Severity::High,
-                (1, 1),
-                message.clone(),
-            ));
+            report(task.id, Some(subtask.id));
             reported = true;
         }
     }
     // A supervisor's replacement is a step of each task it coordinated.
     for task in coordinated {
-        s.recovery(recovery_event(
-            Whose {
-                task,
-                subtask: None,
-                agent: old,
-            },
-            RecoveryAction::ReplaceAgent,
-            Severity::High,
-            (1, 1),
-            message.clone(),
-        ));
+        report(task, None);
         reported = true;
     }
     let cause = cause.or_else(|| current_task.and_then(|t| t.parse().ok()).map(|t| (t, None)));
     if !reported && let Some((task, subtask)) = cause {
-        s.recovery(recovery_event(
-            Whose {
-                task,
-                subtask,
-                agent: old,
-            },
-            RecoveryAction::ReplaceAgent,
-            Severity::High,
-            (1, 1),
-            message.clone(),
-        ));
+        report(task, subtask);
         reported = true;
     }
     if !reported {
