@@ -789,6 +789,7 @@ mod tests {
             rule_findings: Default::default(),
             usage: Default::default(),
             reverted: None,
+            final_report: None,
         };
         let text = final_message(&detail, Some(Path::new("/w/ERROR_REPORT.md")));
         assert!(
@@ -818,6 +819,7 @@ mod tests {
             rule_findings: Default::default(),
             usage: Default::default(),
             reverted: None,
+            final_report: None,
         };
         let text = final_message(&detail, None);
         assert!(text.starts_with("**Cancelled.**"), "{text}");

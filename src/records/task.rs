@@ -241,6 +241,21 @@ pub struct TaskRecord {
     /// Its changes were taken back (it failed, or a person undid it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reverted: Option<Reverted>,
+    /// The top agent's report on the finished task (`team/progress.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_report: Option<FinalReport>,
+}
+
+/// The report a top agent writes when a task it oversaw has finished: the outcome, what
+/// the mid reported on the way, and what the top decided.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FinalReport {
+    /// The top agent's name.
+    pub by: String,
+    pub at: DateTime<Utc>,
+    /// Markdown, one fact a line.
+    pub text: String,
 }
 
 impl TaskRecord {
@@ -275,6 +290,7 @@ impl TaskRecord {
             owner: None,
             parked: None,
             reverted: None,
+            final_report: None,
         }
     }
 
@@ -371,6 +387,7 @@ impl TaskRecord {
             rule_findings: self.rule_findings.clone(),
             usage: self.usage.clone(),
             reverted: self.reverted.clone(),
+            final_report: self.final_report.clone(),
         }
     }
 }
@@ -487,6 +504,10 @@ pub struct TaskDetail {
     /// were taken back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reverted: Option<Reverted>,
+    /// (addition) The top agent's report on the finished task; absent until it is
+    /// written, shortly after the task ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_report: Option<FinalReport>,
 }
 
 /// One check of the code a task wrote (`team/check/` runs them).

@@ -6,12 +6,14 @@
 //! severity ladder ([`ladder`]). Every failure, whatever its source, becomes one
 //! [`Failure`]. What the team does when its checks find the code wrong (fix turns, undo
 //! before a retry, the fix rounds, a broken acceptance test, a fix the person must see)
-//! is the quality ladder ([`quality`]).
+//! is the quality ladder ([`quality`]). What the top layer does when a subtask fails for
+//! good is its oversight ([`oversight`]).
 
 pub mod backoff;
 pub mod breaker;
 pub mod ladder;
 mod meaning;
+pub mod oversight;
 pub mod quality;
 pub mod strategy;
 

@@ -13,7 +13,8 @@ use crate::records::{RevertedBy, TaskRecord};
 #[serde(rename_all = "camelCase")]
 pub struct LogEntry {
     pub at: DateTime<Utc>,
-    /// `transition`, `message`, `decision`, `recovery`, `file`, `summary` or `undo`.
+    /// `transition`, `message`, `decision`, `recovery`, `file`, `summary`, `undo` or
+    /// `report` (a line of the top agent's final report).
     pub kind: String,
     /// Who: an agent's name (or id), or `system`.
     pub actor: String,
@@ -164,11 +165,27 @@ fn history(conn: &Connection, task: Option<&str>) -> rusqlite::Result<Vec<LogEnt
             continue;
         }
         let detail: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        // What the message says, when it says it in a line: a report's summary, an
+        // escalation's message, a verdict and its reason.
+        let payload = &detail["payload"];
+        let gist = payload["summary"]
+            .as_str()
+            .or(payload["message"].as_str())
+            .map(str::to_string)
+            .or_else(|| {
+                Some(format!(
+                    "{} ({})",
+                    payload["verdict"].as_str()?,
+                    payload["reason"].as_str()?
+                ))
+            })
+            .map(|gist| format!(": {gist}"))
+            .unwrap_or_default();
         entries.push(LogEntry {
             at: millis(at),
             kind: "message".into(),
             actor: name(&from),
-            text: format!("{kind} → {}", name(&to)),
+            text: format!("{kind} → {}{gist}", name(&to)),
             detail,
         });
     }
@@ -276,6 +293,24 @@ fn history(conn: &Connection, task: Option<&str>) -> rusqlite::Result<Vec<LogEnt
             },
             detail: serde_json::to_value(reverted).unwrap_or(Value::Null),
         });
+    }
+    if let Some(report) = record.as_ref().and_then(|t| t.final_report.as_ref()) {
+        // One entry a line of the report, in its order (the sort below is stable).
+        let detail = serde_json::to_value(report).unwrap_or(Value::Null);
+        for (i, line) in report.text.lines().enumerate() {
+            entries.push(LogEntry {
+                // Stored times are in milliseconds: the report's too, so it sorts with them.
+                at: millis(report.at.timestamp_millis()),
+                kind: "report".into(),
+                actor: report.by.clone(),
+                text: if i == 0 {
+                    format!("final report: {line}")
+                } else {
+                    line.to_string()
+                },
+                detail: detail.clone(),
+            });
+        }
     }
     entries.sort_by_key(|e| e.at);
     Ok(entries)

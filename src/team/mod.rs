@@ -18,6 +18,7 @@ mod files;
 pub mod knowledge;
 pub mod mid;
 pub mod plan;
+pub mod progress;
 pub mod replace;
 pub mod report;
 pub mod roles;

@@ -19,6 +19,7 @@ use tracing::Instrument;
 
 use super::escalate::{ProposedAction, ask_person, peer_takeover, propose_solution};
 use super::files::{named_files_now, target_files_now};
+use super::progress::RunEnd;
 use super::roles::agent_name;
 use super::{
     Services, SubtaskAssignment, SubtaskReport, Whose, first_line, knowledge, recovery_event,
@@ -27,6 +28,7 @@ use crate::config::TeamLayer;
 use crate::recovery::ladder::{
     History, LadderPolicy, Outcome, PersonAnswer, Step, decide, human_duration,
 };
+use crate::recovery::oversight::Verdict;
 use crate::recovery::strategy::ErrorCategory;
 use crate::recovery::{Failure, FailureKind, RecoveryAction, Scope, Severity, quality};
 use crate::runtime::{
@@ -40,6 +42,10 @@ use crate::runtime::{
 pub(super) async fn run_subtasks(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) {
     let mut started: HashSet<SubtaskId> = HashSet::new();
     let mut running = FuturesUnordered::new();
+    // Set when the top agent stops the task: nothing new starts after it.
+    let mut stopped: Option<String> = None;
+    // Subtasks the top has stepped in on (once each).
+    let mut stepped_in: HashSet<SubtaskId> = HashSet::new();
     loop {
         let Some(task) = s.tasks.get(task_id) else {
             return;
@@ -56,11 +62,13 @@ pub(super) async fn run_subtasks(ctx: &AgentContext, s: &Arc<Services>, task_id:
                         .is_some_and(|st| st.status == SubtaskStatus::Failed)
                 })
         });
+        let mut skipped = Vec::new();
         for (index, subtask) in task.subtasks.iter().enumerate() {
             if subtask.status != SubtaskStatus::Pending || started.contains(&subtask.id) {
                 continue;
             }
             if let Some(fatal) = fatal {
+                skipped.push(subtask.id);
                 skip(
                     s,
                     task_id,
@@ -71,6 +79,11 @@ pub(super) async fn run_subtasks(ctx: &AgentContext, s: &Arc<Services>, task_id:
                         first_line(&fatal.failure.message)
                     ),
                 );
+                continue;
+            }
+            if let Some(why) = &stopped {
+                skipped.push(subtask.id);
+                skip(s, task_id, subtask.id, format!("skipped: {why}"));
                 continue;
             }
             let deps: Vec<&Subtask> = subtask
@@ -100,6 +113,7 @@ pub(super) async fn run_subtasks(ctx: &AgentContext, s: &Arc<Services>, task_id:
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
+                skipped.push(subtask.id);
                 skip(s, task_id, subtask.id, message);
                 continue;
             }
@@ -108,20 +122,97 @@ pub(super) async fn run_subtasks(ctx: &AgentContext, s: &Arc<Services>, task_id:
             }
             started.insert(subtask.id);
             let (ctx, s, id) = (ctx.clone(), s.clone(), subtask.id);
-            running.push(async move { run_subtask(&ctx, &s, task_id, id).await });
+            running.push(async move { (id, run_subtask(&ctx, &s, task_id, id).await) });
         }
-        if running.next().await.is_none() {
-            // Nothing running: either all are done, or the rest were just skipped (loop once more).
-            let pending = s.tasks.get(task_id).is_some_and(|t| {
-                t.subtasks
-                    .iter()
-                    .any(|st| st.status == SubtaskStatus::Pending && !started.contains(&st.id))
-            });
-            if !pending {
-                return;
+        // A skipped subtask has ended too: reported, never ruled on.
+        for id in skipped {
+            super::progress::subtask_ended(ctx, s, task_id, id, &RunEnd::default(), false).await;
+        }
+        match running.next().await {
+            Some((id, end)) => {
+                let stepped_in_before = stepped_in.contains(&id);
+                let evaluation =
+                    super::progress::subtask_ended(ctx, s, task_id, id, &end, stepped_in_before)
+                        .await;
+                match evaluation.verdict {
+                    Verdict::Continue => {}
+                    Verdict::Stop => {
+                        let top = top_name(ctx, s);
+                        top_stepped_in(
+                            s,
+                            task_id,
+                            id,
+                            ctx.id(),
+                            format!("{top} stopped the task: {}", evaluation.reason),
+                        );
+                        stopped = Some(format!("{top} stopped the task: {}", evaluation.reason));
+                    }
+                    Verdict::Reassign => {
+                        stepped_in.insert(id);
+                        if let Some(agent) = pick_bottom(ctx, s, &end.tried) {
+                            top_stepped_in(
+                                s,
+                                task_id,
+                                id,
+                                agent,
+                                format!(
+                                    "{} gave the subtask to {}: {}",
+                                    top_name(ctx, s),
+                                    agent_name(s, agent),
+                                    evaluation.reason
+                                ),
+                            );
+                            s.tasks.update(task_id, |t| {
+                                if let Some(st) = t.subtask_mut(id) {
+                                    st.status = SubtaskStatus::Pending;
+                                    st.assignee = Some(agent);
+                                    st.assignee_name = Some(agent_name(s, agent));
+                                }
+                                t.refresh_status();
+                            });
+                            started.remove(&id);
+                        }
+                    }
+                }
+            }
+            None => {
+                // Nothing running: either all are done, or the rest were just skipped
+                // (loop once more).
+                let pending = s.tasks.get(task_id).is_some_and(|t| {
+                    t.subtasks
+                        .iter()
+                        .any(|st| st.status == SubtaskStatus::Pending && !started.contains(&st.id))
+                });
+                if !pending {
+                    return;
+                }
             }
         }
     }
+}
+
+/// The top agent supervising `ctx`'s mid, by name.
+fn top_name(ctx: &AgentContext, s: &Services) -> String {
+    ctx.handle
+        .config()
+        .supervisor
+        .map(|top| agent_name(s, s.current_agent(top)))
+        .unwrap_or_else(|| "the top layer".into())
+}
+
+/// A step the top layer took in the task, as a recovery step the editors show.
+fn top_stepped_in(s: &Services, task: TaskId, subtask: SubtaskId, agent: AgentId, message: String) {
+    s.recovery(recovery_event(
+        Whose {
+            task,
+            subtask: Some(subtask),
+            agent,
+        },
+        RecoveryAction::EscalateToTop,
+        Severity::High,
+        (1, 1),
+        message,
+    ));
 }
 
 /// Marks a subtask that never ran as skipped (status failed, error kind `skipped`).
@@ -152,12 +243,12 @@ async fn run_subtask(
     s: &Arc<Services>,
     task_id: TaskId,
     subtask_id: SubtaskId,
-) {
+) -> RunEnd {
     let Some(task) = s.tasks.get(task_id) else {
-        return;
+        return RunEnd::default();
     };
     let Some(subtask) = task.subtask(subtask_id).cloned() else {
-        return;
+        return RunEnd::default();
     };
     let assignee = match subtask
         .assignee
@@ -176,7 +267,7 @@ async fn run_subtask(
                         "no bottom agent is available",
                     ),
                 );
-                return;
+                return RunEnd::default();
             }
         },
     };
@@ -203,7 +294,7 @@ async fn run_subtask(
         after_wait: false,
         task,
     };
-    run.run().await;
+    run.run().await
 }
 
 /// One subtask on its way up the ladder: the interpreter of the ladder's steps
@@ -232,13 +323,13 @@ struct SubtaskRun<'a> {
 }
 
 impl SubtaskRun<'_> {
-    async fn run(mut self) {
+    async fn run(mut self) -> RunEnd {
         let mut next = self.resume_escalation().await;
         loop {
             next = match next {
                 Step::Attempt => match self.attempt().await {
                     Some(step) => step,
-                    None => return,
+                    None => return self.end(),
                 },
                 Step::Retry {
                     attempt,
@@ -284,10 +375,22 @@ impl SubtaskRun<'_> {
                         self.assignee,
                         failure,
                     );
-                    return;
+                    return self.end();
                 }
-                Step::Stop => return,
+                Step::Stop => return self.end(),
             };
+        }
+    }
+
+    /// How the run ended, for the mid's report.
+    fn end(&self) -> RunEnd {
+        let mut tried = self.tried.clone();
+        if !tried.contains(&self.assignee) {
+            tried.push(self.assignee);
+        }
+        RunEnd {
+            person_decided: self.history.person_escalations() > 0,
+            tried,
         }
     }
 
@@ -603,6 +706,27 @@ impl SubtaskRun<'_> {
         let (s, task_id, subtask_id) = (self.s, self.task_id, self.subtask_id);
         let failure = self.last_failure();
         set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Escalated);
+        // A subtask held up by a person's decision is a blocker the top layer hears of.
+        if let Some(top) = self.ctx.handle.config().supervisor {
+            let notice = Message::to_agent(
+                self.ctx.id(),
+                s.current_agent(top),
+                MessageKind::IssueEscalation,
+                json!({
+                    "taskId": task_id,
+                    "subtaskId": subtask_id,
+                    "waitingFor": "person",
+                    "message": format!(
+                        "\"{}\" waits for a person's decision after {}: {}",
+                        first_line(&self.description),
+                        failure.kind,
+                        first_line(&failure.message)
+                    ),
+                }),
+            )
+            .with_task(task_id.to_string());
+            let _ = self.ctx.bus.send(notice);
+        }
         set_agent(
             s,
             self.assignee,

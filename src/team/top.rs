@@ -1,6 +1,7 @@
 //! Top agents: review plans and sign or veto them (a model review, or fixed rules with
-//! `governance.review = "rules"`), take note of critical escalations, and keep the
-//! global picture on their whiteboards.
+//! `governance.review = "rules"`), oversee the tasks under way (progress reports,
+//! blockers, the final report: [`super::progress`]), take note of critical escalations,
+//! and keep the global picture on their whiteboards.
 
 use std::sync::Arc;
 
@@ -9,20 +10,26 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::Services;
+use super::progress::{SubtaskEnded, TopOversight};
 use crate::config::ReviewMode;
 use crate::config::TeamLayer;
 use crate::model::metered;
 use crate::model::structured::{Review, ask_json};
 use crate::model::{ChatMessage, ModelRequest};
+use crate::recovery::oversight::{Evaluation, Verdict};
 use crate::runtime::{AgentBehavior, AgentContext, AgentError, Message, MessageKind};
 
 pub struct TopBehavior {
     services: Arc<Services>,
+    oversight: TopOversight,
 }
 
 impl TopBehavior {
     pub fn new(services: Arc<Services>) -> Self {
-        TopBehavior { services }
+        TopBehavior {
+            services,
+            oversight: TopOversight::default(),
+        }
     }
 }
 
@@ -89,6 +96,21 @@ impl AgentBehavior for TopBehavior {
                     .instrument(span),
                 );
             }
+            MessageKind::IssueEscalation if message.payload.get("blocker").is_some() => {
+                let verdict = match serde_json::from_value::<SubtaskEnded>(message.payload.clone())
+                {
+                    Ok(report) => self.oversight.blocker(ctx, &self.services, &report),
+                    Err(e) => Evaluation {
+                        verdict: Verdict::Continue,
+                        reason: format!("the blocker report could not be read ({e})"),
+                    },
+                };
+                let _ = ctx.reply(
+                    &message,
+                    MessageKind::ArbitrationResult,
+                    serde_json::to_value(&verdict).unwrap_or_default(),
+                );
+            }
             MessageKind::IssueEscalation => {
                 let text = format!(
                     "- escalation from {}: {}",
@@ -100,20 +122,21 @@ impl AgentBehavior for TopBehavior {
                 note(text.clone());
                 let _ = ctx.append_global(&text);
             }
+            MessageKind::ProgressReport if message.payload.get("subtaskId").is_some() => {
+                match serde_json::from_value::<SubtaskEnded>(message.payload.clone()) {
+                    Ok(report) => self.oversight.progress(ctx, &report),
+                    Err(e) => note(format!("- unreadable progress report ({e})")),
+                }
+            }
             MessageKind::ProgressReport if message.payload.get("subtasks").is_some() => {
-                // A mid's final report on a task: the top layer's record of the outcome.
-                let p = &message.payload;
-                let line = format!(
-                    "- final report: \"{}\" {} ({} of {} subtasks, {} errors, files: {})",
-                    p["title"].as_str().unwrap_or("?"),
-                    p["status"].as_str().unwrap_or("?"),
-                    p["completed"],
-                    p["subtasks"],
-                    p["errors"],
-                    p["filesWritten"].as_array().map(|f| f.len()).unwrap_or(0)
-                );
-                note(line.clone());
-                let _ = ctx.append_layer_board(&line);
+                // A mid's last report on a task: the task ended, the top reports on it.
+                match message.payload["taskId"]
+                    .as_str()
+                    .and_then(|id| id.parse().ok())
+                {
+                    Some(task) => self.oversight.finished(ctx, &self.services, task),
+                    None => note("- unreadable final report".into()),
+                }
             }
             MessageKind::StatusQuery => {
                 if let Ok(info) = serde_json::to_value(ctx.handle.info()) {

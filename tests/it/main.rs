@@ -38,6 +38,7 @@ mod security;
 mod store_reopen;
 mod team_flow;
 mod team_outcomes;
+mod team_oversight;
 mod team_recovery;
 mod team_review;
 mod tools_bash;

@@ -111,6 +111,10 @@ describe('conclave.nvim against the real server', function()
     h.wait('the task log opened by its short id', function()
       return vim.api.nvim_buf_get_name(0):find('conclave://log/' .. task_id, 1, true)
     end)
+    -- with the top agent's final report on the task, line by line
+    h.wait('the final report in the task log', function()
+      return h.buf_text(0):find('final report: The task completed: 2 of 2 subtasks completed.', 1, true)
+    end)
 
     -- wiping the whiteboard buffer unsubscribes
     local client_mod = require('conclave.client')

@@ -198,6 +198,15 @@ export interface TaskDetail extends TaskSummary {
   usage?: TaskUsage;
   /** (addition) What taking the task back did. */
   reverted?: Reverted;
+  /** (addition) The top agent's report on the finished task, once written. */
+  finalReport?: FinalReport;
+}
+
+/** (addition) A top agent's report on a finished task: Markdown, the outcome first. */
+export interface FinalReport {
+  by: string;
+  at: string;
+  text: string;
 }
 
 export type AgentLayer = 'top' | 'mid' | 'bottom';

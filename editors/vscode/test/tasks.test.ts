@@ -137,6 +137,18 @@ test('a task with a retried subtask: tasks model, files being generated and stat
     const log = await server.connection.sendRequest(lsp.taskLog, { taskId });
     assert.equal(log.taskId, taskId);
     assert.match(log.text, /retry/);
+    // The top agent's final report follows the task's end: in its detail and its log.
+    let detail: lsp.TaskDetail | undefined;
+    for (let i = 0; i < 200 && !detail?.finalReport; i++) {
+      detail = await server.connection.sendRequest(lsp.getTask, { taskId });
+      if (!detail.finalReport) await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.ok(detail?.finalReport, 'the task has a final report');
+    assert.match(detail.finalReport.by, /^top-/);
+    assert.equal(detail.finalReport.text.split('\n')[0], 'The task completed: 2 of 2 subtasks completed.');
+    const withReport = await server.connection.sendRequest(lsp.taskLog, { taskId });
+    assert.match(withReport.text, /report +top-\S+ +final report: The task completed: 2 of 2 subtasks completed\./);
+    assert.match(withReport.text, /progress_report → top-\S+: subtask 2 of 2 "Create b\.txt" completed/);
 
     assert.equal(await server.shutdown(), 0);
   } finally {
