@@ -5,7 +5,7 @@ use rusqlite::{Connection, params};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{Store, StoreError, millis, parse_json};
+use super::{Store, StoreError, millis, parse_checkpoint};
 use crate::records::{RevertedBy, TaskRecord};
 
 /// One line of a task's history.
@@ -86,9 +86,11 @@ fn history(conn: &Connection, task: Option<&str>) -> rusqlite::Result<Vec<LogEnt
 
     let record: Option<TaskRecord> = match task {
         Some(id) => conn
-            .query_row("SELECT body FROM tasks WHERE id = ?1", params![id], |row| {
-                parse_json(row.get::<_, String>(0)?, 0)
-            })
+            .query_row(
+                "SELECT id, encoding, body FROM tasks WHERE id = ?1",
+                params![id],
+                |row| parse_checkpoint(row.get(0)?, row.get(1)?, row.get(2)?),
+            )
             .map(Some)
             .or_else(|e| {
                 if matches!(e, rusqlite::Error::QueryReturnedNoRows) {

@@ -7,6 +7,7 @@
 //! has queued up in one transaction. Reads are closures run on the same thread, after
 //! every record sent before them, so a reader always sees what it recorded.
 
+pub mod checkpoint;
 mod files;
 mod history;
 mod schema;
@@ -279,8 +280,11 @@ impl Store {
     /// The latest checkpoint of every task, oldest first.
     pub async fn tasks(&self) -> Result<Vec<TaskRecord>, StoreError> {
         self.query(|conn| {
-            let mut stmt = conn.prepare("SELECT body FROM tasks ORDER BY created_at, id")?;
-            let rows = stmt.query_map([], |row| parse_json(row.get::<_, String>(0)?, 0))?;
+            let mut stmt =
+                conn.prepare("SELECT id, encoding, body FROM tasks ORDER BY created_at, id")?;
+            let rows = stmt.query_map([], |row| {
+                parse_checkpoint(row.get(0)?, row.get(1)?, row.get(2)?)
+            })?;
             rows.collect()
         })
         .await
@@ -614,8 +618,8 @@ fn insert(conn: &Connection, record: &Record) -> rusqlite::Result<()> {
         }
         Record::TaskCheckpoint(task) => {
             conn.prepare_cached(
-                "INSERT OR REPLACE INTO tasks (id, title, status, body, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT OR REPLACE INTO tasks (id, title, status, body, created_at, updated_at, encoding)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
             .execute(params![
                 task.id.to_string(),
@@ -623,7 +627,8 @@ fn insert(conn: &Connection, record: &Record) -> rusqlite::Result<()> {
                 to_json(&task.status).trim_matches('"'),
                 to_json(&**task),
                 task.created_at.timestamp_millis(),
-                task.updated_at.timestamp_millis()
+                task.updated_at.timestamp_millis(),
+                checkpoint::ENCODING
             ])?;
         }
         Record::Recovery(event) => {
@@ -711,6 +716,11 @@ where
 
 fn parse_status(text: String, column: usize) -> rusqlite::Result<AgentStatus> {
     serde_json::from_value(serde_json::Value::String(text)).map_err(|e| conversion_error(column, e))
+}
+
+/// A task's stored checkpoint (`checkpoint.rs`), its body in column 2.
+fn parse_checkpoint(id: String, encoding: u32, body: String) -> rusqlite::Result<TaskRecord> {
+    checkpoint::decode(&id, encoding, &body).map_err(|e| conversion_error(2, e))
 }
 
 fn parse_json<T: serde::de::DeserializeOwned>(text: String, column: usize) -> rusqlite::Result<T> {

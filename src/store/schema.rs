@@ -109,6 +109,9 @@ const MIGRATIONS: &[&str] = &[
         last_at INTEGER NOT NULL,
         PRIMARY KEY (task_id, path)
     );",
+    // 5: which encoding each task checkpoint is in (`checkpoint.rs`); rows written before
+    // it are in the first.
+    "ALTER TABLE tasks ADD COLUMN encoding INTEGER NOT NULL DEFAULT 1;",
 ];
 
 /// Applies the migrations the database has not seen yet.

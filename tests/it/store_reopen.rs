@@ -164,3 +164,63 @@ async fn a_store_locked_by_another_process_loses_nothing() {
         "the record written while the store was locked is there: {agents:?}"
     );
 }
+
+/// A task saved by a newer Conclave (a checkpoint encoding this build does not know) stops
+/// the engine with what to do, and stays as it was: read in part and saved again, it would
+/// lose what this build does not understand.
+#[tokio::test]
+async fn a_task_saved_by_a_newer_conclave_is_refused_and_left_as_it_was() {
+    use conclave::engine::{Engine, EngineSetup};
+    use conclave::runtime::{TaskContext, TaskOptions, TaskRecord};
+    use conclave::store::Record;
+    use conclave::store::checkpoint::ENCODING;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = Store::default_path(dir.path());
+    let task = TaskRecord::new(
+        "Add a flag".into(),
+        "Add --verbose to cli.py".into(),
+        TaskContext::default(),
+        TaskOptions::default(),
+    );
+    {
+        let store = Store::open(&path).unwrap();
+        store.record(Record::TaskCheckpoint(Box::new(task.clone())));
+        store.flush().await.unwrap();
+        // This build reads what it writes.
+        assert_eq!(store.tasks().await.unwrap(), std::slice::from_ref(&task));
+    }
+    let newer = ENCODING + 1;
+    let stored_body = {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute(
+            "UPDATE tasks SET encoding = ?1, body = json_set(body, '$.meaningOfNewField', 42)",
+            [newer],
+        )
+        .unwrap();
+        conn.query_row("SELECT body FROM tasks", [], |row| row.get::<_, String>(0))
+            .unwrap()
+    };
+
+    let mut setup = EngineSetup::new(dir.path(), Config::default());
+    setup.store = Some(Store::open(&path).unwrap());
+    let err = Engine::start(setup)
+        .await
+        .err()
+        .expect("the engine does not start over a checkpoint it cannot read whole")
+        .to_string();
+    assert!(
+        err.contains(&format!(
+            "task {} was saved by a newer Conclave (checkpoint encoding {newer}; this one reads up to {ENCODING})",
+            task.id
+        )) && err.contains("move .conclave/ aside"),
+        "{err}"
+    );
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let (encoding, body): (u32, String) = conn
+        .query_row("SELECT encoding, body FROM tasks", [], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((encoding, body), (newer, stored_body), "left as it was");
+}
