@@ -1,8 +1,9 @@
 //! The mid reports, the top oversees. A mid sends its supervising top agent a progress
 //! report at each subtask's end; a subtask that failed for good goes up as a blocker,
 //! which the top answers with its verdict (continue, stop, reassign: decided in
-//! `recovery::oversight`); when the task ends the top writes its final report on the
-//! task. All of it is on the boards and in the task's log.
+//! `recovery::oversight`); two subtasks that would work on the same files at once are a
+//! conflict the top arbitrates (one after the other); when the task ends the top writes
+//! its final report on the task. All of it is on the boards and in the task's log.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -119,6 +120,90 @@ pub(super) async fn subtask_ended(
         evaluation.reason
     ));
     evaluation
+}
+
+/// Two subtasks of a task that work on the same files (`conflict_report`): one runs, the
+/// other waits for it, so that neither writes over what the other wrote.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkConflict {
+    pub task_id: TaskId,
+    pub title: String,
+    /// The subtask at work, and the one held back: 1-based positions and descriptions.
+    pub running: (usize, String),
+    pub waiting: (usize, String),
+    pub files: Vec<String>,
+}
+
+impl WorkConflict {
+    fn issue(&self) -> String {
+        format!(
+            "subtasks {} and {} of \"{}\" both work on {}",
+            self.running.0,
+            self.waiting.0,
+            self.title,
+            self.files.join(", ")
+        )
+    }
+}
+
+/// The top's ruling on a [`WorkConflict`]: the payload of its `arbitration_result`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ruling {
+    pub resolution: String,
+}
+
+/// Reports that `waiting` is held back while `running` works on the same `files`, and
+/// notes the top's ruling. The mid holds it back whatever the answer: a subtask at work
+/// cannot be stopped halfway without losing its work.
+pub(super) async fn work_conflict(
+    ctx: &AgentContext,
+    s: &Arc<Services>,
+    task: &TaskRecord,
+    running: SubtaskId,
+    waiting: SubtaskId,
+    files: Vec<String>,
+) {
+    let party = |id: SubtaskId| {
+        task.subtasks
+            .iter()
+            .position(|st| st.id == id)
+            .map(|i| (i + 1, first_line(&task.subtasks[i].description)))
+            .unwrap_or((0, String::new()))
+    };
+    let conflict = WorkConflict {
+        task_id: task.id,
+        title: task.title.clone(),
+        running: party(running),
+        waiting: party(waiting),
+        files,
+    };
+    let _ = ctx.append_own_board(&format!(
+        "- subtask {} waits for subtask {}: both work on {}",
+        conflict.waiting.0,
+        conflict.running.0,
+        conflict.files.join(", ")
+    ));
+    let Some(top) = ctx.handle.config().supervisor.map(|t| s.current_agent(t)) else {
+        return;
+    };
+    let request = Message::to_agent(
+        ctx.id(),
+        top,
+        MessageKind::ConflictReport,
+        serde_json::to_value(&conflict).unwrap_or_default(),
+    )
+    .with_task(task.id.to_string());
+    let patience = Duration::from_millis(s.config.recovery.step_timeout_ms.clamp(100, 10_000));
+    let top_name = agent_name(s, top);
+    let line = match ctx.bus.request(request, patience).await {
+        Ok(reply) => match serde_json::from_value::<Ruling>(reply.payload.clone()) {
+            Ok(ruling) => format!("- {top_name} ruled: {}", ruling.resolution),
+            Err(e) => format!("- {top_name}'s ruling could not be read ({e})"),
+        },
+        Err(e) => format!("- {top_name} gave no ruling ({e})"),
+    };
+    let _ = ctx.append_own_board(&line);
 }
 
 /// The report of `subtask_id`'s end, from the task as it stands.
@@ -277,6 +362,37 @@ impl TopOversight {
         let _ = ctx.append_own_board(&line);
         let _ = ctx.append_global(&line);
         evaluation
+    }
+
+    /// A conflict between two subtasks: the one at work goes on, the other after it. The
+    /// ruling goes on the global board, as the seed's arbitration result.
+    pub(super) fn conflict(&mut self, ctx: &AgentContext, conflict: &WorkConflict) -> Ruling {
+        let ruling = Ruling {
+            resolution: format!(
+                "subtask {} finishes first and subtask {} starts after it, on what it left",
+                conflict.running.0, conflict.waiting.0
+            ),
+        };
+        let _ = ctx.append_global(&format!(
+            "## Arbitration Result\n\nConflict: {}\nResolution: {}\nArbitrator: {}\n",
+            conflict.issue(),
+            ruling.resolution,
+            ctx.handle.name()
+        ));
+        let _ = ctx.append_own_board(&format!(
+            "- arbitrated: {}: {}",
+            conflict.issue(),
+            ruling.resolution
+        ));
+        self.tasks
+            .entry(conflict.task_id)
+            .or_default()
+            .decisions
+            .push(format!(
+                "a conflict ({}): one after the other",
+                conflict.issue()
+            ));
+        ruling
     }
 
     /// The task ended: the top writes its final report on the task, its board and its

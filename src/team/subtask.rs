@@ -46,6 +46,8 @@ pub(super) async fn run_subtasks(ctx: &AgentContext, s: &Arc<Services>, task_id:
     let mut stopped: Option<String> = None;
     // Subtasks the top has stepped in on (once each).
     let mut stepped_in: HashSet<SubtaskId> = HashSet::new();
+    // Conflicts reported (the subtask at work, the one waiting for it).
+    let mut conflicts: HashSet<(SubtaskId, SubtaskId)> = HashSet::new();
     loop {
         let Some(task) = s.tasks.get(task_id) else {
             return;
@@ -120,6 +122,14 @@ pub(super) async fn run_subtasks(ctx: &AgentContext, s: &Arc<Services>, task_id:
             if !broken.is_empty() {
                 tracing::warn!(task = %task_id, subtask = index + 1, "running despite a failed dependency (continueOnError)");
             }
+            // Two subtasks at once on one file would write over each other's work: this one
+            // waits for the one at work there, and the conflict goes to the top (once).
+            if let Some((running, files)) = at_work_on_the_same_files(&task, &started, subtask) {
+                if conflicts.insert((running, subtask.id)) {
+                    super::progress::work_conflict(ctx, s, &task, running, subtask.id, files).await;
+                }
+                continue;
+            }
             started.insert(subtask.id);
             let (ctx, s, id) = (ctx.clone(), s.clone(), subtask.id);
             running.push(async move { (id, run_subtask(&ctx, &s, task_id, id).await) });
@@ -189,6 +199,32 @@ pub(super) async fn run_subtasks(ctx: &AgentContext, s: &Arc<Services>, task_id:
             }
         }
     }
+}
+
+/// A subtask of `task` at work on files `subtask` names, and those files.
+fn at_work_on_the_same_files(
+    task: &TaskRecord,
+    started: &HashSet<SubtaskId>,
+    subtask: &Subtask,
+) -> Option<(SubtaskId, Vec<String>)> {
+    let mine = super::files::source_files_named(&subtask.description);
+    if mine.is_empty() {
+        return None;
+    }
+    task.subtasks
+        .iter()
+        .filter(|other| {
+            other.id != subtask.id && started.contains(&other.id) && !other.status.is_finished()
+        })
+        .find_map(|other| {
+            let theirs = super::files::source_files_named(&other.description);
+            let shared: Vec<String> = mine
+                .iter()
+                .filter(|f| theirs.contains(f) || other.files.contains(f))
+                .cloned()
+                .collect();
+            (!shared.is_empty()).then_some((other.id, shared))
+        })
 }
 
 /// The top agent supervising `ctx`'s mid, by name.

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::Services;
-use super::progress::{SubtaskEnded, TopOversight};
+use super::progress::{SubtaskEnded, TopOversight, WorkConflict};
 use crate::config::ReviewMode;
 use crate::config::TeamLayer;
 use crate::model::metered;
@@ -110,6 +110,19 @@ impl AgentBehavior for TopBehavior {
                     MessageKind::ArbitrationResult,
                     serde_json::to_value(&verdict).unwrap_or_default(),
                 );
+            }
+            MessageKind::ConflictReport => {
+                match serde_json::from_value::<WorkConflict>(message.payload.clone()) {
+                    Ok(conflict) => {
+                        let ruling = self.oversight.conflict(ctx, &conflict);
+                        let _ = ctx.reply(
+                            &message,
+                            MessageKind::ArbitrationResult,
+                            serde_json::to_value(&ruling).unwrap_or_default(),
+                        );
+                    }
+                    Err(e) => note(format!("- unreadable conflict report ({e})")),
+                }
             }
             MessageKind::IssueEscalation => {
                 let text = format!(

@@ -452,3 +452,83 @@ async fn a_top_that_gives_no_verdict_does_not_hold_the_task_up() {
     );
     team.engine.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn two_subtasks_on_one_file_run_one_after_the_other_as_the_top_rules() {
+    let plan = json!({ "match": "Plan this task", "text": json!({ "subtasks": [
+        { "description": "Create calc.py with a function add" },
+        { "description": "Extend calc.py: subtract two numbers in sub" }
+    ] }).to_string() });
+    let team = start(
+        json!([
+            plan,
+            { "match": "Create calc.py with a function add", "delayMs": 5000, "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def add(a, b):\n    return a + b\n" } } ] },
+            { "match": "created calc.py", "text": "Wrote add." },
+            { "match": "Extend calc.py", "toolCalls": [ { "name": "file_edit", "arguments": { "path": "calc.py", "old_text": "    return a + b\n", "new_text": "    return a + b\n\n\ndef sub(a, b):\n    return a - b\n" } } ] },
+            { "match": "calc.py", "text": "Wrote sub." }
+        ]),
+        config(),
+    )
+    .await;
+    let (task, _) = run(&team, "A small calculator", Default::default()).await;
+    let (detail, report) = with_final_report(&team, task).await;
+    assert_eq!(
+        detail.summary.status,
+        TaskStatus::Completed,
+        "{:?}",
+        detail.errors
+    );
+    // The second edited what the first wrote: it started only after the first was done.
+    assert_eq!(
+        team.read("calc.py"),
+        "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+    );
+    let messages = team.store.messages(Some(task.to_string())).await.unwrap();
+    let conflict = messages
+        .iter()
+        .position(|m| m.kind == MessageKind::ConflictReport)
+        .expect("the conflict went to the top");
+    assert_eq!(messages[conflict].payload["files"], json!(["calc.py"]));
+    let second_assigned = messages
+        .iter()
+        .rposition(|m| m.kind == MessageKind::TaskAssign)
+        .unwrap();
+    let first_done = messages
+        .iter()
+        .position(|m| m.kind == MessageKind::ProgressReport && m.payload["position"] == 1)
+        .expect("subtask 1's end reported");
+    assert!(first_done < second_assigned, "one after the other");
+    let global = team
+        .engine
+        .whiteboard("global")
+        .unwrap()
+        .content
+        .to_string();
+    assert!(
+        global.contains("## Arbitration Result")
+            && global.contains("Conflict: subtasks 1 and 2 of \"")
+            && global.contains("both work on calc.py")
+            && global.contains(&format!("Arbitrator: {}", report.by)),
+        "{global}"
+    );
+    assert!(
+        team.mid_board()
+            .contains("- subtask 2 waits for subtask 1: both work on calc.py"),
+        "{}",
+        team.mid_board()
+    );
+    assert!(
+        team.mid_board().contains(&format!(
+            "- {} ruled: subtask 1 finishes first and subtask 2 starts after it",
+            report.by
+        )),
+        "{}",
+        team.mid_board()
+    );
+    assert!(
+        report.text.contains("- decided on a conflict ("),
+        "{}",
+        report.text
+    );
+    team.engine.shutdown().await;
+}
