@@ -15,7 +15,7 @@ use std::sync::Arc;
 use clap::Args;
 use conclave::config::{Config, OnFailure};
 use conclave::engine::{Engine, EngineError, EngineSetup, OpenedWorkspace, open_workspace};
-use conclave::runtime::TaskOptions;
+use conclave::runtime::{FinalReport, TaskOptions};
 use conclave::store::Store;
 
 use super::approve::ApprovePolicy;
@@ -170,6 +170,20 @@ pub fn report_engine_error(error: &EngineError) -> ExitCode {
     }
 }
 
+/// The top agent's report on the finished task, which follows its end by a message or two:
+/// waited for a moment, and left out when no top agent writes one.
+async fn final_report(engine: &Engine, finished: &Finished) -> Option<FinalReport> {
+    let id = finished.detail.summary.task_id.to_string();
+    for _ in 0..100 {
+        match engine.task(&id) {
+            Ok(detail) if detail.final_report.is_some() => return detail.final_report,
+            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
 /// Prints the summary (and writes ERROR_REPORT.md when anything failed, or always under
 /// `--continue-on-error`); the exit code.
 pub async fn conclude(
@@ -185,6 +199,15 @@ pub async fn conclude(
     }
     text.push_str(&super::summary::steps(&finished, style));
     text.push_str(&super::summary::render(&mut finished, style));
+    if let Some(report) = final_report(engine, &finished).await {
+        text.push_str(&format!(
+            "\n{}\n",
+            style.bold(&format!("Final report by {}", report.by))
+        ));
+        for line in report.text.lines() {
+            text.push_str(&format!("  {line}\n"));
+        }
+    }
     eprint!("{}", conclave::redact::text(&text));
     if let Some(result) = &finished.detail.result {
         println!("{}", conclave::redact::text(result));

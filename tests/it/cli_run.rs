@@ -116,6 +116,13 @@ fn a_task_whose_subtasks_all_complete_exits_0_without_an_error_report() {
         "{err}"
     );
     assert!(err.contains("plan approved by the top layer"), "{err}");
+    // The top agent's report closes the summary.
+    assert!(
+        err.contains("Final report by top-")
+            && err.contains("  The task completed: 2 of 2 subtasks completed.")
+            && err.contains("  - progress reports read: 2"),
+        "{err}"
+    );
     assert!(!err.contains("Error report"), "{err}");
     let out = String::from_utf8_lossy(&output.stdout);
     assert!(out.contains("2 of 2 subtasks completed"), "{out}");
