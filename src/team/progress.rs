@@ -231,7 +231,7 @@ fn report_of(
         (SubtaskStatus::Failed, Some(error)) if error.failure.kind != FailureKind::Skipped => {
             Some(BlockerFacts {
                 kind: error.failure.kind,
-                message: first_line(&error.failure.message),
+                message: gist(&error.failure.message),
                 person_decided: end.person_decided || error.failure.kind == FailureKind::Refused,
                 tried: end.tried.clone(),
                 stepped_in_before,
@@ -241,9 +241,7 @@ fn report_of(
     };
     let outcome = match (&blocker, last_error) {
         (Some(b), _) => format!("failed ({}: {})", b.kind, b.message),
-        (None, Some(e)) if subtask.status == SubtaskStatus::Failed => {
-            first_line(&e.failure.message)
-        }
+        (None, Some(e)) if subtask.status == SubtaskStatus::Failed => gist(&e.failure.message),
         _ => format!("{:?}", subtask.status).to_lowercase(),
     };
     Some(SubtaskEnded {
@@ -263,6 +261,18 @@ fn report_of(
         ),
         blocker,
     })
+}
+
+/// A failure's message in a line: its first, with the next when the first only leads
+/// into it ("the code does not pass its checks:").
+fn gist(message: &str) -> String {
+    let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("");
+    let line = match (first.strip_suffix(':'), lines.next()) {
+        (Some(lead), Some(next)) => format!("{lead}: {next}"),
+        _ => first.to_string(),
+    };
+    crate::records::failure::summarize(&line, 160)
 }
 
 /// Subtasks not started that would still run: pending, and not waiting on a subtask
@@ -479,7 +489,7 @@ fn final_report(task: &TaskRecord, tally: &Oversight, s: &Services) -> String {
             lines.push(format!(
                 "- \"{}\": {} ({})",
                 first_line(&subtask.description),
-                first_line(&error.failure.message),
+                gist(&error.failure.message),
                 error.failure.kind
             ));
         }
@@ -561,6 +571,15 @@ mod tests {
         assert_eq!(blocker.kind, FailureKind::Timeout);
         assert!(blocker.person_decided);
         assert_eq!(blocker.tried, end.tried);
+    }
+
+    #[test]
+    fn a_message_that_leads_into_its_next_line_is_said_with_it() {
+        assert_eq!(
+            gist("the code does not pass its checks:\n\n  syntax: orders.py line 3\nmore"),
+            "the code does not pass its checks: syntax: orders.py line 3"
+        );
+        assert_eq!(gist("exit 1\ntraceback"), "exit 1");
     }
 
     #[test]
