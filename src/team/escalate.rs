@@ -3,7 +3,6 @@
 //! comes next is decided by the pure ladder (`recovery::ladder`), never here.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::json;
@@ -29,7 +28,7 @@ pub(super) async fn peer_takeover(
     exclude: &[AgentId],
     failure: &Failure,
 ) -> Option<AgentId> {
-    let patience = Duration::from_millis(s.config.recovery.step_timeout_ms.clamp(100, 10_000));
+    let patience = s.answer_patience();
     let peers: Vec<AgentId> = s
         .runtime
         .pool

@@ -160,6 +160,12 @@ impl Services {
             .clone()
     }
 
+    /// How long an agent waits for another agent's answer (a peer's, the top's):
+    /// `recovery.stepTimeoutMs`, at most 10 s, so a silent agent holds nothing up long.
+    pub fn answer_patience(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.config.recovery.step_timeout_ms.clamp(100, 10_000))
+    }
+
     /// The cancellation token of `task`, created on first use.
     pub fn task_cancel(&self, task: TaskId) -> CancellationToken {
         self.task_state.entry(task).or_default().cancel.clone()

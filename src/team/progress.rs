@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
@@ -99,7 +98,7 @@ pub(super) async fn subtask_ended(
         if let Err(e) = ctx.bus.send(message) {
             tracing::info!(task = %task_id, "progress report not delivered: {e}");
         }
-        return going_on("the subtask completed".into());
+        return going_on("the subtask's end was reported".into());
     }
     let top_name = agent_name(s, top);
     let _ = ctx.append_own_board(&format!(
@@ -108,7 +107,7 @@ pub(super) async fn subtask_ended(
     ));
     let request = Message::to_agent(ctx.id(), top, MessageKind::IssueEscalation, payload)
         .with_task(task_id.to_string());
-    let patience = Duration::from_millis(s.config.recovery.step_timeout_ms.clamp(100, 10_000));
+    let patience = s.answer_patience();
     let evaluation = match ctx.bus.request(request, patience).await {
         Ok(reply) => serde_json::from_value::<Evaluation>(reply.payload.clone())
             .unwrap_or_else(|e| going_on(format!("{top_name}'s verdict could not be read ({e})"))),
@@ -194,7 +193,7 @@ pub(super) async fn work_conflict(
         serde_json::to_value(&conflict).unwrap_or_default(),
     )
     .with_task(task.id.to_string());
-    let patience = Duration::from_millis(s.config.recovery.step_timeout_ms.clamp(100, 10_000));
+    let patience = s.answer_patience();
     let top_name = agent_name(s, top);
     let line = match ctx.bus.request(request, patience).await {
         Ok(reply) => match serde_json::from_value::<Ruling>(reply.payload.clone()) {
