@@ -738,7 +738,10 @@ impl Session {
         // The end is told only once it is durable: a kill after the closing message must
         // not bring the task back to run again.
         engine.durable().await;
-        let detail = engine.task(&task_key).ok()?;
+        let detail = engine
+            .finished_task(&task_key, std::time::Duration::from_secs(2))
+            .await
+            .ok()?;
         // The task's approvals end with it, whether or not their withdrawal was seen.
         let open: Vec<Uuid> = self
             .open_calls

@@ -329,7 +329,8 @@ pub fn human(d: Duration) -> String {
 }
 
 /// The agent message that ends a task: the mid's summary and the files written; for a
-/// failed task what went wrong and where ERROR_REPORT.md is.
+/// failed task what went wrong and where ERROR_REPORT.md is; then the top agent's final
+/// report, when it wrote one.
 pub fn final_message(detail: &TaskDetail, error_report: Option<&Path>) -> String {
     let mut text = String::new();
     match detail.summary.status {
@@ -378,6 +379,14 @@ pub fn final_message(detail: &TaskDetail, error_report: Option<&Path>) -> String
         if let Some(path) = error_report {
             text.push_str(&format!("\n\nThe full report is in `{}`.", path.display()));
         }
+    }
+    if let Some(report) = &detail.final_report {
+        text.truncate(text.trim_end().len());
+        text.push_str(&format!(
+            "\n\n**Final report by {}**\n\n{}\n",
+            report.by,
+            report.text.trim_end()
+        ));
     }
     text
 }
@@ -772,6 +781,38 @@ mod tests {
             Some("\n**team**\n- a done\n\n**mid**\n- b done\n")
         );
         assert_eq!(notes.flush(), None);
+    }
+
+    #[test]
+    fn the_top_agents_final_report_closes_the_message() {
+        let mut t = task(vec![subtask("a", SubtaskStatus::Completed)]);
+        t.status = TaskStatus::Completed;
+        let detail = TaskDetail {
+            summary: t,
+            description: "d".into(),
+            files_written: vec!["a.txt".into()],
+            result: Some("1 of 1 subtasks completed.".into()),
+            partial_results: vec![],
+            errors: vec![],
+            checks: vec![],
+            rule_findings: Default::default(),
+            usage: Default::default(),
+            reverted: None,
+            final_report: Some(crate::runtime::FinalReport {
+                by: "top-1".into(),
+                at: chrono::Utc::now(),
+                text:
+                    "The task completed: 1 of 1 subtasks completed.\n- progress reports read: 1\n"
+                        .into(),
+            }),
+        };
+        let text = final_message(&detail, None);
+        assert!(
+            text.ends_with(
+                "`a.txt`\n\n**Final report by top-1**\n\nThe task completed: 1 of 1 subtasks completed.\n- progress reports read: 1\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

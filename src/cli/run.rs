@@ -170,18 +170,14 @@ pub fn report_engine_error(error: &EngineError) -> ExitCode {
     }
 }
 
-/// The top agent's report on the finished task, which follows its end by a message or two:
-/// waited for a moment, and left out when no top agent writes one.
+/// The top agent's report on the finished task, when one is written within two seconds.
 async fn final_report(engine: &Engine, finished: &Finished) -> Option<FinalReport> {
     let id = finished.detail.summary.task_id.to_string();
-    for _ in 0..100 {
-        match engine.task(&id) {
-            Ok(detail) if detail.final_report.is_some() => return detail.final_report,
-            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
-            Err(_) => return None,
-        }
-    }
-    None
+    engine
+        .finished_task(&id, std::time::Duration::from_secs(2))
+        .await
+        .ok()?
+        .final_report
 }
 
 /// Prints the summary (and writes ERROR_REPORT.md when anything failed, or always under

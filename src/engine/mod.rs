@@ -580,6 +580,26 @@ impl Engine {
         Ok(self.record(id)?.detail())
     }
 
+    /// A finished task's detail with its top agent's final report, which follows the
+    /// task's end by a message or two: waited for up to `patience`, and left out after
+    /// that (or when no top agent writes one).
+    pub async fn finished_task(
+        &self,
+        id: &str,
+        patience: std::time::Duration,
+    ) -> Result<TaskDetail, EngineError> {
+        let step = std::time::Duration::from_millis(20);
+        let mut waited = std::time::Duration::ZERO;
+        loop {
+            let detail = self.task(id)?;
+            if detail.final_report.is_some() || waited >= patience {
+                return Ok(detail);
+            }
+            tokio::time::sleep(step).await;
+            waited += step;
+        }
+    }
+
     /// The mid agent coordinating a task, once one was chosen (the ACP front-end shows
     /// that agent's whiteboard).
     pub fn coordinator(&self, id: TaskId) -> Option<AgentId> {

@@ -60,6 +60,8 @@ test('basic: a prompt is a task, streamed as a plan and tool calls, ending end_t
     const text = agentText(acp.updates);
     assert.match(text, /\*\*Done\.\*\* 1 of 1 subtasks completed/);
     assert.match(text, /Files written: `a\.txt`/);
+    // The top agent's final report closes the turn's message.
+    assert.match(text, /\*\*Final report by top-\d+\*\*\n\nThe task completed: 1 of 1 subtasks completed\./);
     const usage = ofKind(acp.updates, 'usage_update').at(-1);
     assert.ok(usage && usage.used > 0 && usage.size > 0, `the task's tokens: ${JSON.stringify(usage)}`);
     assert.ok(acp.updates.every((n) => n.sessionId === sessionId));
