@@ -15,7 +15,8 @@ starts with one of the prefixes.
 
 Every model call goes through a small proxy in this script: it counts tokens (from the
 server's `usage`, or llama.cpp's `timings` when streaming) and, with --faults P, answers
-a share P of chat calls with a 503 instead of forwarding them. Per run it records: solved
+a share P of chat calls with an error instead of forwarding them: 500, 503 and 429 (with
+Retry-After: 1) in turn. Per run it records: solved
 (the hidden check passed), claimed (Conclave's exit 0 = "completed"; pi exits 0 whenever
 it ends normally), wall time, model calls, faults injected and tokens. A "false
 completion" is a run claimed complete whose hidden check fails.
@@ -48,6 +49,10 @@ MAX_TOKENS = 4096
 class Proxy:
     """Forwards /v1/* to the model server; counts tokens; injects faults."""
 
+    # What an injected fault answers, in turn: a server error, an overloaded server, and
+    # a rate limit that asks for a one-second wait: what hosted providers really send.
+    FAULTS = [(500, "server_error"), (503, "overloaded"), (429, "rate_limit_exceeded")]
+
     def __init__(self, upstream, fault_rate, seed=7):
         self.upstream = upstream.rstrip("/")
         self.fault_rate = fault_rate
@@ -56,6 +61,13 @@ class Proxy:
         self.in_flight = 0
         self.reset()
         proxy = self
+
+        def next_fault():
+            with proxy.lock:
+                fault = Proxy.FAULTS[(proxy.faults - 1) % len(Proxy.FAULTS)]
+            return fault
+
+        self.next_fault = next_fault
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -79,10 +91,13 @@ class Proxy:
                         if fault:
                             proxy.faults += 1
                     if fault:
-                        data = json.dumps({"error": {"message": "injected fault", "type": "server_error"}}).encode()
-                        self.send_response(503)
+                        status, kind = proxy.next_fault()
+                        data = json.dumps({"error": {"message": f"injected fault ({status})", "type": kind}}).encode()
+                        self.send_response(status)
                         self.send_header("Content-Type", "application/json")
                         self.send_header("Content-Length", str(len(data)))
+                        if status == 429:
+                            self.send_header("Retry-After", "1")
                         self.end_headers()
                         self.wfile.write(data)
                         return
