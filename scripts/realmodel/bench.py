@@ -15,8 +15,9 @@ starts with one of the prefixes.
 
 Every model call goes through a small proxy in this script: it counts tokens (from the
 server's `usage`, or llama.cpp's `timings` when streaming) and, with --faults P, answers
-a share P of chat calls with an error instead of forwarding them: 500, 503 and 429 (with
-Retry-After: 1) in turn. Per run it records: solved
+a share P of chat calls with a fault instead of forwarding them, in turn: 500, 503, 429
+(with Retry-After: 1), a 200 whose JSON is cut off, a connection dropped before any
+answer, and a 30 s stall with no bytes before the connection drops. Per run it records: solved
 (the hidden check passed), claimed (Conclave's exit 0 = "completed"; pi exits 0 whenever
 it ends normally), wall time, model calls, faults injected and tokens. A "false
 completion" is a run claimed complete whose hidden check fails.
@@ -27,6 +28,7 @@ import http.server
 import json
 import os
 import random
+import socket
 import shutil
 import subprocess
 import sys
@@ -49,9 +51,12 @@ MAX_TOKENS = 4096
 class Proxy:
     """Forwards /v1/* to the model server; counts tokens; injects faults."""
 
-    # What an injected fault answers, in turn: a server error, an overloaded server, and
-    # a rate limit that asks for a one-second wait: what hosted providers really send.
-    FAULTS = [(500, "server_error"), (503, "overloaded"), (429, "rate_limit_exceeded")]
+    # What an injected fault does, in turn, as hosted providers really fail: a server
+    # error, an overloaded server, a rate limit asking for a one-second wait, a 200 whose
+    # body is cut off, a connection dropped before any answer, and a stall with no bytes.
+    FAULTS = [(500, "server_error"), (503, "overloaded"), (429, "rate_limit_exceeded"),
+              "malformed", "drop", "stall"]
+    STALL_S = 30
 
     def __init__(self, upstream, fault_rate, seed=7):
         self.upstream = upstream.rstrip("/")
@@ -82,6 +87,31 @@ class Proxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 self.forward(self.rfile.read(length))
 
+            def inject(self, fault):
+                """Answers as a provider in trouble does, instead of forwarding."""
+                self.close_connection = True
+                if fault in ("drop", "stall"):
+                    if fault == "stall":
+                        # Accepted, then nothing: not a byte, until the connection drops.
+                        time.sleep(Proxy.STALL_S)
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    return
+                if fault == "malformed":
+                    status, data, kind = 200, b'{"id": "chatcmpl-x", "choices": [{"mess', None
+                else:
+                    status, kind = fault
+                    data = json.dumps({"error": {"message": f"injected fault ({status})", "type": kind}}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if status == 429:
+                    self.send_header("Retry-After", "1")
+                self.end_headers()
+                self.wfile.write(data)
+
             def forward(self, body):
                 chat = body is not None and self.path.endswith("/chat/completions")
                 if chat:
@@ -91,15 +121,7 @@ class Proxy:
                         if fault:
                             proxy.faults += 1
                     if fault:
-                        status, kind = proxy.next_fault()
-                        data = json.dumps({"error": {"message": f"injected fault ({status})", "type": kind}}).encode()
-                        self.send_response(status)
-                        self.send_header("Content-Type", "application/json")
-                        self.send_header("Content-Length", str(len(data)))
-                        if status == 429:
-                            self.send_header("Retry-After", "1")
-                        self.end_headers()
-                        self.wfile.write(data)
+                        self.inject(proxy.next_fault())
                         return
                 request = urllib.request.Request(
                     proxy.upstream + self.path,
