@@ -783,21 +783,28 @@ mod tests {
         assert_eq!(notes.flush(), None);
     }
 
-    #[test]
-    fn the_top_agents_final_report_closes_the_message() {
-        let mut t = task(vec![subtask("a", SubtaskStatus::Completed)]);
-        t.status = TaskStatus::Completed;
-        let detail = TaskDetail {
-            summary: t,
+    /// A finished task's detail with `files` written and `result`, nothing else.
+    fn detail_of(summary: TaskSummary, files: &[&str], result: Option<&str>) -> TaskDetail {
+        TaskDetail {
+            summary,
             description: "d".into(),
-            files_written: vec!["a.txt".into()],
-            result: Some("1 of 1 subtasks completed.".into()),
+            files_written: files.iter().map(|f| f.to_string()).collect(),
+            result: result.map(str::to_string),
             partial_results: vec![],
             errors: vec![],
             checks: vec![],
             rule_findings: Default::default(),
             usage: Default::default(),
             reverted: None,
+            final_report: None,
+        }
+    }
+
+    #[test]
+    fn the_top_agents_final_report_closes_the_message() {
+        let mut t = task(vec![subtask("a", SubtaskStatus::Completed)]);
+        t.status = TaskStatus::Completed;
+        let detail = TaskDetail {
             final_report: Some(crate::runtime::FinalReport {
                 by: "top-1".into(),
                 at: chrono::Utc::now(),
@@ -805,6 +812,7 @@ mod tests {
                     "The task completed: 1 of 1 subtasks completed.\n- progress reports read: 1\n"
                         .into(),
             }),
+            ..detail_of(t, &["a.txt"], Some("1 of 1 subtasks completed."))
         };
         let text = final_message(&detail, None);
         assert!(
@@ -819,19 +827,7 @@ mod tests {
     fn a_failed_task_ends_with_why_and_where_the_report_is() {
         let mut t = task(vec![subtask("a", SubtaskStatus::Failed)]);
         t.status = TaskStatus::Failed;
-        let detail = TaskDetail {
-            summary: t,
-            description: "d".into(),
-            files_written: vec!["a.txt".into()],
-            result: Some("Failed: the provider refused the key".into()),
-            partial_results: vec![],
-            errors: vec![],
-            checks: vec![],
-            rule_findings: Default::default(),
-            usage: Default::default(),
-            reverted: None,
-            final_report: None,
-        };
+        let detail = detail_of(t, &["a.txt"], Some("Failed: the provider refused the key"));
         let text = final_message(&detail, Some(Path::new("/w/ERROR_REPORT.md")));
         assert!(
             text.starts_with("**The task failed.** Failed: the provider refused the key"),
@@ -849,19 +845,7 @@ mod tests {
         stopped.files = vec!["b.txt".into(), "a.txt".into()];
         let mut t = task(vec![done, stopped, subtask("c", SubtaskStatus::Cancelled)]);
         t.status = TaskStatus::Cancelled;
-        let detail = TaskDetail {
-            summary: t,
-            description: "d".into(),
-            files_written: vec![],
-            result: None,
-            partial_results: vec![],
-            errors: vec![],
-            checks: vec![],
-            rule_findings: Default::default(),
-            usage: Default::default(),
-            reverted: None,
-            final_report: None,
-        };
+        let detail = detail_of(t, &[], None);
         let text = final_message(&detail, None);
         assert!(text.starts_with("**Cancelled.**"), "{text}");
         assert!(
