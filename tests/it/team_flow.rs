@@ -4,23 +4,11 @@ use conclave::recovery::RecoveryAction;
 use conclave::runtime::{CheckStatus, MessageKind, RuntimeEvent, SubtaskStatus, TaskStatus};
 use serde_json::json;
 
-use crate::support::team::{config, plan, start, writes};
+use crate::support::team::{config, plan, start, two_greeting_files, writes};
 
 #[tokio::test(start_paused = true)]
 async fn a_task_is_planned_signed_and_its_files_written() {
-    let [a1, a2] = writes("Create hello.txt", "hello.txt", "hello\n");
-    let [b1, b2] = writes("Create world.txt", "world.txt", "world\n");
-    let team = start(
-        json!([
-            plan(&["Create hello.txt", "Create world.txt"]),
-            a1,
-            a2,
-            b1,
-            b2
-        ]),
-        config(),
-    )
-    .await;
+    let team = start(two_greeting_files(), config()).await;
     let task = team.submit("Write two greeting files");
     let summary = team.engine.wait_for(task).await.unwrap();
 

@@ -13,10 +13,10 @@ use conclave::runtime::{
     FinalReport, Layer, Message, MessageKind, RuntimeEvent, SubtaskStatus, TaskDetail, TaskId,
     TaskStatus,
 };
-use conclave::team::{BehaviorFactory, standard_behaviors};
+use conclave::team::{BehaviorFactory, Services, standard_behaviors};
 use serde_json::json;
 
-use crate::support::team::{Team, config, plan, start, start_with, writes};
+use crate::support::team::{Team, config, plan, start, start_with, two_greeting_files, writes};
 
 /// The task's detail once its top agent has written the final report (it follows the
 /// task's end by a message or two).
@@ -70,19 +70,7 @@ async fn run(
 
 #[tokio::test(start_paused = true)]
 async fn the_mid_reports_each_subtask_and_the_top_writes_the_final_report() {
-    let [a1, a2] = writes("Create hello.txt", "hello.txt", "hello\n");
-    let [b1, b2] = writes("Create world.txt", "world.txt", "world\n");
-    let team = start(
-        json!([
-            plan(&["Create hello.txt", "Create world.txt"]),
-            a1,
-            a2,
-            b1,
-            b2
-        ]),
-        config(),
-    )
-    .await;
+    let team = start(two_greeting_files(), config()).await;
     let task = team.submit("Write two greeting files");
     let summary = team.engine.wait_for(task).await.unwrap();
     assert_eq!(summary.status, TaskStatus::Completed);
@@ -293,6 +281,24 @@ async fn work_that_is_kept_goes_on_after_a_blocker() {
     team.engine.shutdown().await;
 }
 
+/// The standard behaviours, with every top agent's wrapped by `wrap`.
+fn tops_as(
+    wrap: impl Fn(Box<dyn AgentBehavior>, &Arc<Services>) -> Box<dyn AgentBehavior>
+    + Send
+    + Sync
+    + 'static,
+) -> BehaviorFactory {
+    let standard = standard_behaviors();
+    Arc::new(move |agent, services| {
+        let behavior = standard(agent, services);
+        if agent.layer == Layer::Top {
+            wrap(behavior, services)
+        } else {
+            behavior
+        }
+    })
+}
+
 /// A top agent whose first blocker finds a coder back in service: the coder that was
 /// out when the subtask was handed out is repaired the moment the blocker arrives.
 struct RepairsOnBlocker {
@@ -333,17 +339,11 @@ impl AgentBehavior for RepairsOnBlocker {
 async fn a_subtask_that_found_no_agent_is_given_to_one_free_now() {
     let mut config = config();
     config.team.mid = 1;
-    let standard = standard_behaviors();
-    let behaviors: BehaviorFactory = Arc::new(move |agent, services| {
-        let behavior = standard(agent, services);
-        if agent.layer == Layer::Top {
-            Box::new(RepairsOnBlocker {
-                inner: behavior,
-                pool: services.runtime.pool.clone(),
-            }) as Box<dyn AgentBehavior>
-        } else {
-            behavior
-        }
+    let behaviors = tops_as(|inner, services| {
+        Box::new(RepairsOnBlocker {
+            inner,
+            pool: services.runtime.pool.clone(),
+        })
     });
     let [w1, w2] = writes("Create notes.md", "notes.md", "notes\n");
     let team = start_with(
@@ -424,15 +424,7 @@ impl AgentBehavior for DeafToBlockers {
 
 #[tokio::test(start_paused = true)]
 async fn a_top_that_gives_no_verdict_does_not_hold_the_task_up() {
-    let standard = standard_behaviors();
-    let behaviors: BehaviorFactory = Arc::new(move |agent, services| {
-        let behavior = standard(agent, services);
-        if agent.layer == Layer::Top {
-            Box::new(DeafToBlockers(behavior)) as Box<dyn AgentBehavior>
-        } else {
-            behavior
-        }
-    });
+    let behaviors = tops_as(|inner, _| Box::new(DeafToBlockers(inner)));
     let team = start_with(
         json!([
             plan(&["Create a.txt"]),

@@ -451,20 +451,25 @@ impl AgentBehavior for Wedged {
     }
 }
 
+/// The standard behaviours, except that the agent named `name` is [`Wedged`].
+fn wedging(name: &'static str) -> BehaviorFactory {
+    let standard = standard_behaviors();
+    Arc::new(move |agent, services| {
+        if agent.name == name {
+            Box::new(Wedged) as Box<dyn AgentBehavior>
+        } else {
+            standard(agent, services)
+        }
+    })
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_hung_agent_is_replaced_and_the_new_one_completes_its_task() {
     let mut config = config();
     config.team.top = 1;
     config.team.mid = 1;
     config.team.bottom_per_mid = 1;
-    let standard = standard_behaviors();
-    let behaviors: BehaviorFactory = Arc::new(move |agent, services| {
-        if agent.name == "bottom-1-1" {
-            Box::new(Wedged) as Box<dyn AgentBehavior>
-        } else {
-            standard(agent, services)
-        }
-    });
+    let behaviors = wedging("bottom-1-1");
     let [w1, w2] = writes("Create d.txt", "d.txt", "d\n");
     let team = start_with(
         json!([plan(&["Create d.txt"]), w1, w2]),
@@ -501,14 +506,7 @@ async fn replacement_carries_over_the_current_task_queue_and_whiteboard() {
     let mut config = config();
     config.team.bottom_per_mid = 1;
     config.team.mid = 1;
-    let standard = standard_behaviors();
-    let behaviors: BehaviorFactory = Arc::new(move |agent, services| {
-        if agent.name == "bottom-1-1" {
-            Box::new(Wedged) as Box<dyn AgentBehavior>
-        } else {
-            standard(agent, services)
-        }
-    });
+    let behaviors = wedging("bottom-1-1");
     let team = start_with(json!([]), config, Some(behaviors)).await;
     let runtime = team.engine.runtime().clone();
     let old = runtime.pool.by_layer(Layer::Bottom)[0].clone();
@@ -852,14 +850,7 @@ async fn a_hung_supervisor_is_replaced_and_its_replacement_coordinates_the_task(
     config.team.top = 1;
     config.team.mid = 1;
     config.team.bottom_per_mid = 1;
-    let standard = standard_behaviors();
-    let behaviors: BehaviorFactory = Arc::new(move |agent, services| {
-        if agent.name == "mid-1" {
-            Box::new(Wedged) as Box<dyn AgentBehavior>
-        } else {
-            standard(agent, services)
-        }
-    });
+    let behaviors = wedging("mid-1");
     let [w1, w2] = writes("Create g.txt", "g.txt", "g\n");
     let team = start_with(
         json!([plan(&["Create g.txt"]), w1, w2]),

@@ -119,3 +119,17 @@ pub fn writes(description: &str, path: &str, content: &str) -> [Value; 2] {
         serde_json::json!({ "match": format!("{path}"), "text": format!("Wrote {path}.") }),
     ]
 }
+
+/// A plan of two subtasks, "Create hello.txt" and "Create world.txt", and the steps that
+/// write them.
+pub fn two_greeting_files() -> Value {
+    let [a1, a2] = writes("Create hello.txt", "hello.txt", "hello\n");
+    let [b1, b2] = writes("Create world.txt", "world.txt", "world\n");
+    serde_json::json!([
+        plan(&["Create hello.txt", "Create world.txt"]),
+        a1,
+        a2,
+        b1,
+        b2
+    ])
+}
