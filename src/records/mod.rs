@@ -33,9 +33,9 @@ pub use event::{EventScope, RecoveryAction, RecoveryEvent};
 pub use failure::{Failure, FailureKind, RootCause, Scope};
 pub use message::{Message, MessageKind, Priority, Recipient};
 pub use task::{
-    CheckCounts, CheckResult, CheckStatus, FinalReport, KeptFile, Reverted, RevertedBy, Subtask,
-    SubtaskStatus, SubtaskSummary, TaskContext, TaskDetail, TaskError, TaskOptions, TaskRecord,
-    TaskStatus, TaskSummary,
+    CheckCounts, CheckResult, CheckStatus, FinalReport, KeptFile, OversightTally, Reverted,
+    RevertedBy, Subtask, SubtaskStatus, SubtaskSummary, TaskContext, TaskDetail, TaskError,
+    TaskOptions, TaskRecord, TaskStatus, TaskSummary,
 };
 pub use usage::{TaskUsage, TokenUsage};
 pub use whiteboard::{Operation, Snapshot, WhiteboardError, WhiteboardId};

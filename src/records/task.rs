@@ -241,9 +241,31 @@ pub struct TaskRecord {
     /// Its changes were taken back (it failed, or a person undid it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reverted: Option<Reverted>,
+    /// What the top layer read and decided while it oversaw the task, kept with the
+    /// task so that a restart or a new top agent loses none of it.
+    #[serde(default, skip_serializing_if = "OversightTally::is_empty")]
+    pub oversight: OversightTally,
     /// The top agent's report on the finished task (`team/progress.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_report: Option<FinalReport>,
+}
+
+/// The top layer's tally on a running task, for its final report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OversightTally {
+    /// Progress reports and blockers read.
+    #[serde(default)]
+    pub reports: u32,
+    /// Each verdict and ruling, in a line ("subtask 1 of 2: continue (…)").
+    #[serde(default)]
+    pub decisions: Vec<String>,
+}
+
+impl OversightTally {
+    pub fn is_empty(&self) -> bool {
+        self.reports == 0 && self.decisions.is_empty()
+    }
 }
 
 /// The report a top agent writes when a task it oversaw has finished: the outcome, what
@@ -290,6 +312,7 @@ impl TaskRecord {
             owner: None,
             parked: None,
             reverted: None,
+            oversight: OversightTally::default(),
             final_report: None,
         }
     }

@@ -32,10 +32,10 @@ pub use crate::records::{
     AgentConfig, AgentError, AgentMetrics, AgentStatus, ApprovalAnswer, ApprovalChoice,
     ApprovalKind, ApprovalOption, ApprovalRequest, ArbitrationResult, Capability, CheckCounts,
     CheckResult, CheckStatus, Decision, DecisionStatus, FileDiff, FinalReport, KeptFile, Layer,
-    Message, MessageKind, ModelSettings, Operation, PowerType, Priority, Quorum, Recipient,
-    Reverted, RevertedBy, Signature, Signer, Snapshot, Subtask, SubtaskStatus, SubtaskSummary,
-    TaskContext, TaskDetail, TaskError, TaskOptions, TaskRecord, TaskStatus, TaskSummary, TopPower,
-    Transition, Veto, Vote, WhiteboardError, WhiteboardId,
+    Message, MessageKind, ModelSettings, Operation, OversightTally, PowerType, Priority, Quorum,
+    Recipient, Reverted, RevertedBy, Signature, Signer, Snapshot, Subtask, SubtaskStatus,
+    SubtaskSummary, TaskContext, TaskDetail, TaskError, TaskOptions, TaskRecord, TaskStatus,
+    TaskSummary, TopPower, Transition, Veto, Vote, WhiteboardError, WhiteboardId,
 };
 pub use approvals::{ApprovalError, Approvals, Escalation, TimeLimitReached};
 pub use behaviors::CoreBehavior;

@@ -5,7 +5,6 @@
 //! conflict the top arbitrates (one after the other); when the task ends the top writes
 //! its final report on the task. All of it is on the boards and in the task's log.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::Utc;
@@ -293,25 +292,26 @@ fn would_still_run(task: &TaskRecord) -> usize {
         .count()
 }
 
-/// What a top agent keeps while it oversees a task: what it read and what it decided,
-/// for the final report.
-#[derive(Default)]
-pub(super) struct Oversight {
-    reports: usize,
-    decisions: Vec<String>,
-}
-
 /// A top agent's part: reads progress reports and blockers, gives verdicts, writes the
-/// final report.
+/// final report. What it read and decided is kept on the task (`TaskRecord.oversight`),
+/// so the report of a task that outlived a restart, or its first top agent, counts all of it.
 #[derive(Default)]
-pub(super) struct TopOversight {
-    tasks: HashMap<TaskId, Oversight>,
+pub(super) struct TopOversight;
+
+/// Notes on the task what its top read (`read`) and decided (`decision`).
+fn tally(s: &Services, task_id: TaskId, read: bool, decision: Option<String>) {
+    s.tasks.update(task_id, |t| {
+        if read {
+            t.oversight.reports += 1;
+        }
+        t.oversight.decisions.extend(decision);
+    });
 }
 
 impl TopOversight {
     /// A progress report: noted on the top's board.
-    pub(super) fn progress(&mut self, ctx: &AgentContext, report: &SubtaskEnded) {
-        self.tasks.entry(report.task_id).or_default().reports += 1;
+    pub(super) fn progress(&self, ctx: &AgentContext, s: &Services, report: &SubtaskEnded) {
+        tally(s, report.task_id, true, None);
         let _ = ctx.append_own_board(&format!(
             "- progress on \"{}\": {} ({} of {} done)",
             report.title, report.summary, report.done, report.total
@@ -320,7 +320,7 @@ impl TopOversight {
 
     /// A blocker: the top's verdict, noted on its board and the global board.
     pub(super) fn blocker(
-        &mut self,
+        &self,
         ctx: &AgentContext,
         s: &Services,
         report: &SubtaskEnded,
@@ -359,15 +359,18 @@ impl TopOversight {
             evaluation.verdict.as_str(),
             evaluation.reason
         );
-        let tally = self.tasks.entry(report.task_id).or_default();
-        tally.reports += 1;
-        tally.decisions.push(format!(
-            "subtask {} of {}: {} ({})",
-            report.position,
-            report.total,
-            evaluation.verdict.as_str(),
-            evaluation.reason
-        ));
+        tally(
+            s,
+            report.task_id,
+            true,
+            Some(format!(
+                "subtask {} of {}: {} ({})",
+                report.position,
+                report.total,
+                evaluation.verdict.as_str(),
+                evaluation.reason
+            )),
+        );
         let _ = ctx.append_own_board(&line);
         let _ = ctx.append_global(&line);
         evaluation
@@ -375,7 +378,12 @@ impl TopOversight {
 
     /// A conflict between two subtasks: the one at work goes on, the other after it. The
     /// ruling goes on the global board, as the seed's arbitration result.
-    pub(super) fn conflict(&mut self, ctx: &AgentContext, conflict: &WorkConflict) -> Ruling {
+    pub(super) fn conflict(
+        &self,
+        ctx: &AgentContext,
+        s: &Services,
+        conflict: &WorkConflict,
+    ) -> Ruling {
         let ruling = Ruling {
             resolution: format!(
                 "subtask {} finishes first and subtask {} starts after it, on what it left",
@@ -393,26 +401,26 @@ impl TopOversight {
             conflict.issue(),
             ruling.resolution
         ));
-        self.tasks
-            .entry(conflict.task_id)
-            .or_default()
-            .decisions
-            .push(format!(
+        tally(
+            s,
+            conflict.task_id,
+            false,
+            Some(format!(
                 "a conflict ({}): one after the other",
                 conflict.issue()
-            ));
+            )),
+        );
         ruling
     }
 
     /// The task ended: the top writes its final report on the task, its board and its
     /// layer's board.
-    pub(super) fn finished(&mut self, ctx: &AgentContext, s: &Services, task_id: TaskId) {
-        let tally = self.tasks.remove(&task_id).unwrap_or_default();
+    pub(super) fn finished(&self, ctx: &AgentContext, s: &Services, task_id: TaskId) {
         let Some(task) = s.tasks.get(task_id) else {
             return;
         };
         let by = ctx.handle.name();
-        let text = final_report(&task, &tally, s);
+        let text = final_report(&task, s);
         let _ = ctx.append_own_board(&format!("- final report on \"{}\":\n{text}", task.title));
         let _ = ctx.append_layer_board(&format!(
             "- final report on \"{}\" by {by}: {}",
@@ -430,7 +438,7 @@ impl TopOversight {
 }
 
 /// The final report's text: the outcome first, then one fact a line.
-fn final_report(task: &TaskRecord, tally: &Oversight, s: &Services) -> String {
+fn final_report(task: &TaskRecord, s: &Services) -> String {
     let count = |status: SubtaskStatus| {
         task.subtasks
             .iter()
@@ -473,8 +481,11 @@ fn final_report(task: &TaskRecord, tally: &Oversight, s: &Services) -> String {
             }
         ));
     }
-    lines.push(format!("- progress reports read: {}", tally.reports));
-    for decision in &tally.decisions {
+    lines.push(format!(
+        "- progress reports read: {}",
+        task.oversight.reports
+    ));
+    for decision in &task.oversight.decisions {
         lines.push(format!("- decided on {decision}"));
     }
     for subtask in &task.subtasks {

@@ -114,7 +114,7 @@ impl AgentBehavior for TopBehavior {
             MessageKind::ConflictReport => {
                 match serde_json::from_value::<WorkConflict>(message.payload.clone()) {
                     Ok(conflict) => {
-                        let ruling = self.oversight.conflict(ctx, &conflict);
+                        let ruling = self.oversight.conflict(ctx, &self.services, &conflict);
                         let _ = ctx.reply(
                             &message,
                             MessageKind::ArbitrationResult,
@@ -137,7 +137,7 @@ impl AgentBehavior for TopBehavior {
             }
             MessageKind::ProgressReport if message.payload.get("subtaskId").is_some() => {
                 match serde_json::from_value::<SubtaskEnded>(message.payload.clone()) {
-                    Ok(report) => self.oversight.progress(ctx, &report),
+                    Ok(report) => self.oversight.progress(ctx, &self.services, &report),
                     Err(e) => note(format!("- unreadable progress report ({e})")),
                 }
             }

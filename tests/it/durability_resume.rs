@@ -222,6 +222,18 @@ async fn a_cleanly_stopped_run_resumes_with_a_new_team() {
         engine_b.wait_for(task).await.unwrap().status,
         TaskStatus::Completed
     );
+    // The top's final report counts what the first team's top read too: w.txt's
+    // report went to it before the stop, x.txt's to the new one.
+    let mut report = None;
+    for _ in 0..200 {
+        report = engine_b.task(&task.to_string()).unwrap().final_report;
+        if report.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let report = report.expect("the new top writes the final report").text;
+    assert!(report.contains("- progress reports read: 2"), "{report}");
     engine_b.shutdown().await;
 }
 
