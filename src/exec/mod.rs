@@ -2,7 +2,7 @@
 //! acceptance runner, the project's tests. Every run gets the same treatment:
 //!
 //! - a **scrubbed environment** ([`env`]): no credential of any provider, nothing named
-//!   by the configured key variables, a private temp directory;
+//!   by the configured key variables, a private temp directory ([`temp`]);
 //! - **confinement** ([`confine`]): Landlock keeps writes to the workspace and the temp
 //!   directory, hides the home folder's secrets, and switches TCP off unless
 //!   `sandbox.network = true`; without Landlock a run is refused, or goes on unconfined
@@ -22,6 +22,7 @@ pub mod group;
 pub mod guard;
 mod output;
 pub mod service;
+pub mod temp;
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -269,7 +270,7 @@ impl Runner {
     /// Builds the sandbox once; a workspace or temp directory that cannot be made is an
     /// error, a kernel without Landlock is not (see [`Runner::confinement`]).
     pub fn new(settings: RunnerSettings) -> std::io::Result<Runner> {
-        let temp = tempfile::Builder::new().prefix("conclave-run-").tempdir()?;
+        let temp = temp::make(&std::env::temp_dir())?;
         let mut writable = vec![settings.workspace.clone(), temp.path().to_path_buf()];
         writable.extend(settings.writable.iter().cloned());
         let mut hidden = confine::home_secrets();

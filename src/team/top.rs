@@ -28,7 +28,7 @@ impl TopBehavior {
     pub fn new(services: Arc<Services>) -> Self {
         TopBehavior {
             services,
-            oversight: TopOversight::default(),
+            oversight: TopOversight,
         }
     }
 }
