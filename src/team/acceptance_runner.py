@@ -10,7 +10,8 @@
 #
 # What it finds wrong with a test, and what it mends in one, are rules with ids
 # (docs/checks.md): after the line that says it, a line `::rule ID` names the rule, and
-# a rule whose id is in DISABLED_JSON (`verify.disabled`) does not run.
+# a rule whose id is in DISABLED_JSON (`verify.disabled`) does not run. The rules are the
+# lists at the end of this file (`BEFORE_THE_RUN` …), asked in order by `main`.
 #
 # Every `assert` is judged on its own. One that fails is a failure of the code, except
 # when it only exercises functions the task does not name and the code as it was before
@@ -19,6 +20,7 @@
 # return 0.0", an assert `spread([]) == 0.0`), and the assert is ignored, saying so. A regression in the rest of the code still fails.
 import ast
 import builtins
+import copy
 import inspect
 import json
 import os
@@ -788,62 +790,105 @@ def contradicting_examples(asserts, failing, examples):
     return found
 
 
-def main():
-    # The task's own examples are the strongest word on what the code must give: code
-    # that does not give them fails, whatever the team's test says.
-    examples = task_examples() if on("tests.examples") else []
-    if examples:
-        wrong = check_examples(examples)
-        for line in wrong:
-            print(line)
-        if wrong:
-            fired("tests.examples")
-            sys.exit(1)
-    source = open(TEST).read()
+class Run:
+    """One run of the test, as the rules see it and leave it."""
+
+    def __init__(self):
+        self.examples = []  # the task's own examples: (call, expected) pairs
+        self.source = ""  # the test as written
+        self.cut = None  # what of a cut-off test was left out
+        self.tree = None  # the test as it will run, after its mends
+        self.written = None  # the mended test before its asserts were rewritten to run softly
+        self.asserts = {}  # line -> the assert there
+        self.now = Outcomes()  # what became of each assert on the code now
+        self.namespace = {}  # what the test's run left defined
+        self.failing = []  # lines of the asserts the code failed and no rule set aside
+
+
+class Rule:
+    """A rule of the runner: `judge(run)` mends the test, ends the run (`sys.exit`,
+    `broken`), or lets it go on. A rule switched off in `verify.disabled` is not asked,
+    except one whose `judge` decides how the run ends either way (`always`): it reads
+    `on(id)` itself, and `broken(..., otherwise=)` says what off means for it. Rules
+    with `first_test` blame the test only the first time: the test written again after
+    they found it broken is let be."""
+
+    def __init__(self, id, judge, first_test=False, always=False):
+        self.id, self.judge, self.first_test, self.always = id, judge, first_test, always
+
+    def applies(self):
+        return (self.always or on(self.id)) and not (self.first_test and REWRITTEN)
+
+
+def examples_given_by_the_task(run):
+    """The task's own examples are the strongest word on what the code must give: code
+    that does not give them fails, whatever the team's test says."""
+    run.examples = task_examples()
+    wrong = check_examples(run.examples) if run.examples else []
+    for line in wrong:
+        print(line)
+    if wrong:
+        fired("tests.examples")
+        sys.exit(1)
+
+
+def readable(run):
+    run.source = open(TEST).read()
     try:
-        tree, cut = parse_test(source)
+        run.tree, run.cut = parse_test(run.source)
     except SyntaxError:
         traceback.print_exc()
         broken("acceptance.unreadable")
-    if cut:
-        print(cut)
+    run.tree = ast.fix_missing_locations(SameInterpreter().visit(run.tree))
+
+
+def cut_off(run):
+    if run.cut:
+        print(run.cut)
         fired("repair.test-cut-off")
-    tree = ast.fix_missing_locations(SameInterpreter().visit(tree))
-    if on("repair.test-own-said") and without_own_said(tree):
+
+
+def own_said(run):
+    if without_own_said(run.tree):
         print("the test's own said() was left out: the one given to it compares printed text")
         fired("repair.test-own-said")
-    if on("repair.test-missing-import"):
-        for note in import_project_names(tree):
-            print(note)
-            fired("repair.test-missing-import")
-    if on("acceptance.runs-nothing") and not runs_project_code(tree):
+
+
+def missing_imports(run):
+    for note in import_project_names(run.tree):
+        print(note)
+        fired("repair.test-missing-import")
+
+
+def runs_something(run):
+    if not runs_project_code(run.tree):
         broken("acceptance.runs-nothing",
                "the test never runs the team's code: it imports no module of the project and runs no program")
-    function = program_instead_of_function(tree) if on("acceptance.program-for-function") else None
-    if function and not REWRITTEN:
+
+
+def function_not_program(run):
+    function = program_instead_of_function(run.tree)
+    if function:
         broken("acceptance.program-for-function",
                f"the test runs a program, but the task is about a function, {function}: import it and check what it returns")
-    long_values = long_expected_values(tree, source) if on("acceptance.long-expected-value") else {}
-    copies = copied_expectations(tree) if on("acceptance.copied-assert") else {}
-    tree = ast.fix_missing_locations(UnittestAsserts().visit(tree))
-    rounding_task = bool(INTENT.get("aboutRounding"))
-    tree = ast.fix_missing_locations(WrittenFloats(source, rounding_task).visit(tree))
-    asserts = {n.lineno: n for n in ast.walk(tree) if isinstance(n, ast.Assert)}
-    tree = SoftAsserts().visit(tree)
-    task_words = TASK_WORDS
 
-    now = Outcomes()
+
+def ran(run):
+    """Runs the test on the code now, each assert on its own. The code raising or
+    exiting fails it; the test's own error or `sys.exit` is a broken test."""
+    run.written = copy.deepcopy(run.tree)
+    tree = ast.fix_missing_locations(UnittestAsserts().visit(run.tree))
+    tree = ast.fix_missing_locations(WrittenFloats(run.source, bool(INTENT.get("aboutRounding"))).visit(tree))
+    run.asserts = {n.lineno: n for n in ast.walk(tree) if isinstance(n, ast.Assert)}
+    run.tree = SoftAsserts().visit(tree)
     try:
-        namespace = execute(tree, now)
+        run.namespace = execute(run.tree, run.now)
     except SystemExit as e:
         if e.code not in (None, 0):
-            # The workspace's code exiting fails it; the test's own `sys.exit` is a
-            # broken test.
             print(f"the test exited with {e.code}")
             if raised_in_code(e):
                 sys.exit(1)
             broken("acceptance.test-exits", otherwise=1)
-        namespace = {}
     except BaseException as e:
         traceback.print_exc()
         if raised_in_code(e):
@@ -851,65 +896,82 @@ def main():
         if on("acceptance.test-error"):
             say_invented([e])
         broken("acceptance.test-error", otherwise=1)
+    run.failing = sorted(run.now.failed)
 
-    failing_by_test = [line for line, (kind, _) in now.failed.items() if kind == "broken"]
-    if failing_by_test:
+
+def no_errors_of_its_own(run):
+    by_test = [line for line, (kind, _) in run.now.failed.items() if kind == "broken"]
+    if by_test:
         if on("acceptance.test-error"):
-            say_invented(now.errors[line] for line in failing_by_test)
-        broken("acceptance.test-error", "\n".join(now.failed[line][1] for line in failing_by_test), otherwise=1)
-    # A long value written by hand that the code matches is as good a check as any; one
-    # it does not match is more likely the test's mistake than the code's, the first time.
-    wrong_long = [long_values[line] for line in sorted(now.failed) if line in long_values]
-    if wrong_long and not REWRITTEN:
+            say_invented(run.now.errors[line] for line in by_test)
+        broken("acceptance.test-error", "\n".join(run.now.failed[line][1] for line in by_test), otherwise=1)
+
+
+def long_values_right(run):
+    """A long value written by hand that the code matches is as good a check as any; one
+    it does not match is more likely the test's mistake than the code's."""
+    long_values = long_expected_values(run.written, run.source)
+    wrong = [long_values[line] for line in run.failing if line in long_values]
+    if wrong:
         broken(
             "acceptance.long-expected-value",
             f"the test writes out long expected values by hand, which are easy to get wrong "
-            f"(`{wrong_long[0]}`): check single items, lengths and short results instead",
+            f"(`{wrong[0]}`): check single items, lengths and short results instead",
         )
-    # Two functions expected to give the same result is an assert copied and renamed
-    # (and one of them then fails), more likely than code that is wrong, the first time.
-    for (first, other), lines in sorted(copies.items()):
-        if any(line in now.failed for line in lines) and not REWRITTEN:
+
+
+def not_copied(run):
+    """Two functions expected to give the same result is an assert copied and renamed
+    (and one of them then fails), more likely than code that is wrong."""
+    for (first, other), lines in sorted(copied_expectations(run.written).items()):
+        if any(line in run.now.failed for line in lines):
             broken(
                 "acceptance.copied-assert",
                 f"the test expects `{first}` and `{other}` to give the same result for the "
                 f"same arguments (lines {', '.join(map(str, lines))}): a copied assert; work out "
                 f"each function's expected values on its own, from the task",
             )
-    if not now.failed:
-        if not now.passed:
-            broken("acceptance.no-assert", "the test ran no assert", otherwise=0)
-        beside = beside_the_task(tree, namespace, now.passed, asserts) if on("acceptance.off-task") else None
+
+
+def asserted_something(run):
+    if not run.failing and not run.now.passed:
+        broken("acceptance.no-assert", "the test ran no assert", otherwise=0)
+
+
+def on_task(run):
+    if not run.failing:
+        beside = beside_the_task(run.tree, run.namespace, run.now.passed, run.asserts)
         if beside:
             broken("acceptance.off-task", beside)
-        sys.exit(0)
 
-    def about_task(line):
-        calls = project_calls(asserts[line], namespace, ROOT)
-        return not calls or any(name in task_words for name, _ in calls)
 
-    def report(lines):
-        for line in lines:
-            print(now.failed[line][1])
-
-    failing = sorted(now.failed)
-    # An assert against the task's own example for the same call (which the code gave,
-    # above) is the test's mistake: ignored, and said.
-    contradicting = contradicting_examples(asserts, failing, examples) if on("acceptance.contradicts-example") else []
+def agrees_with_the_examples(run):
+    """An assert against the task's own example for the same call (which the code gave,
+    or `tests.examples` would have failed it) is the test's mistake: ignored, and said."""
+    contradicting = contradicting_examples(run.asserts, run.failing, run.examples)
     if contradicting:
         for line in contradicting:
-            shown = ast.get_source_segment(source, asserts[line]) or f"line {line}"
+            shown = ast.get_source_segment(run.source, run.asserts[line]) or f"line {line}"
             print(f"ignored: `{shown}` expects other than the task's own example for that call")
         fired("acceptance.contradicts-example")
-        failing = [line for line in failing if line not in contradicting]
-        if not failing:
-            sys.exit(0)
-    if not ORIGINALS or not on("acceptance.ignored-assert") or any(about_task(line) for line in failing):
-        report(failing)
-        sys.exit(1)
+        run.failing = [line for line in run.failing if line not in contradicting]
 
-    # Only asserts about code the task does not name failed: run the test again on the
-    # code as it was before the task.
+
+def about_the_task(run, line):
+    calls = project_calls(run.asserts[line], run.namespace, ROOT)
+    return not calls or any(name in TASK_WORDS for name, _ in calls)
+
+
+def report(run, lines):
+    for line in lines:
+        print(run.now.failed[line][1])
+
+
+def failed_before_too(run):
+    """Only asserts about code the task does not name failed: the test runs again on the
+    code as it was before the task. What failed there too is set aside."""
+    if not ORIGINALS or any(about_the_task(run, line) for line in run.failing):
+        return
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
         if name != "__main__" and file and under(file, ROOT):
@@ -917,27 +979,74 @@ def main():
     sys.path.insert(0, ORIGINALS)
     before = Outcomes()
     try:
-        then = execute(tree, before)
+        then = execute(run.tree, before)
     except BaseException:
         then = None
     ignored = [
         line
-        for line in failing
+        for line in run.failing
         if then is not None
         and line in before.failed
-        and all(under(file, ORIGINALS) for _, file in project_calls(asserts[line], then, ROOT))
+        and all(under(file, ORIGINALS) for _, file in project_calls(run.asserts[line], then, ROOT))
     ]
-    if len(ignored) < len(failing):
-        report(failing)
-        sys.exit(1)
-    if not any(about_task(line) for line in now.passed):
-        report(failing)
+    if len(ignored) < len(run.failing):
+        return
+    if not any(about_the_task(run, line) for line in run.now.passed):
+        report(run, run.failing)
         broken("acceptance.off-task",
                "the test checks nothing the task asks for: its failing asserts are about other code")
     for line in ignored:
-        shown = ast.get_source_segment(source, asserts[line]) or f"line {line}"
+        shown = ast.get_source_segment(run.source, run.asserts[line]) or f"line {line}"
         print(f"ignored: `{shown}` checks code the task does not name, and the code before the task failed it too")
         fired("acceptance.ignored-assert")
+    run.failing = []
+
+
+# Every rule, in the order it is asked. Before the test runs: what the task's examples
+# say, then the test's text, mended or found broken. Then the run. Then, when asserts
+# failed, whether the test or the code is to blame for each; when none did, whether the
+# test checked anything of the task. What is failing at the end fails the code.
+BEFORE_THE_RUN = [
+    Rule("tests.examples", examples_given_by_the_task),
+    Rule("acceptance.unreadable", readable, always=True),
+    Rule("repair.test-cut-off", cut_off, always=True),
+    Rule("repair.test-own-said", own_said),
+    Rule("repair.test-missing-import", missing_imports),
+    Rule("acceptance.runs-nothing", runs_something),
+    Rule("acceptance.program-for-function", function_not_program, first_test=True),
+]
+THE_RUN = [
+    Rule("acceptance.test-exits", ran, always=True),
+    Rule("acceptance.test-error", no_errors_of_its_own, always=True),
+]
+WHEN_ASSERTS_FAILED = [
+    Rule("acceptance.long-expected-value", long_values_right, first_test=True),
+    Rule("acceptance.copied-assert", not_copied, first_test=True),
+    Rule("acceptance.contradicts-example", agrees_with_the_examples),
+    Rule("acceptance.ignored-assert", failed_before_too),
+]
+WHEN_ALL_PASSED = [
+    Rule("acceptance.no-assert", asserted_something, always=True),
+    Rule("acceptance.off-task", on_task),
+]
+
+
+def main():
+    run = Run()
+    for rule in BEFORE_THE_RUN + THE_RUN:
+        if rule.applies():
+            rule.judge(run)
+    if run.failing:
+        for rule in WHEN_ASSERTS_FAILED:
+            if rule.applies():
+                rule.judge(run)
+                if not run.failing:
+                    sys.exit(0)
+        report(run, run.failing)
+        sys.exit(1)
+    for rule in WHEN_ALL_PASSED:
+        if rule.applies():
+            rule.judge(run)
     sys.exit(0)
 
 

@@ -875,6 +875,29 @@ fn every_rule_is_run_by_one_check_or_by_the_acceptance_test() {
             assert!(crate::checks::rule(id).is_some(), "{id} is not in RULES");
         }
     }
+    // The acceptance runner's lists (`Rule("id", …)`) hold every acceptance rule but the
+    // verdict `tests.acceptance` itself, and the test repairs, once each; nothing else.
+    let runner = include_str!("../acceptance_runner.py");
+    let listed: Vec<&str> = runner
+        .split("Rule(\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    let mut expected: Vec<&str> = crate::checks::RULES
+        .iter()
+        .map(|r| r.id)
+        .filter(|id| by_acceptance(id) && *id != "tests.acceptance")
+        .chain(
+            crate::checks::REPAIRS
+                .iter()
+                .map(|r| r.id)
+                .filter(|id| id.starts_with("repair.test-")),
+        )
+        .collect();
+    let mut sorted = listed.clone();
+    sorted.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(sorted, expected, "the runner's rules against the registry");
 }
 
 #[tokio::test]
