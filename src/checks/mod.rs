@@ -5,11 +5,13 @@
 //!
 //! - [`RULES`]: the registry.
 //! - [`intent`]: the task read once: what it names, asks for, renames and removes.
+//! - [`defines`]: what a code file defines, one reader a language.
 //! - `python/checks.py`: the rules that read Python code, one program kept as a file with
 //!   its own tests (`python/test_checks.py`), run isolated (`python3 -I`).
 //!
 //! Running the rules (through `exec`, under the approval policy) is `team/check/`'s: the pipeline of checks, by stage.
 
+pub mod defines;
 pub mod intent;
 
 use serde::Deserialize;

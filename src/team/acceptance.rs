@@ -35,8 +35,8 @@
 use std::path::{Path, PathBuf};
 
 use super::check::{self, Bench, Originals};
-use super::files::{Language, defined_name, is_definition, language_of};
 use super::{Services, first_line};
+use crate::checks::defines::{Language, defined_name, is_definition, language_of};
 use crate::config::TeamLayer;
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::quality::{self, TestOutcome, TestStep, Verdict};
@@ -727,7 +727,7 @@ mod tests {
         });
         let (task_file, originals) = write_runner_inputs(&test_path, &originals);
         let intent = crate::checks::intent::Intent::read(task, &|name| {
-            crate::team::files::names_defined("stats.py", before).contains(name)
+            crate::checks::defines::names_defined("stats.py", before).contains(name)
         });
         let intent = serde_json::to_string(&intent).unwrap();
         let run = std::process::Command::new("python3")
@@ -1397,18 +1397,5 @@ mod tests {
             output.contains("does not export a function the task names"),
             "{output}"
         );
-    }
-
-    #[test]
-    fn only_python_code_that_is_not_a_test_asks_for_one() {
-        assert_eq!(language_of("solution.py"), Some(Language::Python));
-        assert_eq!(language_of("pkg/mod.py"), Some(Language::Python));
-        assert_eq!(language_of("test_solution.py"), None);
-        assert_eq!(language_of("solution_test.py"), None);
-        assert_eq!(language_of("README.md"), None);
-        assert_eq!(language_of("slugify.js"), Some(Language::JavaScript));
-        assert_eq!(language_of("lib/util.cjs"), Some(Language::JavaScript));
-        assert_eq!(language_of("slugify.test.js"), None);
-        assert_eq!(language_of("node_modules/x/index.js"), None);
     }
 }

@@ -1,6 +1,6 @@
 //! The task's files: which the task names (existing or to be written), their text as
-//! the agents are shown it, what a code file defines, the versions a coder proposed, and
-//! putting files back. Shared by the team's behaviours, so that none of them imports
+//! the agents are shown it, the versions a coder proposed, and putting files back (what
+//! a code file defines is `checks::defines`). Shared by the team's behaviours, so that none of them imports
 //! another for these.
 
 use std::path::Path;
@@ -300,99 +300,6 @@ pub(super) fn keep_proposed(s: &Services, task_id: TaskId, outcome: &ExecutionOu
     for file in &outcome.proposed_files {
         if !kept.contains(file) {
             kept.push(file.clone());
-        }
-    }
-}
-
-/// The languages the team writes acceptance tests in, each for code of its own kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Language {
-    Python,
-    /// CommonJS (`.js`, `.cjs`), run by node.
-    JavaScript,
-}
-
-impl Language {
-    pub(super) fn extension(self) -> &'static str {
-        match self {
-            Language::Python => "py",
-            Language::JavaScript => "js",
-        }
-    }
-
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Language::Python => "Python",
-            Language::JavaScript => "JavaScript",
-        }
-    }
-}
-
-/// The language of a code file that is not itself a test.
-pub(super) fn language_of(path: &str) -> Option<Language> {
-    let name = Path::new(path)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("");
-    if name.ends_with(".py") && !name.starts_with("test_") && !name.ends_with("_test.py") {
-        return Some(Language::Python);
-    }
-    let test_like = [".test.", ".spec.", "_test."]
-        .iter()
-        .any(|t| name.contains(t));
-    ((name.ends_with(".js") || name.ends_with(".cjs"))
-        && !test_like
-        && !path.contains("node_modules/"))
-    .then_some(Language::JavaScript)
-}
-
-/// The name a definition line (see [`is_definition`]) defines, when it names one.
-pub(super) fn defined_name(line: &str, language: Language) -> Option<String> {
-    let l = line.trim_start();
-    let starts: &[&str] = match language {
-        Language::Python => &["async def ", "def ", "class "],
-        Language::JavaScript => &[
-            "async function ",
-            "function ",
-            "class ",
-            "const ",
-            "let ",
-            "exports.",
-        ],
-    };
-    let rest = starts.iter().find_map(|start| l.strip_prefix(start))?;
-    let name: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
-        .collect();
-    (!name.is_empty()).then_some(name)
-}
-
-/// The functions and classes `text` defines, read as code of `path`'s language (none for
-/// other languages).
-pub(super) fn names_defined(path: &str, text: &str) -> std::collections::HashSet<String> {
-    let Some(language) = language_of(path) else {
-        return Default::default();
-    };
-    text.lines()
-        .filter_map(|line| defined_name(line, language))
-        .collect()
-}
-
-/// A line that defines something a test can call.
-pub(super) fn is_definition(line: &str, language: Language) -> bool {
-    let l = line.trim_start();
-    match language {
-        Language::Python => {
-            l.starts_with("def ") || l.starts_with("async def ") || l.starts_with("class ")
-        }
-        Language::JavaScript => {
-            l.starts_with("function ")
-                || l.starts_with("async function ")
-                || l.starts_with("class ")
-                || l.starts_with("module.exports")
-                || l.starts_with("exports.")
-                || ((l.starts_with("const ") || l.starts_with("let ")) && l.contains("=>"))
         }
     }
 }

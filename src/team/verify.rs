@@ -538,7 +538,7 @@ fn add_part(targets: &mut Vec<(String, String)>, path: String, content: &str) {
         targets.push((path, content.to_string()));
         return;
     };
-    let names = |text: &str| super::files::names_defined(&path, text);
+    let names = |text: &str| crate::checks::defines::names_defined(&path, text);
     let (before, part) = (names(whole), names(content));
     if !before.is_empty() && !part.is_empty() && before.is_disjoint(&part) {
         *whole = format!("{}\n\n\n{}", whole.trim_end(), content);
@@ -562,8 +562,8 @@ async fn file_the_content_is(
     for path in task_files.iter().filter(|path| !check::is_test_file(path)) {
         if let Ok(absolute) = s.sandbox.resolve(path)
             && let Ok(now) = tokio::fs::read_to_string(&absolute).await
-            && !super::files::names_defined(path, &now)
-                .is_disjoint(&super::files::names_defined(path, content))
+            && !crate::checks::defines::names_defined(path, &now)
+                .is_disjoint(&crate::checks::defines::names_defined(path, content))
         {
             defining.push(path.clone());
         }

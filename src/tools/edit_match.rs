@@ -18,6 +18,8 @@
 
 use similar::TextDiff;
 
+use crate::checks::defines::{Language, defined_name};
+
 /// Least character similarity (0..1) for an approximate match.
 const APPROXIMATE_AT_LEAST: f32 = 0.9;
 /// An approximate match needs this many non-blank characters in `old_text`: below it, a
@@ -593,17 +595,6 @@ struct Definition {
     end: usize,
 }
 
-/// The name a top-level line defines, if it starts a definition.
-fn defined_name(line: &str) -> Option<&str> {
-    let rest = ["def ", "async def ", "class "]
-        .iter()
-        .find_map(|keyword| line.strip_prefix(keyword))?;
-    let end = rest
-        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .unwrap_or(rest.len());
-    (end > 0).then(|| &rest[..end])
-}
-
 /// The top-level definitions of Python `text`, and its other top-level lines (imports,
 /// assignments, the main block) as (offset, line).
 fn python_definitions(text: &str) -> (Vec<Definition>, Vec<(usize, &str)>) {
@@ -640,9 +631,9 @@ fn python_definitions(text: &str) -> (Vec<Definition>, Vec<(usize, &str)>) {
             decorators_from.get_or_insert(at);
             continue;
         }
-        if let Some(name) = defined_name(line) {
+        if let Some(name) = defined_name(line, Language::Python) {
             open = Some(Definition {
-                name: name.to_string(),
+                name,
                 start: decorators_from.take().unwrap_or(at),
                 end: at + line.len(),
             });

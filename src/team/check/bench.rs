@@ -162,10 +162,9 @@ impl Bench {
     /// defined it before the task.
     pub fn intent(&self) -> crate::checks::intent::Intent {
         let defined = |name: &str| {
-            self.originals
-                .files
-                .iter()
-                .any(|(path, text)| crate::team::files::names_defined(path, text).contains(name))
+            self.originals.files.iter().any(|(path, text)| {
+                crate::checks::defines::names_defined(path, text).contains(name)
+            })
         };
         crate::checks::intent::Intent::read(&self.originals.task, &defined)
     }

@@ -56,13 +56,12 @@ async fn rename_problems(
     if !bench.on("names.rename") {
         return Vec::new();
     }
-    let defined_before = |name: &str| {
-        bench
-            .originals
-            .files
-            .iter()
-            .any(|(path, text)| crate::team::files::names_defined(path, text).contains(name))
-    };
+    let defined_before =
+        |name: &str| {
+            bench.originals.files.iter().any(|(path, text)| {
+                crate::checks::defines::names_defined(path, text).contains(name)
+            })
+        };
     let renames: Vec<&(String, String)> = intent
         .renames
         .iter()
@@ -80,7 +79,7 @@ async fn rename_problems(
     let mut defined = Vec::new();
     for path in paths.into_iter().filter(|p| !is_test_file(p)) {
         if let Ok(text) = tokio::fs::read_to_string(bench.root.join(path)).await {
-            defined.push((path, crate::team::files::names_defined(path, &text)));
+            defined.push((path, crate::checks::defines::names_defined(path, &text)));
         }
     }
     let mut problems = Vec::new();
