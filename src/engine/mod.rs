@@ -829,8 +829,7 @@ fn call_retry_listener(
 ) -> crate::recovery::backoff::RetryListener {
     // Call-level retries are recovery steps like any other: shown and stored, and
     // attributed to the subtask whose attempt made the call.
-    let retry_events = runtime.events.clone();
-    let retry_store = runtime.store.clone();
+    let journal = runtime.journal();
     Arc::new(move |retry| {
         let Ok((task, subtask, agent)) = crate::team::WORK.try_with(|w| *w) else {
             return;
@@ -862,11 +861,7 @@ fn call_retry_listener(
         if scope != EventScope::Tool {
             step.provider = Some(retry.source.clone());
         }
-        let step = Arc::new(step);
-        if let Some(store) = &retry_store {
-            store.record(crate::store::Record::Recovery(step.clone()));
-        }
-        retry_events.publish(RuntimeEvent::Recovery(step));
+        journal.keep(crate::store::Record::Recovery(Arc::new(step)));
     })
 }
 
@@ -876,8 +871,7 @@ fn breaker_listener(
     runtime: &Arc<Runtime>,
     tasks: &Tasks,
 ) -> crate::recovery::breaker::BreakerListener {
-    let events = runtime.events.clone();
-    let store = runtime.store.clone();
+    let journal = runtime.journal();
     let tasks = tasks.clone();
     Arc::new(move |event| {
         use crate::recovery::breaker::BreakerTransition;
@@ -909,11 +903,7 @@ fn breaker_listener(
                 step.task_ids.push(t.id.to_string());
             }
         });
-        let step = Arc::new(step);
-        if let Some(store) = &store {
-            store.record(crate::store::Record::Recovery(step.clone()));
-        }
-        events.publish(RuntimeEvent::Recovery(step));
+        journal.keep(crate::store::Record::Recovery(Arc::new(step)));
     })
 }
 

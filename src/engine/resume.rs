@@ -115,9 +115,12 @@ pub async fn load(store: &Store, team: &TeamConfig) -> Result<Saved, StoreError>
             // Asked again by its step when it runs again, under the same id.
             carried.push(request);
         } else {
+            // Read before anyone subscribes: kept, with nobody to tell.
             store.record(Record::ApprovalResolved {
                 approval_id: request.approval_id,
+                task_id: request.task_id,
                 answer: None,
+                reason: Some("nothing was waiting for it when Conclave started again".into()),
             });
         }
     }

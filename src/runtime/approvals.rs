@@ -18,6 +18,7 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::events::{EventBus, RuntimeEvent};
+use super::journal::Journal;
 use crate::ids::{SubtaskId, TaskId};
 use crate::records::{ApprovalAnswer, ApprovalKind, ApprovalOption, ApprovalRequest};
 use crate::recovery::Severity;
@@ -137,8 +138,7 @@ pub struct Approvals {
     /// stopped: pending again under their ids, and the answer's channel, until the step
     /// that asked asks the same again and takes them over ([`Approvals::ask`]).
     carried: Arc<DashMap<Sameness, (Uuid, oneshot::Receiver<ApprovalAnswer>)>>,
-    events: EventBus,
-    store: Option<Store>,
+    journal: Journal,
 }
 
 /// What makes two approval requests the same question: their task, subtask, kind and
@@ -169,8 +169,7 @@ impl Approvals {
             restored: Arc::new(DashMap::new()),
             waited: Arc::new(DashMap::new()),
             carried: Arc::new(DashMap::new()),
-            events,
-            store,
+            journal: Journal::new(events, store),
         }
     }
 
@@ -203,11 +202,8 @@ impl Approvals {
                 since: tokio::time::Instant::now(),
             },
         );
-        if let Some(store) = &self.store {
-            store.record(Record::ApprovalRequested(request.clone()));
-        }
-        self.events
-            .publish(RuntimeEvent::ApprovalRequested(request.clone()));
+        self.journal
+            .keep(Record::ApprovalRequested(request.clone()));
         let answer = answered.await.ok();
         unanswered.id = None;
         answer
@@ -247,8 +243,8 @@ impl Approvals {
                 since: tokio::time::Instant::now(),
             },
         );
-        self.events
-            .publish(RuntimeEvent::ApprovalRequested(request));
+        self.journal
+            .announce(RuntimeEvent::ApprovalRequested(request));
         answered
     }
 
@@ -314,7 +310,7 @@ impl Approvals {
         if let Some((_, pending)) = self.pending.remove(&id) {
             self.count_wait(&pending);
             tracing::info!(approval = %id, "approval withdrawn: {ASKER_GONE}");
-            self.events.publish(RuntimeEvent::ApprovalResolved {
+            self.journal.announce(RuntimeEvent::ApprovalResolved {
                 approval_id: id,
                 task_id: pending.request.task_id,
                 decision: None,
@@ -386,16 +382,10 @@ impl Approvals {
         answer: Option<&ApprovalAnswer>,
         reason: Option<&str>,
     ) {
-        if let Some(store) = &self.store {
-            store.record(Record::ApprovalResolved {
-                approval_id: request.approval_id,
-                answer: answer.cloned(),
-            });
-        }
-        self.events.publish(RuntimeEvent::ApprovalResolved {
+        self.journal.keep(Record::ApprovalResolved {
             approval_id: request.approval_id,
             task_id: request.task_id,
-            decision: answer.map(|a| a.decision),
+            answer: answer.cloned(),
             reason: reason.map(str::to_string),
         });
     }

@@ -9,7 +9,8 @@ use dashmap::DashMap;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::events::{EventBus, RuntimeEvent};
+use super::events::EventBus;
+use super::journal::Journal;
 use super::mailbox::Mailbox;
 use crate::ids::AgentId;
 use crate::records::{Layer, Message, Recipient};
@@ -53,8 +54,7 @@ struct BusInner {
     parked: DashMap<AgentId, Vec<Arc<Message>>>,
     /// Requests waiting for a reply, by request id.
     pending_replies: DashMap<Uuid, oneshot::Sender<Arc<Message>>>,
-    events: EventBus,
-    store: Option<Store>,
+    journal: Journal,
 }
 
 /// A handle to the bus, cheap to clone.
@@ -74,8 +74,7 @@ impl Bus {
                 any_forward: std::sync::atomic::AtomicBool::new(false),
                 parked: DashMap::new(),
                 pending_replies: DashMap::new(),
-                events,
-                store,
+                journal: Journal::new(events, store),
             }),
         }
     }
@@ -311,12 +310,7 @@ impl Bus {
     }
 
     fn observe(&self, message: &Arc<Message>) {
-        if let Some(store) = &self.inner.store {
-            store.record(Record::Message(message.clone()));
-        }
-        self.inner
-            .events
-            .publish(RuntimeEvent::Message(message.clone()));
+        self.inner.journal.keep(Record::Message(message.clone()));
     }
 
     /// Sends `message` and waits up to `timeout` for a message whose `in_reply_to` is its id.

@@ -17,7 +17,8 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::bus::Bus;
-use super::events::{EventBus, RuntimeEvent};
+use super::events::EventBus;
+use super::journal::Journal;
 use super::whiteboard::{Accessor, Whiteboards};
 use crate::ids::AgentId;
 use crate::records::{
@@ -131,8 +132,7 @@ struct Entry {
 #[derive(Clone)]
 pub struct Governance {
     decisions: Arc<DashMap<Uuid, Entry>>,
-    events: EventBus,
-    store: Option<Store>,
+    journal: Journal,
     bus: Bus,
     whiteboards: Whiteboards,
 }
@@ -141,8 +141,7 @@ impl Governance {
     pub fn new(bus: Bus, whiteboards: Whiteboards, events: EventBus, store: Option<Store>) -> Self {
         Governance {
             decisions: Arc::new(DashMap::new()),
-            events,
-            store,
+            journal: Journal::new(events, store),
             bus,
             whiteboards,
         }
@@ -324,11 +323,7 @@ impl Governance {
     }
 
     fn publish(&self, decision: &Arc<Decision>) {
-        if let Some(store) = &self.store {
-            store.record(Record::Decision(decision.clone()));
-        }
-        self.events
-            .publish(RuntimeEvent::Decision(decision.clone()));
+        self.journal.keep(Record::Decision(decision.clone()));
     }
 
     /// Settles `conflict` by the weighted `votes` of `voters` (the top layer), appends the
@@ -371,11 +366,7 @@ impl Governance {
                 tracing::warn!(party = %party, "arbitration result not delivered: {e}");
             }
         }
-        if let Some(store) = &self.store {
-            store.record(Record::Arbitration(result.clone()));
-        }
-        self.events
-            .publish(RuntimeEvent::Arbitration(result.clone()));
+        self.journal.keep(Record::Arbitration(result.clone()));
         Ok(result)
     }
 }

@@ -9,7 +9,8 @@ use chrono::Utc;
 use serde::Serialize;
 use tokio::sync::watch;
 
-use super::events::{EventBus, RuntimeEvent};
+use super::events::EventBus;
+use super::journal::Journal;
 use super::whiteboard::Accessor;
 use crate::ids::AgentId;
 use crate::records::{AgentConfig, AgentError, AgentMetrics, AgentStatus, Layer, Transition};
@@ -27,8 +28,7 @@ pub struct AgentHandle {
     /// The newest heartbeat number sent to it (0: none yet).
     last_beat_sent: AtomicU64,
     missed_in_row: AtomicU32,
-    events: EventBus,
-    store: Option<Store>,
+    journal: Journal,
 }
 
 /// What the editor sees of an agent (docs/protocol.md, `AgentInfo`).
@@ -59,8 +59,7 @@ impl AgentHandle {
             last_acked_beat: AtomicU64::new(0),
             last_beat_sent: AtomicU64::new(0),
             missed_in_row: AtomicU32::new(0),
-            events,
-            store,
+            journal: Journal::new(events, store),
         }
     }
 
@@ -84,9 +83,8 @@ impl AgentHandle {
     pub fn update_config(&self, edit: impl FnOnce(&mut AgentConfig)) {
         let mut config = self.config.write().expect("config lock");
         edit(&mut config);
-        if let Some(store) = &self.store {
-            store.record(Record::AgentCreated(Box::new(config.clone())));
-        }
+        self.journal
+            .keep(Record::AgentCreated(Box::new(config.clone())));
     }
 
     pub fn status(&self) -> AgentStatus {
@@ -125,11 +123,7 @@ impl AgentHandle {
             at: Utc::now(),
         };
         tracing::debug!(agent = %self.id, %from, %to, reason = %transition.reason, "agent status");
-        if let Some(store) = &self.store {
-            store.record(Record::Transition(transition.clone()));
-        }
-        self.events
-            .publish(RuntimeEvent::AgentStatus(transition.clone()));
+        self.journal.keep(Record::Transition(transition.clone()));
         Ok(transition)
     }
 

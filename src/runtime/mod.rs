@@ -12,6 +12,7 @@ mod events;
 mod governance;
 mod handle;
 mod heartbeat;
+mod journal;
 mod mailbox;
 mod pool;
 mod task;
@@ -44,6 +45,7 @@ pub use events::{EventBus, EventStream, RuntimeEvent};
 pub use governance::{Conflict, Governance, GovernanceError, Proposal, Voter, tally};
 pub use handle::{AgentHandle, AgentInfo};
 pub use heartbeat::{HUNG_AFTER_MISSED, HeartbeatScheduler, RoundReport};
+pub use journal::{Journal, events_of};
 pub use mailbox::Mailbox;
 pub use pool::AgentPool;
 pub use task::{AgentBehavior, AgentContext};
@@ -75,6 +77,11 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// Where facts are kept and told ([`Journal`]).
+    pub fn journal(&self) -> Journal {
+        Journal::new(self.events.clone(), self.store.clone())
+    }
+
     pub fn new(config: Config, store: Option<Store>) -> Arc<Runtime> {
         Runtime::with_events(config, store, EventBus::default())
     }

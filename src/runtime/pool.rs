@@ -14,6 +14,7 @@ use super::bus::{Bus, BusError};
 use super::events::EventBus;
 use super::governance::Governance;
 use super::handle::AgentHandle;
+use super::journal::Journal;
 use super::task::{AgentBehavior, AgentContext, force_terminated, run_agent};
 use super::whiteboard::Whiteboards;
 use crate::ids::AgentId;
@@ -34,8 +35,7 @@ struct PoolInner {
     bus: Bus,
     whiteboards: Whiteboards,
     governance: Governance,
-    events: EventBus,
-    store: Option<Store>,
+    journal: Journal,
 }
 
 /// The pool, cheap to clone.
@@ -64,8 +64,7 @@ impl AgentPool {
                 bus,
                 whiteboards,
                 governance,
-                events,
-                store,
+                journal: Journal::new(events, store),
             }),
         }
     }
@@ -120,13 +119,13 @@ impl AgentPool {
             }
         };
         self.inner.whiteboards.create(WhiteboardId::Agent(id));
-        if let Some(store) = &self.inner.store {
-            store.record(Record::AgentCreated(Box::new(config.clone())));
-        }
+        self.inner
+            .journal
+            .keep(Record::AgentCreated(Box::new(config.clone())));
         let handle = Arc::new(AgentHandle::new(
             config,
-            self.inner.events.clone(),
-            self.inner.store.clone(),
+            self.inner.journal.events().clone(),
+            self.inner.journal.store().cloned(),
         ));
         let ctx = AgentContext {
             handle: handle.clone(),
@@ -186,12 +185,10 @@ impl AgentPool {
         if self.inner.agents.remove(&id).is_some() {
             self.inner.occupied.fetch_sub(1, Ordering::AcqRel);
             self.inner.bus.unregister(id);
-            if let Some(store) = &self.inner.store {
-                store.record(Record::AgentRemoved {
-                    agent: id,
-                    at: Utc::now(),
-                });
-            }
+            self.inner.journal.keep(Record::AgentRemoved {
+                agent: id,
+                at: Utc::now(),
+            });
         }
     }
 

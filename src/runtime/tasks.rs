@@ -7,7 +7,8 @@ use std::sync::Arc;
 use chrono::Utc;
 use dashmap::DashMap;
 
-use super::events::{EventBus, RuntimeEvent};
+use super::events::EventBus;
+use super::journal::Journal;
 use crate::ids::{SubtaskId, TaskId};
 use crate::records::{TaskRecord, TaskSummary};
 use crate::store::{Record, Store};
@@ -19,8 +20,7 @@ pub struct Tasks {
     /// The task each subtask looked up so far belongs to (a subtask never moves and
     /// tasks are never dropped, so an entry never goes stale): every model call asks.
     owners: Arc<DashMap<SubtaskId, TaskId>>,
-    events: EventBus,
-    store: Option<Store>,
+    journal: Journal,
 }
 
 impl Tasks {
@@ -28,8 +28,7 @@ impl Tasks {
         Tasks {
             tasks: Arc::new(DashMap::new()),
             owners: Arc::new(DashMap::new()),
-            events,
-            store,
+            journal: Journal::new(events, store),
         }
     }
 
@@ -129,15 +128,13 @@ impl Tasks {
         self.publish_and_checkpoint(id, Vec::new());
     }
 
+    /// Keeps `records` and the task's checkpoint in one transaction; subscribers hear of
+    /// each record, then of the task as it now stands.
     fn publish_and_checkpoint(&self, id: TaskId, mut records: Vec<Record>) {
         let Some(task) = self.tasks.get(&id).map(|t| t.clone()) else {
             return;
         };
-        let summary = Arc::new(task.summary());
-        if let Some(store) = &self.store {
-            records.push(Record::TaskCheckpoint(Box::new(task)));
-            store.record(Record::Group(records));
-        }
-        self.events.publish(RuntimeEvent::TaskUpdated(summary));
+        records.push(Record::TaskCheckpoint(Box::new(task)));
+        self.journal.keep(Record::Group(records));
     }
 }

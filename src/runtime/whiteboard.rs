@@ -6,7 +6,8 @@ use std::sync::Arc;
 use chrono::Utc;
 use dashmap::DashMap;
 
-use super::events::{EventBus, RuntimeEvent};
+use super::events::EventBus;
+use super::journal::Journal;
 use crate::ids::AgentId;
 use crate::records::{Layer, Operation, Snapshot, WhiteboardError, WhiteboardId};
 use crate::store::{Record, Store};
@@ -68,8 +69,7 @@ impl Accessor {
 #[derive(Clone)]
 pub struct Whiteboards {
     boards: Arc<DashMap<WhiteboardId, Snapshot>>,
-    events: EventBus,
-    store: Option<Store>,
+    journal: Journal,
 }
 
 impl Whiteboards {
@@ -77,8 +77,7 @@ impl Whiteboards {
     pub fn new(events: EventBus, store: Option<Store>) -> Self {
         let boards = Whiteboards {
             boards: Arc::new(DashMap::new()),
-            events,
-            store,
+            journal: Journal::new(events, store),
         };
         boards.create(WhiteboardId::Global);
         for layer in Layer::ALL {
@@ -179,17 +178,9 @@ impl Whiteboards {
             board.updated_at = Utc::now();
             board.clone()
         };
-        if let Some(store) = &self.store {
-            store.record(Record::WhiteboardVersion {
-                snapshot: snapshot.clone(),
-                author: who.id(),
-            });
-        }
-        self.events.publish(RuntimeEvent::WhiteboardChanged {
-            id,
-            version: snapshot.version,
-            content: snapshot.content.clone(),
-            at: snapshot.updated_at,
+        self.journal.keep(Record::WhiteboardVersion {
+            snapshot: snapshot.clone(),
+            author: who.id(),
         });
         Ok(snapshot)
     }

@@ -49,10 +49,12 @@ pub enum Record {
     TaskCheckpoint(Box<TaskRecord>),
     Recovery(Arc<RecoveryEvent>),
     ApprovalRequested(Arc<ApprovalRequest>),
-    /// `answer` is `None` when the approval was withdrawn.
+    /// `answer` is `None` when the approval was withdrawn, for `reason`.
     ApprovalResolved {
         approval_id: uuid::Uuid,
+        task_id: TaskId,
         answer: Option<ApprovalAnswer>,
+        reason: Option<String>,
     },
     /// A file a task touched (`files.rs`).
     FileTouched(Arc<FileTouch>),
@@ -661,6 +663,7 @@ fn insert(conn: &Connection, record: &Record) -> rusqlite::Result<()> {
         Record::ApprovalResolved {
             approval_id,
             answer,
+            ..
         } => {
             conn.prepare_cached("UPDATE approvals SET status = ?2, answer = ?3 WHERE id = ?1")?
                 .execute(params![

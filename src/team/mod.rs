@@ -44,8 +44,7 @@ use crate::model::ModelProvider;
 use crate::recovery::{Failure, RecoveryAction, RecoveryEvent, Severity};
 use crate::runtime::{
     AgentBehavior, AgentConfig, AgentId, ApprovalAnswer, ApprovalChoice, ApprovalKind,
-    ApprovalOption, ApprovalRequest, Approvals, Layer, Runtime, RuntimeEvent, SubtaskId, TaskId,
-    Tasks,
+    ApprovalOption, ApprovalRequest, Approvals, Layer, Runtime, SubtaskId, TaskId, Tasks,
 };
 use crate::store::Record;
 use crate::tools::{
@@ -191,12 +190,9 @@ impl Services {
                     t.recovery = Some((*event).clone())
                 })
         });
-        if recorded.is_none()
-            && let Some(store) = &self.runtime.store
-        {
-            store.record(step);
+        if recorded.is_none() {
+            self.runtime.journal().keep(step);
         }
-        self.runtime.events.publish(RuntimeEvent::Recovery(event));
     }
 
     /// The agent now standing in for `agent` (itself, unless replaced, maybe repeatedly).
