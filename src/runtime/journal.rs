@@ -58,7 +58,7 @@ pub fn events_of(record: &Record) -> Vec<RuntimeEvent> {
         Record::Transition(transition) => RuntimeEvent::AgentStatus(transition.clone()),
         Record::Message(message) => RuntimeEvent::Message(message.clone()),
         Record::WhiteboardVersion { snapshot, .. } => RuntimeEvent::WhiteboardChanged {
-            id: snapshot.id.clone(),
+            id: snapshot.id,
             version: snapshot.version,
             content: snapshot.content.clone(),
             at: snapshot.updated_at,
