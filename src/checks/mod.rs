@@ -202,11 +202,6 @@ pub const RULES: &[Rule] = &[
         catches: "a first test whose failing assert compares with a long value written out by hand",
     },
     Rule {
-        id: "acceptance.copied-assert",
-        kind: Kind::Tests,
-        catches: "a first test that expects of one function the task names what it expects of another, for the same arguments, and fails there",
-    },
-    Rule {
         id: "acceptance.no-assert",
         kind: Kind::Tests,
         catches: "a test that runs no assert (off: such a test passes)",

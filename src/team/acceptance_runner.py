@@ -498,47 +498,6 @@ def long_expected_values(tree, source):
     return found
 
 
-def empty(node):
-    """An empty literal (`[]`, `""`, `None`): many functions rightly agree on it."""
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        return not node.elts
-    if isinstance(node, ast.Dict):
-        return not node.keys
-    return isinstance(node, ast.Constant) and node.value in ("", None)
-
-
-def copied_expectations(tree):
-    """Two functions the test expects the very same result of, for the same arguments:
-    {(function, other): [lines of both]}: one function's asserts copied onto another
-    (`f_to_c(0) == 32.0`, or only `f_to_c(1) == 33.8`, from c_to_f's) fail right code,
-    and no fix of the code can pass them. Two functions may
-    rightly agree somewhere (both give -40 for -40), so this counts only where an assert
-    failed, only for functions the task names, never on empty arguments (`mean([])` and
-    `spread([])` may both be 0.0), and only in a first test."""
-    calls = {}  # (arguments, expected) -> {function: [lines]}
-    for node in ast.walk(tree):
-        test = node.test if isinstance(node, ast.Assert) else None
-        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
-            continue
-        call, expected = test.left, test.comparators[0]
-        if not isinstance(call, ast.Call):
-            call, expected = expected, call
-        if not isinstance(call, ast.Call):
-            continue
-        name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
-        if name not in TASK_WORDS or all(empty(arg) for arg in call.args):
-            continue
-        key = (ast.dump(ast.Tuple(elts=call.args, ctx=ast.Load())), repr([ast.dump(k) for k in call.keywords]), ast.dump(expected))
-        calls.setdefault(key, {}).setdefault(name, []).append(node.lineno)
-    shared = {}
-    for by_function in calls.values():
-        names = sorted(by_function)
-        for i, first in enumerate(names):
-            for other in names[i + 1:]:
-                shared.setdefault((first, other), []).append(by_function[first] + by_function[other])
-    return {pair: sorted(line for group in groups for line in group) for pair, groups in shared.items()}
-
-
 def defined_in_project(namespace):
     """The functions and classes of the project's modules the test reached (all of a
     module's, also when the test imported only one of them)."""
@@ -920,19 +879,6 @@ def long_values_right(run):
         )
 
 
-def not_copied(run):
-    """Two functions expected to give the same result is an assert copied and renamed
-    (and one of them then fails), more likely than code that is wrong."""
-    for (first, other), lines in sorted(copied_expectations(run.written).items()):
-        if any(line in run.now.failed for line in lines):
-            broken(
-                "acceptance.copied-assert",
-                f"the test expects `{first}` and `{other}` to give the same result for the "
-                f"same arguments (lines {', '.join(map(str, lines))}): a copied assert; work out "
-                f"each function's expected values on its own, from the task",
-            )
-
-
 def asserted_something(run):
     if not run.failing and not run.now.passed:
         broken("acceptance.no-assert", "the test ran no assert", otherwise=0)
@@ -1021,7 +967,6 @@ THE_RUN = [
 ]
 WHEN_ASSERTS_FAILED = [
     Rule("acceptance.long-expected-value", long_values_right, first_test=True),
-    Rule("acceptance.copied-assert", not_copied, first_test=True),
     Rule("acceptance.contradicts-example", agrees_with_the_examples),
     Rule("acceptance.ignored-assert", failed_before_too),
 ]
