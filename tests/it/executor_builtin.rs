@@ -273,8 +273,8 @@ async fn an_approach_that_keeps_failing_is_told_to_change_course() {
 
 #[tokio::test(start_paused = true)]
 async fn a_call_repeated_after_being_told_to_change_course_ends_the_execution() {
-    // Seen on a 1.5B model: the same failing file_edit, twenty times over. After the
-    // "change course" answer, one more repeat ends the loop; iterations are not spent.
+    // The same failing file_edit sent again and again: after the "change course" answer,
+    // one more repeat ends the loop; iterations are not spent.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
     let edit = || {
@@ -799,7 +799,7 @@ async fn a_nudge_that_works_ends_in_success() {
 
 #[tokio::test(start_paused = true)]
 async fn a_whole_file_answered_in_a_code_block_is_written() {
-    // Seen on a 1.5B model: the implementation in prose, twice, and never a tool call.
+    // The implementation answered in prose, twice, and never a tool call.
     let dir = tempfile::tempdir().unwrap();
     let stub = "def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n    pass\n";
     std::fs::write(dir.path().join("solution.py"), stub).unwrap();
@@ -855,8 +855,8 @@ async fn a_whole_file_answered_in_a_code_block_is_written() {
 
 #[tokio::test(start_paused = true)]
 async fn a_whole_file_with_the_flag_the_task_asks_for_after_a_change_is_written() {
-    // Seen on a 1.5B model: an edit that "succeeded" without the flag, then the answer
-    // "The updated greet.py will look like this:" with the whole file, flag and all.
+    // An edit that "succeeded" without what was asked, then an answer with the whole
+    // file, right, in a code block: the block is the change.
     let dir = tempfile::tempdir().unwrap();
     let greet = "import argparse\n\n\ndef main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument(\"name\")\n    args = parser.parse_args()\n    print(f\"Hello, {args.name}!\")\n\n\nif __name__ == \"__main__\":\n    main()\n";
     std::fs::write(dir.path().join("greet.py"), greet).unwrap();
@@ -898,8 +898,8 @@ async fn a_whole_file_with_the_flag_the_task_asks_for_after_a_change_is_written(
 
 #[tokio::test(start_paused = true)]
 async fn a_successful_call_sent_a_third_time_ends_the_execution() {
-    // Seen on a 1.5B model: one file_write sent 30 times, the "already succeeded" note
-    // ignored, until the run's time was up.
+    // One file_write sent over and over, the "already succeeded" note ignored: the loop
+    // ends instead of spending the run's time.
     let dir = tempfile::tempdir().unwrap();
     let write = || {
         call(

@@ -193,8 +193,8 @@ async fn a_plain_answer_is_a_successful_outcome() {
 
 #[tokio::test]
 async fn done_without_any_change_on_a_change_subtask_is_no_progress() {
-    // Seen on the real model: pi answered at once, wrote nothing, and the team reported
-    // the task completed. A subtask that asks for changes needs a write, edit or command.
+    // An executor that answers at once and writes nothing has not done a subtask that
+    // asks for changes: it needs a write, an edit or a command.
     let Some(pi) = installed_pi() else { return };
     let server = MockServer::start().await;
     completions()

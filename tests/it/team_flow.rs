@@ -178,9 +178,9 @@ async fn the_coder_starts_from_the_files_the_task_names_without_reading_them() {
 
 #[tokio::test(start_paused = true)]
 async fn the_coder_and_the_test_writer_see_the_files_a_task_points_to_without_naming() {
-    // Seen on the real model: asked for "the timeout from the project's default settings
-    // (see the other modules)", the coder invented 60 and the test writer expected the
-    // same 60, since neither saw settings.py. Both steps match only with its text shown.
+    // A task that points to a module it does not name ("the timeout from the project's
+    // default settings (see the other modules)"): the coder and the test writer both see
+    // that module's text, or both would have to guess the value.
     let task_text = "Implement get_timeout() in app.py: it must return the request timeout \
                      from this project's default settings (see the other modules) as an int.";
     let settings = "settings.py:\n```\nDEFAULTS = {\"request_timeout_seconds\": \"45\"}\n```";
@@ -234,8 +234,8 @@ async fn the_coder_and_the_test_writer_see_the_files_a_task_points_to_without_na
 
 #[tokio::test(start_paused = true)]
 async fn code_without_the_flag_the_task_asks_for_goes_back_with_the_files_as_they_are_now() {
-    // The coder upper-cases everything and forgets the flag (seen on a 1.5B model). The
-    // check catches it, and the fix turn is shown greet.sh as it is now, not as it was.
+    // The coder upper-cases everything and forgets the flag. The check catches it, and
+    // the fix turn is shown greet.sh as it is now, not as it was.
     let task_text = "Add a --shout flag to greet.sh: with it, the greeting is in upper case.";
     let team = start(
         json!([
@@ -272,9 +272,9 @@ async fn code_without_the_flag_the_task_asks_for_goes_back_with_the_files_as_the
 
 #[tokio::test(start_paused = true)]
 async fn a_retry_after_code_that_failed_its_checks_starts_from_the_files_as_found() {
-    // Seen on a 1.5B model: each retry of "add a --shout flag" built on the last one's
-    // broken greet.py until no attempt could save it. The attempt after a failed one is
-    // given the file as the subtask found it, and told its changes were undone.
+    // A retry that built on the failed attempt's broken file would inherit its breakage.
+    // The attempt after a failed one is given the file as the subtask found it, and told
+    // its changes were undone.
     let task_text = "Add a --shout flag to greet.sh: with it, the greeting is in upper case.";
     let team = start(
         json!([

@@ -119,8 +119,8 @@ async fn the_verify_loop_fixes_a_failing_test() {
 // Real time, as above.
 #[tokio::test]
 async fn a_fix_round_is_first_made_by_a_coder_with_its_tools() {
-    // On the real model the structured fix answers failed (a format example echoed
-    // back, the test copied over the code) where tool calls worked.
+    // A coder with its tools reads and edits the file it fixes; a structured answer
+    // is only the fallback.
     let mut config = config();
     config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
     let [w1, w2] = writes("Write answer.txt", "answer.txt", "answer = 41\n");
@@ -169,8 +169,8 @@ async fn a_fix_round_is_first_made_by_a_coder_with_its_tools() {
 // Real time: python3 runs for real.
 #[tokio::test]
 async fn a_file_a_coder_showed_in_its_answer_and_did_not_write_is_tried_by_the_checks() {
-    // Seen on the real model: `split(" ")` written back, then the answer "The updated
-    // word_count should look like this:" with `split()`, which the test wanted.
+    // The wrong code written back, then the right code in the answer's code block: the
+    // block is the fix.
     if std::process::Command::new("python3")
         .arg("--version")
         .output()
@@ -230,8 +230,8 @@ async fn a_file_a_coder_showed_in_its_answer_and_did_not_write_is_tried_by_the_c
 // Real time: python3 and bash run for real.
 #[tokio::test]
 async fn a_fix_round_that_rewrites_the_acceptance_test_with_bash_does_not_pass_the_task() {
-    // Seen on the real model: a fix round's coder made the team's test pass by
-    // rewriting it. The file tools refuse `.conclave/`; `bash` does not.
+    // A fix round's coder must not make the team's test pass by rewriting it. The file
+    // tools refuse `.conclave/`; `bash` does not, and the task must still not pass.
     if std::process::Command::new("python3")
         .arg("--version")
         .output()
@@ -291,8 +291,8 @@ async fn a_fix_round_that_rewrites_the_acceptance_test_with_bash_does_not_pass_t
 // Real time, as above.
 #[tokio::test]
 async fn a_fix_written_the_way_small_models_write_it_still_lands_in_the_right_file() {
-    // Seen on a 1.5B model: the path copied from the answer format's example, the
-    // file's content in Python's triple quotes.
+    // Two ways small models write a fix: the path copied from the answer format's
+    // example, the file's content in Python's triple quotes.
     let mut config = config();
     config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
     let [w1, w2] = writes("Write answer.txt", "answer.txt", "answer = 41\n");
@@ -324,8 +324,8 @@ async fn a_fix_written_the_way_small_models_write_it_still_lands_in_the_right_fi
 // Real time, as above.
 #[tokio::test]
 async fn a_fix_under_the_format_s_placeholder_path_lands_in_the_file_it_is_a_version_of() {
-    // Seen on a 1.5B model, in two of four fix rounds: `"path": "a path as shown
-    // above"`, the answer format's words, with the whole new inventory.py as content.
+    // A fix whose path is the answer format's own words (`"path": "a path as shown
+    // above"`) with a whole task file as content: it lands in that file.
     let mut config = config();
     config.verify.command = Some(
         "grep -q 'return sum' inventory.py || { echo 'inventory.py:4:1: the last item is ignored'; exit 1; }"
@@ -366,9 +366,8 @@ async fn a_fix_under_the_format_s_placeholder_path_lands_in_the_file_it_is_a_ver
 // Real time, as above.
 #[tokio::test]
 async fn a_fix_s_two_parts_of_one_file_are_joined_not_written_over_each_other() {
-    // Seen on a 1.5B model: stats.py's `mean` and `spread` as two files under the
-    // format's placeholder path. Each lands in stats.py; written in turn, the second
-    // replaced the first, and `spread` was "gone" for the next round.
+    // Two parts of one file's fix (`mean` and `spread` of stats.py) under the format's
+    // placeholder path: both land in stats.py, the second beside the first, not over it.
     let mut config = config();
     config.verify.command = Some(
         "grep -q 'if not values' stats.py && grep -q 'def spread' stats.py || { echo 'stats.py:1:1: mean([]) raises'; exit 1; }"
@@ -409,8 +408,8 @@ async fn a_fix_s_two_parts_of_one_file_are_joined_not_written_over_each_other() 
 // Real time, as above.
 #[tokio::test]
 async fn a_fix_never_rewrites_a_test_of_the_project() {
-    // Seen on the real model: "Fix the bug so that the test passes. Do not change the
-    // test.", and the fix loop wrote the code under test over the test file.
+    // "Fix the bug so that the test passes. Do not change the test.": the fix loop must
+    // not write the code under test over the test file.
     let mut config = config();
     config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
     let [w1, w2] = writes("Write answer.txt", "answer.txt", "answer = 41\n");

@@ -507,8 +507,8 @@ async fn a_fix_given_in_a_code_block_instead_of_json_is_used() {
     if !python_available() {
         return;
     }
-    // Seen on the real model: the fix answered as prose and the file in a code block,
-    // twice, the round spent although the file in the block was the fix.
+    // A fix answered as prose with the file in a code block: the block is the fix, and
+    // the round is not spent.
     let team = start(
         json!([
             plan_step(&["Plan this task"], &["Implement double in calc.py."]),
@@ -569,8 +569,8 @@ async fn javascript_without_tests_gets_a_javascript_acceptance_test() {
         eprintln!("SKIPPED: a program this test needs is not installed");
         return;
     }
-    // Seen on the real model: slugify replacing each character on its own, reported
-    // completed since nothing ran JavaScript code.
+    // Wrong JavaScript (slugify replacing each character on its own) must meet a test
+    // that runs it, or nothing would.
     let task_text = "Implement slugify(text) in slugify.js: lower-case the text, replace every run of \
                      characters that are not letters or digits with a single '-', and remove '-' from both ends.";
     let wrong = "function slugify(text) {\n  return text.toLowerCase().replace(/[^a-z0-9]/g, '-').replace(/^-|-$/g, '');\n}\nmodule.exports = { slugify };\n";
@@ -709,8 +709,8 @@ async fn an_acceptance_test_that_is_broken_itself_is_rewritten_once_then_the_tas
 
 #[tokio::test(start_paused = true)]
 async fn steps_that_change_nothing_are_folded_away() {
-    // The real model split "change mean, keep the rest" into check / implement / test;
-    // the test step went looking for a web server, the check step did nothing.
+    // "Change mean, keep the rest" split into check / implement / test subtasks gives
+    // steps that change nothing: they are folded away.
     let task_text =
         "Change double in calc.py so that it returns twice x. Keep the rest of the file as it is.";
     let mut config = model_review(1);
@@ -754,8 +754,8 @@ async fn steps_that_change_nothing_are_folded_away() {
 
 #[tokio::test(start_paused = true)]
 async fn a_plan_that_splits_one_files_work_is_kept_whole() {
-    // Seen on a 1.5B model: "define the function" and "implement its logic" as two
-    // subtasks on the one file the task names. One agent gets the task verbatim.
+    // "Define the function" and "implement its logic" as two subtasks on the one file
+    // the task names: one agent gets the task verbatim.
     let task_text = "Fill in the greeting in notes.txt and sign it.";
     let team = start(
         json!([
@@ -785,9 +785,9 @@ async fn a_plan_that_splits_one_files_work_is_kept_whole() {
 
 #[tokio::test(start_paused = true)]
 async fn a_one_step_plan_that_rewords_the_change_becomes_the_task_verbatim() {
-    // Seen on a 1.5B model: "fix the bug in textutil.py" planned as "Write a unit test
-    // for the remove_newlines function" (there is none), and the agent did that. One
-    // agent's change is the task itself.
+    // A plan that swaps the task for another ("write a unit test for a function that
+    // does not exist" for "fix the bug in textutil.py"): one agent's change is the task
+    // itself.
     let task_text = "Fix the greeting in notes.txt: it must say Hello.";
     let team = start(
         json!([

@@ -441,8 +441,8 @@ async fn a_program_that_runs_itself_is_stopped_long_before_its_timeout() {
         eprintln!("SKIPPED: a program this test needs is not installed");
         return;
     }
-    // Seen on the real model: hello.py ran itself with subprocess, each copy waiting on
-    // the next, until the machine ran out of memory.
+    // A program that runs itself (each copy waiting on the next) would exhaust the
+    // machine: the run is stopped when it starts too many processes.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("hello.py"),

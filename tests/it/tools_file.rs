@@ -89,8 +89,8 @@ async fn file_edit_needs_exactly_one_match() {
 
 #[tokio::test]
 async fn file_edit_takes_old_text_copied_loosely_when_it_matches_one_place() {
-    // Seen on a 1.5B model: old_text without the function's indentation, and in other
-    // quotes than the file's; the edit failed until the model gave up.
+    // old_text without the function's indentation, and in other quotes than the file's:
+    // it still matches the one place it can mean.
     let dir = tempfile::tempdir().unwrap();
     let greet = "def main():\n    name = \"Ada\"\n    print(f\"Hello, {name}!\")\n\n\nmain()\n";
     std::fs::write(dir.path().join("greet.py"), greet).unwrap();
@@ -374,8 +374,8 @@ async fn arguments_sent_as_a_json_string_work() {
 
 #[tokio::test]
 async fn a_python_file_written_without_a_standard_import_it_uses_gets_it() {
-    // Seen on a 1.5B model: `re.sub` with no `import re`, a NameError through three fix
-    // rounds whose answers said "import re" and never wrote it.
+    // A standard-library module used without its import (`re.sub` with no `import re`):
+    // the import is added when the file is written.
     let dir = tempfile::tempdir().unwrap();
     let tools = registry(dir.path(), ToolSettings::default());
     let code = "def is_palindrome(text):\n    kept = re.sub(r'[^a-z0-9]', '', text.lower())\n    return kept == kept[::-1]\n";
@@ -428,8 +428,8 @@ async fn a_python_file_written_without_a_standard_import_it_uses_gets_it() {
 
 #[tokio::test]
 async fn python_escaped_twice_into_one_line_is_written_with_its_line_breaks() {
-    // Seen on a 1.5B model: `def word_count(text):\n    return …` as one line with
-    // `\n` written as two characters, a syntax error through three fix rounds.
+    // Code written with `\n` as two characters (`def word_count(text):\n    return …` on
+    // one line): a syntax error, mended when the escapes are the only fault.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("textutil.py"),
