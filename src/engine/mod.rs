@@ -37,8 +37,8 @@ use crate::recovery::{RecoveryAction, Severity};
 use crate::runtime::usage::Meter;
 use crate::runtime::{
     Accessor, AgentId, AgentInfo, ApprovalAnswer, ApprovalRequest, Approvals, EventBus,
-    EventStream, Layer, Message, MessageKind, Runtime, RuntimeEvent, Snapshot, SubtaskStatus,
-    TaskContext, TaskDetail, TaskId, TaskOptions, TaskRecord, TaskStatus, TaskSummary, Tasks, Team,
+    EventStream, Layer, Message, Runtime, RuntimeEvent, Snapshot, SubtaskStatus, TaskContext,
+    TaskDetail, TaskId, TaskOptions, TaskRecord, TaskStatus, TaskSummary, Tasks, Team,
     WhiteboardId,
 };
 use crate::store::Store;
@@ -511,11 +511,10 @@ impl Engine {
         s.runtime
             .bus
             .send(
-                Message::to_agent(
+                Message::carrying(
                     AgentId::SYSTEM,
                     mid.id(),
-                    MessageKind::TaskAssign,
-                    json!({ "taskId": id }),
+                    &crate::team::TaskAssignment { task_id: id },
                 )
                 .with_task(id.to_string()),
             )

@@ -1,8 +1,13 @@
-//! Messages between agents: their kinds, priorities and addressing.
+//! Messages between agents: their kinds, priorities and addressing, and the typed
+//! bodies they carry ([`Body`]): a body names the kinds of message it travels as, so
+//! a sender cannot put it in the wrong one and a reader gets the type back or an error
+//! that says what arrived instead. On the wire and in the store a body is the message's
+//! JSON `payload`.
 
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -162,5 +167,152 @@ impl Message {
 
     pub fn into_shared(self) -> Arc<Message> {
         Arc::new(self)
+    }
+
+    /// A message to `to` carrying `body`, as the kind the body travels as.
+    pub fn carrying<B: Body>(from: AgentId, to: AgentId, body: &B) -> Message {
+        Message::carrying_to(from, Recipient::Agent(to), body)
+    }
+
+    /// [`Message::carrying`] to any recipient (a layer, everyone).
+    pub fn carrying_to<B: Body>(from: AgentId, to: Recipient, body: &B) -> Message {
+        Message::new(from, to, body.kind(), body.to_payload())
+    }
+
+    /// A reply to `self` carrying `body`.
+    pub fn reply_carrying<B: Body>(&self, from: AgentId, body: &B) -> Message {
+        self.reply(from, body.kind(), body.to_payload())
+    }
+
+    /// The body this message carries, read as a `B`: an error when its kind cannot
+    /// carry one, or its payload is not one.
+    pub fn body<B: Body>(&self) -> Result<B, BodyError> {
+        if !B::carried_by(self.kind) {
+            return Err(BodyError::Kind {
+                wanted: B::NAME,
+                found: self.kind,
+            });
+        }
+        serde_json::from_value(self.payload.clone()).map_err(|e| BodyError::Shape {
+            wanted: B::NAME,
+            message: e.to_string(),
+        })
+    }
+}
+
+/// A typed message body.
+pub trait Body: Serialize + DeserializeOwned {
+    /// What it is, in errors ("a subtask assignment").
+    const NAME: &'static str;
+
+    /// The kind of message this body is sent as.
+    fn kind(&self) -> MessageKind;
+
+    /// Whether a message of `kind` may carry this body.
+    fn carried_by(kind: MessageKind) -> bool;
+
+    fn to_payload(&self) -> serde_json::Value {
+        // Bodies are plain data (no maps with non-string keys): serializing cannot fail.
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+/// A message that did not carry the body its reader expected.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error("{wanted} was expected, and a {} message came", found.as_str())]
+    Kind {
+        wanted: &'static str,
+        found: MessageKind,
+    },
+    #[error("{wanted} could not be read: {message}")]
+    Shape {
+        wanted: &'static str,
+        message: String,
+    },
+}
+
+/// A request that a peer take over a failed subtask (`peer_help_request`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PeerHelpRequest {
+    pub task_id: crate::ids::TaskId,
+    pub subtask_id: crate::ids::SubtaskId,
+    /// Why the subtask failed.
+    pub reason: String,
+}
+
+impl Body for PeerHelpRequest {
+    const NAME: &'static str = "a peer help request";
+    fn kind(&self) -> MessageKind {
+        MessageKind::PeerHelpRequest
+    }
+    fn carried_by(kind: MessageKind) -> bool {
+        kind == MessageKind::PeerHelpRequest
+    }
+}
+
+/// A peer's answer to a [`PeerHelpRequest`] (also the answer to a request an agent does
+/// not handle, so its sender is never left to time out).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PeerHelpAnswer {
+    pub accepted: bool,
+    pub reason: String,
+}
+
+impl PeerHelpAnswer {
+    pub fn declined(reason: impl Into<String>) -> Self {
+        PeerHelpAnswer {
+            accepted: false,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl Body for PeerHelpAnswer {
+    const NAME: &'static str = "a peer's answer";
+    fn kind(&self) -> MessageKind {
+        MessageKind::PeerHelpResponse
+    }
+    fn carried_by(kind: MessageKind) -> bool {
+        kind == MessageKind::PeerHelpResponse
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_comes_back_as_sent_and_the_wrong_kind_or_shape_is_said() {
+        let from = AgentId::SYSTEM;
+        let to = AgentId::new();
+        let answer = PeerHelpAnswer::declined("busy");
+        let message = Message::carrying(from, to, &answer);
+        assert_eq!(message.kind, MessageKind::PeerHelpResponse);
+        assert_eq!(
+            message.payload["accepted"], false,
+            "the wire shape is the body's JSON"
+        );
+        assert_eq!(message.body::<PeerHelpAnswer>().unwrap(), answer);
+
+        let err = message.body::<PeerHelpRequest>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "a peer help request was expected, and a peer_help_response message came"
+        );
+        let garbled = Message::to_agent(
+            from,
+            to,
+            MessageKind::PeerHelpResponse,
+            serde_json::json!({ "accepted": "maybe" }),
+        );
+        assert!(
+            garbled
+                .body::<PeerHelpAnswer>()
+                .unwrap_err()
+                .to_string()
+                .starts_with("a peer's answer could not be read: ")
+        );
     }
 }

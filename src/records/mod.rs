@@ -31,7 +31,9 @@ pub use decision::{
 };
 pub use event::{EventScope, RecoveryAction, RecoveryEvent};
 pub use failure::{Failure, FailureKind, RootCause, Scope};
-pub use message::{Message, MessageKind, Priority, Recipient};
+pub use message::{
+    Body, BodyError, Message, MessageKind, PeerHelpAnswer, PeerHelpRequest, Priority, Recipient,
+};
 pub use task::{
     CheckCounts, CheckResult, CheckStatus, FinalReport, KeptFile, OversightTally, Reverted,
     RevertedBy, Subtask, SubtaskStatus, SubtaskSummary, TaskContext, TaskDetail, TaskError,

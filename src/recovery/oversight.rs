@@ -11,6 +11,7 @@
 //! the person's.
 
 use super::FailureKind;
+use crate::records::{Body, MessageKind};
 
 /// What the top knows when a mid reports a subtask that failed for good.
 #[derive(Clone, Debug, PartialEq)]
@@ -61,6 +62,16 @@ impl Verdict {
 pub struct Evaluation {
     pub verdict: Verdict,
     pub reason: String,
+}
+
+impl Body for Evaluation {
+    const NAME: &'static str = "a verdict";
+    fn kind(&self) -> MessageKind {
+        MessageKind::ArbitrationResult
+    }
+    fn carried_by(kind: MessageKind) -> bool {
+        kind == MessageKind::ArbitrationResult
+    }
 }
 
 /// Failures of the agent rather than of the work: another agent may well get through.

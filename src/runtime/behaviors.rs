@@ -4,10 +4,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::json;
 
 use super::task::{AgentBehavior, AgentContext};
-use crate::records::{AgentError, Message, MessageKind};
+use crate::records::{AgentError, Message, MessageKind, PeerHelpAnswer};
 
 /// Answers `status_query` with the agent's info, notes warnings and progress on its own
 /// whiteboard, and acknowledges anything else it cannot act on in its board.
@@ -74,10 +73,9 @@ impl AgentBehavior for CoreBehavior {
                     || message.kind == MessageKind::PeerHelpRequest
                 {
                     // Answer requests so a waiting requester is never left to time out.
-                    ctx.reply(
+                    ctx.reply_body(
                         &message,
-                        MessageKind::PeerHelpResponse,
-                        json!({ "accepted": false, "reason": "not handled by this agent" }),
+                        &PeerHelpAnswer::declined("not handled by this agent"),
                     )
                     .map_err(|e| failed(&e))?;
                 }

@@ -31,12 +31,13 @@ pub use crate::ids::{AgentId, SubtaskId, TaskId};
 /// The records the runtime keeps (and the store persists) live below the store.
 pub use crate::records::{
     AgentConfig, AgentError, AgentMetrics, AgentStatus, ApprovalAnswer, ApprovalChoice,
-    ApprovalKind, ApprovalOption, ApprovalRequest, ArbitrationResult, Capability, CheckCounts,
-    CheckResult, CheckStatus, Decision, DecisionStatus, FileDiff, FinalReport, KeptFile, Layer,
-    Message, MessageKind, ModelSettings, Operation, OversightTally, PowerType, Priority, Quorum,
-    Recipient, Reverted, RevertedBy, Signature, Signer, Snapshot, Subtask, SubtaskStatus,
-    SubtaskSummary, TaskContext, TaskDetail, TaskError, TaskOptions, TaskRecord, TaskStatus,
-    TaskSummary, TopPower, Transition, Veto, Vote, WhiteboardError, WhiteboardId,
+    ApprovalKind, ApprovalOption, ApprovalRequest, ArbitrationResult, Body, BodyError, Capability,
+    CheckCounts, CheckResult, CheckStatus, Decision, DecisionStatus, FileDiff, FinalReport,
+    KeptFile, Layer, Message, MessageKind, ModelSettings, Operation, OversightTally,
+    PeerHelpAnswer, PeerHelpRequest, PowerType, Priority, Quorum, Recipient, Reverted, RevertedBy,
+    Signature, Signer, Snapshot, Subtask, SubtaskStatus, SubtaskSummary, TaskContext, TaskDetail,
+    TaskError, TaskOptions, TaskRecord, TaskStatus, TaskSummary, TopPower, Transition, Veto, Vote,
+    WhiteboardError, WhiteboardId,
 };
 pub use approvals::{ApprovalError, Approvals, Escalation, TimeLimitReached};
 pub use behaviors::CoreBehavior;

@@ -14,7 +14,7 @@ use super::mailbox::Mailbox;
 use super::whiteboard::Whiteboards;
 use crate::ids::AgentId;
 use crate::records::{
-    AgentError, AgentStatus, Message, MessageKind, Recipient, Snapshot, WhiteboardError,
+    AgentError, AgentStatus, Body, Message, MessageKind, Recipient, Snapshot, WhiteboardError,
     WhiteboardId,
 };
 
@@ -79,6 +79,16 @@ impl AgentContext {
         payload: serde_json::Value,
     ) -> Result<usize, BusError> {
         self.bus.send(to.reply(self.id(), kind, payload))
+    }
+
+    /// Sends `body` to `to`, as the kind it travels as.
+    pub fn send_body<B: Body>(&self, to: AgentId, body: &B) -> Result<usize, BusError> {
+        self.bus.send(Message::carrying(self.id(), to, body))
+    }
+
+    /// Answers `to` with `body`.
+    pub fn reply_body<B: Body>(&self, to: &Message, body: &B) -> Result<usize, BusError> {
+        self.bus.send(to.reply_carrying(self.id(), body))
     }
 
     pub async fn request(

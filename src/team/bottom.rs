@@ -12,13 +12,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use serde_json::json;
 use tracing::Instrument;
 
 use super::{Services, SubtaskAssignment, SubtaskReport, knowledge};
 use crate::executor::{ExecutionOutcome, ExecutorError, SubtaskSpec};
 use crate::recovery::{Failure, FailureKind};
-use crate::runtime::{AgentBehavior, AgentContext, AgentError, AgentStatus, Message, MessageKind};
+use crate::runtime::{
+    AgentBehavior, AgentContext, AgentError, AgentStatus, Message, MessageKind, PeerHelpAnswer,
+};
 
 pub struct BottomBehavior {
     services: Arc<Services>,
@@ -64,8 +65,9 @@ impl AgentBehavior for BottomBehavior {
     ) -> Result<(), AgentError> {
         match message.kind {
             MessageKind::TaskAssign => {
-                let assignment: SubtaskAssignment = serde_json::from_value(message.payload.clone())
-                    .map_err(|e| behavior_error(ctx, format!("unreadable assignment: {e}")))?;
+                let assignment: SubtaskAssignment = message
+                    .body()
+                    .map_err(|e| behavior_error(ctx, e.to_string()))?;
                 self.in_flight.fetch_add(1, Ordering::AcqRel);
                 if ctx.handle.status() == AgentStatus::Idle {
                     ctx.handle.transition(
@@ -87,7 +89,7 @@ impl AgentBehavior for BottomBehavior {
                 tokio::spawn(
                     async move {
                         let report = run_subtask(&ctx, &services, &assignment).await;
-                        if let Err(e) = ctx.reply(&message, report_kind(&report), json!(report)) {
+                        if let Err(e) = ctx.reply_body(&message, &report) {
                             tracing::warn!(agent = %ctx.id(), "subtask report not delivered: {e}");
                         }
                         if in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -111,12 +113,12 @@ impl AgentBehavior for BottomBehavior {
                     if free { "accepted" } else { "declined (busy)" }
                 ))
                 .map_err(|e| behavior_error(ctx, e))?;
-                ctx.reply(
-                    &message,
-                    MessageKind::PeerHelpResponse,
-                    json!({ "accepted": free, "reason": reason }),
-                )
-                .map_err(|e| behavior_error(ctx, e))?;
+                let answer = PeerHelpAnswer {
+                    accepted: free,
+                    reason: reason.into(),
+                };
+                ctx.reply_body(&message, &answer)
+                    .map_err(|e| behavior_error(ctx, e))?;
             }
             MessageKind::StatusQuery => {
                 let info =
@@ -131,13 +133,6 @@ impl AgentBehavior for BottomBehavior {
             }
         }
         Ok(())
-    }
-}
-
-fn report_kind(report: &SubtaskReport) -> MessageKind {
-    match report {
-        SubtaskReport::Completed { .. } => MessageKind::ProgressReport,
-        SubtaskReport::Failed { .. } => MessageKind::ErrorReport,
     }
 }
 

@@ -20,7 +20,7 @@ use crate::recovery::ladder::{
 };
 use crate::recovery::{Failure, FailureKind, Scope};
 use crate::runtime::{
-    AgentContext, AgentStatus, Layer, Message, MessageKind, Recipient, Reverted, RevertedBy,
+    AgentContext, AgentStatus, Body, Layer, Message, MessageKind, Recipient, Reverted, RevertedBy,
     SubtaskStatus, TaskError, TaskId, TaskRecord, TaskStatus,
 };
 use crate::undo::EditedFiles;
@@ -167,6 +167,31 @@ async fn plan_waiting_out_the_provider(
     }
 }
 
+/// A mid's last report on a task it coordinated (`progress_report` to its top): the
+/// task ended, and how.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct TaskEnded {
+    pub(super) task_id: TaskId,
+    pub(super) title: String,
+    pub(super) status: TaskStatus,
+    /// Subtasks completed, of `subtasks`.
+    pub(super) completed: usize,
+    pub(super) subtasks: usize,
+    pub(super) errors: usize,
+    pub(super) files_written: Vec<String>,
+}
+
+impl Body for TaskEnded {
+    const NAME: &'static str = "a report of a task's end";
+    fn kind(&self) -> MessageKind {
+        MessageKind::ProgressReport
+    }
+    fn carried_by(kind: MessageKind) -> bool {
+        kind == MessageKind::ProgressReport
+    }
+}
+
 /// Tells the supervising top agent how the task ended; it keeps the final report.
 fn report_upward(ctx: &AgentContext, task: &TaskRecord) {
     let Some(supervisor) = ctx.handle.config().supervisor else {
@@ -177,21 +202,16 @@ fn report_upward(ctx: &AgentContext, task: &TaskRecord) {
         .iter()
         .filter(|st| st.status == SubtaskStatus::Completed)
         .count();
-    let report = Message::to_agent(
-        ctx.id(),
-        supervisor,
-        MessageKind::ProgressReport,
-        json!({
-            "taskId": task.id,
-            "title": task.title,
-            "status": task.status,
-            "completed": done,
-            "subtasks": task.subtasks.len(),
-            "errors": task.errors.len(),
-            "filesWritten": task.files_written,
-        }),
-    )
-    .with_task(task.id.to_string());
+    let end = TaskEnded {
+        task_id: task.id,
+        title: task.title.clone(),
+        status: task.status,
+        completed: done,
+        subtasks: task.subtasks.len(),
+        errors: task.errors.len(),
+        files_written: task.files_written.clone(),
+    };
+    let report = Message::carrying(ctx.id(), supervisor, &end).with_task(task.id.to_string());
     if let Err(e) = ctx.bus.send(report) {
         tracing::warn!("final report not delivered to the supervisor: {e}");
     }

@@ -5,16 +5,16 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::json;
 
 use super::Services;
 use crate::config::TeamLayer;
 use crate::model::structured::{StructuredOutput, ask_json};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::Failure;
+use crate::recovery::{FailureKind, Severity};
 use crate::runtime::{
-    AgentContext, AgentId, AgentStatus, ApprovalAnswer, ApprovalRequest, Layer, Message,
-    MessageKind, SubtaskId, TaskRecord,
+    AgentContext, AgentId, AgentMetrics, AgentStatus, ApprovalAnswer, ApprovalRequest, Body, Layer,
+    Message, MessageKind, PeerHelpAnswer, PeerHelpRequest, SubtaskId, TaskId, TaskRecord,
 };
 
 /// PeerTakeoverCoordinator: asks idle peers of the failing agent, one at a time, to take
@@ -44,22 +44,19 @@ pub(super) async fn peer_takeover(
         tracing::info!(task = %task.id, "no idle peer for a takeover");
     }
     for peer in peers {
-        let request = Message::to_agent(
-            failing,
-            peer,
-            MessageKind::PeerHelpRequest,
-            json!({ "taskId": task.id, "subtaskId": subtask_id, "reason": failure.message }),
-        )
-        .with_task(task.id.to_string());
+        let help = PeerHelpRequest {
+            task_id: task.id,
+            subtask_id,
+            reason: failure.message.clone(),
+        };
+        let request = Message::carrying(failing, peer, &help).with_task(task.id.to_string());
         // A peer passed over is said on the asking agent's board, with why.
         let passed_over = match ctx.bus.request(request, patience).await {
-            Ok(reply) if reply.payload["accepted"] == true => return Some(peer),
-            Ok(reply) => format!(
-                "declined the takeover ({})",
-                reply.payload["reason"]
-                    .as_str()
-                    .unwrap_or("no reason given")
-            ),
+            Ok(reply) => match reply.body::<PeerHelpAnswer>() {
+                Ok(answer) if answer.accepted => return Some(peer),
+                Ok(answer) => format!("declined the takeover ({})", answer.reason),
+                Err(e) => format!("gave no usable answer ({e})"),
+            },
             Err(e) => {
                 tracing::info!(peer = %peer, "peer did not answer the help request: {e}");
                 format!(
@@ -93,6 +90,58 @@ impl ProposedAction {
             ProposedAction::Modify => "modify",
             ProposedAction::Pause => "pause",
         }
+    }
+}
+
+/// A subtask's trouble told up the hierarchy (`issue_escalation`): to its supervisor
+/// with the failure and the supervisor's proposal, to the top layer when it is fatal, or
+/// to the top when it waits for a person. A blocker, which asks for a verdict, is a
+/// `progress::SubtaskEnded` instead.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct EscalationNotice {
+    pub(super) task_id: TaskId,
+    pub(super) subtask_id: SubtaskId,
+    pub(super) message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) kind: Option<FailureKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) severity: Option<Severity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) fatal: Option<bool>,
+    /// The failing agent's metrics, for the supervisor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) metrics: Option<AgentMetrics>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) proposed_solution: Option<SolutionProposal>,
+    /// `"person"` while the subtask waits for a person's decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) waiting_for: Option<String>,
+}
+
+impl EscalationNotice {
+    pub(super) fn of(task_id: TaskId, subtask_id: SubtaskId, failure: &Failure) -> Self {
+        EscalationNotice {
+            task_id,
+            subtask_id,
+            message: failure.message.clone(),
+            kind: Some(failure.kind),
+            severity: Some(failure.severity),
+            fatal: None,
+            metrics: None,
+            proposed_solution: None,
+            waiting_for: None,
+        }
+    }
+}
+
+impl Body for EscalationNotice {
+    const NAME: &'static str = "an escalation";
+    fn kind(&self) -> MessageKind {
+        MessageKind::IssueEscalation
+    }
+    fn carried_by(kind: MessageKind) -> bool {
+        kind == MessageKind::IssueEscalation
     }
 }
 

@@ -4,12 +4,14 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::json;
 use tracing::Instrument;
 
-use super::Services;
+use super::escalate::EscalationNotice;
+use super::{Services, TaskAssignment};
 use crate::model::metered;
-use crate::runtime::{AgentBehavior, AgentContext, AgentError, Message, MessageKind, TaskId};
+use crate::runtime::{
+    AgentBehavior, AgentContext, AgentError, Message, MessageKind, PeerHelpAnswer,
+};
 
 pub struct MidBehavior {
     services: Arc<Services>,
@@ -43,11 +45,8 @@ impl AgentBehavior for MidBehavior {
     ) -> Result<(), AgentError> {
         match message.kind {
             MessageKind::TaskAssign => {
-                let task: Option<TaskId> = message.payload["taskId"]
-                    .as_str()
-                    .and_then(|s| s.parse().ok());
-                match task {
-                    Some(task) => {
+                match message.body::<TaskAssignment>() {
+                    Ok(TaskAssignment { task_id: task }) => {
                         let (ctx, services) = (ctx.clone(), self.services.clone());
                         // Usage hook: the coordinator's model calls count for this task.
                         let scope = metered::UsageScope {
@@ -65,27 +64,28 @@ impl AgentBehavior for MidBehavior {
                             .instrument(span),
                         );
                     }
-                    None => {
+                    Err(e) => {
                         let from = super::roles::agent_name(&self.services, message.from);
-                        let _ = ctx
-                            .append_own_board(&format!("- unreadable task assignment from {from}"));
+                        let _ = ctx.append_own_board(&format!("- from {from}: {e}"));
                     }
                 }
             }
             MessageKind::IssueEscalation => {
+                let said = match message.body::<EscalationNotice>() {
+                    Ok(notice) => notice.message,
+                    Err(e) => e.to_string(),
+                };
                 let _ = ctx.append_own_board(&format!(
-                    "- escalation from {}: {}",
+                    "- escalation from {}: {said}",
                     super::roles::agent_name(&self.services, message.from),
-                    message.payload["message"]
-                        .as_str()
-                        .unwrap_or("(no message)")
                 ));
             }
             MessageKind::PeerHelpRequest => {
-                let _ = ctx.reply(
+                let _ = ctx.reply_body(
                     &message,
-                    MessageKind::PeerHelpResponse,
-                    json!({ "accepted": false, "reason": "mid agents coordinate; they do not take over subtasks" }),
+                    &PeerHelpAnswer::declined(
+                        "mid agents coordinate; they do not take over subtasks",
+                    ),
                 );
             }
             MessageKind::StatusQuery => {

@@ -44,7 +44,8 @@ use crate::model::ModelProvider;
 use crate::recovery::{Failure, RecoveryAction, RecoveryEvent, Severity};
 use crate::runtime::{
     AgentBehavior, AgentConfig, AgentId, ApprovalAnswer, ApprovalChoice, ApprovalKind,
-    ApprovalOption, ApprovalRequest, Approvals, Layer, Runtime, SubtaskId, TaskId, Tasks,
+    ApprovalOption, ApprovalRequest, Approvals, Body, Layer, MessageKind, Runtime, SubtaskId,
+    TaskId, Tasks,
 };
 use crate::store::Record;
 use crate::tools::{
@@ -253,6 +254,24 @@ pub fn recovery_event(
     }
 }
 
+/// A task as its coordinating mid agent receives it in `task_assign` (from the engine,
+/// or from the agent it replaces).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskAssignment {
+    pub task_id: TaskId,
+}
+
+impl Body for TaskAssignment {
+    const NAME: &'static str = "a task assignment";
+    fn kind(&self) -> MessageKind {
+        MessageKind::TaskAssign
+    }
+    fn carried_by(kind: MessageKind) -> bool {
+        kind == MessageKind::TaskAssign
+    }
+}
+
 /// A subtask as a bottom agent receives it in `task_assign`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -269,7 +288,18 @@ pub struct SubtaskAssignment {
     pub time_limit_ms: Option<u64>,
 }
 
-/// A bottom agent's answer to a [`SubtaskAssignment`].
+impl Body for SubtaskAssignment {
+    const NAME: &'static str = "a subtask assignment";
+    fn kind(&self) -> MessageKind {
+        MessageKind::TaskAssign
+    }
+    fn carried_by(kind: MessageKind) -> bool {
+        kind == MessageKind::TaskAssign
+    }
+}
+
+/// A bottom agent's answer to a [`SubtaskAssignment`]: a `progress_report` when it
+/// completed, an `error_report` when it failed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "outcome")]
 pub enum SubtaskReport {
@@ -286,6 +316,19 @@ pub enum SubtaskReport {
         #[serde(default, skip_serializing_if = "knowledge::Learned::is_empty")]
         learned: Box<knowledge::Learned>,
     },
+}
+
+impl Body for SubtaskReport {
+    const NAME: &'static str = "a subtask report";
+    fn kind(&self) -> MessageKind {
+        match self {
+            SubtaskReport::Completed { .. } => MessageKind::ProgressReport,
+            SubtaskReport::Failed { .. } => MessageKind::ErrorReport,
+        }
+    }
+    fn carried_by(kind: MessageKind) -> bool {
+        matches!(kind, MessageKind::ProgressReport | MessageKind::ErrorReport)
+    }
 }
 
 /// Writes through whichever writer is current: disk at first, the editor's

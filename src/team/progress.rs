@@ -16,7 +16,7 @@ use crate::config::OnFailure;
 use crate::recovery::FailureKind;
 use crate::recovery::oversight::{self, Evaluation, Verdict};
 use crate::runtime::{
-    AgentContext, AgentId, AgentStatus, FinalReport, Layer, Message, MessageKind, SubtaskId,
+    AgentContext, AgentId, AgentStatus, Body, FinalReport, Layer, Message, MessageKind, SubtaskId,
     SubtaskStatus, TaskId, TaskRecord, TaskStatus,
 };
 
@@ -51,6 +51,23 @@ pub struct SubtaskEnded {
     pub summary: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocker: Option<BlockerFacts>,
+}
+
+impl Body for SubtaskEnded {
+    const NAME: &'static str = "a report of a subtask's end";
+    fn kind(&self) -> MessageKind {
+        if self.blocker.is_some() {
+            MessageKind::IssueEscalation
+        } else {
+            MessageKind::ProgressReport
+        }
+    }
+    fn carried_by(kind: MessageKind) -> bool {
+        matches!(
+            kind,
+            MessageKind::ProgressReport | MessageKind::IssueEscalation
+        )
+    }
 }
 
 /// Why a subtask failed for good, and what limits the top's answer.
@@ -90,10 +107,8 @@ pub(super) async fn subtask_ended(
     let Some(top) = ctx.handle.config().supervisor.map(|t| s.current_agent(t)) else {
         return going_on("no top agent oversees the task".into());
     };
-    let payload = serde_json::to_value(&report).unwrap_or_default();
     if report.blocker.is_none() {
-        let message = Message::to_agent(ctx.id(), top, MessageKind::ProgressReport, payload)
-            .with_task(task_id.to_string());
+        let message = Message::carrying(ctx.id(), top, &report).with_task(task_id.to_string());
         if let Err(e) = ctx.bus.send(message) {
             tracing::info!(task = %task_id, "progress report not delivered: {e}");
         }
@@ -104,12 +119,12 @@ pub(super) async fn subtask_ended(
         "- blocker reported to {top_name}: {}",
         report.summary
     ));
-    let request = Message::to_agent(ctx.id(), top, MessageKind::IssueEscalation, payload)
-        .with_task(task_id.to_string());
+    let request = Message::carrying(ctx.id(), top, &report).with_task(task_id.to_string());
     let patience = s.answer_patience();
     let evaluation = match ctx.bus.request(request, patience).await {
-        Ok(reply) => serde_json::from_value::<Evaluation>(reply.payload.clone())
-            .unwrap_or_else(|e| going_on(format!("{top_name}'s verdict could not be read ({e})"))),
+        Ok(reply) => reply
+            .body::<Evaluation>()
+            .unwrap_or_else(|e| going_on(format!("{top_name}'s verdict: {e}"))),
         Err(e) => going_on(format!("{top_name} gave no verdict ({e})")),
     };
     let _ = ctx.append_own_board(&format!(
@@ -133,6 +148,16 @@ pub struct WorkConflict {
     pub files: Vec<String>,
 }
 
+impl Body for WorkConflict {
+    const NAME: &'static str = "a conflict report";
+    fn kind(&self) -> MessageKind {
+        MessageKind::ConflictReport
+    }
+    fn carried_by(kind: MessageKind) -> bool {
+        kind == MessageKind::ConflictReport
+    }
+}
+
 impl WorkConflict {
     fn issue(&self) -> String {
         format!(
@@ -149,6 +174,16 @@ impl WorkConflict {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Ruling {
     pub resolution: String,
+}
+
+impl Body for Ruling {
+    const NAME: &'static str = "a ruling";
+    fn kind(&self) -> MessageKind {
+        MessageKind::ArbitrationResult
+    }
+    fn carried_by(kind: MessageKind) -> bool {
+        kind == MessageKind::ArbitrationResult
+    }
 }
 
 /// Reports that `waiting` is held back while `running` works on the same `files`, and
@@ -185,19 +220,13 @@ pub(super) async fn work_conflict(
     let Some(top) = ctx.handle.config().supervisor.map(|t| s.current_agent(t)) else {
         return;
     };
-    let request = Message::to_agent(
-        ctx.id(),
-        top,
-        MessageKind::ConflictReport,
-        serde_json::to_value(&conflict).unwrap_or_default(),
-    )
-    .with_task(task.id.to_string());
+    let request = Message::carrying(ctx.id(), top, &conflict).with_task(task.id.to_string());
     let patience = s.answer_patience();
     let top_name = agent_name(s, top);
     let line = match ctx.bus.request(request, patience).await {
-        Ok(reply) => match serde_json::from_value::<Ruling>(reply.payload.clone()) {
+        Ok(reply) => match reply.body::<Ruling>() {
             Ok(ruling) => format!("- {top_name} ruled: {}", ruling.resolution),
-            Err(e) => format!("- {top_name}'s ruling could not be read ({e})"),
+            Err(e) => format!("- {top_name}'s ruling: {e}"),
         },
         Err(e) => format!("- {top_name} gave no ruling ({e})"),
     };

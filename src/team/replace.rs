@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{Services, Whose, recovery_event};
+use super::{Services, TaskAssignment, Whose, recovery_event};
 use crate::recovery::{RecoveryAction, Severity};
 use crate::runtime::{
     Accessor, AgentConfig, AgentError, AgentId, Layer, Message, MessageKind, SubtaskId, TaskId,
@@ -150,13 +150,9 @@ fn take_over_coordination(s: &Services, old: AgentId, new: AgentId) -> Vec<TaskI
         s.tasks.update(task.id, |t| t.coordinator = Some(new));
         let taken_up = s.task_state.get(&task.id).is_some_and(|st| st.coordinating);
         if !taken_up {
-            let assignment = Message::to_agent(
-                AgentId::SYSTEM,
-                new,
-                MessageKind::TaskAssign,
-                json!({ "taskId": task.id }),
-            )
-            .with_task(task.id.to_string());
+            let assignment =
+                Message::carrying(AgentId::SYSTEM, new, &TaskAssignment { task_id: task.id })
+                    .with_task(task.id.to_string());
             if let Err(e) = s.runtime.bus.send(assignment) {
                 tracing::warn!(task = %task.id, "the task was not assigned again: {e}");
             }

@@ -13,11 +13,12 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use serde_json::json;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::escalate::{ProposedAction, ask_person, peer_takeover, propose_solution};
+use super::escalate::{
+    EscalationNotice, ProposedAction, ask_person, peer_takeover, propose_solution,
+};
 use super::files::{named_files_now, target_files_now};
 use super::progress::RunEnd;
 use super::roles::agent_name;
@@ -33,7 +34,7 @@ use crate::recovery::strategy::ErrorCategory;
 use crate::recovery::{Failure, FailureKind, RecoveryAction, Scope, Severity, quality};
 use crate::runtime::{
     AgentContext, AgentId, AgentStatus, ApprovalAnswer, ApprovalChoice, BusError, Layer, Message,
-    MessageKind, Recipient, Subtask, SubtaskId, SubtaskStatus, TaskError, TaskId, TaskRecord,
+    Recipient, Subtask, SubtaskId, SubtaskStatus, TaskError, TaskId, TaskRecord,
 };
 
 /// Runs every pending subtask as soon as its dependencies completed, all that are ready
@@ -629,18 +630,13 @@ impl SubtaskRun<'_> {
         let failure = &self.last_failure();
         let files = self.files();
         let proposal = propose_solution(ctx, s, &self.description, self.assignee, failure).await;
-        let escalation = Message::to_agent(
-            self.assignee,
-            ctx.id(),
-            MessageKind::IssueEscalation,
-            json!({
-                "taskId": task_id, "subtaskId": subtask_id, "kind": failure.kind,
-                "severity": failure.severity, "message": failure.message,
-                "metrics": s.runtime.pool.get(self.assignee).map(|a| a.metrics()),
-                "proposedSolution": proposal,
-            }),
-        )
-        .with_task(task_id.to_string());
+        let notice = EscalationNotice {
+            metrics: s.runtime.pool.get(self.assignee).map(|a| a.metrics()),
+            proposed_solution: Some(proposal.clone()),
+            ..EscalationNotice::of(task_id, subtask_id, failure)
+        };
+        let escalation =
+            Message::carrying(self.assignee, ctx.id(), &notice).with_task(task_id.to_string());
         if let Err(e) = ctx.bus.send(escalation) {
             tracing::warn!("escalation message not delivered: {e}");
         }
@@ -706,13 +702,12 @@ impl SubtaskRun<'_> {
     fn escalate_to_top(&mut self) {
         let (ctx, s, task_id, subtask_id) = (self.ctx, self.s, self.task_id, self.subtask_id);
         let failure = self.last_failure();
-        let notice = Message::new(
-            ctx.id(),
-            Recipient::Layer(Layer::Top),
-            MessageKind::IssueEscalation,
-            json!({ "taskId": task_id, "subtaskId": subtask_id, "kind": failure.kind, "severity": failure.severity, "fatal": failure.fatal, "message": failure.message }),
-        )
-        .with_task(task_id.to_string());
+        let notice = EscalationNotice {
+            fatal: Some(failure.fatal),
+            ..EscalationNotice::of(task_id, subtask_id, &failure)
+        };
+        let notice = Message::carrying_to(ctx.id(), Recipient::Layer(Layer::Top), &notice)
+            .with_task(task_id.to_string());
         let _ = ctx.bus.send(notice);
         let mut event = recovery_event(
             Whose {
@@ -744,23 +739,18 @@ impl SubtaskRun<'_> {
         set_subtask_status(s, task_id, subtask_id, SubtaskStatus::Escalated);
         // A subtask held up by a person's decision is a blocker the top layer hears of.
         if let Some(top) = self.ctx.handle.config().supervisor {
-            let notice = Message::to_agent(
-                self.ctx.id(),
-                s.current_agent(top),
-                MessageKind::IssueEscalation,
-                json!({
-                    "taskId": task_id,
-                    "subtaskId": subtask_id,
-                    "waitingFor": "person",
-                    "message": format!(
-                        "\"{}\" waits for a person's decision after {}: {}",
-                        first_line(&self.description),
-                        failure.kind,
-                        first_line(&failure.message)
-                    ),
-                }),
-            )
-            .with_task(task_id.to_string());
+            let notice = EscalationNotice {
+                message: format!(
+                    "\"{}\" waits for a person's decision after {}: {}",
+                    first_line(&self.description),
+                    failure.kind,
+                    first_line(&failure.message)
+                ),
+                waiting_for: Some("person".into()),
+                ..EscalationNotice::of(task_id, subtask_id, &failure)
+            };
+            let notice = Message::carrying(self.ctx.id(), s.current_agent(top), &notice)
+                .with_task(task_id.to_string());
             let _ = self.ctx.bus.send(notice);
         }
         set_agent(
@@ -864,13 +854,8 @@ impl SubtaskRun<'_> {
             ),
             time_limit_ms: Some(time_left.as_millis().max(1) as u64),
         };
-        let message = Message::to_agent(
-            ctx.id(),
-            assignee,
-            MessageKind::TaskAssign,
-            json!(assignment),
-        )
-        .with_task(task.id.to_string());
+        let message =
+            Message::carrying(ctx.id(), assignee, &assignment).with_task(task.id.to_string());
         // The bottom agent enforces the time limit itself; this margin only catches an
         // agent that stopped answering altogether.
         let patience = time_left + Duration::from_secs(10);
@@ -901,8 +886,8 @@ impl SubtaskRun<'_> {
             tokio::select! {
                 reply = &mut request => {
                     return Attempt::Done(match reply {
-                        Ok(reply) => serde_json::from_value(reply.payload.clone()).unwrap_or_else(|e| lost(
-                            Failure::new(FailureKind::Internal, format!("unreadable report from {}: {e}", agent_name(s, assignee))).with_severity(Severity::Medium),
+                        Ok(reply) => reply.body::<SubtaskReport>().unwrap_or_else(|e| lost(
+                            Failure::new(FailureKind::Internal, format!("{} answered: {e}", agent_name(s, assignee))).with_severity(Severity::Medium),
                         )),
                         Err(BusError::ReplyTimeout { after, .. }) => lost(Failure::new(
                             FailureKind::Timeout,

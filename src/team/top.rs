@@ -10,6 +10,8 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::Services;
+use super::coordinate::TaskEnded;
+use super::escalate::EscalationNotice;
 use super::progress::{SubtaskEnded, TopOversight, WorkConflict};
 use crate::config::ReviewMode;
 use crate::config::TeamLayer;
@@ -97,58 +99,45 @@ impl AgentBehavior for TopBehavior {
                 );
             }
             MessageKind::IssueEscalation if message.payload.get("blocker").is_some() => {
-                let verdict = match serde_json::from_value::<SubtaskEnded>(message.payload.clone())
-                {
+                let verdict = match message.body::<SubtaskEnded>() {
                     Ok(report) => self.oversight.blocker(ctx, &self.services, &report),
                     Err(e) => Evaluation {
                         verdict: Verdict::Continue,
-                        reason: format!("the blocker report could not be read ({e})"),
+                        reason: e.to_string(),
                     },
                 };
-                let _ = ctx.reply(
-                    &message,
-                    MessageKind::ArbitrationResult,
-                    serde_json::to_value(&verdict).unwrap_or_default(),
-                );
+                let _ = ctx.reply_body(&message, &verdict);
             }
-            MessageKind::ConflictReport => {
-                match serde_json::from_value::<WorkConflict>(message.payload.clone()) {
-                    Ok(conflict) => {
-                        let ruling = self.oversight.conflict(ctx, &self.services, &conflict);
-                        let _ = ctx.reply(
-                            &message,
-                            MessageKind::ArbitrationResult,
-                            serde_json::to_value(&ruling).unwrap_or_default(),
-                        );
-                    }
-                    Err(e) => note(format!("- unreadable conflict report ({e})")),
+            MessageKind::ConflictReport => match message.body::<WorkConflict>() {
+                Ok(conflict) => {
+                    let ruling = self.oversight.conflict(ctx, &self.services, &conflict);
+                    let _ = ctx.reply_body(&message, &ruling);
                 }
-            }
+                Err(e) => note(format!("- {e}")),
+            },
             MessageKind::IssueEscalation => {
+                let said = match message.body::<EscalationNotice>() {
+                    Ok(notice) => notice.message,
+                    Err(e) => e.to_string(),
+                };
                 let text = format!(
-                    "- escalation from {}: {}",
+                    "- escalation from {}: {said}",
                     super::roles::agent_name(&self.services, message.from),
-                    message.payload["message"]
-                        .as_str()
-                        .unwrap_or("(no message)")
                 );
                 note(text.clone());
                 let _ = ctx.append_global(&text);
             }
             MessageKind::ProgressReport if message.payload.get("subtaskId").is_some() => {
-                match serde_json::from_value::<SubtaskEnded>(message.payload.clone()) {
+                match message.body::<SubtaskEnded>() {
                     Ok(report) => self.oversight.progress(ctx, &self.services, &report),
-                    Err(e) => note(format!("- unreadable progress report ({e})")),
+                    Err(e) => note(format!("- {e}")),
                 }
             }
             MessageKind::ProgressReport if message.payload.get("subtasks").is_some() => {
                 // A mid's last report on a task: the task ended, the top reports on it.
-                match message.payload["taskId"]
-                    .as_str()
-                    .and_then(|id| id.parse().ok())
-                {
-                    Some(task) => self.oversight.finished(ctx, &self.services, task),
-                    None => note("- unreadable final report".into()),
+                match message.body::<TaskEnded>() {
+                    Ok(end) => self.oversight.finished(ctx, &self.services, end.task_id),
+                    Err(e) => note(format!("- {e}")),
                 }
             }
             MessageKind::StatusQuery => {
