@@ -205,11 +205,18 @@ pub trait Body: Serialize + DeserializeOwned {
     /// What it is, in errors ("a subtask assignment").
     const NAME: &'static str;
 
+    /// The kinds of message that may carry it; it is sent as the first.
+    const KINDS: &'static [MessageKind];
+
     /// The kind of message this body is sent as.
-    fn kind(&self) -> MessageKind;
+    fn kind(&self) -> MessageKind {
+        Self::KINDS[0]
+    }
 
     /// Whether a message of `kind` may carry this body.
-    fn carried_by(kind: MessageKind) -> bool;
+    fn carried_by(kind: MessageKind) -> bool {
+        Self::KINDS.contains(&kind)
+    }
 
     fn to_payload(&self) -> serde_json::Value {
         // Bodies are plain data (no maps with non-string keys): serializing cannot fail.
@@ -244,12 +251,7 @@ pub struct PeerHelpRequest {
 
 impl Body for PeerHelpRequest {
     const NAME: &'static str = "a peer help request";
-    fn kind(&self) -> MessageKind {
-        MessageKind::PeerHelpRequest
-    }
-    fn carried_by(kind: MessageKind) -> bool {
-        kind == MessageKind::PeerHelpRequest
-    }
+    const KINDS: &'static [MessageKind] = &[MessageKind::PeerHelpRequest];
 }
 
 /// A peer's answer to a [`PeerHelpRequest`] (also the answer to a request an agent does
@@ -271,12 +273,7 @@ impl PeerHelpAnswer {
 
 impl Body for PeerHelpAnswer {
     const NAME: &'static str = "a peer's answer";
-    fn kind(&self) -> MessageKind {
-        MessageKind::PeerHelpResponse
-    }
-    fn carried_by(kind: MessageKind) -> bool {
-        kind == MessageKind::PeerHelpResponse
-    }
+    const KINDS: &'static [MessageKind] = &[MessageKind::PeerHelpResponse];
 }
 
 #[cfg(test)]

@@ -66,12 +66,7 @@ pub struct Evaluation {
 
 impl Body for Evaluation {
     const NAME: &'static str = "a verdict";
-    fn kind(&self) -> MessageKind {
-        MessageKind::ArbitrationResult
-    }
-    fn carried_by(kind: MessageKind) -> bool {
-        kind == MessageKind::ArbitrationResult
-    }
+    const KINDS: &'static [MessageKind] = &[MessageKind::ArbitrationResult];
 }
 
 /// Failures of the agent rather than of the work: another agent may well get through.

@@ -184,12 +184,7 @@ pub(super) struct TaskEnded {
 
 impl Body for TaskEnded {
     const NAME: &'static str = "a report of a task's end";
-    fn kind(&self) -> MessageKind {
-        MessageKind::ProgressReport
-    }
-    fn carried_by(kind: MessageKind) -> bool {
-        kind == MessageKind::ProgressReport
-    }
+    const KINDS: &'static [MessageKind] = &[MessageKind::ProgressReport];
 }
 
 /// Tells the supervising top agent how the task ended; it keeps the final report.

@@ -137,12 +137,7 @@ impl EscalationNotice {
 
 impl Body for EscalationNotice {
     const NAME: &'static str = "an escalation";
-    fn kind(&self) -> MessageKind {
-        MessageKind::IssueEscalation
-    }
-    fn carried_by(kind: MessageKind) -> bool {
-        kind == MessageKind::IssueEscalation
-    }
+    const KINDS: &'static [MessageKind] = &[MessageKind::IssueEscalation];
 }
 
 /// What a supervisor proposes for an escalated subtask.

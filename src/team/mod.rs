@@ -264,12 +264,7 @@ pub struct TaskAssignment {
 
 impl Body for TaskAssignment {
     const NAME: &'static str = "a task assignment";
-    fn kind(&self) -> MessageKind {
-        MessageKind::TaskAssign
-    }
-    fn carried_by(kind: MessageKind) -> bool {
-        kind == MessageKind::TaskAssign
-    }
+    const KINDS: &'static [MessageKind] = &[MessageKind::TaskAssign];
 }
 
 /// A subtask as a bottom agent receives it in `task_assign`.
@@ -290,12 +285,7 @@ pub struct SubtaskAssignment {
 
 impl Body for SubtaskAssignment {
     const NAME: &'static str = "a subtask assignment";
-    fn kind(&self) -> MessageKind {
-        MessageKind::TaskAssign
-    }
-    fn carried_by(kind: MessageKind) -> bool {
-        kind == MessageKind::TaskAssign
-    }
+    const KINDS: &'static [MessageKind] = &[MessageKind::TaskAssign];
 }
 
 /// A bottom agent's answer to a [`SubtaskAssignment`]: a `progress_report` when it
@@ -320,14 +310,12 @@ pub enum SubtaskReport {
 
 impl Body for SubtaskReport {
     const NAME: &'static str = "a subtask report";
+    const KINDS: &'static [MessageKind] = &[MessageKind::ProgressReport, MessageKind::ErrorReport];
     fn kind(&self) -> MessageKind {
         match self {
             SubtaskReport::Completed { .. } => MessageKind::ProgressReport,
             SubtaskReport::Failed { .. } => MessageKind::ErrorReport,
         }
-    }
-    fn carried_by(kind: MessageKind) -> bool {
-        matches!(kind, MessageKind::ProgressReport | MessageKind::ErrorReport)
     }
 }
 

@@ -55,18 +55,14 @@ pub struct SubtaskEnded {
 
 impl Body for SubtaskEnded {
     const NAME: &'static str = "a report of a subtask's end";
+    const KINDS: &'static [MessageKind] =
+        &[MessageKind::ProgressReport, MessageKind::IssueEscalation];
     fn kind(&self) -> MessageKind {
         if self.blocker.is_some() {
             MessageKind::IssueEscalation
         } else {
             MessageKind::ProgressReport
         }
-    }
-    fn carried_by(kind: MessageKind) -> bool {
-        matches!(
-            kind,
-            MessageKind::ProgressReport | MessageKind::IssueEscalation
-        )
     }
 }
 
@@ -150,12 +146,7 @@ pub struct WorkConflict {
 
 impl Body for WorkConflict {
     const NAME: &'static str = "a conflict report";
-    fn kind(&self) -> MessageKind {
-        MessageKind::ConflictReport
-    }
-    fn carried_by(kind: MessageKind) -> bool {
-        kind == MessageKind::ConflictReport
-    }
+    const KINDS: &'static [MessageKind] = &[MessageKind::ConflictReport];
 }
 
 impl WorkConflict {
@@ -178,12 +169,7 @@ pub struct Ruling {
 
 impl Body for Ruling {
     const NAME: &'static str = "a ruling";
-    fn kind(&self) -> MessageKind {
-        MessageKind::ArbitrationResult
-    }
-    fn carried_by(kind: MessageKind) -> bool {
-        kind == MessageKind::ArbitrationResult
-    }
+    const KINDS: &'static [MessageKind] = &[MessageKind::ArbitrationResult];
 }
 
 /// Reports that `waiting` is held back while `running` works on the same `files`, and
