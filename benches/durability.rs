@@ -89,7 +89,7 @@ fn main() {
             {
                 let store = Store::open(&path).unwrap();
                 for n in 0..100 {
-                    store.record(Record::TaskCheckpoint(Box::new(task(n))));
+                    store.record(Record::TaskCheckpoint(std::sync::Arc::new(task(n))));
                 }
                 store.flush().await.unwrap();
             }

@@ -292,9 +292,8 @@ async fn read_message<R: tokio::io::AsyncBufRead + Unpin>(input: &mut R) -> Valu
 /// subtasks, each with a file): the ceiling of the notification path when the team is
 /// not the one setting the pace.
 fn notification_cost() {
-    use conclave::runtime::{
-        SubtaskId, SubtaskStatus, SubtaskSummary, TaskId, TaskStatus, TaskSummary,
-    };
+    use conclave::runtime::{SubtaskId, SubtaskStatus, TaskId, TaskStatus};
+    use conclave::wire::{SubtaskSummary, TaskSummary};
     let uris = conclave::lsp::protocol::Uris::new(std::path::Path::new("/work/space"));
     let summary = TaskSummary {
         task_id: TaskId::new(),

@@ -23,3 +23,4 @@ pub mod team;
 mod tidy;
 pub mod tools;
 pub mod undo;
+pub mod wire;

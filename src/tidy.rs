@@ -23,6 +23,7 @@ const FLOORS: &[&[&str]] = &[
     &["undo"],
     &["executor"],
     &["team"],
+    &["wire"],
     &["engine"],
     &["lsp", "acp"],
     &["cli"],

@@ -42,8 +42,9 @@ use super::workspace::{OWNER_PREFIX, Workspace, engine_error, unknown_session};
 use crate::engine::SubmitTask;
 use crate::runtime::{
     AgentId, ApprovalAnswer, ApprovalChoice, ApprovalKind, ApprovalRequest, EventStream,
-    RuntimeEvent, TaskContext, TaskDetail, TaskId, TaskStatus, WhiteboardId,
+    RuntimeEvent, TaskContext, TaskId, TaskStatus, WhiteboardId,
 };
+use crate::wire::{TaskDetail, TaskSummary};
 
 /// How the agent messages sent so far end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -658,7 +659,8 @@ impl Session {
                 }
             };
             match event {
-                Ok(RuntimeEvent::TaskUpdated(summary)) if summary.task_id == task => {
+                Ok(RuntimeEvent::TaskUpdated(record)) if record.id == task => {
+                    let summary = TaskSummary::of(&record);
                     if shown_at.is_some_and(|at| summary.updated_at < at) {
                         continue;
                     }

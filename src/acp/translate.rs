@@ -25,7 +25,8 @@ use super::wire::{
 };
 use crate::records::TaskUsage;
 use crate::recovery::{RecoveryAction, RecoveryEvent};
-use crate::runtime::{AgentId, SubtaskStatus, SubtaskSummary, TaskDetail, TaskStatus, TaskSummary};
+use crate::runtime::{AgentId, SubtaskStatus, TaskStatus};
+use crate::wire::{SubtaskSummary, TaskDetail, TaskSummary};
 
 /// What one subtask's tool call last showed.
 #[derive(Clone, Debug, PartialEq)]

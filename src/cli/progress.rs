@@ -15,8 +15,9 @@ use conclave::engine::Engine;
 use conclave::recovery::{RecoveryAction, RecoveryEvent};
 use conclave::runtime::{
     AgentId, ApprovalKind, Decision, DecisionStatus, RuntimeEvent, SubtaskId, SubtaskStatus,
-    TaskId, TaskStatus, TaskSummary,
+    TaskId, TaskStatus,
 };
+use conclave::wire::TaskSummary;
 
 /// Agent names by id, remembered after an agent is gone (replaced agents leave the pool).
 pub struct Names {
@@ -210,8 +211,8 @@ impl TaskView {
     /// Applies one runtime event; returns what changed, as notes.
     pub fn apply(&mut self, event: &RuntimeEvent, names: &mut Names) -> Vec<Note> {
         match event {
-            RuntimeEvent::TaskUpdated(summary) if summary.task_id == self.task_id => {
-                self.apply_summary(summary, names)
+            RuntimeEvent::TaskUpdated(record) if record.id == self.task_id => {
+                self.apply_summary(&TaskSummary::of(record), names)
             }
             RuntimeEvent::Recovery(step) => self.apply_recovery(step),
             RuntimeEvent::Decision(decision) => self.apply_decision(decision, names),

@@ -12,11 +12,12 @@ use conclave::engine::{Engine, SubmitTask};
 use conclave::recovery::RecoveryEvent;
 use conclave::runtime::usage::SpendCap;
 use conclave::runtime::{
-    ApprovalAnswer, ApprovalRequest, EventStream, RuntimeEvent, SubtaskStatus, TaskDetail, TaskId,
-    TaskOptions, TaskRecord, TaskStatus,
+    ApprovalAnswer, ApprovalRequest, EventStream, RuntimeEvent, SubtaskStatus, TaskId, TaskOptions,
+    TaskRecord, TaskStatus,
 };
 use conclave::store::Store;
 use conclave::team::report::RecoveryFigures;
+use conclave::wire::TaskDetail;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::mpsc;
 

@@ -151,7 +151,7 @@ pub async fn run(args: UndoArgs) -> anyhow::Result<ExitCode> {
     let writer = DiskWriter::new(sandbox.clone());
     let reverted = conclave::undo::apply(&plan, &writer, &sandbox, edited, RevertedBy::Undo).await;
     record.reverted = Some(reverted.clone());
-    store.record(Record::TaskCheckpoint(Box::new(record)));
+    store.record(Record::TaskCheckpoint(std::sync::Arc::new(record)));
     store.flush().await?;
     if reverted.restored.is_empty() {
         eprintln!("Undone: no file needed putting back.");

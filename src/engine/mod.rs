@@ -38,8 +38,7 @@ use crate::runtime::usage::Meter;
 use crate::runtime::{
     Accessor, AgentId, AgentInfo, ApprovalAnswer, ApprovalRequest, Approvals, EventBus,
     EventStream, Layer, Message, Runtime, RuntimeEvent, Snapshot, SubtaskStatus, TaskContext,
-    TaskDetail, TaskId, TaskOptions, TaskRecord, TaskStatus, TaskSummary, Tasks, Team,
-    WhiteboardId,
+    TaskId, TaskOptions, TaskRecord, TaskStatus, Tasks, Team, WhiteboardId,
 };
 use crate::store::Store;
 use crate::team::{
@@ -48,6 +47,7 @@ use crate::team::{
 };
 use crate::tools::mcp::{McpContext, McpHub, McpServerSpec};
 use crate::tools::{DiskWriter, Sandbox, ToolRegistry, ToolSettings, WorkspaceWriter};
+use crate::wire::{TaskDetail, TaskSummary};
 
 /// "the ACP session 1f2e…" for `acp:1f2e…`.
 fn describe_owner(owner: &str) -> String {
@@ -571,12 +571,21 @@ impl Engine {
         Ok(task.id)
     }
 
+    /// Every task, oldest first.
     pub fn tasks(&self) -> Vec<TaskSummary> {
-        self.services.tasks.summaries()
+        let mut all = Vec::new();
+        self.services
+            .tasks
+            .visit(|task| all.push(TaskSummary::of(task)));
+        all.sort_by_key(|t| (t.created_at, t.task_id));
+        all
     }
 
     pub fn task(&self, id: &str) -> Result<TaskDetail, EngineError> {
-        Ok(self.record(id)?.detail())
+        id.parse::<TaskId>()
+            .ok()
+            .and_then(|id| self.services.tasks.read(id, TaskDetail::of))
+            .ok_or_else(|| EngineError::TaskNotFound(id.to_string()))
     }
 
     /// A finished task's detail with its top agent's final report, which follows the
@@ -673,7 +682,7 @@ impl Engine {
                 .get(id)
                 .ok_or_else(|| EngineError::TaskNotFound(id.to_string()))?;
             if task.status.is_finished() && !self.services.task_state.contains_key(&id) {
-                return Ok(task.summary());
+                return Ok(TaskSummary::of(&task));
             }
             match events.recv().await {
                 Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}

@@ -43,8 +43,8 @@ use crate::engine::Engine;
 use crate::recovery::Severity;
 use crate::runtime::{
     ApprovalAnswer, ApprovalRequest, EventStream, RuntimeEvent, Snapshot, TaskId, TaskStatus,
-    TaskSummary,
 };
+use crate::wire::TaskSummary;
 
 /// At most this many events go out behind one durability wait.
 const NOTIFICATION_BATCH: usize = 16_384;
@@ -284,8 +284,8 @@ impl Bridge {
         notes: &mut FileNotes,
     ) -> bool {
         match event {
-            Ok(RuntimeEvent::TaskUpdated(summary)) => {
-                self.task_changed(&summary, notes).await;
+            Ok(RuntimeEvent::TaskUpdated(record)) => {
+                self.task_changed(&TaskSummary::of(&record), notes).await;
             }
             Ok(RuntimeEvent::AgentStatus(transition)) => {
                 self.outbox.notify::<AgentStatusChanged>(&transition).await;

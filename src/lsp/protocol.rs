@@ -15,9 +15,8 @@ use tower_lsp_server::ls_types::request::Request;
 use tower_lsp_server::ls_types::{ProgressToken, Uri};
 
 use crate::recovery::RecoveryEvent;
-use crate::runtime::{
-    ApprovalAnswer, ApprovalChoice, ApprovalRequest, Snapshot, TaskDetail, TaskOptions, TaskSummary,
-};
+use crate::runtime::{ApprovalAnswer, ApprovalChoice, ApprovalRequest, Snapshot, TaskOptions};
+use crate::wire::{TaskDetail, TaskSummary};
 
 /// The protocol version this server speaks (`experimental.conclave.protocolVersion`).
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -8,7 +8,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::runtime::{SubtaskId, SubtaskStatus, TaskSummary};
+use crate::runtime::{SubtaskId, SubtaskStatus};
+use crate::wire::{SubtaskSummary, TaskSummary};
 
 /// Whiteboard changes, at most one per board per `interval`, always ending on the
 /// latest version: a change inside the interval is held (replacing any older held one)
@@ -154,7 +155,7 @@ impl FileNotes {
 }
 
 /// The diagnostic for a subtask's files, saying why when the reason is known.
-fn note_for(subtask: &crate::runtime::SubtaskSummary, reason: Option<&str>) -> Option<FileNote> {
+fn note_for(subtask: &SubtaskSummary, reason: Option<&str>) -> Option<FileNote> {
     let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
     let name = &subtask.description;
     let (severity, message) = match subtask.status {
@@ -187,7 +188,7 @@ fn note_for(subtask: &crate::runtime::SubtaskSummary, reason: Option<&str>) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::{SubtaskSummary, TaskId, TaskStatus};
+    use crate::runtime::{TaskId, TaskStatus};
     use chrono::Utc;
     use serde_json::json;
 

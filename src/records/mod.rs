@@ -36,8 +36,8 @@ pub use message::{
 };
 pub use task::{
     CheckCounts, CheckResult, CheckStatus, FinalReport, KeptFile, OversightTally, Reverted,
-    RevertedBy, Subtask, SubtaskStatus, SubtaskSummary, TaskContext, TaskDetail, TaskError,
-    TaskOptions, TaskRecord, TaskStatus, TaskSummary,
+    RevertedBy, Subtask, SubtaskStatus, TaskContext, TaskError, TaskOptions, TaskRecord,
+    TaskStatus,
 };
 pub use usage::{TaskUsage, TokenUsage};
 pub use whiteboard::{Operation, Snapshot, WhiteboardError, WhiteboardId};

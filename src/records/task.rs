@@ -1,6 +1,7 @@
 //! Tasks as they are recorded: what the user asked for, the subtasks a mid agent planned
-//! for it, their progress, checks and usage — the task's checkpoint in the store and its
-//! summary and detail on the wire. The live registry is `runtime::Tasks`.
+//! for it, their progress, checks and usage — the task's checkpoint in the store. Its
+//! summary and detail on the wire are `crate::wire`'s; the live registry is
+//! `runtime::Tasks`.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +11,7 @@ use uuid::Uuid;
 
 use super::event::RecoveryEvent;
 use super::failure::{Failure, Scope};
-use super::usage::{TaskUsage, TokenUsage};
+use super::usage::TaskUsage;
 use crate::ids::{AgentId, SubtaskId, TaskId};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -367,104 +368,9 @@ impl TaskRecord {
     pub fn subtask_mut(&mut self, id: SubtaskId) -> Option<&mut Subtask> {
         self.subtasks.iter_mut().find(|s| s.id == id)
     }
-
-    pub fn summary(&self) -> TaskSummary {
-        TaskSummary {
-            task_id: self.id,
-            title: self.title.clone(),
-            status: self.status,
-            progress: self.progress(),
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-            subtasks: self
-                .subtasks
-                .iter()
-                .map(|s| SubtaskSummary {
-                    subtask_id: s.id,
-                    description: s.description.clone(),
-                    assignee: s.assignee,
-                    assignee_name: s.assignee_name.clone(),
-                    status: s.status,
-                    attempts: s.attempts,
-                    files: s.files.clone(),
-                })
-                .collect(),
-            recovery: self.recovery.clone(),
-            unchecked: self.unchecked.clone(),
-            parked: self.parked.clone(),
-            usage_total: (self.usage.total.calls > 0).then_some(self.usage.total),
-            check_counts: CheckCounts::of(&self.checks),
-            reverted_by: self.reverted.as_ref().map(|r| r.by),
-        }
-    }
-
-    pub fn detail(&self) -> TaskDetail {
-        TaskDetail {
-            summary: self.summary(),
-            description: self.description.clone(),
-            files_written: self.files_written.clone(),
-            result: self.result.clone(),
-            partial_results: self.partial_results.clone(),
-            errors: self.errors.clone(),
-            checks: self.checks.clone(),
-            rule_findings: self.rule_findings.clone(),
-            usage: self.usage.clone(),
-            reverted: self.reverted.clone(),
-            final_report: self.final_report.clone(),
-        }
-    }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SubtaskSummary {
-    pub subtask_id: SubtaskId,
-    pub description: String,
-    pub assignee: Option<AgentId>,
-    /// The assignee's name, also when that agent is gone (docs/protocol.md).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub assignee_name: Option<String>,
-    pub status: SubtaskStatus,
-    pub attempts: u32,
-    /// Workspace-relative paths the subtask has written so far (docs/protocol.md:
-    /// editors mark the files being generated).
-    pub files: Vec<String>,
-}
-
-/// docs/protocol.md `TaskSummary`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TaskSummary {
-    pub task_id: TaskId,
-    pub title: String,
-    pub status: TaskStatus,
-    pub progress: u8,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    pub subtasks: Vec<SubtaskSummary>,
-    pub recovery: Option<RecoveryEvent>,
-    /// (addition) Why the task's work was never run by its checks, when it was not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unchecked: Option<String>,
-    /// (addition) Why an unfinished task is not running (it waits for the ACP session
-    /// it belongs to).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parked: Option<String>,
-    /// (addition) The task's tokens and cost so far (`TaskDetail.usage.total`), so an
-    /// editor shows them live; absent until the task's first model call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage_total: Option<TokenUsage>,
-    /// (addition) How the task's checks went, counted (`TaskDetail.checks` has them
-    /// whole); absent until a check ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check_counts: Option<CheckCounts>,
-    /// (addition) Set once the task's changes were taken back: `failure` (put back when
-    /// it failed) or `undo` (a person undid it); `TaskDetail.reverted` says which files.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reverted_by: Option<RevertedBy>,
-}
-
-/// The checks of a task, counted by status, for `TaskSummary` (docs/protocol.md).
+/// The checks of a task, counted by status (`TaskSummary.checkCounts` on the wire).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckCounts {
@@ -503,36 +409,6 @@ impl CheckCounts {
     }
 }
 
-/// docs/protocol.md `TaskDetail`: the summary plus what the task produced.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TaskDetail {
-    #[serde(flatten)]
-    pub summary: TaskSummary,
-    pub description: String,
-    pub files_written: Vec<String>,
-    pub result: Option<String>,
-    pub partial_results: Vec<String>,
-    pub errors: Vec<TaskError>,
-    /// (addition) What was checked, and how: syntax, stubs, tests.
-    #[serde(default)]
-    pub checks: Vec<CheckResult>,
-    /// (addition) How many times each check rule found something, by rule id.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub rule_findings: BTreeMap<String, u32>,
-    /// Tokens and cost, in all and by subtask and agent (docs/protocol.md, "Executor: tokens and cost").
-    #[serde(default)]
-    pub usage: TaskUsage,
-    /// (addition) What was put back, and what left as it was, when the task's changes
-    /// were taken back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reverted: Option<Reverted>,
-    /// (addition) The top agent's report on the finished task; absent until it is
-    /// written, shortly after the task ends.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub final_report: Option<FinalReport>,
-}
-
 /// One check of the code a task wrote (`team/check/` runs them).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -563,77 +439,4 @@ pub enum CheckStatus {
     Failed,
     /// The checker is not installed, or there was nothing it could run.
     Skipped,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn check(status: CheckStatus, rules: &[&str], at: DateTime<Utc>) -> CheckResult {
-        CheckResult {
-            kind: "stubs".into(),
-            name: "stub scan".into(),
-            status,
-            files: vec!["a.py".into()],
-            detail: String::new(),
-            subtask_id: None,
-            at,
-            rules: rules.iter().map(|r| r.to_string()).collect(),
-        }
-    }
-
-    #[test]
-    fn a_summary_counts_checks_and_carries_usage_once_a_call_was_made() {
-        let mut task = TaskRecord::new(
-            "t".into(),
-            "d".into(),
-            TaskContext::default(),
-            TaskOptions::default(),
-        );
-        let wire = serde_json::to_value(task.summary()).unwrap();
-        assert!(wire.get("usageTotal").is_none() && wire.get("checkCounts").is_none());
-
-        let first = Utc::now();
-        let latest = first + chrono::Duration::seconds(1);
-        task.checks = vec![
-            check(
-                CheckStatus::Failed,
-                &["python.stub", "python.lost-main"],
-                first,
-            ),
-            check(CheckStatus::Failed, &["python.stub"], latest),
-            check(CheckStatus::Passed, &["syntax.python"], first),
-            check(CheckStatus::Skipped, &[], first),
-        ];
-        task.usage.record(
-            None,
-            None,
-            &TokenUsage {
-                input_tokens: 1200,
-                output_tokens: 34,
-                calls: 1,
-                ..TokenUsage::default()
-            },
-        );
-        let summary = task.summary();
-        assert_eq!(
-            summary.check_counts,
-            Some(CheckCounts {
-                passed: 1,
-                failed: 2,
-                skipped: 1,
-                failed_rules: vec!["python.lost-main".into(), "python.stub".into()],
-                at: latest,
-            })
-        );
-        let wire = serde_json::to_value(&summary).unwrap();
-        assert_eq!(wire["usageTotal"]["inputTokens"], 1200);
-        assert_eq!(wire["checkCounts"]["failedRules"][1], "python.stub");
-        // The detail flattens the summary: its `usage` stays the whole split.
-        let detail = serde_json::to_value(task.detail()).unwrap();
-        assert_eq!(detail["usage"]["total"], detail["usageTotal"]);
-        assert!(detail["checks"].is_array());
-        let back: TaskDetail = serde_json::from_value(detail).unwrap();
-        assert_eq!(back.summary, summary);
-    }
 }

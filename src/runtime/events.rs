@@ -11,7 +11,7 @@ use tokio::sync::broadcast;
 
 use crate::ids::{AgentId, TaskId};
 use crate::records::{
-    ApprovalChoice, ApprovalRequest, ArbitrationResult, Decision, Message, TaskSummary, Transition,
+    ApprovalChoice, ApprovalRequest, ArbitrationResult, Decision, Message, TaskRecord, Transition,
     WhiteboardId,
 };
 use crate::recovery::RecoveryEvent;
@@ -29,7 +29,8 @@ pub enum RuntimeEvent {
     Decision(Arc<Decision>),
     Arbitration(Arc<ArbitrationResult>),
     Message(Arc<Message>),
-    TaskUpdated(Arc<TaskSummary>),
+    /// The task as it now stands (front-ends show it as their wire's summary).
+    TaskUpdated(Arc<TaskRecord>),
     Recovery(Arc<RecoveryEvent>),
     ApprovalRequested(Arc<ApprovalRequest>),
     /// An approval was answered (`decision`) or withdrawn (`None`).

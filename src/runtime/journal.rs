@@ -4,8 +4,6 @@
 //! back cannot say different things. Events with nothing to keep (an agent that missed
 //! its heartbeats) are only announced.
 
-use std::sync::Arc;
-
 use super::events::{EventBus, RuntimeEvent};
 use crate::store::{Record, Store};
 
@@ -65,7 +63,7 @@ pub fn events_of(record: &Record) -> Vec<RuntimeEvent> {
         },
         Record::Decision(decision) => RuntimeEvent::Decision(decision.clone()),
         Record::Arbitration(result) => RuntimeEvent::Arbitration(result.clone()),
-        Record::TaskCheckpoint(task) => RuntimeEvent::TaskUpdated(Arc::new(task.summary())),
+        Record::TaskCheckpoint(task) => RuntimeEvent::TaskUpdated(task.clone()),
         Record::Recovery(step) => RuntimeEvent::Recovery(step.clone()),
         Record::ApprovalRequested(request) => RuntimeEvent::ApprovalRequested(request.clone()),
         Record::ApprovalResolved {

@@ -35,9 +35,8 @@ pub use crate::records::{
     CheckCounts, CheckResult, CheckStatus, Decision, DecisionStatus, FileDiff, FinalReport,
     KeptFile, Layer, Message, MessageKind, ModelSettings, Operation, OversightTally,
     PeerHelpAnswer, PeerHelpRequest, PowerType, Priority, Quorum, Recipient, Reverted, RevertedBy,
-    Signature, Signer, Snapshot, Subtask, SubtaskStatus, SubtaskSummary, TaskContext, TaskDetail,
-    TaskError, TaskOptions, TaskRecord, TaskStatus, TaskSummary, TopPower, Transition, Veto, Vote,
-    WhiteboardError, WhiteboardId,
+    Signature, Signer, Snapshot, Subtask, SubtaskStatus, TaskContext, TaskError, TaskOptions,
+    TaskRecord, TaskStatus, TopPower, Transition, Veto, Vote, WhiteboardError, WhiteboardId,
 };
 pub use approvals::{ApprovalError, Approvals, Escalation, TimeLimitReached};
 pub use behaviors::CoreBehavior;

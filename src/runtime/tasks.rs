@@ -10,7 +10,7 @@ use dashmap::DashMap;
 use super::events::EventBus;
 use super::journal::Journal;
 use crate::ids::{SubtaskId, TaskId};
-use crate::records::{TaskRecord, TaskSummary};
+use crate::records::TaskRecord;
 use crate::store::{Record, Store};
 
 /// The live tasks, cheap to clone.
@@ -111,13 +111,6 @@ impl Tasks {
         Some(result)
     }
 
-    /// Every task, oldest first.
-    pub fn summaries(&self) -> Vec<TaskSummary> {
-        let mut all: Vec<TaskSummary> = self.tasks.iter().map(|t| t.summary()).collect();
-        all.sort_by_key(|t| (t.created_at, t.task_id));
-        all
-    }
-
     pub fn records(&self) -> Vec<TaskRecord> {
         let mut all: Vec<TaskRecord> = self.tasks.iter().map(|t| t.clone()).collect();
         all.sort_by_key(|t| (t.created_at, t.id));
@@ -134,7 +127,7 @@ impl Tasks {
         let Some(task) = self.tasks.get(&id).map(|t| t.clone()) else {
             return;
         };
-        records.push(Record::TaskCheckpoint(Box::new(task)));
+        records.push(Record::TaskCheckpoint(Arc::new(task)));
         self.journal.keep(Record::Group(records));
     }
 }

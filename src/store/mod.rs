@@ -46,7 +46,7 @@ pub enum Record {
     Decision(Arc<Decision>),
     Arbitration(Arc<ArbitrationResult>),
     /// The whole task as it stands: its latest checkpoint.
-    TaskCheckpoint(Box<TaskRecord>),
+    TaskCheckpoint(Arc<TaskRecord>),
     Recovery(Arc<RecoveryEvent>),
     ApprovalRequested(Arc<ApprovalRequest>),
     /// `answer` is `None` when the approval was withdrawn, for `reason`.
@@ -747,7 +747,7 @@ mod tests {
     fn checkpoint(task: &TaskRecord, status: TaskStatus) -> Record {
         let mut state = task.clone();
         state.status = status;
-        Record::TaskCheckpoint(Box::new(state))
+        Record::TaskCheckpoint(Arc::new(state))
     }
 
     #[tokio::test]

@@ -43,8 +43,8 @@ fn a_killed_run_resumes_its_task_team_and_pending_approval() {
         let approval = loop {
             match events.recv().await.unwrap() {
                 RuntimeEvent::ApprovalRequested(request) => approval = Some(request),
-                RuntimeEvent::TaskUpdated(summary) if summary.task_id == task => {
-                    first_done = summary
+                RuntimeEvent::TaskUpdated(record) if record.id == task => {
+                    first_done = record
                         .subtasks
                         .first()
                         .is_some_and(|s| s.status == SubtaskStatus::Completed);
@@ -170,8 +170,8 @@ async fn a_cleanly_stopped_run_resumes_with_a_new_team() {
     while !(asked && w_done) {
         match events.recv().await.unwrap() {
             RuntimeEvent::ApprovalRequested(_) => asked = true,
-            RuntimeEvent::TaskUpdated(summary) if summary.task_id == task => {
-                w_done = summary
+            RuntimeEvent::TaskUpdated(record) if record.id == task => {
+                w_done = record
                     .subtasks
                     .first()
                     .is_some_and(|s| s.status == SubtaskStatus::Completed);

@@ -185,7 +185,7 @@ async fn a_task_saved_by_a_newer_conclave_is_refused_and_left_as_it_was() {
     );
     {
         let store = Store::open(&path).unwrap();
-        store.record(Record::TaskCheckpoint(Box::new(task.clone())));
+        store.record(Record::TaskCheckpoint(std::sync::Arc::new(task.clone())));
         store.flush().await.unwrap();
         // This build reads what it writes.
         assert_eq!(store.tasks().await.unwrap(), std::slice::from_ref(&task));

@@ -10,10 +10,10 @@ use conclave::engine::SubmitTask;
 use conclave::recovery::RecoveryAction;
 use conclave::runtime::{
     AgentBehavior, AgentContext, AgentError, AgentStatus, ApprovalAnswer, ApprovalChoice,
-    FinalReport, Layer, Message, MessageKind, RuntimeEvent, SubtaskStatus, TaskDetail, TaskId,
-    TaskStatus,
+    FinalReport, Layer, Message, MessageKind, RuntimeEvent, SubtaskStatus, TaskId, TaskStatus,
 };
 use conclave::team::{BehaviorFactory, Services, standard_behaviors};
+use conclave::wire::TaskDetail;
 use serde_json::json;
 
 use crate::support::team::{Team, config, plan, start, start_with, two_greeting_files, writes};
@@ -60,7 +60,7 @@ async fn run(
                     ApprovalAnswer::new(ApprovalChoice::Abort),
                 )
                 .unwrap(),
-            RuntimeEvent::TaskUpdated(t) if t.task_id == task && t.status.is_finished() => {
+            RuntimeEvent::TaskUpdated(t) if t.id == task && t.status.is_finished() => {
                 return (task, steps);
             }
             _ => {}
