@@ -276,6 +276,41 @@ impl Body for PeerHelpAnswer {
     const KINDS: &'static [MessageKind] = &[MessageKind::PeerHelpResponse];
 }
 
+/// The heartbeat every agent acknowledges (`heartbeat`, to all).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Heartbeat {
+    pub beat: u64,
+}
+
+impl Body for Heartbeat {
+    const NAME: &'static str = "a heartbeat";
+    const KINDS: &'static [MessageKind] = &[MessageKind::Heartbeat];
+}
+
+/// Something an agent is told to note (`warning`), such as whom it replaces.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Warning {
+    pub message: String,
+}
+
+impl Body for Warning {
+    const NAME: &'static str = "a warning";
+    const KINDS: &'static [MessageKind] = &[MessageKind::Warning];
+}
+
+/// A decision a top agent is asked to sign (`signature_request`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignatureRequest {
+    pub decision_id: Uuid,
+    pub title: String,
+}
+
+impl Body for SignatureRequest {
+    const NAME: &'static str = "a signature request";
+    const KINDS: &'static [MessageKind] = &[MessageKind::SignatureRequest];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,7 +32,8 @@ pub use decision::{
 pub use event::{EventScope, RecoveryAction, RecoveryEvent};
 pub use failure::{Failure, FailureKind, RootCause, Scope};
 pub use message::{
-    Body, BodyError, Message, MessageKind, PeerHelpAnswer, PeerHelpRequest, Priority, Recipient,
+    Body, BodyError, Heartbeat, Message, MessageKind, PeerHelpAnswer, PeerHelpRequest, Priority,
+    Recipient, SignatureRequest, Warning,
 };
 pub use task::{
     CheckCounts, CheckResult, CheckStatus, FinalReport, KeptFile, OversightTally, Reverted,

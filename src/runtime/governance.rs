@@ -23,7 +23,7 @@ use super::whiteboard::{Accessor, Whiteboards};
 use crate::ids::AgentId;
 use crate::records::{
     ArbitrationResult, Decision, DecisionStatus, Message, MessageKind, Priority, Quorum, Signature,
-    Signer, Veto, Vote, WhiteboardId,
+    SignatureRequest, Signer, Veto, Vote, WhiteboardId,
 };
 use crate::store::{Record, Store};
 
@@ -183,13 +183,12 @@ impl Governance {
             if !self.bus.is_registered(signer.agent) {
                 continue;
             }
-            let request = Message::to_agent(
-                decision.proposer,
-                signer.agent,
-                MessageKind::SignatureRequest,
-                serde_json::json!({ "decisionId": decision.id, "title": decision.title }),
-            )
-            .with_priority(Priority::High);
+            let body = SignatureRequest {
+                decision_id: decision.id,
+                title: decision.title.clone(),
+            };
+            let request = Message::carrying(decision.proposer, signer.agent, &body)
+                .with_priority(Priority::High);
             if let Err(e) = self.bus.send(request) {
                 tracing::warn!(decision = %decision.id, signer = %signer.agent, "signature request not delivered: {e}");
             }

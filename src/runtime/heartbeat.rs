@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::Utc;
-use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -18,7 +17,7 @@ use super::bus::Bus;
 use super::events::{EventBus, RuntimeEvent};
 use super::pool::AgentPool;
 use crate::ids::AgentId;
-use crate::records::{AgentStatus, Message, MessageKind, Priority, Recipient};
+use crate::records::{AgentStatus, Heartbeat, Message, Priority, Recipient};
 
 /// Beats missed in a row after which an agent is reported hung.
 pub const HUNG_AFTER_MISSED: u32 = 2;
@@ -83,13 +82,8 @@ impl HeartbeatScheduler {
             }
         });
         // One message shared by every mailbox: one allocation and one audit row per beat.
-        let message = Message::new(
-            AgentId::SYSTEM,
-            Recipient::All,
-            MessageKind::Heartbeat,
-            json!({ "beat": beat }),
-        )
-        .with_priority(Priority::Urgent);
+        let message = Message::carrying_to(AgentId::SYSTEM, Recipient::All, &Heartbeat { beat })
+            .with_priority(Priority::Urgent);
         report.sent = self.bus.send(message).unwrap_or(0);
         report
     }

@@ -33,10 +33,11 @@ pub use crate::records::{
     AgentConfig, AgentError, AgentMetrics, AgentStatus, ApprovalAnswer, ApprovalChoice,
     ApprovalKind, ApprovalOption, ApprovalRequest, ArbitrationResult, Body, BodyError, Capability,
     CheckCounts, CheckResult, CheckStatus, Decision, DecisionStatus, FileDiff, FinalReport,
-    KeptFile, Layer, Message, MessageKind, ModelSettings, Operation, OversightTally,
+    Heartbeat, KeptFile, Layer, Message, MessageKind, ModelSettings, Operation, OversightTally,
     PeerHelpAnswer, PeerHelpRequest, PowerType, Priority, Quorum, Recipient, Reverted, RevertedBy,
-    Signature, Signer, Snapshot, Subtask, SubtaskStatus, TaskContext, TaskError, TaskOptions,
-    TaskRecord, TaskStatus, TopPower, Transition, Veto, Vote, WhiteboardError, WhiteboardId,
+    Signature, SignatureRequest, Signer, Snapshot, Subtask, SubtaskStatus, TaskContext, TaskError,
+    TaskOptions, TaskRecord, TaskStatus, TopPower, Transition, Veto, Vote, Warning,
+    WhiteboardError, WhiteboardId,
 };
 pub use approvals::{ApprovalError, Approvals, Escalation, TimeLimitReached};
 pub use behaviors::CoreBehavior;

@@ -14,8 +14,8 @@ use super::mailbox::Mailbox;
 use super::whiteboard::Whiteboards;
 use crate::ids::AgentId;
 use crate::records::{
-    AgentError, AgentStatus, Body, Message, MessageKind, Recipient, Snapshot, WhiteboardError,
-    WhiteboardId,
+    AgentError, AgentStatus, Body, Heartbeat, Message, MessageKind, Recipient, Snapshot,
+    WhiteboardError, WhiteboardId,
 };
 
 /// What a layer does. The runtime handles heartbeats, status bookkeeping and shutdown;
@@ -63,13 +63,9 @@ impl AgentContext {
             .send(Message::to_agent(self.id(), to, kind, payload))
     }
 
-    pub fn broadcast(
-        &self,
-        to: Recipient,
-        kind: MessageKind,
-        payload: serde_json::Value,
-    ) -> Result<usize, BusError> {
-        self.bus.send(Message::new(self.id(), to, kind, payload))
+    /// Sends `body` to many (a layer, everyone).
+    pub fn broadcast_body<B: Body>(&self, to: Recipient, body: &B) -> Result<usize, BusError> {
+        self.bus.send(Message::carrying_to(self.id(), to, body))
     }
 
     pub fn reply(
@@ -189,11 +185,8 @@ pub(crate) async fn run_agent(
             },
         };
         if message.kind == MessageKind::Heartbeat {
-            let beat = message
-                .payload
-                .get("beat")
-                .and_then(|b| b.as_u64())
-                .unwrap_or(0);
+            // A beat that cannot be read is still a beat: acknowledged as beat 0.
+            let beat = message.body::<Heartbeat>().map_or(0, |h| h.beat);
             handle.ack_heartbeat(beat);
             continue;
         }

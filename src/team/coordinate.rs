@@ -8,8 +8,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
-
 use super::plan::Stop;
 use super::subtask::run_subtasks;
 use super::{Services, first_line};
@@ -48,11 +46,12 @@ pub async fn run(ctx: AgentContext, services: Arc<Services>, task_id: TaskId) {
     services.originals(task_id);
     if let Some(task) = services.tasks.get(task_id) {
         // Peer mids learn who coordinates what, so they spread new work elsewhere.
-        let _ = ctx.broadcast(
-            Recipient::Layer(Layer::Mid),
-            MessageKind::PeerCoordination,
-            json!({ "taskId": task_id, "title": task.title, "coordinator": ctx.handle.name() }),
-        );
+        let taken = TaskTaken {
+            task_id,
+            title: task.title.clone(),
+            coordinator: ctx.handle.name(),
+        };
+        let _ = ctx.broadcast_body(Recipient::Layer(Layer::Mid), &taken);
     }
     // `options.timeoutMs` bounds the task: its time is counted from now, planning
     // included, and running out of it fails the task with a report.
@@ -165,6 +164,21 @@ async fn plan_waiting_out_the_provider(
             _ => return Err(Stop::Failed(failure)),
         }
     }
+}
+
+/// A mid telling its peers which task it took up (`peer_coordination`), so that they
+/// spread new work elsewhere.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct TaskTaken {
+    pub(super) task_id: TaskId,
+    pub(super) title: String,
+    pub(super) coordinator: String,
+}
+
+impl Body for TaskTaken {
+    const NAME: &'static str = "a task taken up";
+    const KINDS: &'static [MessageKind] = &[MessageKind::PeerCoordination];
 }
 
 /// A mid's last report on a task it coordinated (`progress_report` to its top): the

@@ -4,12 +4,10 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use super::{Services, TaskAssignment, Whose, recovery_event};
 use crate::recovery::{RecoveryAction, Severity};
 use crate::runtime::{
-    Accessor, AgentConfig, AgentError, AgentId, Layer, Message, MessageKind, SubtaskId, TaskId,
+    Accessor, AgentConfig, AgentError, AgentId, Layer, Message, SubtaskId, TaskId, Warning,
     WhiteboardId,
 };
 
@@ -82,11 +80,12 @@ pub async fn replace_agent(
         Vec::new()
     };
     s.replacements.send_modify(|n| *n += 1);
-    let _ = s.runtime.bus.send(Message::to_agent(
+    let _ = s.runtime.bus.send(Message::carrying(
         AgentId::SYSTEM,
         new,
-        MessageKind::Warning,
-        json!({ "message": format!("you replace {} ({reason})", config.name) }),
+        &Warning {
+            message: format!("you replace {} ({reason})", config.name),
+        },
     ));
     // Report the step on every unfinished subtask the old agent held (its own idea of
     // its current task may be missing when it hung before recording it).

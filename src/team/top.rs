@@ -19,7 +19,9 @@ use crate::model::metered;
 use crate::model::structured::{Review, ask_json};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::oversight::{Evaluation, Verdict};
-use crate::runtime::{AgentBehavior, AgentContext, AgentError, Message, MessageKind};
+use crate::runtime::{
+    AgentBehavior, AgentContext, AgentError, Message, MessageKind, SignatureRequest,
+};
 
 pub struct TopBehavior {
     services: Arc<Services>,
@@ -65,15 +67,12 @@ impl AgentBehavior for TopBehavior {
         };
         match message.kind {
             MessageKind::SignatureRequest => {
-                let decision_id = message.payload["decisionId"]
-                    .as_str()
-                    .and_then(|s| s.parse().ok());
-                let Some(decision_id) = decision_id else {
-                    note(format!(
-                        "- unreadable signature request from {}",
-                        message.from
-                    ));
-                    return Ok(());
+                let decision_id = match message.body::<SignatureRequest>() {
+                    Ok(request) => request.decision_id,
+                    Err(e) => {
+                        note(format!("- from {}: {e}", message.from));
+                        return Ok(());
+                    }
                 };
                 let (ctx, services) = (ctx.clone(), self.services.clone());
                 // Usage hook: the review's model calls count for the plan's task.
