@@ -49,8 +49,7 @@ impl AgentBehavior for CoreBehavior {
         };
         match message.kind {
             MessageKind::StatusQuery => {
-                let info = serde_json::to_value(ctx.handle.info()).map_err(|e| failed(&e))?;
-                ctx.reply(&message, MessageKind::ProgressReport, info)
+                ctx.reply_body(&message, &ctx.handle.info())
                     .map_err(|e| failed(&e))?;
             }
             MessageKind::Warning | MessageKind::ProgressReport | MessageKind::ErrorReport => {

@@ -6,14 +6,16 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use chrono::Utc;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use super::events::EventBus;
 use super::journal::Journal;
 use super::whiteboard::Accessor;
 use crate::ids::AgentId;
-use crate::records::{AgentConfig, AgentError, AgentMetrics, AgentStatus, Layer, Transition};
+use crate::records::{
+    AgentConfig, AgentError, AgentMetrics, AgentStatus, Body, Layer, MessageKind, Transition,
+};
 use crate::store::{Record, Store};
 
 pub struct AgentHandle {
@@ -31,8 +33,9 @@ pub struct AgentHandle {
     journal: Journal,
 }
 
-/// What the editor sees of an agent (docs/protocol.md, `AgentInfo`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// What the editor sees of an agent (docs/protocol.md, `AgentInfo`), and an agent's
+/// answer to a `status_query`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentInfo {
     pub agent_id: AgentId,
@@ -44,6 +47,11 @@ pub struct AgentInfo {
     pub subordinates: Vec<AgentId>,
     pub current_task_id: Option<String>,
     pub metrics: AgentMetrics,
+}
+
+impl Body for AgentInfo {
+    const NAME: &'static str = "an agent's status";
+    const KINDS: &'static [MessageKind] = &[MessageKind::ProgressReport];
 }
 
 impl AgentHandle {

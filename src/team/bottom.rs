@@ -121,9 +121,7 @@ impl AgentBehavior for BottomBehavior {
                     .map_err(|e| behavior_error(ctx, e))?;
             }
             MessageKind::StatusQuery => {
-                let info =
-                    serde_json::to_value(ctx.handle.info()).map_err(|e| behavior_error(ctx, e))?;
-                ctx.reply(&message, MessageKind::ProgressReport, info)
+                ctx.reply_body(&message, &ctx.handle.info())
                     .map_err(|e| behavior_error(ctx, e))?;
             }
             other => {

@@ -89,9 +89,7 @@ impl AgentBehavior for MidBehavior {
                 );
             }
             MessageKind::StatusQuery => {
-                if let Ok(info) = serde_json::to_value(ctx.handle.info()) {
-                    let _ = ctx.reply(&message, MessageKind::ProgressReport, info);
-                }
+                let _ = ctx.reply_body(&message, &ctx.handle.info());
             }
             other => {
                 let from = super::roles::agent_name(&self.services, message.from);

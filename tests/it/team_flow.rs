@@ -352,3 +352,26 @@ async fn a_plan_s_assignee_hint_picks_the_coder_and_an_unknown_one_is_dropped() 
     );
     team.engine.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn every_agent_answers_a_status_query_with_its_typed_status() {
+    use conclave::runtime::{AgentId, AgentInfo, Layer, Message};
+
+    let team = start(json!([]), config()).await;
+    let runtime = team.engine.runtime();
+    let asker = AgentId::new();
+    runtime.bus.register(asker, Layer::Top).unwrap();
+    for layer in [Layer::Top, Layer::Mid, Layer::Bottom] {
+        let agent = runtime.pool.by_layer(layer).remove(0);
+        let query = Message::to_agent(asker, agent.id(), MessageKind::StatusQuery, json!(null));
+        let reply = runtime
+            .bus
+            .request(query, std::time::Duration::from_secs(5))
+            .await
+            .unwrap();
+        let info: AgentInfo = reply.body().unwrap();
+        assert_eq!((info.agent_id, info.layer), (agent.id(), layer));
+        assert_eq!(info.name, agent.name());
+    }
+    team.engine.shutdown().await;
+}
