@@ -351,26 +351,32 @@ def run_pi(binary, workspace, task, port, timeout_s, agent_dir, preread=True):
     )
 
 
+# How Conclave's result says a completion rests on its own test alone (docs/protocol.md).
+OWN_TEST_ONLY = "Only a test the team wrote itself ran the code"
+
+
 def rule_findings(workspace):
-    """rule id -> how many times it found something in the run's task, and the rules of
-    the checks that still failed at the end (Conclave's store; {} for pi)."""
+    """rule id -> how many times it found something in the run's task, the rules of the
+    checks that still failed at the end, and whether a completion rested on the team's
+    own test alone (Conclave's store; {}, [], None for pi)."""
     db = workspace / ".conclave" / "conclave.db"
     if not db.is_file():
-        return {}, []
+        return {}, [], None
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         bodies = [json.loads(b) for (b,) in conn.execute("SELECT body FROM tasks")]
         conn.close()
     except (sqlite3.Error, ValueError):
-        return {}, []
-    fired, final = {}, []
+        return {}, [], None
+    fired, final, own_test_only = {}, [], False
     for body in bodies:
         for rule, n in (body.get("ruleFindings") or {}).items():
             fired[rule] = fired.get(rule, 0) + n
         for check in body.get("checks") or []:
             if check.get("status") == "failed":
                 final.extend(r for r in check.get("rules") or [] if r not in final)
-    return fired, final
+        own_test_only |= OWN_TEST_ONLY in (body.get("result") or "")
+    return fired, final, own_test_only
 
 
 def task_dirs(which):
@@ -468,7 +474,7 @@ def main():
                     code, tail = None, "timed out"
                 seconds = time.monotonic() - started
                 solved, why = hidden_check(task_dir, workspace)
-                fired, failing = rule_findings(workspace)
+                fired, failing, own_test_only = rule_findings(workspace)
                 row = {
                     "system": system, "faultRate": rate, "task": task_dir.name, "set": set_of(task_dir),
                     "solved": solved, "claimed": code == 0, "exit": code,
@@ -478,6 +484,7 @@ def main():
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "commit": commit, "template": args.template, "seed": args.seed,
                     "rulesFired": fired, "rulesFailingAtEnd": failing,
+                    "ownTestOnly": own_test_only,
                 }
                 rows.append(row)
                 out.write(json.dumps(row) + "\n")
@@ -528,6 +535,15 @@ def summary(rows):
             f"{mean:.0%} ({low:.0%}–{high:.0%}) | {false} | "
             f"{total / 60:.0f} min, {total / len(rs):.0f} s | {sum(r['calls'] for r in rs)} | "
             f"{sum(r['promptTokens'] for r in rs)} + {sum(r['completionTokens'] for r in rs)} |")
+    # Conclave's claims by what they rested on (rows that record it).
+    claims = [r for r in rows if r["claimed"] and r.get("ownTestOnly") is not None]
+    if claims:
+        weak = [r for r in claims if r["ownTestOnly"]]
+        strong = [r for r in claims if not r["ownTestOnly"]]
+        lines.append("")
+        lines.append(
+            f"Claims resting only on the team's own test: {len(weak)}, right {sum(r['solved'] for r in weak)}; "
+            f"on more (the task's examples, tests in the project): {len(strong)}, right {sum(r['solved'] for r in strong)}.")
     return "\n".join(lines)
 
 

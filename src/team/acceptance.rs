@@ -67,6 +67,56 @@ pub fn why_unverified(result: &CheckResult) -> String {
     broken_because(output)
 }
 
+/// How a passed run of the runner says the code gave the task's own examples, and how
+/// many (`EXAMPLES_GIVEN` in `acceptance_runner.py`).
+const EXAMPLES_GIVEN: &str = "the task's own examples the code gives:";
+
+/// What ran the task's code when its checks last passed, strongest first: how much a
+/// "completed" rests on. The team's own test is the weakest: the same model read the
+/// task for the code and for the test, and can misread it the same way in both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Evidence {
+    /// Tests in the project (its own, or ones written for the task), or the person's
+    /// `verify.command`.
+    ProjectTests,
+    /// The examples the task itself gives, and the team's test.
+    TaskExamples,
+    /// Only the acceptance test the team wrote.
+    OwnTestOnly,
+    /// Nothing ran the code (no code, or no test could run).
+    Nothing,
+}
+
+impl Evidence {
+    pub fn of(checks: &[CheckResult]) -> Evidence {
+        let passed = |c: &&CheckResult| c.status == CheckStatus::Passed && c.kind == "tests";
+        if checks.iter().filter(passed).any(|c| c.name != NAME) {
+            return Evidence::ProjectTests;
+        }
+        match checks.iter().filter(passed).find(|c| c.name == NAME) {
+            Some(c) if c.detail.lines().any(|l| l.starts_with(EXAMPLES_GIVEN)) => {
+                Evidence::TaskExamples
+            }
+            Some(_) => Evidence::OwnTestOnly,
+            None => Evidence::Nothing,
+        }
+    }
+
+    /// In a line, for the final report.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Evidence::ProjectTests => "tests in the project, or verify.command",
+            Evidence::TaskExamples => {
+                "the examples the task gives, and a test the team wrote from the task"
+            }
+            Evidence::OwnTestOnly => {
+                "only a test the team wrote itself: nothing independent of the team checked the change, so review it"
+            }
+            Evidence::Nothing => "nothing: no test ran it",
+        }
+    }
+}
+
 /// How the wrapper tells a broken test from a failing code.
 const TEST_BROKEN_EXIT: i32 = 3;
 
@@ -1013,7 +1063,44 @@ mod tests {
                 && output.contains("::rule tests.examples"),
             "{output}"
         );
-        assert_eq!(run_on_stats(in_text, right, "", weak).0, Some(0));
+        let (exit, output) = run_on_stats(in_text, right, "", weak);
+        assert_eq!(exit, Some(0), "{output}");
+        // The pass says the examples were given, which is what a completion rests on.
+        let check = |detail: &str| CheckResult {
+            kind: "tests".into(),
+            name: NAME.into(),
+            status: CheckStatus::Passed,
+            files: Vec::new(),
+            detail: detail.into(),
+            subtask_id: None,
+            at: chrono::Utc::now(),
+            rules: Vec::new(),
+        };
+        assert_eq!(
+            Evidence::of(&[check(output.trim())]),
+            Evidence::TaskExamples,
+            "{output}"
+        );
+        let (_, without_examples) =
+            run_on_stats("Write the function double(x) in stats.py.", right, "", weak);
+        assert_eq!(
+            Evidence::of(&[check(without_examples.trim())]),
+            Evidence::OwnTestOnly,
+            "{without_examples}"
+        );
+        let project = CheckResult {
+            name: "python3 -m pytest -q".into(),
+            ..check("")
+        };
+        assert_eq!(
+            Evidence::of(&[check(""), project.clone()]),
+            Evidence::ProjectTests
+        );
+        let failed = CheckResult {
+            status: CheckStatus::Failed,
+            ..project
+        };
+        assert_eq!(Evidence::of(&[failed]), Evidence::Nothing);
         // Switched off, the team's test decides.
         let off = r#"["tests.examples"]"#;
         assert_eq!(

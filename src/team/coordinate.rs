@@ -321,8 +321,16 @@ async fn finish(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId, outcome:
                     .as_ref()
                     .map(|why| format!(" {}{}.", why[..1].to_uppercase(), &why[1..]))
                     .unwrap_or_default();
+                // A completion that rests on the team's own test alone says so.
+                let own_test_only = if super::acceptance::Evidence::of(&t.checks)
+                    == super::acceptance::Evidence::OwnTestOnly
+                {
+                    " Only a test the team wrote itself ran the code: review the change."
+                } else {
+                    ""
+                };
                 format!(
-                    "{done} of {all} subtasks completed.{unchecked}\n{}",
+                    "{done} of {all} subtasks completed.{unchecked}{own_test_only}\n{}",
                     summaries.join("\n")
                 )
             }

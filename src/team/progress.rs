@@ -525,6 +525,12 @@ fn final_report(task: &TaskRecord, s: &Services) -> String {
             counts.passed, counts.failed, counts.skipped
         ));
     }
+    if task.status == TaskStatus::Completed {
+        lines.push(format!(
+            "- what ran the code: {}",
+            super::acceptance::Evidence::of(&task.checks).describe()
+        ));
+    }
     if let Some(why) = &task.unchecked {
         lines.push(format!("- {why}"));
     }

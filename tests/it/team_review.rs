@@ -485,6 +485,29 @@ async fn without_tests_the_team_writes_an_acceptance_test_that_catches_wrong_cod
         .find(|c| c.name == "acceptance test (written by the team)")
         .expect("the acceptance check is on the task");
     assert_eq!(acceptance.status, conclave::runtime::CheckStatus::Passed);
+    // Nothing but the team's own test ran the code (the task gives no example and the
+    // project has no tests): the completion says so, and so does the final report.
+    assert!(
+        detail
+            .result
+            .as_deref()
+            .is_some_and(|r| r.contains("Only a test the team wrote itself ran the code")),
+        "{:?}",
+        detail.result
+    );
+    let mut report = None;
+    for _ in 0..200 {
+        report = team.engine.task(&task.to_string()).unwrap().final_report;
+        if report.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let report = report.expect("the top writes a final report").text;
+    assert!(
+        report.contains("- what ran the code: only a test the team wrote itself"),
+        "{report}"
+    );
     // The test is Conclave's, not the user's: it stays out of the workspace's files.
     let test = team
         .workspace
