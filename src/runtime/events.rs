@@ -81,6 +81,11 @@ impl EventBus {
         }
     }
 
+    /// Whether anyone listens: what nobody would receive need not be made.
+    pub fn has_subscribers(&self) -> bool {
+        self.subscribers.load(Ordering::Acquire) > 0
+    }
+
     pub fn subscribe(&self) -> EventStream {
         self.subscribers.fetch_add(1, Ordering::AcqRel);
         EventStream {

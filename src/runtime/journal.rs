@@ -23,11 +23,14 @@ impl Journal {
     /// Commits `record` (one transaction for a [`Record::Group`]) and publishes what it
     /// says.
     pub fn keep(&self, record: Record) {
-        let events = events_of(&record);
+        // Told after it is handed to the store (its writer keeps the order), and made
+        // only when someone listens: a message's record is on the bus's hot path.
+        let listened = self.events.has_subscribers();
+        let told = listened.then(|| events_of(&record));
         if let Some(store) = &self.store {
             store.record(record);
         }
-        for event in events {
+        for event in told.into_iter().flatten() {
             self.events.publish(event);
         }
     }
