@@ -711,7 +711,10 @@ impl Engine {
         if let Some(mcp) = &self.mcp {
             mcp.shutdown().await;
         }
-        self.services.runtime.shutdown().await;
+        let runtime = &self.services.runtime;
+        runtime.stop_agents().await;
+        self.services.tasks.checkpoint_noted();
+        runtime.flush_store().await;
     }
 
     /// Connects `servers` (an ACP client's) for the tasks `owner` submits, replacing

@@ -150,12 +150,24 @@ impl Runtime {
 
     /// Stops the heartbeats, shuts every agent down and waits for the store to catch up.
     pub async fn shutdown(&self) {
+        self.stop_agents().await;
+        self.flush_store().await;
+    }
+
+    /// The first half of [`Runtime::shutdown`]: heartbeats and agents stop, so nothing
+    /// changes any more; what the owner still has to keep goes in before
+    /// [`Runtime::flush_store`].
+    pub async fn stop_agents(&self) {
         self.stop.cancel();
         let beats = self.heartbeats.lock().expect("heartbeat lock").take();
         if let Some(beats) = beats {
             let _ = beats.await;
         }
         self.pool.shutdown_all().await;
+    }
+
+    /// The second half of [`Runtime::shutdown`]: everything kept so far is on disk.
+    pub async fn flush_store(&self) {
         if let Some(store) = &self.store
             && let Err(e) = store.flush().await
         {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use chrono::Utc;
-use dashmap::DashMap;
+use dashmap::{DashMap, DashSet};
 
 use super::events::EventBus;
 use super::journal::Journal;
@@ -20,6 +20,8 @@ pub struct Tasks {
     /// The task each subtask looked up so far belongs to (a subtask never moves and
     /// tasks are never dropped, so an entry never goes stale): every model call asks.
     owners: Arc<DashMap<SubtaskId, TaskId>>,
+    /// Tasks changed by [`Tasks::note`] since their last checkpoint.
+    noted: Arc<DashSet<TaskId>>,
     journal: Journal,
 }
 
@@ -28,6 +30,7 @@ impl Tasks {
         Tasks {
             tasks: Arc::new(DashMap::new()),
             owners: Arc::new(DashMap::new()),
+            noted: Arc::new(DashSet::new()),
             journal: Journal::new(events, store),
         }
     }
@@ -93,6 +96,25 @@ impl Tasks {
         Some(result)
     }
 
+    /// Applies `edit` to the task in memory only: the change is published and
+    /// checkpointed with the task's next update, or by [`Tasks::checkpoint_noted`] at a
+    /// clean stop. For counts that need not be heard at once and must not cost a
+    /// checkpoint each; a kill loses only what was noted since the task's last checkpoint.
+    pub fn note(&self, id: TaskId, edit: impl FnOnce(&mut TaskRecord)) {
+        if let Some(mut task) = self.tasks.get_mut(&id) {
+            edit(&mut task);
+            self.noted.insert(id);
+        }
+    }
+
+    /// Checkpoints every task changed by [`Tasks::note`] since its last checkpoint.
+    pub fn checkpoint_noted(&self) {
+        let noted: Vec<TaskId> = self.noted.iter().map(|id| *id).collect();
+        for id in noted {
+            self.changed(id);
+        }
+    }
+
     /// [`Tasks::update`], committing `records` (the event that caused the change) in the
     /// same store transaction as the task's checkpoint.
     pub fn update_with_records<T>(
@@ -124,6 +146,7 @@ impl Tasks {
     /// Keeps `records` and the task's checkpoint in one transaction; subscribers hear of
     /// each record, then of the task as it now stands.
     fn publish_and_checkpoint(&self, id: TaskId, mut records: Vec<Record>) {
+        self.noted.remove(&id);
         let Some(task) = self.tasks.get(&id).map(|t| t.clone()) else {
             return;
         };

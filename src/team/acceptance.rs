@@ -1135,6 +1135,29 @@ mod tests {
     }
 
     #[test]
+    fn one_malformed_example_does_not_hide_the_others() {
+        if !installed("python3") {
+            return;
+        }
+        // The first example's argument holds a line break (an escape a docstring turned
+        // into a real one): doctest rejects the whole text for it. The second example
+        // is well formed and still judges the code.
+        let stub = "def double(x):\n    \"\"\"Twice x; strings too.\n\n    >>> double(\"a\n\")\n    'a\\na\\n'\n    >>> double(3)\n    6\n    \"\"\"\n";
+        let implement = "Implement double in stats.py.";
+        let weak = "from stats import double\nassert double(2) == 4\n";
+        let wrong = "def double(x):\n    return x + 2\n";
+        let right = "def double(x):\n    return 2 * x\n";
+        let (exit, output) = run_on_stats(implement, wrong, stub, weak);
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(
+            output.contains("`double(3)` should give 6, the task says; it gives 5"),
+            "{output}"
+        );
+        let (exit, output) = run_on_stats(implement, right, stub, weak);
+        assert_eq!(exit, Some(0), "{output}");
+    }
+
+    #[test]
     fn each_judging_rule_names_itself_and_switched_off_lets_the_test_count() {
         if !installed("python3") {
             return;

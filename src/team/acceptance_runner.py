@@ -658,8 +658,6 @@ def task_examples():
     already written is not taken: the task may be there to change what it says. Only an
     example whose value is a Python literal, of a call to a function the project
     defines, counts."""
-    import doctest
-
     texts = [TASK_TEXT]
     if ORIGINALS:
         for directory, _, files in os.walk(ORIGINALS):
@@ -674,11 +672,7 @@ def task_examples():
     defined = {name for _, names in project_modules() for name in names}
     examples = []
     for text in texts:
-        try:
-            found = doctest.DocTestParser().get_examples(text)
-        except ValueError:
-            continue
-        for example in found:
+        for example in doctest_examples(text):
             if example.exc_msg or not example.want.strip():
                 continue
             try:
@@ -692,6 +686,34 @@ def task_examples():
             if (example.source.strip(), expected) not in examples:
                 examples.append((example.source.strip(), expected))
     return examples
+
+
+def doctest_examples(text):
+    """The doctest examples in `text`. doctest rejects a whole text for one malformed
+    example (a line less indented than its `>>>`, often an escape such as `\\n` that a
+    docstring turned into a real line break): then each `>>>` block is read alone, so
+    that a bad example costs only itself."""
+    import doctest
+
+    parser = doctest.DocTestParser()
+    try:
+        return parser.get_examples(text)
+    except ValueError:
+        pass
+    blocks, block = [], []
+    for line in text.splitlines():
+        if line.lstrip().startswith(">>>") and block:
+            blocks.append("\n".join(block))
+            block = []
+        block.append(line)
+    blocks.append("\n".join(block))
+    found = []
+    for block in blocks:
+        try:
+            found.extend(parser.get_examples(block))
+        except ValueError:
+            continue
+    return found
 
 
 def check_examples(examples):

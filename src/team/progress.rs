@@ -313,14 +313,25 @@ fn would_still_run(task: &TaskRecord) -> usize {
 #[derive(Default)]
 pub(super) struct TopOversight;
 
-/// Notes on the task what its top read (`read`) and decided (`decision`).
+/// Notes on the task what its top read (`read`) and decided (`decision`). A decision is
+/// checkpointed at once; a report read rides on the task's next checkpoint (the next
+/// subtask's start, or the task's end and its final report), so that the common case,
+/// a subtask that went well, costs no checkpoint of its own.
 fn tally(s: &Services, task_id: TaskId, read: bool, decision: Option<String>) {
-    s.tasks.update(task_id, |t| {
+    let count = |t: &mut TaskRecord| {
         if read {
             t.oversight.reports += 1;
         }
-        t.oversight.decisions.extend(decision);
-    });
+    };
+    match decision {
+        Some(decision) => {
+            s.tasks.update(task_id, |t| {
+                count(t);
+                t.oversight.decisions.push(decision);
+            });
+        }
+        None => s.tasks.note(task_id, count),
+    }
 }
 
 impl TopOversight {
