@@ -58,9 +58,12 @@ class Proxy:
               "malformed", "drop", "stall"]
     STALL_S = 30
 
-    def __init__(self, upstream, fault_rate, seed=7):
+    def __init__(self, upstream, fault_rate, seed=7, sampling=None):
         self.upstream = upstream.rstrip("/")
         self.fault_rate = fault_rate
+        # (temperature, seed): pinned on every chat call, whichever agent makes it, so
+        # that both sample alike and a pass can be repeated; None leaves the server's.
+        self.sampling = sampling
         self.random = random.Random(seed)
         self.lock = threading.Lock()
         self.in_flight = 0
@@ -123,6 +126,8 @@ class Proxy:
                     if fault:
                         self.inject(proxy.next_fault())
                         return
+                    if proxy.sampling is not None:
+                        body = proxy.pin_sampling(body)
                 request = urllib.request.Request(
                     proxy.upstream + self.path,
                     data=body,
@@ -184,6 +189,21 @@ class Proxy:
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def pin_sampling(self, body):
+        """The call with the pass's temperature, and a seed of its own: the pass's seed
+        and the call's number, so a retry of the same prompt is sampled afresh while the
+        same pass repeated asks for the same samples."""
+        try:
+            request = json.loads(body)
+        except ValueError:
+            return body
+        temperature, seed = self.sampling
+        with self.lock:
+            number = self.calls
+        request["temperature"] = temperature
+        request["seed"] = seed * 100_003 + number
+        return json.dumps(request).encode()
 
     def settle(self, limit_s=900):
         """Waits until no forwarded call is in flight: a run killed at its time limit
@@ -420,7 +440,12 @@ def main():
     parser.add_argument("--out", default=str(HERE / "results.jsonl"))
     parser.add_argument("--commit", help="the commit the binary was built from (default: HEAD's)")
     parser.add_argument("--seed", type=int, default=0,
-                        help="a label for this pass (repeats of the same task), kept in each row")
+                        help="this pass's number (repeats of the same task), kept in each row; with "
+                             "--temperature, also the sampling seed")
+    parser.add_argument("--temperature", type=float,
+                        help="pin every chat call's temperature, and its seed (from --seed and the "
+                             "call's number), at the proxy, for both agents alike; unset, the "
+                             "server's own (llama-server: 0.8, a random seed) and the agents' apply")
     parser.add_argument("--template", default=os.environ.get("LLM_TEMPLATE", "fenced"),
                         help="the server's template form (serve.sh LLM_TEMPLATE), kept in each row")
     parser.add_argument("--no-pi-preread", action="store_true",
@@ -444,7 +469,8 @@ def main():
     out = open(args.out, "a")
     rows = []
     for rate in rates:
-        proxy = Proxy(args.upstream, rate)
+        sampling = None if args.temperature is None else (args.temperature, args.seed)
+        proxy = Proxy(args.upstream, rate, sampling=sampling)
         for task_dir in tasks:
             for system in systems:
                 task = (task_dir / "task.txt").read_text().strip()
@@ -483,6 +509,7 @@ def main():
                     "check": "" if solved else why, "tail": "" if solved else tail,
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "commit": commit, "template": args.template, "seed": args.seed,
+                    "temperature": args.temperature,
                     "rulesFired": fired, "rulesFailingAtEnd": failing,
                     "ownTestOnly": own_test_only,
                 }
