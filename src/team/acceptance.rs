@@ -125,7 +125,8 @@ const TEST_BROKEN_EXIT: i32 = 3;
 /// 3: the test itself is broken.
 const RUNNER: &str = include_str!("acceptance_runner.py");
 
-/// Runs a JavaScript test (`node -e JS_RUNNER TEST TASK_FILE`), whole: the same exit codes.
+/// Runs a JavaScript test (`node -e JS_RUNNER TEST TASK_FILE DISABLED_JSON`), whole: the
+/// same exit codes and `::rule` lines.
 const JS_RUNNER: &str = include_str!("acceptance_runner.js");
 
 /// Whether the acceptance test applies: Python or JavaScript code changed, and no test
@@ -260,7 +261,13 @@ pub async fn run(
                 bench.run_program("python3", &args).await
             }
             Language::JavaScript => {
-                let args = ["-e".into(), JS_RUNNER.into(), test, task_file];
+                let args = [
+                    "-e".into(),
+                    JS_RUNNER.into(),
+                    test,
+                    task_file,
+                    serde_json::to_string(&bench.disabled).unwrap_or_else(|_| "[]".into()),
+                ];
                 bench.run_program("node", &args).await
             }
         };
@@ -1397,7 +1404,8 @@ mod tests {
     }
 
     #[test]
-    fn a_javascript_test_runs_from_the_project_root_and_tells_wrong_code_from_a_broken_test() {
+    fn a_javascript_test_runs_from_the_project_root_and_tells_wrong_code_from_a_broken_test_by_rule()
+     {
         if !installed("node") {
             return;
         }
@@ -1410,7 +1418,7 @@ mod tests {
             "Implement slugify(text) in slugify.js. Keep it exported.",
         )
         .unwrap();
-        let run = |code: &str, test: &str| {
+        let run_with = |code: &str, test: &str, disabled: &str| {
             std::fs::write(dir.path().join("slugify.js"), code).unwrap();
             let path = checks.join("acceptance_test.js");
             std::fs::write(&path, test).unwrap();
@@ -1418,14 +1426,20 @@ mod tests {
                 .args(["-e", JS_RUNNER])
                 .arg(&path)
                 .arg(&task)
+                .arg(disabled)
                 .current_dir(dir.path())
                 .output()
                 .unwrap();
             (
                 out.status.code(),
-                String::from_utf8_lossy(&out.stderr).into_owned(),
+                format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stderr),
+                    String::from_utf8_lossy(&out.stdout)
+                ),
             )
         };
+        let run = |code: &str, test: &str| run_with(code, test, "[]");
         let test = "const assert = require('assert');\nconst { slugify } = require('./slugify.js');\n\
                     assert.strictEqual(slugify('Hello, World!'), 'hello-world');\n";
         let right = "module.exports = { slugify: (t) => t.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') };\n";
@@ -1451,11 +1465,20 @@ mod tests {
             "a name the test got wrong"
         );
         let missing = test.replace("./slugify.js", "./slug.js");
-        assert_eq!(
-            run(right, &missing).0,
-            Some(TEST_BROKEN_EXIT),
-            "a module the test got wrong"
-        );
+        let (code, output) = run(right, &missing);
+        assert_eq!(code, Some(TEST_BROKEN_EXIT), "a module the test got wrong");
+        assert!(output.contains("::rule acceptance.test-error"), "{output}");
+        // Switched off, the rule does not judge: the error counts against the code.
+        let off = r#"["acceptance.test-error"]"#;
+        let (code, output) = run_with(right, &missing, off);
+        assert_eq!(code, Some(1), "{output}");
+        assert!(!output.contains("::rule"), "{output}");
+        // A test that does not parse is broken whatever is switched off.
+        let unparsable =
+            "const assert = require('assert');\nassert.strictEqual(slugify('A'), 'a'\n";
+        let (code, output) = run_with(right, unparsable, off);
+        assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+        assert!(output.contains("::rule acceptance.unreadable"), "{output}");
         // The export the task said to keep is dropped. The test is right; the code
         // lacks what the task names.
         let unexported = "function slugify(t) {\n  return t.toLowerCase();\n}\n";
