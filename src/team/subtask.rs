@@ -629,7 +629,15 @@ impl SubtaskRun<'_> {
         let (ctx, s, task_id, subtask_id) = (self.ctx, self.s, self.task_id, self.subtask_id);
         let failure = &self.last_failure();
         let files = self.files();
-        let proposal = propose_solution(ctx, s, &self.description, self.assignee, failure).await;
+        let proposal = propose_solution(
+            ctx,
+            s,
+            self.task_id,
+            &self.description,
+            self.assignee,
+            failure,
+        )
+        .await;
         let notice = EscalationNotice {
             metrics: s.runtime.pool.get(self.assignee).map(|a| a.metrics()),
             proposed_solution: Some(proposal.clone()),

@@ -16,7 +16,7 @@ use super::progress::{SubtaskEnded, TopOversight, WorkConflict};
 use crate::config::ReviewMode;
 use crate::config::TeamLayer;
 use crate::model::metered;
-use crate::model::structured::{Review, ask_json};
+use crate::model::structured::{Review, ask_json, noting_repairs};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::oversight::{Evaluation, Verdict};
 use crate::runtime::{
@@ -173,7 +173,15 @@ async fn review_and_vote(ctx: &AgentContext, services: &Arc<Services>, decision_
                 max_tokens: 512,
                 temperature: services.temperature(TeamLayer::Top),
             };
-            match ask_json::<Review>(model.as_ref(), &request).await {
+            let (review, repairs) =
+                noting_repairs(ask_json::<Review>(model.as_ref(), &request)).await;
+            if let Some(task) = decision.content["taskId"]
+                .as_str()
+                .and_then(|id| id.parse().ok())
+            {
+                super::check::record_repairs(services, task, &repairs);
+            }
+            match review {
                 Ok(review) => review,
                 Err(e) => {
                     tracing::warn!(agent = %ctx.id(), "model review failed, reviewing by rules: {e}");

@@ -14,7 +14,7 @@ use super::files::{keep_proposed, put_back};
 use super::{Services, Whose, acceptance, check, first_line, recovery_event};
 use crate::config::TeamLayer;
 use crate::executor::{SubtaskSpec, TargetFile, code_answer};
-use crate::model::structured::{FileContent, Fix, ask_json_or};
+use crate::model::structured::{FileContent, Fix, ask_json_or, noting_repairs};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::quality::{FixEvent, FixLoop, FixStep, Verdict};
 use crate::recovery::{Failure, FailureKind};
@@ -671,14 +671,15 @@ async fn ask_for_fix(
             explanation: first_line(text.split("```").next().unwrap_or_default()),
         })
     };
-    ask_json_or::<Fix>(
+    let (fix, repairs) = noting_repairs(ask_json_or::<Fix>(
         model.as_ref(),
         &request,
         &mut |_: &str| {},
         &from_code_blocks,
-    )
-    .await
-    .map_err(|e| e.to_string())
+    ))
+    .await;
+    super::check::record_repairs(s, task_id, &repairs);
+    fix.map_err(|e| e.to_string())
 }
 
 /// A rating the model wrote in words: "confidence: 80", "Confidence 80%".

@@ -842,7 +842,8 @@ async fn a_fatal_failure_stops_the_task_even_with_continue_on_error() {
 async fn repairs_of_the_model_s_output_are_counted_on_the_task_by_id() {
     let team = start(
         json!([
-            plan(&["Create notes.txt"]),
+            // A plan with a trailing comma: read as meant (`repair.json`).
+            { "match": "Plan this task", "text": "{\"subtasks\": [{\"description\": \"Create notes.txt\"},]}" },
             { "match": "Create notes.txt", "text": "```json\n{\"name\": \"file_write\", \"arguments\": {\"path\": \"notes.txt\", \"content\": \"hello\\n\"}}\n```" },
             { "match": "notes.txt", "text": "Wrote notes.txt." }
         ]),
@@ -856,6 +857,12 @@ async fn repairs_of_the_model_s_output_are_counted_on_the_task_by_id() {
     let detail = team.engine.task(&task.to_string()).unwrap();
     assert_eq!(
         detail.rule_findings.get("repair.text-tool-calls"),
+        Some(&1),
+        "{:?}",
+        detail.rule_findings
+    );
+    assert_eq!(
+        detail.rule_findings.get("repair.json"),
         Some(&1),
         "{:?}",
         detail.rule_findings
