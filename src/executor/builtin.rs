@@ -58,7 +58,7 @@ use crate::model::metered::{self, UsageScope, estimate_tokens, request_chars};
 use crate::model::{
     ChatMessage, ModelError, ModelProvider, ModelRequest, ModelResponse, StopReason, ToolCall,
 };
-use crate::recovery::strategy::ErrorCategory;
+use crate::recovery::strategy::{self, ErrorCategory, ToolStep};
 use crate::recovery::{Classify, quality};
 use crate::tools::writer::Fnv1a;
 use crate::tools::{Args, CallContext, ToolError, ToolOutput, ToolRegistry};
@@ -527,7 +527,7 @@ impl LoopState {
                 error: error.clone(),
             });
         }
-        (asks_for_changes && !self.changed).then_some(Unfinished::NothingChanged)
+        strategy::nothing_done(asks_for_changes, self.changed).then_some(Unfinished::NothingChanged)
     }
 
     /// A summary of what was done when the whole could not be.
@@ -800,39 +800,40 @@ impl BuiltinExecutor {
         out.note(&format!("▸ {tool} failed: {}", first_line(&message, 160)));
 
         state.failed_approaches.insert(key, retry_count + 1);
-        if retry_count > max {
-            // Told to change course and still repeating the same failing call: the
-            // loop ends here instead of spending every iteration on it.
-            state.stuck = Some(format!(
-                "the model kept repeating a failing {tool} call after it was told to change approach ({})",
-                first_line(&message, 160)
-            ));
-        }
-        if retry_count < max {
-            tracing::info!(
-                tool,
-                kind = error.kind(),
-                severity = %error.severity(),
-                attempt = retry_count + 1,
-                max,
-                "tool failed; the model may retry"
-            );
-            format!(
-                "Tool '{tool}' failed: {message}\nRetry attempt {}/{max}. {}",
-                retry_count + 1,
-                ErrorCategory::of_tool_error(error.kind()).next_step()
-            )
-        } else {
-            ExecutorMetrics::bump(&self.metrics.alternatives_suggested);
-            tracing::info!(
-                tool,
-                kind = error.kind(),
-                attempts = retry_count,
-                "approach exhausted; asking the model for a different one"
-            );
-            format!(
-                "Tool '{tool}' failed after {retry_count} attempts: {message}\nThis approach is not working. Please try a completely different tool or method to accomplish this task."
-            )
+        match strategy::after_tool_failure(retry_count, max) {
+            ToolStep::Retry { attempt, max } => {
+                tracing::info!(
+                    tool,
+                    kind = error.kind(),
+                    severity = %error.severity(),
+                    attempt,
+                    max,
+                    "tool failed; the model may retry"
+                );
+                format!(
+                    "Tool '{tool}' failed: {message}\nRetry attempt {attempt}/{max}. {}",
+                    ErrorCategory::of_tool_error(error.kind()).next_step()
+                )
+            }
+            step @ (ToolStep::ChangeCourse | ToolStep::Stuck) => {
+                if step == ToolStep::Stuck {
+                    // The loop ends here instead of spending every iteration on it.
+                    state.stuck = Some(format!(
+                        "the model kept repeating a failing {tool} call after it was told to change approach ({})",
+                        first_line(&message, 160)
+                    ));
+                }
+                ExecutorMetrics::bump(&self.metrics.alternatives_suggested);
+                tracing::info!(
+                    tool,
+                    kind = error.kind(),
+                    attempts = retry_count,
+                    "approach exhausted; asking the model for a different one"
+                );
+                format!(
+                    "Tool '{tool}' failed after {retry_count} attempts: {message}\nThis approach is not working. Please try a completely different tool or method to accomplish this task."
+                )
+            }
         }
     }
 }

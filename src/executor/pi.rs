@@ -375,8 +375,10 @@ impl PiExecutor {
             // with nothing written has not done the work.
             FollowEnd::Finished(RunEnd::Completed(outcome))
                 if outcome.success
-                    && outcome.partial_results.is_empty()
-                    && crate::checks::intent::asks_for_changes(&spec.description) =>
+                    && crate::recovery::strategy::nothing_done(
+                        crate::checks::intent::asks_for_changes(&spec.description),
+                        !outcome.partial_results.is_empty(),
+                    ) =>
             {
                 let reason = format!(
                     "the subtask asked for changes and pi made none; it said: {}",

@@ -132,9 +132,67 @@ pub fn worth_a_reflection(failure: &Failure) -> bool {
     )
 }
 
+/// What the executor does after a tool call failed, by how often the same call (tool,
+/// arguments and error) failed before (`failed_before`) and `executor.maxRetriesPerTool`
+/// (`max`). A refusal never comes here: it is final, with no retry count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolStep {
+    /// The model may try the call again (this is try `attempt` of `max`), told the next
+    /// step for the error's kind.
+    Retry { attempt: u32, max: u32 },
+    /// The call has failed `failed_before + 1` times: the model is told this approach
+    /// is not working and to try a different tool or method.
+    ChangeCourse,
+    /// Told to change course and still repeating it: the execution ends.
+    Stuck,
+}
+
+pub fn after_tool_failure(failed_before: u32, max: u32) -> ToolStep {
+    if failed_before < max {
+        ToolStep::Retry {
+            attempt: failed_before + 1,
+            max,
+        }
+    } else if failed_before == max {
+        ToolStep::ChangeCourse
+    } else {
+        ToolStep::Stuck
+    }
+}
+
+/// Whether an execution that ends by saying it is done made no progress: the work asked
+/// for changes and none was made (no file written or edited, no command run). Both
+/// executors (built-in and pi) judge an ending by it.
+pub fn nothing_done(asks_for_changes: bool, changed_anything: bool) -> bool {
+    asks_for_changes && !changed_anything
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failing_call_is_retried_then_a_new_approach_asked_then_the_execution_stops() {
+        let steps: Vec<ToolStep> = (0..4).map(|before| after_tool_failure(before, 2)).collect();
+        assert_eq!(
+            steps,
+            [
+                ToolStep::Retry { attempt: 1, max: 2 },
+                ToolStep::Retry { attempt: 2, max: 2 },
+                ToolStep::ChangeCourse,
+                ToolStep::Stuck,
+            ]
+        );
+        // No retries allowed: the first failure asks for another way at once.
+        assert_eq!(after_tool_failure(0, 0), ToolStep::ChangeCourse);
+    }
+
+    #[test]
+    fn ending_with_nothing_changed_is_no_progress_only_when_changes_were_asked_for() {
+        assert!(nothing_done(true, false));
+        assert!(!nothing_done(true, true));
+        assert!(!nothing_done(false, false));
+    }
 
     #[test]
     fn only_failures_of_the_work_are_reflected_on() {
