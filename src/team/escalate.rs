@@ -65,7 +65,7 @@ pub(super) async fn peer_takeover(
                 )
             }
         };
-        let _ = (|_: &str| ())(&format!(
+        let _ = ctx.append_own_board(&format!(
             "- {} {passed_over}",
             super::roles::agent_name(s, peer)
         ));

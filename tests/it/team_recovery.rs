@@ -198,6 +198,113 @@ async fn a_peer_that_does_not_answer_is_passed_over_for_one_that_does() {
     team.engine.shutdown().await;
 }
 
+/// The agent named `name` in `team`, by id.
+fn agent_named(team: &team::Team, name: &str) -> conclave::runtime::AgentId {
+    team.engine
+        .agents()
+        .into_iter()
+        .find(|a| a.name == name)
+        .unwrap_or_else(|| panic!("no agent {name}"))
+        .agent_id
+}
+
+// A peer that was idle when the takeover began but took work of its own before it was
+// asked declines as busy; the next idle peer takes the subtask over.
+#[tokio::test(start_paused = true)]
+async fn a_peer_busy_with_work_of_its_own_declines_and_the_next_idle_peer_takes_over() {
+    // The default team: mid-1 with bottom-1-1 and bottom-1-2, mid-2 with bottom-2-1 and
+    // bottom-2-2. bottom-1-2, the first peer asked, never answers: while it is waited
+    // for, a second task goes to mid-2 and its coder bottom-2-1, the next peer asked.
+    let standard = standard_behaviors();
+    let behaviors: BehaviorFactory = Arc::new(move |agent, services| {
+        let behavior = standard(agent, services);
+        if agent.name == "bottom-1-2" {
+            Box::new(Silent(behavior)) as Box<dyn AgentBehavior>
+        } else {
+            behavior
+        }
+    });
+    let mut plan_a = plan(&["Create a.txt"]);
+    plan_a["match"] = json!(["Plan this task", "Create a.txt"]);
+    let mut plan_b = plan(&["Create b.txt"]);
+    plan_b["match"] = json!(["Plan this task", "Create b.txt"]);
+    let [a1, a2] = writes("Create a.txt", "a.txt", "a\n");
+    let team = start_with(
+        json!([
+            plan_a,
+            plan_b,
+            { "match": "Create a.txt", "error": { "kind": "http", "status": 400 }, "times": 2 },
+            a1, a2,
+            // The second task's coder is still at work when it is asked to help.
+            { "match": "Create b.txt", "delayMs": 30000,
+              "toolCalls": [ { "name": "file_write", "arguments": { "path": "b.txt", "content": "b\n" } } ] },
+            { "match": "b.txt", "text": "Wrote b.txt." }
+        ]),
+        config(),
+        Some(behaviors),
+    )
+    .await;
+    let silent = agent_named(&team, "bottom-1-2");
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create a.txt");
+    let mut other = None;
+    let mut steps = Vec::new();
+    loop {
+        match events.recv().await.unwrap() {
+            RuntimeEvent::Message(m)
+                if m.kind == MessageKind::PeerHelpRequest
+                    && m.to == conclave::runtime::Recipient::Agent(silent)
+                    && other.is_none() =>
+            {
+                other = Some(team.submit("Create b.txt"));
+            }
+            RuntimeEvent::Recovery(step) if step.task_id == task.to_string() => {
+                steps.push((step.action, step.severity, step.message.clone()))
+            }
+            RuntimeEvent::TaskUpdated(t) if t.id == task && t.status.is_finished() => break,
+            _ => {}
+        }
+    }
+    let other = other.expect("the first peer was asked");
+    let takeover = steps
+        .iter()
+        .find(|s| s.0 == RecoveryAction::PeerTakeover)
+        .unwrap_or_else(|| panic!("no takeover: {steps:?}"));
+    assert_eq!(
+        takeover.2, "bottom-1-1 handed the subtask to idle peer bottom-2-2",
+        "{steps:?}"
+    );
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(detail.summary.status, TaskStatus::Completed, "{steps:?}");
+    assert_eq!(
+        detail.summary.subtasks[0].assignee_name.as_deref(),
+        Some("bottom-2-2"),
+        "the peer that accepted finished it"
+    );
+    assert_eq!(team.read("a.txt"), "a\n");
+    // The asking mid's board names each peer passed over, and why.
+    let board = team.board_of("mid-1");
+    assert!(
+        board.contains("- bottom-1-2 did not answer the help request within")
+            && board.contains("- bottom-2-1 declined the takeover (busy)"),
+        "the mid's board says who was passed over: {board}"
+    );
+    let declined = team.board_of("bottom-2-1");
+    assert!(
+        declined.contains("- peer help request from bottom-1-1: declined (busy)"),
+        "the peer's board says it declined: {declined}"
+    );
+    // The declining peer's own work went on to the end.
+    let summary = team.engine.wait_for(other).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed);
+    assert_eq!(
+        summary.subtasks[0].assignee_name.as_deref(),
+        Some("bottom-2-1")
+    );
+    assert_eq!(team.read("b.txt"), "b\n");
+    team.engine.shutdown().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_coder_allowed_no_retries_hands_its_failing_subtask_to_a_peer_at_once() {
     let [w1, w2] = writes("Create a.txt", "a.txt", "a\n");
@@ -379,6 +486,99 @@ async fn a_401_goes_to_the_top_layer_and_the_user_at_once() {
         report.markdown
     );
     assert!(report.markdown.contains("Check the API key"));
+    team.engine.shutdown().await;
+}
+
+// A subtask that no retry, peer or supervisor could mend waits for a person: the top is
+// told it waits, and the person's answer sends it on.
+#[tokio::test(start_paused = true)]
+async fn a_subtask_waiting_for_a_person_is_told_to_the_top_and_goes_on_when_the_person_answers() {
+    let mut config = config();
+    config.team.top = 1;
+    config.team.mid = 1;
+    config.team.bottom_per_mid = 1;
+    let [w1, w2] = writes("Create c.txt", "c.txt", "c\n");
+    let team = start(
+        json!([
+            plan(&["Create c.txt"]),
+            { "match": "Create c.txt", "error": { "kind": "http", "status": 400 }, "times": 2 },
+            { "match": "keeps failing", "text": "{\"action\": \"pause\", \"reason\": \"a person should decide\"}" },
+            w1, w2
+        ]),
+        config,
+    )
+    .await;
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Create c.txt");
+    let mut steps = Vec::new();
+    let approval = loop {
+        match events.recv().await.unwrap() {
+            RuntimeEvent::Recovery(step) => steps.push(step.action),
+            RuntimeEvent::ApprovalRequested(request) => break request,
+            _ => {}
+        }
+    };
+    assert_eq!(
+        steps,
+        [RecoveryAction::Retry, RecoveryAction::EscalateToSupervisor],
+        "no peer to ask, and the supervisor could not help"
+    );
+    assert_eq!(
+        (approval.kind, approval.severity),
+        (ApprovalKind::Escalation, Severity::High)
+    );
+    assert_eq!(approval.title, "[1/1] Create c.txt keeps failing");
+    assert!(
+        approval
+            .detail
+            .contains("The team retried, tried a peer and its supervisor."),
+        "{}",
+        approval.detail
+    );
+    // While it waits, the task and its subtask show as escalated and the approval is
+    // listed.
+    let waiting = team.engine.task(&task.to_string()).unwrap().summary;
+    assert_eq!(waiting.status, TaskStatus::Escalated);
+    assert_eq!(waiting.subtasks[0].status, SubtaskStatus::Escalated);
+    assert_eq!(team.engine.approvals().len(), 1);
+    // The top writes on its board and the global board that the subtask waits for a
+    // person.
+    let said = "- escalation from mid-1: \"Create c.txt\" waits for a person's decision after";
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while !team.board_of("top-1").contains(said) {
+            events.recv().await.unwrap();
+        }
+    })
+    .await
+    .unwrap_or_else(|_| {
+        panic!(
+            "the top's board does not say the subtask waits: {}",
+            team.board_of("top-1")
+        )
+    });
+    let global = team.engine.whiteboard("global").unwrap().content;
+    assert!(global.contains(said), "{global}");
+    let messages = team.store.messages(Some(task.to_string())).await.unwrap();
+    let top = agent_named(&team, "top-1");
+    let notice = messages
+        .iter()
+        .find(|m| m.kind == MessageKind::IssueEscalation && m.payload["waitingFor"] == "person")
+        .expect("an issue_escalation waiting for a person");
+    assert_eq!(notice.to, conclave::runtime::Recipient::Agent(top));
+    assert_eq!(notice.from, agent_named(&team, "mid-1"));
+
+    team.engine
+        .resolve_approval(
+            &approval.approval_id.to_string(),
+            ApprovalAnswer::new(ApprovalChoice::Retry),
+        )
+        .unwrap();
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed);
+    assert_eq!(summary.subtasks[0].status, SubtaskStatus::Completed);
+    assert_eq!(summary.subtasks[0].attempts, 3);
+    assert!(team.engine.approvals().is_empty());
+    assert_eq!(team.read("c.txt"), "c\n");
     team.engine.shutdown().await;
 }
 

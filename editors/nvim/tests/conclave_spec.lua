@@ -116,6 +116,39 @@ describe('conclave.nvim against the real server', function()
       return h.buf_text(0):find('final report: The task completed: 2 of 2 subtasks completed.', 1, true)
     end)
 
+    -- C on the finished task in the tasks list opens its detail: the final report first,
+    -- headed by the top agent who wrote it, then what the task cost and its checks
+    vim.cmd('Conclave tasks')
+    local row
+    for i, l in ipairs(vim.api.nvim_buf_get_lines(tasks_buf, 0, -1, false)) do
+      if l:find('[completed 100%]', 1, true) then
+        row = i
+      end
+    end
+    vim.api.nvim_win_set_cursor(0, { row, 0 })
+    vim.api.nvim_feedkeys('C', 'x', false)
+    local detail_buf
+    h.wait('the task detail', function()
+      detail_buf = vim.api.nvim_get_current_buf()
+      return vim.api.nvim_buf_get_name(detail_buf) == 'conclave://checks/' .. task_id
+    end)
+    h.wait('the final report in the task detail', function()
+      return h.buf_text(detail_buf):find('\n    The task completed: 2 of 2 subtasks completed.\n', 1, true)
+    end)
+    local report = h.request(client, 'conclave/getTask', { taskId = task_id }).finalReport
+    assert.truthy(report.by:match('^top%-'), report.by)
+    local lines = vim.api.nvim_buf_get_lines(detail_buf, 0, -1, false)
+    assert.truthy(lines[1]:find('"Make a.txt and b.txt"  [completed]', 1, true), lines[1])
+    local heading = ('Final report by %s (%s %s UTC)'):format(report.by, report.at:match('^(%S+)T(%d+:%d+)'))
+    assert.are.same({ heading, '    The task completed: 2 of 2 subtasks completed.' }, { lines[3], lines[4] })
+    local text = vim.split(vim.trim(report.text), '\n', { plain = true })
+    assert.is_true(#text > 1, 'the report has more than its outcome')
+    for i, l in ipairs(text) do
+      assert.are.equal(l == '' and '' or ('    ' .. l), lines[3 + i])
+    end
+    assert.are.equal('', lines[4 + #text])
+    assert.truthy(lines[5 + #text]:match('^Tokens: '), lines[5 + #text])
+
     -- wiping the whiteboard buffer unsubscribes
     local client_mod = require('conclave.client')
     local original = client_mod.request

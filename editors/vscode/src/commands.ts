@@ -6,6 +6,7 @@ import * as lsp from './lsp_ext';
 import { isFinished, progressLabel, type TaskTreeNode } from './model/tasks';
 import { readableTime } from './model/time';
 import { checkUri } from './check_output';
+import { reportUri } from './final_report';
 import type { Session } from './session';
 import { taskLogUri } from './task_log';
 import { whiteboardUri } from './whiteboard';
@@ -185,6 +186,19 @@ export function registerCommands(session: Session): vscode.Disposable[] {
       if (!taskId) return;
       const title = session.tasks.task(taskId)?.title ?? taskId;
       const document = await vscode.workspace.openTextDocument(taskLogUri(taskId, title));
+      await vscode.window.showTextDocument(document, { preview: true });
+    }),
+
+    register('conclave.showFinalReport', async (node?: TaskTreeNode | string) => {
+      const taskId = await pickTask(
+        session,
+        node,
+        (t) => isFinished(t.status),
+        'Finished task whose final report to show',
+      );
+      if (!taskId) return;
+      const title = session.tasks.task(taskId)?.title ?? taskId;
+      const document = await vscode.workspace.openTextDocument(reportUri(taskId, title));
       await vscode.window.showTextDocument(document, { preview: true });
     }),
 

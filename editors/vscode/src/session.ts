@@ -7,6 +7,7 @@ import { ApprovalsUi, DIFF_SCHEME, DiffContentProvider } from './approvals_ui';
 import { checkBinary } from './binary';
 import { CHECK_SCHEME, CheckOutputProvider } from './check_output';
 import { type ConclaveLanguageClient, createClient } from './client';
+import { FinalReportProvider, REPORT_SCHEME } from './final_report';
 import { GeneratingFilesDecorations } from './decorations';
 import * as lsp from './lsp_ext';
 import { ConclaveModels } from './model/feed';
@@ -66,6 +67,7 @@ export class Session implements vscode.Disposable {
     this.statusBar = new StatusBar(this.models.status);
     this.whiteboardProvider = new WhiteboardContentProvider(this.models.whiteboards, () => this.runningOrUndefined());
     const taskLogs = new TaskLogContentProvider(this.models.tasks, () => this.runningOrUndefined());
+    const reports = new FinalReportProvider(this.models.details);
     const tasksProvider = new TasksTreeProvider(this.models.tasks, this.models.details);
     const agentsProvider = new AgentsTreeProvider(this.models.agents);
     this.tasksTree = vscode.window.createTreeView('conclave.tasks', {
@@ -95,6 +97,8 @@ export class Session implements vscode.Disposable {
       vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, diffs),
       taskLogs,
       vscode.workspace.registerTextDocumentContentProvider(TASK_LOG_SCHEME, taskLogs),
+      reports,
+      vscode.workspace.registerTextDocumentContentProvider(REPORT_SCHEME, reports),
       vscode.window.registerFileDecorationProvider(decorations),
       vscode.workspace.onDidGrantWorkspaceTrust(() => void this.restart()),
       vscode.workspace.onDidChangeConfiguration((event) => {

@@ -1,10 +1,10 @@
-// Tree views over the pure models: Tasks (approvals on top, tasks → subtasks and checks)
-// and Agents.
+// Tree views over the pure models: Tasks (approvals on top, tasks → final report, subtasks
+// and checks) and Agents.
 
 import * as vscode from 'vscode';
 import type { AgentsModel, AgentTreeNode } from './model/agents';
 import type { TaskDetails } from './model/details';
-import type { TaskTreeNode, TasksModel, TreeRow } from './model/tasks';
+import { isFinished, type TaskTreeNode, type TasksModel, type TreeRow } from './model/tasks';
 
 function toItem(row: TreeRow): vscode.TreeItem {
   const item = new vscode.TreeItem(
@@ -39,6 +39,8 @@ export class TasksTreeProvider implements vscode.TreeDataProvider<TaskTreeNode>,
     const item = toItem(this.model.row(node));
     if (node.kind === 'approval') {
       item.command = { command: 'conclave.answerApproval', title: 'Answer', arguments: [node] };
+    } else if (node.kind === 'report') {
+      item.command = { command: 'conclave.showFinalReport', title: 'Show the final report', arguments: [node] };
     } else if (node.kind === 'check' && node.check.detail.trim()) {
       item.command = { command: 'conclave.openCheck', title: "Show the check's output", arguments: [node] };
     }
@@ -46,8 +48,12 @@ export class TasksTreeProvider implements vscode.TreeDataProvider<TaskTreeNode>,
   }
 
   async getChildren(node?: TaskTreeNode): Promise<TaskTreeNode[]> {
-    // The checks themselves are in the task's detail: fetched when the node opens.
-    if (node?.kind === 'checks') await this.details.ensure(node.task.taskId);
+    // The checks themselves, and a finished task's final report, are in the task's detail:
+    // fetched when the node opens (and again when the report arrives after the end).
+    const status = node && node.kind !== 'approval' ? this.model.task(node.task.taskId)?.status : undefined;
+    if (node?.kind === 'checks' || (node?.kind === 'task' && isFinished(status ?? node.task.status))) {
+      await this.details.ensure(node.task.taskId);
+    }
     return node ? this.model.children(node) : this.model.roots();
   }
 

@@ -8,11 +8,13 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { checkBinary } from '../src/binary';
 import * as lsp from '../src/lsp_ext';
+import { TaskDetails } from '../src/model/details';
 import { editedUris, type WorkspaceEditLike } from '../src/model/edits';
+import { reportDocument, reportPath, reportTaskId } from '../src/model/report';
 import { initializationOptions } from '../src/model/settings';
 import { StatusModel } from '../src/model/status';
 import { TasksModel } from '../src/model/tasks';
-import { compareTimestamps } from '../src/model/time';
+import { compareTimestamps, readableTime } from '../src/model/time';
 import { whiteboardIdFromPath, whiteboardPath } from '../src/model/whiteboards';
 import { BINARY, fileUri, scriptedWorkspace, startServer } from './harness';
 
@@ -94,6 +96,91 @@ test('a task whose code was never run says "not checked"; a parked one says why 
   const parked = rows.find((r) => r.label === 'Task t2')!;
   assert.match(parked.description, /parked/);
   assert.match(parked.tooltip, /ACP session s1/);
+});
+
+test('a final report written after the task ended: fetched again, first under the task, headed by its writer', async () => {
+  const ended = task('completed');
+  const reported = { ...ended, updatedAt: '2026-01-01T00:00:01.5Z' };
+  const report: lsp.FinalReport = {
+    by: 'top-1',
+    at: reported.updatedAt,
+    text: 'The task completed: 0 of 0 subtasks completed.\n- the plan: signed by mid-1\n',
+  };
+  const detail = (summary: lsp.TaskSummary, finalReport?: lsp.FinalReport): lsp.TaskDetail => ({
+    ...summary,
+    description: 'Do it',
+    filesWritten: [],
+    result: null,
+    partialResults: [],
+    errors: [],
+    finalReport,
+  });
+  // The server answers as it stands: the task ended, then (a moment later) its report.
+  let current = detail(ended);
+  let asked = 0;
+  const requester = {
+    sendRequest: () => {
+      asked++;
+      return Promise.resolve(current);
+    },
+  };
+  const details = new TaskDetails(() => requester as never);
+  const tasks = new TasksModel(
+    () => undefined,
+    (id) => details.get(id),
+  );
+  details.onDidChange((id) => tasks.detailChanged(id));
+  const node = { kind: 'task', task: ended } as const;
+  tasks.updateTask(ended);
+  await details.ensure('t1');
+  assert.deepEqual(tasks.children(node), []);
+  assert.equal(tasks.row(node).collapsible, false);
+  assert.doesNotMatch(tasks.row(node).tooltip, /Final report/);
+  assert.match(reportDocument(details.get('t1')!), /has not written its final report on this task \(completed\) yet/);
+
+  // The report's own conclave/taskUpdated: nothing but updatedAt moved in the summary.
+  current = detail(reported, report);
+  tasks.updateTask(reported);
+  details.summaryChanged(reported);
+  await new Promise((done) => setTimeout(done, 10));
+  assert.equal(asked, 2, 'the finished task changed: its detail was fetched again');
+  const children = tasks.children(node);
+  assert.deepEqual(
+    children.map((n) => n.kind),
+    ['report'],
+  );
+  const row = tasks.row(children[0]);
+  assert.equal(row.label, 'Final report by top-1');
+  assert.equal(row.description, 'The task completed: 0 of 0 subtasks completed.');
+  assert.match(
+    row.tooltip,
+    /^Final report by top-1, .*\n\nThe task completed: 0 of 0 subtasks completed\.\n- the plan: signed by mid-1\n/,
+  );
+  // A task without subtasks opens to show it (a new id: VS Code keeps a leaf's state).
+  assert.equal(tasks.row(node).collapsible, true);
+  assert.equal(tasks.row(node).id, 'task:t1:reported');
+  assert.match(tasks.row(node).tooltip, /^Final report by top-1: The task completed: 0 of 0 subtasks completed\.$/m);
+  assert.equal(
+    reportDocument(details.get('t1')!),
+    [
+      '# Final report by top-1',
+      '',
+      `On the task "Task t1" (completed), written ${readableTime(report.at)}.`,
+      '',
+      'The task completed: 0 of 0 subtasks completed.',
+      '- the plan: signed by mid-1',
+      '',
+    ].join('\n'),
+  );
+  assert.equal(reportTaskId(reportPath('t1', 'Make a.txt / b.txt')), 't1');
+  assert.equal(reportPath('t1', 'Make a.txt / b.txt'), '/t1/Make-a.txt-b.txt-final-report.md');
+
+  // The same summary again (listTasks after a restart): no fetch.
+  details.summaryChanged(reported);
+  await new Promise((done) => setTimeout(done, 10));
+  assert.equal(asked, 2);
+  details.dispose();
+  tasks.dispose();
 });
 
 test('the protocol and model modules import nothing but vscode-jsonrpc and each other', () => {

@@ -1,6 +1,6 @@
 // Submitting a task to the real server and following it in the pure models: the Tasks tree
-// (statuses, assignees, attempts, files being generated), the status bar during a retry and
-// at the end, and the Agents tree from listAgents + agentStatus.
+// (statuses, assignees, attempts, files being generated, the top agent's final report), the
+// status bar during a retry and at the end, and the Agents tree from listAgents + agentStatus.
 
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import * as lsp from '../src/lsp_ext';
 import type * as rpc from 'vscode-jsonrpc/node';
 import { ConclaveModels } from '../src/model/feed';
+import { reportDocument } from '../src/model/report';
 import type { TaskTreeNode } from '../src/model/tasks';
 import { CLIENT_CAPABILITIES, fileUri, recording, scriptedWorkspace, startServer } from './harness';
 
@@ -30,7 +31,7 @@ test('handshake: experimental capabilities both ways, serverInfo, shutdown + exi
   }
 });
 
-test('a task with a retried subtask: tasks model, files being generated and status bar, live and at the end', async () => {
+test('a task with a retried subtask: tasks model, files being generated, status bar and final report, live and at the end', async () => {
   const dir = scriptedWorkspace([
     { match: 'Plan this task', text: PLAN },
     { match: 'Create a.txt', toolCalls: [{ name: 'file_write', arguments: { path: 'a.txt', content: 'a\n' } }] },
@@ -149,6 +150,41 @@ test('a task with a retried subtask: tasks model, files being generated and stat
     const withReport = await server.connection.sendRequest(lsp.taskLog, { taskId });
     assert.match(withReport.text, /report +top-\S+ +final report: The task completed: 2 of 2 subtasks completed\./);
     assert.match(withReport.text, /progress_report → top-\S+: subtask 2 of 2 "Create b\.txt" completed/);
+
+    // The Tasks tree shows the report first under the finished task, headed by the top agent
+    // who wrote it, and opens it whole as a Markdown document. The tree fetches a finished
+    // task's detail when it opens the task; one fetched as the task ended, before the report
+    // was written, is fetched again on the report's own conclave/taskUpdated.
+    const report = detail.finalReport;
+    void models.details.ensure(taskId);
+    const taskNode: TaskTreeNode = { kind: 'task', task: done };
+    const reportNode = await server.until('the final report under the task', () =>
+      tasks.children(taskNode).find((n) => n.kind === 'report'),
+    );
+    // The outcome first, then the subtasks (and the checks, when some ran).
+    assert.deepEqual(
+      tasks
+        .children(taskNode)
+        .map((n) => n.kind)
+        .slice(0, 3),
+      ['report', 'subtask', 'subtask'],
+    );
+    assert.equal(tasks.parent(reportNode)?.kind, 'task');
+    const reportRow = tasks.row(reportNode);
+    assert.equal(reportRow.label, `Final report by ${report.by}`);
+    assert.equal(reportRow.description, 'The task completed: 2 of 2 subtasks completed.');
+    assert.equal(reportRow.icon, 'report');
+    assert.ok(reportRow.tooltip.startsWith(`Final report by ${report.by}, `), reportRow.tooltip);
+    assert.ok(reportRow.tooltip.includes(report.text.trim().split('\n').slice(0, 3).join('\n')), reportRow.tooltip);
+    // Hovering the task says it too.
+    assert.match(
+      tasks.row(taskNode).tooltip,
+      /^Final report by top-\S+: The task completed: 2 of 2 subtasks completed\.$/m,
+    );
+    const document = reportDocument(models.details.get(taskId)!);
+    assert.equal(document.split('\n')[0], `# Final report by ${report.by}`);
+    assert.match(document, /^On the task "Make a\.txt and b\.txt" \(completed\), written /m);
+    assert.ok(document.includes(`\n\n${report.text.trim()}\n`), document);
 
     assert.equal(await server.shutdown(), 0);
   } finally {

@@ -1,9 +1,11 @@
----@mod conclave.checks A task's checks and cost, with the failing output, in a buffer
+---@mod conclave.checks A task's final report, checks and cost, with the failing output, in a buffer
 ---
---- `conclave://checks/<taskId>`: what the task spent (in all and by agent) and every
---- check that ran on its code, failures first, each with its rule ids and its whole
---- output. Fetched with `conclave/getTask`, and again while the buffer is open whenever the
---- task's summary says its usage or its checks moved.
+--- `conclave://checks/<taskId>`: once the task ended, the top agent's final report on it,
+--- headed by who wrote it; what the task spent (in all and by agent) and every check that
+--- ran on its code, failures first, each with its rule ids and its whole output. Fetched
+--- with `conclave/getTask`, and again while the buffer is open whenever the task's summary
+--- says its usage or its checks moved, or the finished task changed (its final report
+--- follows the end with a `conclave/taskUpdated` of its own).
 local client_mod = require('conclave.client')
 local ui = require('conclave.ui')
 local usage = require('conclave.usage')
@@ -16,21 +18,43 @@ local buffers = {}
 local ICON = { passed = '✔', failed = '✖', skipped = '⊘' }
 local ORDER = { failed = 1, skipped = 2, passed = 3 }
 
---- What in a task summary says its detail may have moved.
+--- What in a task summary says its detail may have moved: once the task finished, any change.
 local function version(task)
   local u = type(task.usageTotal) == 'table' and task.usageTotal or {}
   local counts = type(task.checkCounts) == 'table' and task.checkCounts or {}
+  local finished = require('conclave.tasks').FINISHED[task.status]
   return table.concat({
     tostring(task.status),
     tostring(u.calls or 0),
     tostring(u.inputTokens or 0),
     tostring(u.outputTokens or 0),
     tostring(counts.at or ''),
+    finished and tostring(task.updatedAt or '') or '',
   }, '|')
 end
 
 local function list(v)
   return type(v) == 'table' and v or {}
+end
+
+--- "2026-01-31 14:05 UTC" for an RFC 3339 time in UTC (as the server sends them), else as is.
+local function when(at)
+  local day, time = tostring(at):match('^(%d+%-%d+%-%d+)T(%d+:%d+)')
+  return day and ('%s %s UTC'):format(day, time) or tostring(at)
+end
+
+--- The top agent's final report on the finished task, headed by who wrote it (none: {}).
+function M.report_lines(detail)
+  local report = detail.finalReport
+  if type(report) ~= 'table' or type(report.text) ~= 'string' then
+    return {}
+  end
+  local lines = { ('Final report by %s (%s)'):format(tostring(report.by or '?'), when(report.at)) }
+  for _, l in ipairs(vim.split(vim.trim(report.text), '\n', { plain = true })) do
+    table.insert(lines, l == '' and '' or ('    ' .. l))
+  end
+  table.insert(lines, '')
+  return lines
 end
 
 --- The buffer's lines for a TaskDetail.
@@ -44,6 +68,8 @@ function M.lines(client_id, detail)
     ),
     '',
   }
+  -- The outcome first, as the report itself puts it: what the top concluded.
+  vim.list_extend(lines, M.report_lines(detail))
   local spent = type(detail.usage) == 'table' and detail.usage or {}
   local total = type(spent.total) == 'table' and spent.total or nil
   if total and (total.calls or 0) > 0 then

@@ -223,7 +223,7 @@ local function task_lines(client_id, width)
   if #entries == 0 then
     return { 'No Conclave tasks yet. :Conclave submit {text} starts one.' }, map
   end
-  table.insert(lines, '<CR> log  C checks and cost  c cancel  r retry  u undo  e error report  R refresh')
+  table.insert(lines, '<CR> log  C report, checks, cost  c cancel  r retry  u undo  e error report  R refresh')
   for _, entry in ipairs(entries) do
     local t = entry.task
     local progress = M.progress_label(t)
@@ -351,7 +351,7 @@ function M.open(client)
     end, 'Conclave: error report')
     map('C', function(id)
       commands.checks({ id })
-    end, 'Conclave: checks and cost')
+    end, 'Conclave: final report, checks and cost')
     vim.keymap.set('n', 'R', function()
       M.refresh(client)
     end, { buffer = bufnr, desc = 'Conclave: refresh tasks', nowait = true })

@@ -1,16 +1,22 @@
-// Task details (conclave/getTask) for what a task summary only counts: the checks with
-// their output, and the usage split by agent. Fetched for the tasks someone looks at (a
-// Checks node opened, the task the Agents view follows), then kept fresh: when such a
-// task's summary says its usage or checks moved, it is fetched again, one request per task
-// at a time (changes that arrive meanwhile are folded into one more fetch).
+// Task details (conclave/getTask) for what a task summary only counts or lacks: the checks
+// with their output, the usage split by agent, the top agent's final report. Fetched for the
+// tasks someone looks at (a task or its Checks node opened, the task the Agents view
+// follows), then kept fresh: when such a task's summary says its usage or checks moved, or a
+// finished task changed, it is fetched again, one request per task at a time (changes that
+// arrive meanwhile are folded into one more fetch).
 // Imports nothing from 'vscode'.
 
 import * as lsp from '../lsp_ext';
 import type { TaskDetail, TaskSummary } from '../lsp_ext';
 import { Emitter } from './event';
 import type { Requester } from './rpc';
+import { isFinished } from './tasks';
 
-/** What in a summary says the detail may have moved. */
+/**
+ * What in a summary says the detail may have moved. Once the task finished, any change
+ * counts: the top's final report, which the summary does not carry, follows the end with a
+ * `conclave/taskUpdated` of its own (as does taking the task back).
+ */
 function version(task: TaskSummary): string {
   const usage = task.usageTotal;
   return [
@@ -19,6 +25,7 @@ function version(task: TaskSummary): string {
     usage?.inputTokens ?? 0,
     usage?.outputTokens ?? 0,
     task.checkCounts?.at ?? '',
+    isFinished(task.status) ? task.updatedAt : '',
   ].join('|');
 }
 

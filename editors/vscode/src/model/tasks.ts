@@ -1,18 +1,21 @@
 // The Tasks tree as a pure model: pending approvals at the top, then tasks (newest first),
-// each with its subtasks. Fed by conclave/taskUpdated, conclave/listTasks,
-// conclave/requestApproval and conclave/listApprovals. Imports nothing from 'vscode'.
+// each with the top agent's final report once it is written, its subtasks and its checks.
+// Fed by conclave/taskUpdated, conclave/listTasks, conclave/requestApproval and
+// conclave/listApprovals. Imports nothing from 'vscode'.
 
 import type {
   ApprovalRequest,
   CheckCounts,
   CheckResult,
+  FinalReport,
   SubtaskSummary,
   TaskDetail,
   TaskStatus,
   TaskSummary,
 } from '../lsp_ext';
 import { Emitter } from './event';
-import { compareTimestamps, isEarlier } from './time';
+import { reportOutcome } from './report';
+import { compareTimestamps, isEarlier, readableTime } from './time';
 import { usageDetail, usageLabel } from './usage';
 
 export type TaskTreeNode =
@@ -21,6 +24,8 @@ export type TaskTreeNode =
   | { kind: 'subtask'; task: TaskSummary; subtask: SubtaskSummary }
   /** The task's checks, counted; its children come from the task's detail. */
   | { kind: 'checks'; task: TaskSummary }
+  /** The top agent's final report on the finished task, from the task's detail. */
+  | { kind: 'report'; task: TaskSummary; report: FinalReport }
   | { kind: 'check'; task: TaskSummary; check: CheckResult; index: number };
 
 /** What a tree row shows; the glue turns it into a vscode.TreeItem. */
@@ -149,7 +154,11 @@ export class TasksModel {
   children(node: TaskTreeNode): TaskTreeNode[] {
     const task = node.kind === 'approval' ? undefined : (this.tasks.get(node.task.taskId) ?? node.task);
     if (node.kind === 'task' && task) {
-      const rows = task.subtasks.map((subtask): TaskTreeNode => ({ kind: 'subtask', task, subtask }));
+      const rows: TaskTreeNode[] = [];
+      // The outcome first, as the report itself puts it: what the top concluded.
+      const report = this.finalReport(task.taskId);
+      if (report) rows.push({ kind: 'report', task, report });
+      rows.push(...task.subtasks.map((subtask): TaskTreeNode => ({ kind: 'subtask', task, subtask })));
       if (task.checkCounts) rows.push({ kind: 'checks', task });
       return rows;
     }
@@ -160,11 +169,17 @@ export class TasksModel {
     return [];
   }
 
+  /** The top agent's final report on a task, once written and its detail fetched. */
+  finalReport(taskId: string): FinalReport | undefined {
+    return this.detail(taskId)?.finalReport ?? undefined;
+  }
+
   /** The row above a node (the tree reveals nodes through it). */
   parent(node: TaskTreeNode): TaskTreeNode | undefined {
     switch (node.kind) {
       case 'subtask':
       case 'checks':
+      case 'report':
         return { kind: 'task', task: node.task };
       case 'check':
         return { kind: 'checks', task: node.task };
@@ -222,7 +237,9 @@ export class TasksModel {
         const progress = progressLabel(t);
         if (progress) parts.push(progress);
         if (t.usageTotal) parts.push(usageLabel(t.usageTotal));
+        const report = this.finalReport(t.taskId);
         const tooltip = [`${t.title}`, `Status: ${statusLabel(t.status)}`];
+        if (report) tooltip.push(`Final report by ${report.by}: ${reportOutcome(report)}`);
         if (t.unchecked) tooltip.push(t.unchecked);
         if (t.parked) tooltip.push(`Parked: ${t.parked}`);
         if (t.revertedBy) tooltip.push(revertedTooltip(t.revertedBy));
@@ -237,7 +254,13 @@ export class TasksModel {
         return {
           // VS Code keeps the collapsed state of an id that had no children: a task that gains
           // its subtasks gets a new id, so it shows them (Expanded) while it runs.
-          id: t.subtasks.length > 0 ? `task:${t.taskId}` : `task:${t.taskId}:unplanned`,
+          // Likewise a task without subtasks that gains its final report.
+          id:
+            t.subtasks.length > 0
+              ? `task:${t.taskId}`
+              : report
+                ? `task:${t.taskId}:reported`
+                : `task:${t.taskId}:unplanned`,
           label: t.title,
           description: parts.join(' · '),
           tooltip: tooltip.join('\n'),
@@ -245,7 +268,25 @@ export class TasksModel {
           color,
           // "task.completed" / "task.retryable" can be undone; ".undone" once taken back.
           contextValue: `task.${isFinished(t.status) ? (t.status === 'completed' ? 'completed' : 'retryable') : 'active'}${t.revertedBy ? '.undone' : ''}`,
-          collapsible: t.subtasks.length > 0,
+          collapsible: t.subtasks.length > 0 || report !== undefined,
+        };
+      }
+      case 'report': {
+        const r = node.report;
+        return {
+          id: `report:${node.task.taskId}`,
+          label: `Final report by ${r.by}`,
+          description: reportOutcome(r),
+          tooltip: [
+            `Final report by ${r.by}, ${readableTime(r.at)}`,
+            '',
+            clipLines(r.text.trim(), 20),
+            '',
+            'Click to read it whole.',
+          ].join('\n'),
+          icon: 'report',
+          contextValue: 'report',
+          collapsible: false,
         };
       }
       case 'subtask': {
