@@ -37,6 +37,7 @@ use std::path::{Path, PathBuf};
 use super::check::{self, Bench, Originals};
 use super::{Services, first_line};
 use crate::checks::defines::{Language, defined_name, is_definition, language_of};
+use crate::checks::intent::Intent;
 use crate::config::TeamLayer;
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::quality::{self, TestOutcome, TestStep, Verdict};
@@ -393,8 +394,8 @@ fn relative(s: &Services, path: &Path) -> String {
 /// models compare "Hello, world!" with "hello world" exactly and fail right code. Case
 /// counts when the task is about case: otherwise `said` would make every greeting
 /// equal, and "print it in upper case" would pass code that never does.
-fn said_prelude(task: &str) -> String {
-    let about_case = crate::checks::intent::Intent::read(task, &|_| false).about_case;
+fn said_prelude(intent: &Intent) -> String {
+    let about_case = intent.about_case;
     let lower = if about_case { "" } else { ".lower()" };
     format!(
         "import re as _re\n\n\ndef said(text):\n    \"\"\"Text as a person reads it: no punctuation, single spaces{}.\"\"\"\n    return \" \".join(_re.sub(r\"[^\\w\\s]\", \" \", str(text)){lower}.split())\n\n\n",
@@ -538,7 +539,7 @@ with a path from the project root (`const {{ {name} }} = require('./{file}');`),
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     }
     let prelude = match language {
-        Language::Python => said_prelude(&task),
+        Language::Python => said_prelude(&originals.intent),
         Language::JavaScript => String::new(),
     };
     let written = format!("{prelude}{code}");
@@ -704,13 +705,13 @@ mod tests {
         let hello = "Write hello.py that prints hello world.";
         assert!(passes(format!(
             "{}assert said('Hello, World!\\n') == said('hello world')\nassert said('3 apples') != said('4 apples')\n",
-            said_prelude(hello)
+            said_prelude(&Intent::read(hello, &|_| false))
         )));
         // When the task is about case, case counts.
         let shout = "Add a --shout flag: with it, the greeting is printed in upper case.";
         assert!(passes(format!(
             "{}assert said('HELLO, ADA!') == said('HELLO ADA')\nassert said('Hello, Ada!') != said('HELLO ADA')\n",
-            said_prelude(shout)
+            said_prelude(&Intent::read(shout, &|_| false))
         )));
     }
 
@@ -778,15 +779,12 @@ mod tests {
         std::fs::create_dir_all(&checks).unwrap();
         let test_path = checks.join("acceptance_test.py");
         std::fs::write(&test_path, test).unwrap();
-        let originals = std::sync::Arc::new(super::super::check::TaskFiles {
-            task: task.into(),
-            files: vec![("stats.py".into(), before.into())],
-        });
+        let originals = std::sync::Arc::new(super::super::check::TaskFiles::new(
+            task,
+            vec![("stats.py".into(), before.into())],
+        ));
+        let intent = serde_json::to_string(&originals.intent).unwrap();
         let (task_file, originals) = write_runner_inputs(&test_path, &originals);
-        let intent = crate::checks::intent::Intent::read(task, &|name| {
-            crate::checks::defines::names_defined("stats.py", before).contains(name)
-        });
-        let intent = serde_json::to_string(&intent).unwrap();
         let run = std::process::Command::new("python3")
             .args(["-c", RUNNER])
             .args([
@@ -875,7 +873,10 @@ mod tests {
             task,
             right,
             before,
-            &format!("{}{own_said}", said_prelude(task)),
+            &format!(
+                "{}{own_said}",
+                said_prelude(&Intent::read(task, &|_| false))
+            ),
         );
         assert_eq!(code, Some(0), "{output}");
         assert!(output.contains("own said() was left out"), "{output}");
@@ -1217,7 +1218,7 @@ mod tests {
         // A repair says what it mended; switched off, the test runs as written.
         let own_said = format!(
             "{}def said(text):\n    return text\n\nfrom stats import mean\nassert said('Mean: 2') == said('mean 2')\n",
-            said_prelude(task)
+            said_prelude(&Intent::read(task, &|_| false))
         );
         let (exit, output) = run_on_stats(task, right, before, &own_said);
         assert_eq!(exit, Some(0), "{output}");

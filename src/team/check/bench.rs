@@ -12,19 +12,40 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 
 use super::{DETAIL_CHARS, tail_chars};
+use crate::checks::intent::Intent;
 use crate::exec::{RunError, RunSpec, Runner};
 use crate::runtime::{CheckResult, CheckStatus, SubtaskId, TaskId};
 use crate::team::Services;
 use crate::team::files::files_named;
 
-/// The files a task names, as they were when the task began, with the task's text. The
-/// contracts check reads the promises of Python functions from here; the names check
-/// sees whether the files the task is about were changed at all.
+/// The files a task names, as they were when the task began, with the task's text and
+/// what it asks for, read once. The contracts check reads the promises of Python
+/// functions from here; the names check sees whether the files the task is about were
+/// changed at all.
 #[derive(Debug, Default)]
 pub struct TaskFiles {
     pub task: String,
     /// Workspace-relative path and content.
     pub files: Vec<(String, String)>,
+    /// The task as every check, the runner and the coders' prompts read it: a name
+    /// counts as the task's files' when they defined it before the task.
+    pub intent: Intent,
+}
+
+impl TaskFiles {
+    pub fn new(task: &str, files: Vec<(String, String)>) -> TaskFiles {
+        let defined = |name: &str| {
+            files.iter().any(|(path, text)| {
+                crate::checks::defines::names_defined(path, text).contains(name)
+            })
+        };
+        let intent = Intent::read(task, &defined);
+        TaskFiles {
+            task: task.to_string(),
+            files,
+            intent,
+        }
+    }
 }
 
 pub type Originals = Arc<TaskFiles>;
@@ -44,10 +65,7 @@ pub fn capture_originals(sandbox: &crate::tools::Sandbox, text: &str) -> Origina
             (content.len() <= ORIGINAL_MAX_BYTES).then_some((path, content))
         })
         .collect();
-    Arc::new(TaskFiles {
-        task: text.to_string(),
-        files,
-    })
+    Arc::new(TaskFiles::new(text, files))
 }
 
 /// Whether the checks may run code of the task: tests, build scripts, the project's own
@@ -158,15 +176,9 @@ impl Bench {
         crate::checks::enabled(id, &self.disabled)
     }
 
-    /// The task as the checks read it; a name counts as the task's files' when they
-    /// defined it before the task.
-    pub fn intent(&self) -> crate::checks::intent::Intent {
-        let defined = |name: &str| {
-            self.originals.files.iter().any(|(path, text)| {
-                crate::checks::defines::names_defined(path, text).contains(name)
-            })
-        };
-        crate::checks::intent::Intent::read(&self.originals.task, &defined)
+    /// The task as the checks read it ([`TaskFiles::intent`]).
+    pub fn intent(&self) -> &Intent {
+        &self.originals.intent
     }
 
     /// The result of the rule `rule`.

@@ -45,7 +45,6 @@ pub use bench::{
 };
 pub use fix_turn::{CheckedAttempt, after_subtask};
 pub use markers::marked_stubs;
-pub use names::names_to_find;
 
 /// When the pipeline runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -38,12 +38,6 @@ impl Check for Names {
     }
 }
 
-/// The command-line flags (`--shout`) and functions (`perimeter(width, height)`) a task
-/// asks for by name, which the code must then have ([`crate::checks::intent`]).
-pub fn names_to_find(task: &str) -> Vec<String> {
-    crate::checks::intent::Intent::read(task, &|_| false).names
-}
-
 /// A rename the task asks for, of a function or class a file the task names defined
 /// before the task, is done when no file of the work still defines the old name and
 /// one defines the new (the rule `names.rename`). Other renames (a variable, a file)

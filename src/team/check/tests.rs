@@ -417,10 +417,10 @@ async fn a_failure_names_its_rules_and_a_disabled_rule_does_not_run() {
     )
     .unwrap();
     let mut b = bench(dir.path());
-    b.originals = Arc::new(TaskFiles {
-        task: "Implement add(a, b) and a --shout flag in shout.py.".into(),
-        files: Vec::new(),
-    });
+    b.originals = Arc::new(TaskFiles::new(
+        "Implement add(a, b) and a --shout flag in shout.py.",
+        Vec::new(),
+    ));
     b.whole_task = true;
     let files = ["shout.py".to_string()];
 
@@ -735,13 +735,13 @@ async fn an_import_of_a_name_the_task_took_from_a_module_is_caught() {
     let right = code(&b, &["mathx.py".into(), "main.py".into()]).await;
     assert!(right.passed(), "{:?}", right.results);
     // A task that removes nothing: the name goes back where it was.
-    b.originals = Arc::new(TaskFiles {
-        task: "Add a function total_tax to mathx.py; main.py prints the total.".into(),
-        files: vec![(
+    b.originals = Arc::new(TaskFiles::new(
+        "Add a function total_tax to mathx.py; main.py prints the total.",
+        vec![(
             "mathx.py".into(),
             "def compute_total(prices):\n    return round(sum(prices), 2)\n".into(),
         )],
-    });
+    ));
     std::fs::write(
         dir.path().join("mathx.py"),
         "def total_tax(prices):\n    return 0\n",
