@@ -142,6 +142,45 @@ pub fn asks_for_changes(description: &str) -> bool {
         .any(|word| CHANGE_VERBS.contains(&word.as_str()))
 }
 
+/// First words of a step that only looks (reads, checks, tests, verifies).
+const LOOK_ONLY: &[&str] = &[
+    "identify",
+    "verify",
+    "test",
+    "check",
+    "run",
+    "review",
+    "read",
+    "analyze",
+    "analyse",
+    "examine",
+    "inspect",
+    "ensure",
+    "confirm",
+    "validate",
+    "understand",
+    "locate",
+    "find",
+    "investigate",
+    "look",
+    "determine",
+    "explore",
+    "study",
+    "open",
+];
+
+/// Whether a planned step only looks (reads, checks, tests, verifies): its first word
+/// says so ("Verify the fix by running…" is about the fix, not one), or no word asks for
+/// a change ([`asks_for_changes`]).
+pub fn only_looks(step: &str) -> bool {
+    let first = step
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .find(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .unwrap_or_default();
+    LOOK_ONLY.contains(&first.as_str()) || !asks_for_changes(step)
+}
+
 /// The identifiers of `task`, as written (ASCII).
 fn words(task: &str) -> impl Iterator<Item = &str> {
     static WORD: OnceLock<Regex> = OnceLock::new();
@@ -569,5 +608,25 @@ mod tests {
         );
         let names: Vec<&str> = intent.code_names.iter().map(String::as_str).collect();
         assert_eq!(names, ["MAX1", "add_item", "basket", "item_2", "total"]);
+    }
+
+    #[test]
+    fn steps_that_only_look_change_nothing() {
+        for look in [
+            "Identify the bug in textutil.py",
+            "Verify the fix by running the test in test_textutil.py",
+            "Check the existing logic of the mean function in stats.py.",
+            "Test the new mean function for an empty list to ensure it returns 0.0.",
+        ] {
+            assert!(only_looks(look), "{look}");
+        }
+        for change in [
+            "Write the fix for the identified bug in textutil.py",
+            "Implement the new mean function for an empty list in stats.py.",
+            "Add a --shout flag to greet.py",
+            "Write tests for the parser in test_parser.py",
+        ] {
+            assert!(!only_looks(change), "{change}");
+        }
     }
 }
