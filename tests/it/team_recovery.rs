@@ -43,6 +43,40 @@ fn actions(steps: &[(RecoveryAction, Severity, String)]) -> Vec<RecoveryAction> 
     steps.iter().map(|s| s.0).collect()
 }
 
+/// One top, one mid and `coders` coders.
+fn small_team(coders: usize) -> conclave::config::Config {
+    let mut config = config();
+    config.team.top = 1;
+    config.team.mid = 1;
+    config.team.bottom_per_mid = coders;
+    config
+}
+
+/// A team on `task` whose first `failures` attempts fail (a 400) until the supervisor
+/// answers `proposal` (JSON); then the subtask as it reads by then (`done_as.0`) writes
+/// the file `done_as.1`, holding its first letter.
+async fn supervised(
+    config: conclave::config::Config,
+    task: &str,
+    failures: u32,
+    proposal: &str,
+    done_as: (&str, &str),
+) -> team::Team {
+    let (description, file) = done_as;
+    let content = format!("{}\n", &file[..1]);
+    let [w1, w2] = writes(description, file, &content);
+    start(
+        json!([
+            plan(&[task]),
+            { "match": task, "error": { "kind": "http", "status": 400 }, "times": failures },
+            { "match": "keeps failing", "text": proposal },
+            w1, w2
+        ]),
+        config,
+    )
+    .await
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_subtask_an_agent_keeps_failing_moves_to_an_idle_peer() {
     let [w1, w2] = writes("Create a.txt", "a.txt", "a\n");
@@ -339,19 +373,12 @@ async fn a_coder_allowed_no_retries_hands_its_failing_subtask_to_a_peer_at_once(
 
 #[tokio::test(start_paused = true)]
 async fn with_no_idle_peer_a_persistent_failure_goes_to_the_supervisor_who_modifies_the_subtask() {
-    let mut config = config();
-    config.team.top = 1;
-    config.team.mid = 1;
-    config.team.bottom_per_mid = 1;
-    let [w1, w2] = writes("Create b.txt with plain text", "b.txt", "b\n");
-    let team = start(
-        json!([
-            plan(&["Create b.txt from the template"]),
-            { "match": "Create b.txt from the template", "error": { "kind": "http", "status": 400 }, "times": 2 },
-            { "match": "keeps failing", "text": "{\"action\": \"modify\", \"reason\": \"there is no template\", \"modifiedDescription\": \"Create b.txt with plain text\"}" },
-            w1, w2
-        ]),
-        config,
+    let team = supervised(
+        small_team(1),
+        "Create b.txt from the template",
+        2,
+        "{\"action\": \"modify\", \"reason\": \"there is no template\", \"modifiedDescription\": \"Create b.txt with plain text\"}",
+        ("Create b.txt with plain text", "b.txt"),
     )
     .await;
     let mut events = team.engine.subscribe();
@@ -493,19 +520,12 @@ async fn a_401_goes_to_the_top_layer_and_the_user_at_once() {
 // told it waits, and the person's answer sends it on.
 #[tokio::test(start_paused = true)]
 async fn a_subtask_waiting_for_a_person_is_told_to_the_top_and_goes_on_when_the_person_answers() {
-    let mut config = config();
-    config.team.top = 1;
-    config.team.mid = 1;
-    config.team.bottom_per_mid = 1;
-    let [w1, w2] = writes("Create c.txt", "c.txt", "c\n");
-    let team = start(
-        json!([
-            plan(&["Create c.txt"]),
-            { "match": "Create c.txt", "error": { "kind": "http", "status": 400 }, "times": 2 },
-            { "match": "keeps failing", "text": "{\"action\": \"pause\", \"reason\": \"a person should decide\"}" },
-            w1, w2
-        ]),
-        config,
+    let team = supervised(
+        small_team(1),
+        "Create c.txt",
+        2,
+        "{\"action\": \"pause\", \"reason\": \"a person should decide\"}",
+        ("Create c.txt", "c.txt"),
     )
     .await;
     let mut events = team.engine.subscribe();
@@ -665,10 +685,7 @@ fn wedging(name: &'static str) -> BehaviorFactory {
 
 #[tokio::test(start_paused = true)]
 async fn a_hung_agent_is_replaced_and_the_new_one_completes_its_task() {
-    let mut config = config();
-    config.team.top = 1;
-    config.team.mid = 1;
-    config.team.bottom_per_mid = 1;
+    let config = small_team(1);
     let behaviors = wedging("bottom-1-1");
     let [w1, w2] = writes("Create d.txt", "d.txt", "d\n");
     let team = start_with(
@@ -961,19 +978,12 @@ async fn the_peer_who_takes_over_is_told_what_the_failed_agent_learned() {
 
 #[tokio::test(start_paused = true)]
 async fn a_supervisor_that_proposes_a_new_agent_gets_one_and_it_finishes_the_subtask() {
-    let mut config = config();
-    config.team.top = 1;
-    config.team.mid = 1;
-    config.team.bottom_per_mid = 1;
-    let [w1, w2] = writes("Create e.txt", "e.txt", "e\n");
-    let team = start(
-        json!([
-            plan(&["Create e.txt"]),
-            { "match": "Create e.txt", "error": { "kind": "http", "status": 400 }, "times": 2 },
-            { "match": "keeps failing", "text": "{\"action\": \"replace_agent\", \"reason\": \"the coder is stuck\"}" },
-            w1, w2
-        ]),
-        config,
+    let team = supervised(
+        small_team(1),
+        "Create e.txt",
+        2,
+        "{\"action\": \"replace_agent\", \"reason\": \"the coder is stuck\"}",
+        ("Create e.txt", "e.txt"),
     )
     .await;
     let mut events = team.engine.subscribe();
@@ -1005,20 +1015,13 @@ async fn a_supervisor_that_proposes_a_new_agent_gets_one_and_it_finishes_the_sub
 
 #[tokio::test(start_paused = true)]
 async fn a_supervisor_that_proposes_reassigning_hands_the_subtask_to_an_agent_not_yet_tried() {
-    let mut config = config();
-    config.team.top = 1;
-    config.team.mid = 1;
-    config.team.bottom_per_mid = 2;
-    let [w1, w2] = writes("Create f.txt", "f.txt", "f\n");
-    let team = start(
-        json!([
-            plan(&["Create f.txt"]),
-            // Both coders fail it: the first, then the peer who takes over.
-            { "match": "Create f.txt", "error": { "kind": "http", "status": 400 }, "times": 4 },
-            { "match": "keeps failing", "text": "{\"action\": \"reassign\", \"reason\": \"a fresh agent may get through\"}" },
-            w1, w2
-        ]),
-        config,
+    let team = supervised(
+        small_team(2),
+        "Create f.txt",
+        // Both coders fail it: the first, then the peer who takes over.
+        4,
+        "{\"action\": \"reassign\", \"reason\": \"a fresh agent may get through\"}",
+        ("Create f.txt", "f.txt"),
     )
     .await;
     let mut events = team.engine.subscribe();
@@ -1046,10 +1049,7 @@ async fn a_supervisor_that_proposes_reassigning_hands_the_subtask_to_an_agent_no
 
 #[tokio::test(start_paused = true)]
 async fn a_hung_supervisor_is_replaced_and_its_replacement_coordinates_the_task() {
-    let mut config = config();
-    config.team.top = 1;
-    config.team.mid = 1;
-    config.team.bottom_per_mid = 1;
+    let config = small_team(1);
     let behaviors = wedging("mid-1");
     let [w1, w2] = writes("Create g.txt", "g.txt", "g\n");
     let team = start_with(
