@@ -134,7 +134,7 @@ async fn names_check(bench: &Bench, files: &[String]) -> Option<CheckResult> {
         rule: rule.to_string(),
         message,
     };
-    let mut findings: Vec<Finding> = rename_problems(bench, &intent, files)
+    let mut findings: Vec<Finding> = rename_problems(bench, intent, files)
         .await
         .into_iter()
         .map(|m| found("names.rename", m))
