@@ -13,6 +13,20 @@ use serde_json::json;
 
 use crate::support::team::{self, config, plan, start, start_with, writes};
 
+/// The recovery actions taken until a person is asked, and the question.
+async fn until_a_person_is_asked(
+    events: &mut EventStream,
+) -> (Vec<RecoveryAction>, Arc<conclave::runtime::ApprovalRequest>) {
+    let mut steps = Vec::new();
+    loop {
+        match events.recv().await.unwrap() {
+            RuntimeEvent::Recovery(step) => steps.push(step.action),
+            RuntimeEvent::ApprovalRequested(request) => return (steps, request),
+            _ => {}
+        }
+    }
+}
+
 /// Collects recovery actions and answers approvals with `answer` until the task ends.
 async fn watch(
     team: &team::Team,
@@ -448,14 +462,7 @@ async fn a_401_goes_to_the_top_layer_and_the_user_at_once() {
     .await;
     let mut events = team.engine.subscribe();
     let task = team.submit("Create c.txt");
-    let mut steps = Vec::new();
-    let approval = loop {
-        match events.recv().await.unwrap() {
-            RuntimeEvent::Recovery(step) => steps.push(step.action),
-            RuntimeEvent::ApprovalRequested(request) => break request,
-            _ => {}
-        }
-    };
+    let (steps, approval) = until_a_person_is_asked(&mut events).await;
     assert_eq!(
         steps,
         [RecoveryAction::EscalateToTop],
@@ -530,14 +537,7 @@ async fn a_subtask_waiting_for_a_person_is_told_to_the_top_and_goes_on_when_the_
     .await;
     let mut events = team.engine.subscribe();
     let task = team.submit("Create c.txt");
-    let mut steps = Vec::new();
-    let approval = loop {
-        match events.recv().await.unwrap() {
-            RuntimeEvent::Recovery(step) => steps.push(step.action),
-            RuntimeEvent::ApprovalRequested(request) => break request,
-            _ => {}
-        }
-    };
+    let (steps, approval) = until_a_person_is_asked(&mut events).await;
     assert_eq!(
         steps,
         [RecoveryAction::Retry, RecoveryAction::EscalateToSupervisor],
