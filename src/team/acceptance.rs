@@ -539,7 +539,7 @@ with a path from the project root (`const {{ {name} }} = require('./{file}');`),
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     }
     let prelude = match language {
-        Language::Python => said_prelude(&originals.intent),
+        Language::Python => said_prelude(originals.intent()),
         Language::JavaScript => String::new(),
     };
     let written = format!("{prelude}{code}");
@@ -783,7 +783,7 @@ mod tests {
             task,
             vec![("stats.py".into(), before.into())],
         ));
-        let intent = serde_json::to_string(&originals.intent).unwrap();
+        let intent = serde_json::to_string(originals.intent()).unwrap();
         let (task_file, originals) = write_runner_inputs(&test_path, &originals);
         let run = std::process::Command::new("python3")
             .args(["-c", RUNNER])

@@ -168,7 +168,11 @@ async fn run_subtask(
                 super::files::target_files_now(&services.sandbox, super::files::task_text(&task))
             })
             .unwrap_or_default(),
-        task_names: services.originals(assignment.task_id).intent.names.clone(),
+        task_names: services
+            .originals(assignment.task_id)
+            .intent()
+            .names
+            .clone(),
     };
     let limit = Duration::from_millis(
         assignment

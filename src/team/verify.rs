@@ -329,7 +329,7 @@ async fn fix_with_tools(
         system_prompt: ctx.system_prompt(super::roles::BOTTOM),
         context: super::files::with_files_now("", &s.sandbox, whole),
         target_files: targets,
-        task_names: s.originals(task_id).intent.names.clone(),
+        task_names: s.originals(task_id).intent().names.clone(),
     };
     let mut said = String::new();
     let mut sink = |text: &str| said.push_str(text);

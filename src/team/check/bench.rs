@@ -4,7 +4,7 @@
 //! check makes from what it ran.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -27,24 +27,31 @@ pub struct TaskFiles {
     pub task: String,
     /// Workspace-relative path and content.
     pub files: Vec<(String, String)>,
-    /// The task as every check, the runner and the coders' prompts read it: a name
-    /// counts as the task's files' when they defined it before the task.
-    pub intent: Intent,
+    /// [`TaskFiles::intent`], read on first use: not on the way to the task's first
+    /// update.
+    intent: OnceLock<Intent>,
 }
 
 impl TaskFiles {
     pub fn new(task: &str, files: Vec<(String, String)>) -> TaskFiles {
-        let defined = |name: &str| {
-            files.iter().any(|(path, text)| {
-                crate::checks::defines::names_defined(path, text).contains(name)
-            })
-        };
-        let intent = Intent::read(task, &defined);
         TaskFiles {
             task: task.to_string(),
             files,
-            intent,
+            intent: OnceLock::new(),
         }
+    }
+
+    /// The task as every check, the runner and the coders' prompts read it, read once: a
+    /// name counts as the task's files' when they defined it before the task.
+    pub fn intent(&self) -> &Intent {
+        self.intent.get_or_init(|| {
+            let defined = |name: &str| {
+                self.files.iter().any(|(path, text)| {
+                    crate::checks::defines::names_defined(path, text).contains(name)
+                })
+            };
+            Intent::read(&self.task, &defined)
+        })
     }
 }
 
@@ -178,7 +185,7 @@ impl Bench {
 
     /// The task as the checks read it ([`TaskFiles::intent`]).
     pub fn intent(&self) -> &Intent {
-        &self.originals.intent
+        self.originals.intent()
     }
 
     /// The result of the rule `rule`.
