@@ -13,6 +13,24 @@ use serde_json::json;
 
 use crate::support::team::{self, config, plan, start, start_with, writes};
 
+/// The task completed, its first subtask finished by `who`, which wrote `file`.
+fn completed_by<S: std::fmt::Debug>(
+    team: &team::Team,
+    task: conclave::runtime::TaskId,
+    who: &str,
+    file: (&str, &str),
+    steps: &S,
+) {
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(detail.summary.status, TaskStatus::Completed, "{steps:?}");
+    assert_eq!(
+        detail.summary.subtasks[0].assignee_name.as_deref(),
+        Some(who),
+        "{steps:?}"
+    );
+    assert_eq!(team.read(file.0), file.1);
+}
+
 /// The recovery actions taken until a person is asked, and the question.
 async fn until_a_person_is_asked(
     events: &mut EventStream,
@@ -322,14 +340,7 @@ async fn a_peer_busy_with_work_of_its_own_declines_and_the_next_idle_peer_takes_
         takeover.2, "bottom-1-1 handed the subtask to idle peer bottom-2-2",
         "{steps:?}"
     );
-    let detail = team.engine.task(&task.to_string()).unwrap();
-    assert_eq!(detail.summary.status, TaskStatus::Completed, "{steps:?}");
-    assert_eq!(
-        detail.summary.subtasks[0].assignee_name.as_deref(),
-        Some("bottom-2-2"),
-        "the peer that accepted finished it"
-    );
-    assert_eq!(team.read("a.txt"), "a\n");
+    completed_by(&team, task, "bottom-2-2", ("a.txt", "a\n"), &steps);
     // The asking mid's board names each peer passed over, and why.
     let board = team.board_of("mid-1");
     assert!(
@@ -1002,14 +1013,7 @@ async fn a_supervisor_that_proposes_a_new_agent_gets_one_and_it_finishes_the_sub
                 && s.2.contains("proposed replace_agent")),
         "{steps:?}"
     );
-    let detail = team.engine.task(&task.to_string()).unwrap();
-    assert_eq!(detail.summary.status, TaskStatus::Completed, "{steps:?}");
-    assert_eq!(
-        detail.summary.subtasks[0].assignee_name.as_deref(),
-        Some("bottom-1-1.r1"),
-        "the new agent finished it"
-    );
-    assert_eq!(team.read("e.txt"), "e\n");
+    completed_by(&team, task, "bottom-1-1.r1", ("e.txt", "e\n"), &steps);
     team.engine.shutdown().await;
 }
 
@@ -1034,16 +1038,9 @@ async fn a_supervisor_that_proposes_reassigning_hands_the_subtask_to_an_agent_no
                 && s.2.contains("proposed reassign")),
         "{steps:?}"
     );
-    let detail = team.engine.task(&task.to_string()).unwrap();
-    assert_eq!(detail.summary.status, TaskStatus::Completed, "{steps:?}");
     // Neither agent that failed it: the first one's replacement, made when it ran out
     // of retries.
-    assert_eq!(
-        detail.summary.subtasks[0].assignee_name.as_deref(),
-        Some("bottom-1-1.r1"),
-        "{steps:?}"
-    );
-    assert_eq!(team.read("f.txt"), "f\n");
+    completed_by(&team, task, "bottom-1-1.r1", ("f.txt", "f\n"), &steps);
     team.engine.shutdown().await;
 }
 
