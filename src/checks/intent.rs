@@ -33,6 +33,9 @@ pub struct Intent {
     /// (method, class, def), or spelt like code (an underscore or a digit). "hello" in
     /// "prints hello world" is no name of code.
     pub code_names: BTreeSet<String>,
+    /// Every identifier the task writes (ASCII), code or not: what a rule asks when it
+    /// wants to know whether the task mentions a module or a definition at all.
+    pub mentions: BTreeSet<String>,
     /// Whether it is about a program (what it prints, its arguments or flags) rather
     /// than a function: then a test may rightly run it.
     pub about_program: bool,
@@ -289,6 +292,7 @@ impl Intent {
             removes,
             changes: asks_for_changes(task),
             code_names: code_names(task),
+            mentions: words(task).map(String::from).collect(),
             about_program: has_word(task, PROGRAM_WORDS) || flag_like(task),
             about_case: CASE_PHRASES.iter().any(|p| lower.contains(p)),
             about_rounding: has_word(task, ROUNDING_WORDS),

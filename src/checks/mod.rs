@@ -14,6 +14,8 @@
 pub mod defines;
 pub mod intent;
 
+use std::sync::LazyLock;
+
 use serde::Deserialize;
 
 /// What a rule is about, as `CheckResult.kind` says it.
@@ -298,8 +300,24 @@ pub fn enabled(id: &str, disabled: &[String]) -> bool {
     !disabled.iter().any(|d| d == id)
 }
 
-/// The Python rules' program (`python/checks.py`).
-pub const PYTHON_CHECKS: &str = include_str!("python/checks.py");
+/// The Python rules' program (`python/checks.py`), as it runs.
+pub static PYTHON_CHECKS: LazyLock<String> =
+    LazyLock::new(|| python_program(include_str!("python/checks.py")));
+
+/// The one reader of Python definitions (`python/definitions.py`): what a module defines,
+/// binds and leaves unwritten, for every Python program Conclave runs.
+const PYTHON_DEFINITIONS: &str = include_str!("python/definitions.py");
+
+/// `program` as Conclave runs it (`python3 -c`, so no file of Conclave's is on the
+/// module path): `definitions.py` joined ahead of it, and the program's own `from
+/// definitions import …` line, which is how it runs in the repository, left out.
+pub fn python_program(program: &str) -> String {
+    let own: Vec<&str> = program
+        .lines()
+        .filter(|line| !line.starts_with("from definitions import "))
+        .collect();
+    format!("{PYTHON_DEFINITIONS}\n\n{}\n", own.join("\n"))
+}
 
 /// One problem a rule found.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -341,7 +359,7 @@ mod tests {
         assert_eq!(ids.len(), count, "duplicate rule ids");
         for found in regex::Regex::new(r#""(python\.[a-z-]+)""#)
             .unwrap()
-            .captures_iter(PYTHON_CHECKS)
+            .captures_iter(&PYTHON_CHECKS)
         {
             assert!(rule(&found[1]).is_some(), "{} is not registered", &found[1]);
         }
@@ -398,19 +416,33 @@ mod tests {
             eprintln!("SKIPPED: python3 is not installed");
             return;
         }
-        let tests = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/src/checks/python/test_checks.py"
-        );
-        let run = std::process::Command::new("python3")
-            .arg(tests)
-            .output()
-            .unwrap();
+        for tests in ["test_checks.py", "test_definitions.py"] {
+            let run = std::process::Command::new("python3")
+                .arg(format!(
+                    "{}/src/checks/python/{tests}",
+                    env!("CARGO_MANIFEST_DIR")
+                ))
+                .output()
+                .unwrap();
+            assert!(
+                run.status.success(),
+                "{tests}: {}{}",
+                String::from_utf8_lossy(&run.stdout),
+                String::from_utf8_lossy(&run.stderr)
+            );
+        }
+    }
+
+    #[test]
+    fn a_python_program_runs_with_the_definitions_joined_ahead_of_it() {
+        let program =
+            python_program("import os\nfrom definitions import unbound\nprint(unbound)\n");
+        assert!(program.starts_with(PYTHON_DEFINITIONS));
         assert!(
-            run.status.success(),
-            "{}{}",
-            String::from_utf8_lossy(&run.stdout),
-            String::from_utf8_lossy(&run.stderr)
+            program.ends_with("import os\nprint(unbound)\n"),
+            "{program}"
         );
+        assert!(!PYTHON_CHECKS.contains("\nfrom definitions import "));
+        assert!(PYTHON_CHECKS.contains("def bound_at_top(tree):"));
     }
 }

@@ -33,6 +33,7 @@
 //!   first test, not the code; so is a first test that runs a program for a function.
 
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use super::check::{self, Bench, Originals};
 use super::{Services, first_line};
@@ -123,8 +124,10 @@ const TEST_BROKEN_EXIT: i32 = 3;
 
 /// Runs the test (`python3 -c RUNNER TEST TASK_FILE ORIGINALS_DIR`) with the workspace on
 /// `sys.path`, judging each assert on its own. Exit 0: passed; 1: the code failed it;
-/// 3: the test itself is broken.
-const RUNNER: &str = include_str!("acceptance_runner.py");
+/// 3: the test itself is broken. `src/checks/python/definitions.py` is joined ahead of
+/// it (`checks::python_program`).
+static RUNNER: LazyLock<String> =
+    LazyLock::new(|| crate::checks::python_program(include_str!("acceptance_runner.py")));
 
 /// Runs a JavaScript test (`node -e JS_RUNNER TEST TASK_FILE DISABLED_JSON`), whole: the
 /// same exit codes and `::rule` lines.
@@ -251,7 +254,7 @@ pub async fn run(
                 let which = if rewrites > 0 { "rewritten" } else { "first" };
                 let args = [
                     "-c".into(),
-                    RUNNER.into(),
+                    RUNNER.as_str().into(),
                     test,
                     task_file,
                     originals,
@@ -729,7 +732,7 @@ mod tests {
         let run = |test: &str| {
             std::fs::write(dir.path().join("t.py"), test).unwrap();
             std::process::Command::new("python3")
-                .args(["-c", RUNNER, "t.py"])
+                .args(["-c", RUNNER.as_str(), "t.py"])
                 .current_dir(dir.path())
                 .output()
                 .unwrap()
@@ -786,7 +789,7 @@ mod tests {
         let intent = serde_json::to_string(originals.intent()).unwrap();
         let (task_file, originals) = write_runner_inputs(&test_path, &originals);
         let run = std::process::Command::new("python3")
-            .args(["-c", RUNNER])
+            .args(["-c", RUNNER.as_str()])
             .args([
                 test_path.to_string_lossy().as_ref(),
                 &task_file,

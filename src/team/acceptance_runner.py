@@ -2,9 +2,12 @@
 #
 #   python3 -c RUNNER TEST [TASK_FILE ORIGINALS_DIR (first|rewritten) DISABLED_JSON INTENT_JSON]
 #
-# INTENT_JSON is the task as the checks read it (`checks::intent::Intent`): the names of
-# code it gives, and whether it is about a program or about rounding. The task is read
-# there once, for every rule; this runner reads no English of its own.
+# INTENT_JSON is the task as the checks read it (`checks::intent::Intent`): the words it
+# mentions, the names of code and the flags it gives, and whether it is about a program
+# or about rounding. The task is read there once, for every rule; this runner reads no
+# English of its own (TASK_FILE only for the examples the task gives). What the
+# project's modules define is read by src/checks/python/definitions.py, joined ahead of
+# this program when Conclave runs it.
 #
 # Exit 0: passed; 1: the code failed it; 3: the test itself is broken.
 #
@@ -19,7 +22,6 @@
 # something of the rest of the code that the task never asked for (for "make mean([])
 # return 0.0", an assert `spread([]) == 0.0`), and the assert is ignored, saying so. A regression in the rest of the code still fails.
 import ast
-import builtins
 import copy
 import inspect
 import json
@@ -27,6 +29,8 @@ import os
 import re
 import sys
 import traceback
+
+from definitions import project_files, project_modules, read_tree, unbound, unwritten_functions
 
 TEST = os.path.abspath(sys.argv[1])
 TASK_FILE = sys.argv[2] if len(sys.argv) > 2 else ""
@@ -63,10 +67,14 @@ def broken(rule, message=None, otherwise=None):
     sys.exit(BROKEN)
 
 sys.path.insert(0, ROOT)
+# The task's text, read here only for the examples it gives (doctest's `>>>` lines).
 TASK_TEXT = open(TASK_FILE).read() if TASK_FILE else ""
-TASK_WORDS = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", TASK_TEXT))
+# Every identifier the task writes (the intent's `mentions`).
+TASK_WORDS = set(INTENT.get("mentions", []))
 # The words the task gives as names of code (the intent's `codeNames`).
 TASK_CODE_NAMES = set(INTENT.get("codeNames", []))
+# The command-line flags the task asks for (`--shout`; none when it removes code).
+TASK_FLAGS = [name for name in INTENT.get("names", []) if name.startswith("--")]
 
 
 def under(path, directory):
@@ -122,7 +130,7 @@ def lacks_task_name(error):
 def invented_names(errors):
     """What the test used of a project module that neither the task names nor the code
     defines (`hello.hello()` for "a program that prints hello world")."""
-    project = {module for module, _ in project_modules()}
+    project = {module for module, _ in modules_of_the_project()}
     found = []
     for error in errors:
         missing = missing_name(error)
@@ -450,7 +458,7 @@ def program_instead_of_function(tree):
         return None
     if imports_project_module(tree) or not runs_program(tree):
         return None
-    for module, names in project_modules():
+    for module, names in modules_of_the_project():
         named = sorted(n for n in names & TASK_WORDS if not n.isupper())
         if named and module.split(".")[-1] in TASK_WORDS:
             return f"{named[0]} (from {module})"
@@ -531,7 +539,7 @@ def beside_the_task(tree, namespace, passed, asserts):
     of some other function (a helper the plan invented, say) can pass while what the task
     asks for is missing or broken."""
     source = open(TEST).read()
-    for flag in re.findall(r"(?<![\w-])--[A-Za-z][\w-]*", TASK_TEXT):
+    for flag in TASK_FLAGS:
         if flag not in source or not runs_program(tree):
             return f"the task asks for {flag}, a command-line flag, but the test never runs the program with it"
     named = defined_in_project(namespace) & TASK_WORDS
@@ -552,49 +560,12 @@ def beside_the_task(tree, namespace, passed, asserts):
 GIVEN_NAMES = {"sys", "os", "re", "json", "math", "subprocess", "unittest"}
 
 
-def unbound_names(tree):
-    """Names the test reads and nothing in it binds (a loose scope: any binding counts)."""
-    bound, read = set(GIVEN_NAMES) | set(dir(builtins)), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-    return sorted(read - bound)
-
-
-def project_modules(cache=[]):
-    """(module name, top-level names) of the project's Python files, two levels deep,
+def modules_of_the_project(cache=[]):
+    """(module name, what it defines at its top level) of the project's Python files,
     read once: the test has not run yet when it is asked."""
-    if cache:
-        return cache
-    modules = cache
-    for directory, subdirectories, files in os.walk(ROOT):
-        depth = os.path.relpath(directory, ROOT).count(os.sep) + (directory != ROOT)
-        subdirectories[:] = [d for d in subdirectories if not d.startswith((".", "__")) and d != "node_modules" and depth < 2]
-        for file in files:
-            path = os.path.join(directory, file)
-            if not file.endswith(".py") or os.path.abspath(path) == TEST:
-                continue
-            try:
-                body = ast.parse(open(path).read(), path).body
-            except (SyntaxError, ValueError, OSError, UnicodeDecodeError):
-                continue
-            names = set()
-            for node in body:
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    names.add(node.name)
-                elif isinstance(node, ast.Assign):
-                    names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-            module = os.path.relpath(path, ROOT)[: -len(".py")].replace(os.sep, ".")
-            modules.append((module, names))
-    return modules
+    if not cache:
+        cache.extend(project_modules(ROOT, leave_out={TEST}))
+    return cache
 
 
 def import_project_names(tree):
@@ -602,10 +573,10 @@ def import_project_names(tree):
     (`stats.mean(...)`), or a name one module of the project defines
     (`assert fizzbuzz(3) == ...` with no import): as written, such a test runs no code
     of the project. Returns a line saying so for each."""
-    missing = unbound_names(tree)
+    missing = sorted(unbound(tree, GIVEN_NAMES))
     if not missing:
         return []
-    modules = project_modules()
+    modules = modules_of_the_project()
     notes = []
     for name in missing:
         if name in (module for module, _ in modules):
@@ -638,19 +609,6 @@ def say_invented(errors):
         )
 
 
-def unwritten_functions(tree):
-    """The functions of a module that have only a signature and a docstring (or `pass`,
-    `...`): what the task asks to write."""
-    found = []
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        body = node.body[1:] if ast.get_docstring(node) is not None else node.body
-        if all(isinstance(n, ast.Pass) or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in body):
-            found.append(node)
-    return found
-
-
 def task_examples():
     """The examples the task itself gives, as [(call source, expected value)]: doctest
     examples (`>>> f(2)` and the value on the next line) in the task's text, and in the
@@ -660,16 +618,11 @@ def task_examples():
     defines, counts."""
     texts = [TASK_TEXT]
     if ORIGINALS:
-        for directory, _, files in os.walk(ORIGINALS):
-            for file in files:
-                if not file.endswith(".py"):
-                    continue
-                try:
-                    tree = ast.parse(open(os.path.join(directory, file)).read())
-                except (SyntaxError, ValueError, OSError, UnicodeDecodeError):
-                    continue
+        for path in project_files(ORIGINALS):
+            tree = read_tree(os.path.join(ORIGINALS, path))
+            if tree is not None:
                 texts.extend(ast.get_docstring(f) or "" for f in unwritten_functions(tree))
-    defined = {name for _, names in project_modules() for name in names}
+    defined = {name for _, names in modules_of_the_project() for name in names}
     examples = []
     for text in texts:
         for example in doctest_examples(text):
@@ -718,7 +671,7 @@ def doctest_examples(text):
 
 def check_examples(examples):
     """Runs the task's own examples on the code; the lines of those it does not give."""
-    modules = project_modules()
+    modules = modules_of_the_project()
     lines = []
     for name in sorted({n.func.id for source, _ in examples for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}):
         owners = [module for module, names in modules if name in names]

@@ -1,7 +1,9 @@
 """What Conclave's checks read in Python code: stubs, broken promises and what a rewrite
 lost. One program, kept as a file with its own tests (test_checks.py), run with the
 workspace as its working directory by `python3 -I` (isolated: no file of the workspace is
-ever imported; everything is read with `ast`).
+ever imported; everything is read with `ast`). What a module defines, binds and leaves
+unwritten is read by definitions.py, the one reader of Python definitions, shared with
+the acceptance test's runner.
 
 Every finding is one JSON line, `{"rule": ID, "message": TEXT}`; the rule ids are the
 stable names of docs/checks.md, and a rule named in the disabled list is not run.
@@ -19,6 +21,9 @@ import os
 import re
 import sys
 
+from definitions import bound_at_top, functions, module_file, project_files, unbound, unwritten
+
+
 # ---- what a finding is ------------------------------------------------------------------
 
 
@@ -27,20 +32,6 @@ def finding(rule, message):
 
 
 # ---- python.stub: a function with no body -----------------------------------------------
-
-
-def trivial(statement):
-    if isinstance(statement, ast.Pass):
-        return True
-    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
-        return True
-    if (
-        isinstance(statement, ast.Raise)
-        and statement.exc is not None
-        and "NotImplementedError" in ast.unparse(statement.exc)
-    ):
-        return True
-    return False
 
 
 def stubs(paths):
@@ -63,7 +54,7 @@ def stubs(paths):
                 continue
             if any(w in ast.unparse(d) for d in node.decorator_list for w in ("abstract", "overload")):
                 continue
-            if all(trivial(s) for s in node.body):
+            if unwritten(node):
                 found.append(finding(
                     "python.stub",
                     f"{path}:{node.lineno}: function `{node.name}` has no body, only a docstring, "
@@ -74,16 +65,7 @@ def stubs(paths):
 
 # ---- reading a module -------------------------------------------------------------------
 
-def functions(tree):
-    found = {}
-    def visit(body, prefix):
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found[prefix + node.name] = node
-            elif isinstance(node, ast.ClassDef):
-                visit(node.body, prefix + node.name + ".")
-    visit(tree.body, "")
-    return found
+
 def promise(fn):
     if any(w in ast.unparse(d) for d in fn.decorator_list for w in ("abstract", "overload")):
         return None
@@ -93,6 +75,8 @@ def promise(fn):
     if doc.lower().startswith("return") and not doc.lower().startswith(("returns nothing", "returns none")):
         return 'its docstring says "' + doc.splitlines()[0].strip() + '"'
     return None
+
+
 def gives(fn):
     todo = list(fn.body)
     while todo:
@@ -105,36 +89,8 @@ def gives(fn):
             return True
         todo.extend(ast.iter_child_nodes(node))
     return False
-def unbound(tree):
-    """Names read and bound nowhere in the module, nor built in: {name: line of the first
-    read}. A rewrite that drops an import or a constant leaves such names."""
-    import builtins
-    bound = set(dir(builtins)) | {"__file__", "__name__", "__doc__", "__builtins__", "__spec__", "__path__", "__package__", "__loader__", "__annotations__", "__class__"}
-    reads = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                if alias.name == "*":
-                    return {}
-                bound.add(alias.asname or alias.name.split(".")[0])
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            bound.update(node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
-                reads.setdefault(node.id, node.lineno)
-            else:
-                bound.add(node.id)
-        for field in ("name", "rest"):
-            value = getattr(node, field, None)
-            if type(node).__name__.startswith("Match") and isinstance(value, str):
-                bound.add(value)
-    return {name: line for name, line in reads.items() if name not in bound}
+
+
 def unparsed_options(tree):
     """`args.shout` read where args came from an argparse parser that never adds
     --shout: an AttributeError whenever the program runs. [(name, line)]; nothing when
@@ -161,46 +117,22 @@ def unparsed_options(tree):
             if node.attr not in dests and not node.attr.startswith("_"):
                 found.setdefault(node.attr, node.lineno)
     return sorted(found.items(), key=lambda item: item[1])
+
+
 def main_block(tree):
     for node in tree.body:
         if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) and "__main__" in ast.unparse(node.test):
             return node
     return None
+
+
 def header(source, fn):
     lines = source.splitlines()
     end = fn.body[0].end_lineno if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(getattr(fn.body[0], "value", None), ast.Constant) else fn.lineno
     start = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
     return "\n".join(lines[start - 1:end])
-def top_names(tree):
-    # What a module defines at its top level (also under a top-level if/try); None when
-    # that cannot be known: a star import, a module __getattr__.
-    names = set()
-    for node in tree.body:
-        for n in ast.walk(node):
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                if n.name == "__getattr__" and n in tree.body:
-                    return None
-                names.add(n.name)
-            elif isinstance(n, ast.alias):
-                if n.name == "*":
-                    return None
-                names.add(n.asname or n.name.split(".")[0])
-            elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-                names.add(n.id)
-    return names
-def module_file(module, importer):
-    for base in (".", os.path.dirname(importer) or "."):
-        stem = os.path.join(base, *module.split("."))
-        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-            if os.path.isfile(candidate):
-                return os.path.normpath(candidate)
-    return None
-def project_files():
-    found = []
-    for directory, subdirectories, files in os.walk("."):
-        subdirectories[:] = [d for d in subdirectories if not d.startswith((".", "__")) and d not in ("node_modules", "venv", "env", "site-packages") and directory.count(os.sep) < 3]
-        found += [os.path.normpath(os.path.join(directory, f)) for f in files if f.endswith(".py")]
-    return sorted(found)[:300]
+
+
 # What was read from disk and parsed, for one run of the checks (cleared by each).
 _texts = {}
 _trees = {}
@@ -241,11 +173,11 @@ def broken_imports(changed, whole_task, removes):
                 continue
             target = module_file(node.module, importer)
             target_tree = parsed(target) if target else None
-            names_now = top_names(target_tree) if target_tree else None
+            names_now = bound_at_top(target_tree) if target_tree else None
             if names_now is None:
                 continue
             before_tree = parsed(target, changed[target]) if changed.get(target) is not None else None
-            names_before = (top_names(before_tree) or set()) if before_tree else set()
+            names_before = (bound_at_top(before_tree) or set()) if before_tree else set()
             for alias in node.names:
                 name = alias.name
                 if name == "*" or name in names_now or os.path.isfile(os.path.join(os.path.dirname(target), name + ".py")):

@@ -113,7 +113,7 @@ async fn python_rules(
 ) -> CheckResult {
     // Isolated (`-I`): the program reads the files with `ast`, and the workspace is not
     // on the module path, so no file of the task's is imported.
-    let args: Vec<String> = ["-I", "-c", crate::checks::PYTHON_CHECKS]
+    let args: Vec<String> = ["-I", "-c", crate::checks::PYTHON_CHECKS.as_str()]
         .into_iter()
         .map(String::from)
         .chain(args)
