@@ -111,6 +111,7 @@ fn main() {
         context: String::new(),
         target_files: Vec::new(),
         task_names: Vec::new(),
+        asks_for_changes: false,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -145,6 +145,14 @@ pub fn asks_for_changes(description: &str) -> bool {
         .any(|word| CHANGE_VERBS.contains(&word.as_str()))
 }
 
+/// Whether a planned step asks for changes, so that ending it with nothing written,
+/// edited or run is no progress: only in a task that asks for changes
+/// ([`Intent::changes`]), and only a step whose own words ask for one. The team decides it
+/// once for each step it hands out; executors read the answer, not the words.
+pub fn step_asks_for_changes(task: &Intent, step: &str) -> bool {
+    task.changes && asks_for_changes(step)
+}
+
 /// First words of a step that only looks (reads, checks, tests, verifies).
 const LOOK_ONLY: &[&str] = &[
     "identify",
@@ -588,6 +596,17 @@ mod tests {
         ] {
             assert!(!asks_for_changes(question), "{question}");
         }
+    }
+
+    #[test]
+    fn a_step_asks_for_changes_only_in_a_task_that_does() {
+        let change = read("Add a --verbose flag to cli.py.");
+        let question = read("Explain what cli.py does with its arguments.");
+        assert!(step_asks_for_changes(&change, "Add the flag to the parser in cli.py"));
+        assert!(!step_asks_for_changes(&change, "Read cli.py"));
+        // The planner may word a step of a question as a change; the person asked a
+        // question, so an answer with nothing written is no failure.
+        assert!(!step_asks_for_changes(&question, "Update your notes on cli.py"));
     }
 
     #[test]

@@ -14,8 +14,8 @@
 //! - A whole file the task names, answered in a code block with no tool call while the
 //!   subtask is not done, is written with `file_write` ([`super::code_answer`]).
 //! - An answer without tool calls is not success by itself. When the subtask asks for
-//!   changes (`checks::intent::asks_for_changes`) and nothing was changed, or the last file change
-//!   failed, the model is told once to use its tools; if it stops again, the execution
+//!   changes (`SubtaskSpec::asks_for_changes`) and nothing was changed, or the last file
+//!   change failed, the model is told once to use its tools; if it stops again, the execution
 //!   ends with [`ExecutorError::NoProgress`] (nothing changed) or an unsuccessful outcome
 //!   (some changes, the last one failed), which climb the recovery ladder.
 //! - The conversation is kept within `llm.contextWindow` (estimated at four characters a
@@ -909,7 +909,7 @@ impl BuiltinExecutor {
             subtask_id: Some(spec.subtask_id.clone()),
         };
         let budget = ContextBudget::new(self.settings.context_window, self.settings.max_tokens);
-        let asks_for_changes = crate::checks::intent::asks_for_changes(&spec.description);
+        let asks_for_changes = spec.asks_for_changes;
         let mut state = LoopState::default();
         let mut iterations = 0;
         let mut nudges = 0;

@@ -40,6 +40,11 @@ pub struct SubtaskSpec {
     /// the file lacks is written (see [`code_answer`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub task_names: Vec<String>,
+    /// Whether the subtask asks for changes, as the team read its plan
+    /// (`checks::intent::step_asks_for_changes`): then ending with nothing written,
+    /// edited or run is no progress. A question or a read-only step does not.
+    #[serde(default)]
+    pub asks_for_changes: bool,
 }
 
 /// A source file the task names, and its text now (`None`: not there yet).

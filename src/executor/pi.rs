@@ -376,7 +376,7 @@ impl PiExecutor {
             FollowEnd::Finished(RunEnd::Completed(outcome))
                 if outcome.success
                     && crate::recovery::strategy::nothing_done(
-                        crate::checks::intent::asks_for_changes(&spec.description),
+                        spec.asks_for_changes,
                         !outcome.partial_results.is_empty(),
                     ) =>
             {

@@ -156,6 +156,8 @@ async fn run_subtask(
     services
         .attempts
         .insert(assignment.subtask_id, (ctx.id(), cancel.clone()));
+    let originals = services.originals(assignment.task_id);
+    let intent = originals.intent();
     let spec = SubtaskSpec {
         subtask_id: assignment.subtask_id.to_string(),
         description: assignment.description.clone(),
@@ -168,11 +170,11 @@ async fn run_subtask(
                 super::files::target_files_now(&services.sandbox, super::files::task_text(&task))
             })
             .unwrap_or_default(),
-        task_names: services
-            .originals(assignment.task_id)
-            .intent()
-            .names
-            .clone(),
+        task_names: intent.names.clone(),
+        asks_for_changes: crate::checks::intent::step_asks_for_changes(
+            intent,
+            &assignment.description,
+        ),
     };
     let limit = Duration::from_millis(
         assignment

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use super::files::{background_for_prompt, task_text};
 use super::{Services, first_line};
-use crate::checks::intent::{asks_for_changes, only_looks};
+use crate::checks::intent::{only_looks, step_asks_for_changes};
 use crate::config::PlanQuorum;
 use crate::config::TeamLayer;
 use crate::model::structured::{Plan, ask_json, noting_repairs};
@@ -175,7 +175,9 @@ pub(super) fn fit_plan(
     let whole = task_text(task);
     // Looking is folded away only beside a change: a plan that only answers (the model
     // says why it will not change anything) is kept as it is.
-    let fold_looks = asks_for_changes(whole)
+    let originals = s.originals(task.id);
+    let intent = originals.intent();
+    let fold_looks = intent.changes
         && plan
             .subtasks
             .iter()
@@ -268,9 +270,7 @@ pub(super) fn fit_plan(
             // something else (an answer instead of a change) is kept, and the agent
             // still gets the task verbatim in its context.
             let description = &subtasks[0].description;
-            if covers(description, whole)
-                || (asks_for_changes(whole) && asks_for_changes(description))
-            {
+            if covers(description, whole) || step_asks_for_changes(intent, description) {
                 subtasks[0].description = whole.to_string();
             }
             subtasks

@@ -1172,7 +1172,10 @@ fn as_the_agent_reads_it(s: &Services, task_id: TaskId, description: &str) -> St
     let whole = super::files::task_text(&task);
     match task.subtasks.as_slice() {
         [_] if !description.contains(whole)
-            && crate::checks::intent::asks_for_changes(description) =>
+            && crate::checks::intent::step_asks_for_changes(
+                s.originals(task_id).intent(),
+                description,
+            ) =>
         {
             format!("{whole}\n\nHow the planner put it: {description}")
         }
@@ -1200,7 +1203,10 @@ fn context_for(
     let mut context = match task.subtasks.as_slice() {
         [only]
             if only.description.contains(whole)
-                || crate::checks::intent::asks_for_changes(&only.description) =>
+                || crate::checks::intent::step_asks_for_changes(
+                    s.originals(task_id).intent(),
+                    &only.description,
+                ) =>
         {
             String::new()
         }

@@ -330,6 +330,7 @@ async fn fix_with_tools(
         context: super::files::with_files_now("", &s.sandbox, whole),
         target_files: targets,
         task_names: s.originals(task_id).intent().names.clone(),
+        asks_for_changes: true,
     };
     let mut said = String::new();
     let mut sink = |text: &str| said.push_str(text);

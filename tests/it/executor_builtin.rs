@@ -167,6 +167,7 @@ fn spec(description: &str) -> SubtaskSpec {
         context: String::new(),
         target_files: Vec::new(),
         task_names: Vec::new(),
+        asks_for_changes: conclave::checks::intent::asks_for_changes(description),
     }
 }
 

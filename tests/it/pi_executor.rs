@@ -98,6 +98,7 @@ fn spec(description: &str) -> SubtaskSpec {
         context: "The team agreed on plain text files.".into(),
         target_files: Vec::new(),
         task_names: Vec::new(),
+        asks_for_changes: conclave::checks::intent::asks_for_changes(description),
     }
 }
 
