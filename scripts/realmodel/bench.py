@@ -554,7 +554,8 @@ def summary(rows):
               and r.get("set", "dev") == which]
         label = system if which == "dev" else f"{system} ({which})"
         solved = sum(r["solved"] for r in rs)
-        false = sum(r["claimed"] and not r["solved"] for r in rs)
+        # pi exits 0 on any normal end: its exit code is no claim to count.
+        false = "—" if system.startswith("pi") else sum(r["claimed"] and not r["solved"] for r in rs)
         total = sum(r["seconds"] for r in rs)
         mean, low, high = interval(rs)
         lines.append(
@@ -571,6 +572,64 @@ def summary(rows):
         lines.append(
             f"Claims resting only on the team's own test: {len(weak)}, right {sum(r['solved'] for r in weak)}; "
             f"on more (the task's examples, tests in the project): {len(strong)}, right {sum(r['solved'] for r in strong)}.")
+    return "\n".join(lines)
+
+
+def task_rates(rows):
+    """{task: share of its runs solved}."""
+    by_task = {}
+    for r in rows:
+        by_task.setdefault(r["task"], []).append(1.0 if r["solved"] else 0.0)
+    return {task: sum(v) / len(v) for task, v in by_task.items()}
+
+
+def paired(rows_a, rows_b, resamples=2000, seed=7):
+    """The difference in pass@1 of two agents over the tasks both ran (each task's runs
+    averaged first), with a 95% interval from a bootstrap over those tasks: (tasks,
+    difference, low, high)."""
+    a, b = task_rates(rows_a), task_rates(rows_b)
+    both = sorted(set(a) & set(b))
+    if not both:
+        return 0, 0.0, 0.0, 0.0
+    diffs = [a[t] - b[t] for t in both]
+    rng = random.Random(seed)
+    means = sorted(sum(rng.choice(diffs) for _ in diffs) / len(diffs) for _ in range(resamples))
+    return (len(both), sum(diffs) / len(diffs), means[int(0.025 * resamples)],
+            means[min(resamples - 1, int(0.975 * resamples))])
+
+
+def by_task(rows):
+    """One line a task, one column a system: runs solved of runs, and for Conclave its
+    claims (false ones named). pi's exit code claims nothing (it exits 0 on any normal
+    end), so only the hidden check speaks for it. Then, for pi on the same tasks as
+    `conclave`, the paired difference in pass@1 (Conclave's rows pool the builds of the
+    files given; pi's do not depend on Conclave's build)."""
+    systems = sorted({r["system"] for r in rows}, key=lambda s: (s != "conclave", s))
+    tasks = sorted({r["task"] for r in rows})
+    lines = ["| task | " + " | ".join(systems) + " |", "| --- |" + " --- |" * len(systems)]
+    for task in tasks:
+        cells = []
+        for system in systems:
+            rs = [r for r in rows if r["task"] == task and r["system"] == system]
+            if not rs:
+                cells.append("—")
+                continue
+            cell = f"{sum(r['solved'] for r in rs)} of {len(rs)}"
+            if not system.startswith("pi"):
+                claimed = sum(r["claimed"] for r in rs)
+                false = sum(r["claimed"] and not r["solved"] for r in rs)
+                cell += f", claimed {claimed}" + (f" (**{false} false**)" if false else "")
+            cells.append(cell)
+        lines.append(f"| {task} | " + " | ".join(cells) + " |")
+    base = [r for r in rows if r["system"] == "conclave"]
+    for system in systems:
+        if not system.startswith("pi") or not base:
+            continue
+        n, diff, low, high = paired(base, [r for r in rows if r["system"] == system])
+        if n:
+            lines.append("")
+            lines.append(f"conclave minus {system}, paired over the {n} tasks both ran: "
+                         f"{diff:+.0%} pass@1 (95% interval {low:+.0%} to {high:+.0%}).")
     return "\n".join(lines)
 
 
@@ -595,9 +654,18 @@ def rules_summary(rows):
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--summary":
-        rows = [json.loads(l) for f in sys.argv[2:] for l in open(f) if l.strip()]
+        # bench.py --summary [--by-task] FILES...
+        per_task = "--by-task" in sys.argv[2:]
+        files = [f for f in sys.argv[2:] if f != "--by-task"]
+        rows = [json.loads(l) for f in files for l in open(f) if l.strip()]
         print(summary(rows))
         print()
+        if per_task:
+            for rate in sorted({r["faultRate"] for r in rows}):
+                print(f"At {int(rate * 100)}% injected faults:")
+                print()
+                print(by_task([r for r in rows if r["faultRate"] == rate]))
+                print()
         print(rules_summary(rows))
     else:
         main()
