@@ -633,6 +633,23 @@ def by_task(rows):
     return "\n".join(lines)
 
 
+def by_build(rows):
+    """One line for each build of each system: its runs, solved, claims and false
+    completions, oldest first (by the first run's time)."""
+    key = lambda r: (r["system"], r.get("commit", "?"), r["faultRate"])
+    keys = sorted({key(r) for r in rows},
+                  key=lambda k: min(r.get("at", "") for r in rows if key(r) == k))
+    lines = ["| system | commit | faults | runs | tasks | solved | claims (false) | first run |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for system, commit, rate in keys:
+        rs = [r for r in rows if key(r) == (system, commit, rate)]
+        claims = "—" if system.startswith("pi") else (
+            f"{sum(r['claimed'] for r in rs)} ({sum(r['claimed'] and not r['solved'] for r in rs)})")
+        lines.append(f"| {system} | `{commit}` | {int(rate * 100)}% | {len(rs)} | {len({r['task'] for r in rs})} | "
+                     f"{sum(r['solved'] for r in rs)} | {claims} | {min(r.get('at', '') for r in rs)[:10]} |")
+    return "\n".join(lines)
+
+
 def rules_summary(rows):
     """Per check rule: the runs it found something in, how many of those the hidden check
     passed in the end, and its false alarms: runs reported failed with the rule still
@@ -654,12 +671,16 @@ def rules_summary(rows):
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--summary":
-        # bench.py --summary [--by-task] FILES...
+        # bench.py --summary [--by-build] [--by-task] FILES...
         per_task = "--by-task" in sys.argv[2:]
-        files = [f for f in sys.argv[2:] if f != "--by-task"]
+        per_build = "--by-build" in sys.argv[2:]
+        files = [f for f in sys.argv[2:] if f not in ("--by-task", "--by-build")]
         rows = [json.loads(l) for f in files for l in open(f) if l.strip()]
         print(summary(rows))
         print()
+        if per_build:
+            print(by_build(rows))
+            print()
         if per_task:
             for rate in sorted({r["faultRate"] for r in rows}):
                 print(f"At {int(rate * 100)}% injected faults:")
