@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::peers::{Claims, PeerEvent, PeerNews, tell_peers};
 use super::plan::Stop;
 use super::subtask::run_subtasks;
 use super::{Services, first_line};
@@ -18,12 +19,12 @@ use crate::recovery::ladder::{
 };
 use crate::recovery::{Failure, FailureKind, Scope};
 use crate::runtime::{
-    AgentContext, AgentStatus, Body, Layer, Message, MessageKind, Recipient, Reverted, RevertedBy,
-    SubtaskStatus, TaskError, TaskId, TaskRecord, TaskStatus,
+    AgentContext, AgentStatus, Body, Message, MessageKind, Reverted, RevertedBy, SubtaskStatus,
+    TaskError, TaskId, TaskRecord, TaskStatus,
 };
 use crate::undo::EditedFiles;
 
-pub async fn run(ctx: AgentContext, services: Arc<Services>, task_id: TaskId) {
+pub async fn run(ctx: AgentContext, services: Arc<Services>, task_id: TaskId, claims: Arc<Claims>) {
     {
         let mut state = services.task_state.entry(task_id).or_default();
         if state.coordinating {
@@ -46,12 +47,16 @@ pub async fn run(ctx: AgentContext, services: Arc<Services>, task_id: TaskId) {
     services.originals(task_id);
     if let Some(task) = services.tasks.get(task_id) {
         // Peer mids learn who coordinates what, so they spread new work elsewhere.
-        let taken = TaskTaken {
-            task_id,
-            title: task.title.clone(),
-            coordinator: ctx.handle.name(),
-        };
-        let _ = ctx.broadcast_body(Recipient::Layer(Layer::Mid), &taken);
+        claims.task_taken(task_id);
+        tell_peers(
+            &ctx,
+            &PeerNews {
+                task_id,
+                title: task.title.clone(),
+                coordinator: ctx.handle.name(),
+                event: PeerEvent::TaskTaken,
+            },
+        );
     }
     // `options.timeoutMs` bounds the task: its time is counted from now, planning
     // included, and running out of it fails the task with a report.
@@ -68,7 +73,7 @@ pub async fn run(ctx: AgentContext, services: Arc<Services>, task_id: TaskId) {
         }
     };
     let outcome = tokio::select! {
-        outcome = drive(&ctx, &services, task_id) => outcome,
+        outcome = drive(&ctx, &services, task_id, &claims) => outcome,
         _ = cancel.cancelled() => Err(Stop::Cancelled),
         _ = deadline => {
             // Stop whatever still runs (attempts, waits, questions to the person).
@@ -82,16 +87,21 @@ pub async fn run(ctx: AgentContext, services: Arc<Services>, task_id: TaskId) {
             )))
         }
     };
-    finish(&ctx, &services, task_id, outcome).await;
+    finish(&ctx, &services, task_id, outcome, &claims).await;
 }
 
-async fn drive(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Result<(), Stop> {
+async fn drive(
+    ctx: &AgentContext,
+    s: &Arc<Services>,
+    task_id: TaskId,
+    claims: &Claims,
+) -> Result<(), Stop> {
     let task = s.tasks.get(task_id).ok_or(Stop::Cancelled)?;
     if task.subtasks.is_empty() {
         plan_waiting_out_the_provider(ctx, s, &task).await?;
     }
     s.tasks.update(task_id, |t| t.status = TaskStatus::Running);
-    run_subtasks(ctx, s, task_id).await;
+    run_subtasks(ctx, s, task_id, claims).await;
     let all_done = s.tasks.get(task_id).is_some_and(|t| {
         t.subtasks
             .iter()
@@ -164,21 +174,6 @@ async fn plan_waiting_out_the_provider(
             _ => return Err(Stop::Failed(failure)),
         }
     }
-}
-
-/// A mid telling its peers which task it took up (`peer_coordination`), so that they
-/// spread new work elsewhere.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct TaskTaken {
-    pub(super) task_id: TaskId,
-    pub(super) title: String,
-    pub(super) coordinator: String,
-}
-
-impl Body for TaskTaken {
-    const NAME: &'static str = "a task taken up";
-    const KINDS: &'static [MessageKind] = &[MessageKind::PeerCoordination];
 }
 
 /// A mid's last report on a task it coordinated (`progress_report` to its top): the
@@ -262,7 +257,13 @@ async fn put_back_if_failed(s: &Services, task_id: TaskId, failed: bool) -> Opti
 /// Settles the task: completed when every subtask completed (and verify passed),
 /// failed otherwise, unless it was cancelled. A task that failed or was cancelled gets
 /// its ERROR_REPORT.md, naming why.
-async fn finish(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId, outcome: Result<(), Stop>) {
+async fn finish(
+    ctx: &AgentContext,
+    s: &Arc<Services>,
+    task_id: TaskId,
+    outcome: Result<(), Stop>,
+    claims: &Claims,
+) {
     let failure = match outcome {
         Ok(()) => None,
         Err(Stop::Cancelled) => None,
@@ -348,6 +349,9 @@ async fn finish(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId, outcome:
         }
         t.clone()
     });
+    // Whatever it left written (put back, when it failed), peers may write now.
+    let title = record.as_ref().map(|t| t.title.clone()).unwrap_or_default();
+    super::peers::task_ended(ctx, claims, task_id, &title);
     s.history.forget(task_id);
     s.approvals.withdraw_task(task_id);
     s.task_state.remove(&task_id);

@@ -1,5 +1,6 @@
 //! Mid agents: take a task and coordinate it (see [`super::coordinate`]), note what
-//! their bottom agents report and escalate, and answer status queries.
+//! their bottom agents report and escalate, answer status queries, and keep what their
+//! peers tell them of the files their tasks write ([`super::peers`]).
 
 use std::sync::Arc;
 
@@ -7,6 +8,7 @@ use async_trait::async_trait;
 use tracing::Instrument;
 
 use super::escalate::EscalationNotice;
+use super::peers::{Claims, PeerEvent, PeerNews};
 use super::{Services, TaskAssignment};
 use crate::model::metered;
 use crate::runtime::{
@@ -15,11 +17,16 @@ use crate::runtime::{
 
 pub struct MidBehavior {
     services: Arc<Services>,
+    /// The files being written, as this mid knows: its tasks' claims and its peers'.
+    claims: Arc<Claims>,
 }
 
 impl MidBehavior {
     pub fn new(services: Arc<Services>) -> Self {
-        MidBehavior { services }
+        MidBehavior {
+            services,
+            claims: Arc::default(),
+        }
     }
 }
 
@@ -47,7 +54,8 @@ impl AgentBehavior for MidBehavior {
             MessageKind::TaskAssign => {
                 match message.body::<TaskAssignment>() {
                     Ok(TaskAssignment { task_id: task }) => {
-                        let (ctx, services) = (ctx.clone(), self.services.clone());
+                        let (ctx, services, claims) =
+                            (ctx.clone(), self.services.clone(), self.claims.clone());
                         // Usage hook: the coordinator's model calls count for this task.
                         let scope = metered::UsageScope {
                             task: Some(task),
@@ -59,7 +67,7 @@ impl AgentBehavior for MidBehavior {
                             tracing::info_span!("task", id = %task, agent = %ctx.handle.name());
                         tokio::spawn(
                             metered::scoped(scope, async move {
-                                super::coordinate::run(ctx, services, task).await
+                                super::coordinate::run(ctx, services, task, claims).await
                             })
                             .instrument(span),
                         );
@@ -88,6 +96,24 @@ impl AgentBehavior for MidBehavior {
                     ),
                 );
             }
+            // A late answer to a claim this mid stopped waiting for.
+            MessageKind::PeerCoordination if message.in_reply_to.is_some() => {}
+            MessageKind::PeerCoordination => match message.body::<PeerNews>() {
+                Ok(news) => {
+                    if let Some(answer) = self.claims.hear(&news) {
+                        let _ = ctx.reply_body(&message, &answer);
+                    } else if news.event == PeerEvent::TaskTaken {
+                        let _ = ctx.append_own_board(&format!(
+                            "- {} took up \"{}\"",
+                            news.coordinator, news.title
+                        ));
+                    }
+                }
+                Err(e) => {
+                    let from = super::roles::agent_name(&self.services, message.from);
+                    let _ = ctx.append_own_board(&format!("- from {from}: {e}"));
+                }
+            },
             MessageKind::StatusQuery => {
                 let _ = ctx.reply_body(&message, &ctx.handle.info());
             }

@@ -17,6 +17,7 @@ mod escalate;
 mod files;
 pub mod knowledge;
 pub mod mid;
+mod peers;
 pub mod plan;
 pub mod progress;
 pub mod replace;

@@ -1,9 +1,10 @@
 //! The mid reports, the top oversees. A mid sends its supervising top agent a progress
 //! report at each subtask's end; a subtask that failed for good goes up as a blocker,
 //! which the top answers with its verdict (continue, stop, reassign: decided in
-//! `recovery::oversight`); two subtasks that would work on the same files at once are a
-//! conflict the top arbitrates (one after the other); when the task ends the top writes
-//! its final report on the task. All of it is on the boards and in the task's log.
+//! `recovery::oversight`); two subtasks that would work on the same files at once (of one
+//! task, or of two: `peers.rs`) are a conflict the top arbitrates (one after the other);
+//! when the task ends the top writes its final report on the task. All of it is on the
+//! boards and in the task's log.
 
 use std::sync::Arc;
 
@@ -131,17 +132,31 @@ pub(super) async fn subtask_ended(
     evaluation
 }
 
-/// Two subtasks of a task that work on the same files (`conflict_report`): one runs, the
-/// other waits for it, so that neither writes over what the other wrote.
+/// Two subtasks that work on the same files (`conflict_report`): one runs, the other
+/// waits for it, so that neither writes over what the other wrote. Both of one task, or
+/// the one at work of another task (`running_task`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkConflict {
+    /// The task of the subtask held back.
     pub task_id: TaskId,
     pub title: String,
     /// The subtask at work, and the one held back: 1-based positions and descriptions.
     pub running: (usize, String),
     pub waiting: (usize, String),
     pub files: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_task: Option<RunningTask>,
+}
+
+/// The task of the subtask at work in a [`WorkConflict`] between two tasks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunningTask {
+    pub task_id: TaskId,
+    pub title: String,
+    /// The mid coordinating it, by name.
+    pub coordinator: String,
 }
 
 impl Body for WorkConflict {
@@ -151,13 +166,37 @@ impl Body for WorkConflict {
 
 impl WorkConflict {
     fn issue(&self) -> String {
-        format!(
-            "subtasks {} and {} of \"{}\" both work on {}",
-            self.running.0,
-            self.waiting.0,
-            self.title,
-            self.files.join(", ")
-        )
+        match &self.running_task {
+            None => format!(
+                "subtasks {} and {} of \"{}\" both work on {}",
+                self.running.0,
+                self.waiting.0,
+                self.title,
+                self.files.join(", ")
+            ),
+            Some(other) => format!(
+                "subtask {} of \"{}\" ({}) and subtask {} of \"{}\" both work on {}",
+                self.running.0,
+                other.title,
+                other.coordinator,
+                self.waiting.0,
+                self.title,
+                self.files.join(", ")
+            ),
+        }
+    }
+
+    fn resolution(&self) -> String {
+        match &self.running_task {
+            None => format!(
+                "subtask {} finishes first and subtask {} starts after it, on what it left",
+                self.running.0, self.waiting.0
+            ),
+            Some(other) => format!(
+                "subtask {} of \"{}\" finishes first and subtask {} of \"{}\" starts after it, on what it left",
+                self.running.0, other.title, self.waiting.0, self.title
+            ),
+        }
     }
 }
 
@@ -183,30 +222,72 @@ pub(super) async fn work_conflict(
     waiting: SubtaskId,
     files: Vec<String>,
 ) {
-    let party = |id: SubtaskId| {
-        task.subtasks
-            .iter()
-            .position(|st| st.id == id)
-            .map(|i| (i + 1, first_line(&task.subtasks[i].description)))
-            .unwrap_or((0, String::new()))
-    };
     let conflict = WorkConflict {
         task_id: task.id,
         title: task.title.clone(),
-        running: party(running),
-        waiting: party(waiting),
+        running: party(task, running),
+        waiting: party(task, waiting),
         files,
+        running_task: None,
     };
-    let _ = ctx.append_own_board(&format!(
+    let line = format!(
         "- subtask {} waits for subtask {}: both work on {}",
         conflict.waiting.0,
         conflict.running.0,
         conflict.files.join(", ")
-    ));
+    );
+    arbitrate(ctx, s, conflict, line).await;
+}
+
+/// Reports that `waiting` is held back while a subtask of another task (`running`, at
+/// its position with its description) works on the same `files`, and notes the top's
+/// ruling.
+pub(super) async fn peer_work_conflict(
+    ctx: &AgentContext,
+    s: &Arc<Services>,
+    task: &TaskRecord,
+    waiting: SubtaskId,
+    running_task: RunningTask,
+    running: (usize, String),
+    files: Vec<String>,
+) {
+    let waiting = party(task, waiting);
+    let line = format!(
+        "- subtask {} of \"{}\" waits for {}'s task \"{}\": both work on {}",
+        waiting.0,
+        task.title,
+        running_task.coordinator,
+        running_task.title,
+        files.join(", ")
+    );
+    let conflict = WorkConflict {
+        task_id: task.id,
+        title: task.title.clone(),
+        running,
+        waiting,
+        files,
+        running_task: Some(running_task),
+    };
+    arbitrate(ctx, s, conflict, line).await;
+}
+
+/// A subtask of `task`: its 1-based position and the first line of its description.
+fn party(task: &TaskRecord, id: SubtaskId) -> (usize, String) {
+    task.subtasks
+        .iter()
+        .position(|st| st.id == id)
+        .map(|i| (i + 1, first_line(&task.subtasks[i].description)))
+        .unwrap_or((0, String::new()))
+}
+
+/// Notes `line` on the mid's board, sends `conflict` to its top and notes the ruling.
+async fn arbitrate(ctx: &AgentContext, s: &Arc<Services>, conflict: WorkConflict, line: String) {
+    let _ = ctx.append_own_board(&line);
     let Some(top) = ctx.handle.config().supervisor.map(|t| s.current_agent(t)) else {
         return;
     };
-    let request = Message::carrying(ctx.id(), top, &conflict).with_task(task.id.to_string());
+    let request =
+        Message::carrying(ctx.id(), top, &conflict).with_task(conflict.task_id.to_string());
     let patience = s.answer_patience();
     let top_name = agent_name(s, top);
     let line = match ctx.bus.request(request, patience).await {
@@ -411,10 +492,7 @@ impl TopOversight {
         conflict: &WorkConflict,
     ) -> Ruling {
         let ruling = Ruling {
-            resolution: format!(
-                "subtask {} finishes first and subtask {} starts after it, on what it left",
-                conflict.running.0, conflict.waiting.0
-            ),
+            resolution: conflict.resolution(),
         };
         let _ = ctx.append_global(&format!(
             "## Arbitration Result\n\nConflict: {}\nResolution: {}\nArbitrator: {}\n",

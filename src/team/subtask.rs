@@ -7,7 +7,7 @@
 //! an agent waiting for its provider is `blocked`, one waiting for a person is
 //! `waiting_approval`, one that ran out of retries is `failed` until it is replaced.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,12 +15,14 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use tokio::time::Instant;
 use tracing::Instrument;
+use uuid::Uuid;
 
 use super::escalate::{
     EscalationNotice, ProposedAction, ask_person, peer_takeover, propose_solution,
 };
 use super::files::{named_files_now, target_files_now};
-use super::progress::RunEnd;
+use super::peers::{Claim, Claimed, Claims};
+use super::progress::{RunEnd, RunningTask};
 use super::roles::agent_name;
 use super::{
     Services, SubtaskAssignment, SubtaskReport, Whose, first_line, knowledge, recovery_event,
@@ -40,7 +42,17 @@ use crate::runtime::{
 /// Runs every pending subtask as soon as its dependencies completed, all that are ready
 /// at once. A subtask whose dependency did not complete is skipped, or run anyway with
 /// `continueOnError`; after a fatal failure nothing new starts, whatever the option.
-pub(super) async fn run_subtasks(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) {
+///
+/// A subtask whose files another task's subtask is writing waits for it
+/// ([`super::peers`]): it is held back until that work is over, woken by the peer's
+/// news, and goes ahead after `recovery.subtaskTimeoutMs` of waiting for one piece of
+/// work.
+pub(super) async fn run_subtasks(
+    ctx: &AgentContext,
+    s: &Arc<Services>,
+    task_id: TaskId,
+    claims: &Claims,
+) {
     let mut started: HashSet<SubtaskId> = HashSet::new();
     let mut running = FuturesUnordered::new();
     // Set when the top agent stops the task: nothing new starts after it.
@@ -49,10 +61,18 @@ pub(super) async fn run_subtasks(ctx: &AgentContext, s: &Arc<Services>, task_id:
     let mut stepped_in: HashSet<SubtaskId> = HashSet::new();
     // Conflicts reported (the subtask at work, the one waiting for it).
     let mut conflicts: HashSet<(SubtaskId, SubtaskId)> = HashSet::new();
+    // The claims on their files of the subtasks at work, released when they end.
+    let mut claimed: HashMap<SubtaskId, Uuid> = HashMap::new();
+    // Subtasks held back for another task's work: the claim they wait for, since when.
+    let mut held: HashMap<SubtaskId, (Claim, Instant)> = HashMap::new();
+    let longest_wait = Duration::from_millis(s.config.recovery.subtask_timeout_ms.max(1));
+    let mut releases = claims.releases();
     loop {
+        releases.borrow_and_update();
         let Some(task) = s.tasks.get(task_id) else {
             return;
         };
+        let mut waiting_until: Option<Instant> = None;
         let continue_on_error = task
             .options
             .continue_on_error
@@ -131,6 +151,68 @@ pub(super) async fn run_subtasks(ctx: &AgentContext, s: &Arc<Services>, task_id:
                 }
                 continue;
             }
+            // Nor two subtasks of two tasks, which their mids settle between them.
+            let files = super::peers::files_of(subtask);
+            if !files.is_empty() {
+                let overdue = match held.get(&subtask.id) {
+                    Some((holder, since)) if !claims.is_released(holder) => {
+                        if since.elapsed() < longest_wait {
+                            let until = *since + longest_wait;
+                            waiting_until = Some(waiting_until.map_or(until, |u| u.min(until)));
+                            continue;
+                        }
+                        let _ = ctx.append_own_board(&format!(
+                            "- subtask {} of \"{}\" goes ahead: {}'s task \"{}\" said nothing of {} for {}",
+                            index + 1,
+                            task.title,
+                            holder.coordinator,
+                            holder.title,
+                            holder.shared(&files).join(", "),
+                            human_duration(longest_wait)
+                        ));
+                        true
+                    }
+                    _ => false,
+                };
+                match super::peers::claim(ctx, s, claims, &task, index + 1, subtask, files, overdue)
+                    .await
+                {
+                    Claimed::Go(claim) => {
+                        held.remove(&subtask.id);
+                        claimed.insert(subtask.id, claim);
+                    }
+                    Claimed::Wait { holder, files } => {
+                        if conflicts.insert((holder.writing.subtask_id, subtask.id)) {
+                            super::progress::peer_work_conflict(
+                                ctx,
+                                s,
+                                &task,
+                                subtask.id,
+                                RunningTask {
+                                    task_id: holder.task_id,
+                                    title: holder.title.clone(),
+                                    coordinator: holder.coordinator.clone(),
+                                },
+                                (holder.writing.position, holder.writing.description.clone()),
+                                files,
+                            )
+                            .await;
+                        }
+                        let since = match held.get(&subtask.id) {
+                            Some((before, since))
+                                if before.writing.claim == holder.writing.claim =>
+                            {
+                                *since
+                            }
+                            _ => Instant::now(),
+                        };
+                        let until = since + longest_wait;
+                        waiting_until = Some(waiting_until.map_or(until, |u| u.min(until)));
+                        held.insert(subtask.id, (holder, since));
+                        continue;
+                    }
+                }
+            }
             started.insert(subtask.id);
             let (ctx, s, id) = (ctx.clone(), s.clone(), subtask.id);
             running.push(async move { (id, run_subtask(&ctx, &s, task_id, id).await) });
@@ -139,8 +221,21 @@ pub(super) async fn run_subtasks(ctx: &AgentContext, s: &Arc<Services>, task_id:
         for id in skipped {
             super::progress::subtask_ended(ctx, s, task_id, id, &RunEnd::default(), false).await;
         }
-        match running.next().await {
+        let ended = match waiting_until {
+            // Held back for another task's work: woken by its end, or when waited too long.
+            Some(until) => tokio::select! {
+                ended = running.next(), if !running.is_empty() => ended,
+                _ = releases.changed() => continue,
+                _ = tokio::time::sleep_until(until) => continue,
+            },
+            None => running.next().await,
+        };
+        match ended {
             Some((id, end)) => {
+                if let Some(claim) = claimed.remove(&id) {
+                    claims.release(claim);
+                    super::peers::done_writing(ctx, &task.title, task_id, claim, id);
+                }
                 let stepped_in_before = stepped_in.contains(&id);
                 let evaluation =
                     super::progress::subtask_ended(ctx, s, task_id, id, &end, stepped_in_before)

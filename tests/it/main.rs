@@ -39,6 +39,7 @@ mod store_reopen;
 mod team_flow;
 mod team_outcomes;
 mod team_oversight;
+mod team_peers;
 mod team_recovery;
 mod team_review;
 mod tools_bash;
