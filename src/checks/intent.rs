@@ -602,11 +602,17 @@ mod tests {
     fn a_step_asks_for_changes_only_in_a_task_that_does() {
         let change = read("Add a --verbose flag to cli.py.");
         let question = read("Explain what cli.py does with its arguments.");
-        assert!(step_asks_for_changes(&change, "Add the flag to the parser in cli.py"));
+        assert!(step_asks_for_changes(
+            &change,
+            "Add the flag to the parser in cli.py"
+        ));
         assert!(!step_asks_for_changes(&change, "Read cli.py"));
         // The planner may word a step of a question as a change; the person asked a
         // question, so an answer with nothing written is no failure.
-        assert!(!step_asks_for_changes(&question, "Update your notes on cli.py"));
+        assert!(!step_asks_for_changes(
+            &question,
+            "Update your notes on cli.py"
+        ));
     }
 
     #[test]
