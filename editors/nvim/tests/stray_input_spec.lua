@@ -80,15 +80,16 @@ describe('stray input and refused starts', function()
     capture()
     for round = 1, 2 do
       vim.cmd('Conclave tasks')
+      local stray_pid, refused = stray.pid, false
       vim.defer_fn(function() -- what to look at when this fails
-        if #messages_with('already serves this folder') < round then
+        if not refused then
           print(
             ('no refusal after 5 s (round %d): notes %s, clients %d, servers %s, stray pid %d, buffer %s'):format(
               round,
               vim.inspect(notes),
               #require('conclave.client').clients(),
               vim.inspect(h.server_pids(dir)),
-              stray.pid,
+              stray_pid,
               vim.api.nvim_buf_get_name(0)
             )
           )
@@ -97,6 +98,7 @@ describe('stray input and refused starts', function()
       h.wait('the refusal message ' .. round, function()
         return #messages_with('already serves this folder') == round
       end)
+      refused = true
     end
     local busy = messages_with('already serves this folder')[1]
     assert.truthy(busy.msg:find('(pid ' .. stray.pid .. ')', 1, true), busy.msg)
