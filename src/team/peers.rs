@@ -7,10 +7,10 @@
 //!
 //! Asking in one order for all makes two claims made at the same moment meet first at
 //! the same mid, which grants one and refuses the other: they never both go, and do not
-//! keep refusing each other. A mid that does not answer within the answer patience is no reason
-//! to wait, and no subtask is held back longer than `recovery.subtaskTimeoutMs` for one
-//! piece of work, the most a subtask may work: a mid that stopped without saying so
-//! holds nothing up for good.
+//! keep refusing each other. A mid that does not answer within the answer patience is no
+//! reason to wait, and no subtask is held back longer than `recovery.subtaskTimeoutMs`
+//! for one piece of work, the most a subtask may work: a mid that stopped without saying
+//! so holds nothing up for good.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Mutex;
@@ -64,7 +64,7 @@ pub(super) enum PeerEvent {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Writing {
-    /// This claim, one a subtask's start (its `doneWriting` names it).
+    /// This claim, new at each start of a subtask (its `doneWriting` names it).
     pub(super) claim: Uuid,
     pub(super) subtask_id: SubtaskId,
     /// 1-based, in the task.

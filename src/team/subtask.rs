@@ -1258,8 +1258,8 @@ fn subtask_files(s: &Services, task_id: TaskId, subtask_id: SubtaskId) -> Vec<St
 
 /// The one subtask of a task, as its agent reads it: the task verbatim first, then the
 /// planner's other words for the change, which can drift to a different change that
-/// the agent would do instead of the task. A subtask of several, one that is the task, or an answer
-/// instead of a change is read as planned (the task is in the context then).
+/// the agent would do instead of the task. A subtask of several, one that is the task,
+/// or an answer instead of a change is read as planned (the task is in the context then).
 fn as_the_agent_reads_it(s: &Services, task_id: TaskId, description: &str) -> String {
     let Some(task) = s.tasks.get(task_id) else {
         return description.to_string();
