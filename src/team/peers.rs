@@ -149,6 +149,14 @@ struct Known {
     ended: HashSet<TaskId>,
 }
 
+impl Known {
+    fn holder(&self, task_id: TaskId, files: &[String]) -> Option<&Claim> {
+        self.granted
+            .iter()
+            .find(|c| c.task_id != task_id && !c.shared(files).is_empty())
+    }
+}
+
 impl Default for Claims {
     fn default() -> Self {
         Claims {
@@ -170,11 +178,7 @@ impl Claims {
 
     /// A claim of a task other than `task_id` on one of `files`.
     pub(super) fn holder(&self, task_id: TaskId, files: &[String]) -> Option<Claim> {
-        self.known()
-            .granted
-            .iter()
-            .find(|c| c.task_id != task_id && !c.shared(files).is_empty())
-            .cloned()
+        self.known().holder(task_id, files).cloned()
     }
 
     /// Notes `claim` as granted, unless a claim of another task holds one of its files:
@@ -182,11 +186,7 @@ impl Claims {
     #[must_use]
     pub(super) fn grant(&self, claim: Claim) -> Option<Claim> {
         let mut known = self.known();
-        if let Some(holder) = known
-            .granted
-            .iter()
-            .find(|c| c.task_id != claim.task_id && !c.shared(&claim.writing.files).is_empty())
-        {
+        if let Some(holder) = known.holder(claim.task_id, &claim.writing.files) {
             return Some(holder.clone());
         }
         known.ended.remove(&claim.task_id);
@@ -316,10 +316,8 @@ pub(super) async fn claim(
         let files = holder.shared(&files);
         return Claimed::Wait { holder, files };
     }
-    let mut mids = ctx.bus.agents(Some(Layer::Mid));
-    if !mids.contains(&ctx.id()) {
-        mids.push(ctx.id());
-    }
+    let mut mids = peers(ctx);
+    mids.push(ctx.id());
     mids.sort();
     let mut granted_by_peers = false;
     for mid in mids {
