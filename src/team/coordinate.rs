@@ -108,7 +108,7 @@ async fn drive(
             .all(|st| st.status == SubtaskStatus::Completed)
     });
     if all_done {
-        super::verify::run(ctx, s, task_id)
+        super::verify::run(ctx, s, task_id, claims)
             .await
             .map_err(Stop::Failed)?;
     }

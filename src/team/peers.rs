@@ -13,14 +13,17 @@
 //! so holds nothing up for good.
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
+use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::Services;
+use crate::recovery::ladder::human_duration;
 use crate::runtime::{
     AgentContext, Body, Layer, Message, MessageKind, Recipient, Subtask, SubtaskId, TaskId,
     TaskRecord,
@@ -54,24 +57,71 @@ pub(super) enum PeerEvent {
     TaskTaken,
     /// A subtask is about to write files: a request, answered with a [`WriteAnswer`].
     Writing(Writing),
-    /// The subtask is done with the files it claimed (it ended, or it never started).
-    DoneWriting { claim: Uuid, subtask_id: SubtaskId },
+    /// The work is done with the files it claimed (it ended, or it never started).
+    DoneWriting {
+        claim: Uuid,
+        /// Absent for the task's checking.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subtask_id: Option<SubtaskId>,
+    },
     /// The task ended, whatever way: none of its subtasks writes any more.
     TaskEnded,
 }
 
-/// One subtask's claim on the files it is about to write.
+/// One piece of work's claim on the files it is about to write: a subtask's, or the
+/// task's checking (its checks and fix rounds, once its subtasks are done).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Writing {
-    /// This claim, new at each start of a subtask (its `doneWriting` names it).
+    /// This claim, new at each start of the work (its `doneWriting` names it).
     pub(super) claim: Uuid,
-    pub(super) subtask_id: SubtaskId,
-    /// 1-based, in the task.
-    pub(super) position: usize,
-    /// The first line of the subtask's description.
-    pub(super) description: String,
+    #[serde(flatten)]
+    pub(super) work: Work,
     pub(super) files: Vec<String>,
+}
+
+/// What a claim is for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Work {
+    /// Absent for the task's checking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) subtask_id: Option<SubtaskId>,
+    /// 1-based, in the task; 0 for its checking.
+    pub(super) position: usize,
+    /// The first line of the subtask's description, or what the checking does.
+    pub(super) description: String,
+}
+
+/// The description of the task's checking in a claim.
+const CHECKING: &str = "the task's checks and fix rounds";
+
+impl Work {
+    pub(super) fn subtask(position: usize, subtask: &Subtask) -> Work {
+        Work {
+            subtask_id: Some(subtask.id),
+            position,
+            description: super::first_line(&subtask.description),
+        }
+    }
+
+    pub(super) fn checking() -> Work {
+        Work {
+            subtask_id: None,
+            position: 0,
+            description: CHECKING.into(),
+        }
+    }
+}
+
+/// The work at `position` of the task titled `title`, in a line: `subtask 2 of "…"`, or
+/// `the checking of "…"`.
+pub(super) fn work_in(position: usize, title: &str) -> String {
+    if position == 0 {
+        format!("the checking of \"{title}\"")
+    } else {
+        format!("subtask {position} of \"{title}\"")
+    }
 }
 
 /// A mid's answer to a `writing` request: go, or wait for the work it names.
@@ -275,17 +325,15 @@ pub(super) fn files_of(subtask: &Subtask) -> Vec<String> {
     files
 }
 
-/// Claims `files` for `subtask` (at `position` in `task`) from every mid in the order
-/// of their ids, this one's own [`Claims`] in its place. `anyway`: the subtask waited
-/// too long and goes ahead; the mids are told, whatever they answer.
-#[allow(clippy::too_many_arguments)]
+/// Claims `files` for `work` of `task` from every mid in the order of their ids, this
+/// one's own [`Claims`] in its place. `anyway`: the work waited too long and goes
+/// ahead; the mids are told, whatever they answer.
 pub(super) async fn claim(
     ctx: &AgentContext,
     s: &Services,
     claims: &Claims,
     task: &TaskRecord,
-    position: usize,
-    subtask: &Subtask,
+    work: Work,
     files: Vec<String>,
     anyway: bool,
 ) -> Claimed {
@@ -295,9 +343,7 @@ pub(super) async fn claim(
         coordinator: ctx.handle.name(),
         writing: Writing {
             claim: Uuid::new_v4(),
-            subtask_id: subtask.id,
-            position,
-            description: super::first_line(&subtask.description),
+            work,
             files: files.clone(),
         },
     };
@@ -331,13 +377,109 @@ pub(super) async fn claim(
         if let Some(holder) = refused {
             claims.release(id);
             if granted_by_peers {
-                done_writing(ctx, &mine.title, task.id, id, subtask.id);
+                done_writing(ctx, &mine.title, task.id, id, mine.writing.work.subtask_id);
             }
             let files = holder.shared(&files);
             return Claimed::Wait { holder, files };
         }
     }
     Claimed::Go(id)
+}
+
+/// Claims the files of the task's checking (its checks and fix rounds, which read and
+/// write the task's files once its subtasks are done) as a subtask claims its own: held
+/// back while another task's work holds one of them, woken by its end, and going ahead
+/// after `recovery.subtaskTimeoutMs` of waiting for one piece of work. The claim is
+/// never released on its own: it lasts until the task ends ([`task_ended`]), since
+/// ending may put the task's files back.
+pub(super) async fn claim_for_checking(
+    ctx: &AgentContext,
+    s: &Arc<Services>,
+    claims: &Claims,
+    task_id: TaskId,
+    files: Vec<String>,
+) {
+    if files.is_empty() {
+        return;
+    }
+    let longest_wait = Duration::from_millis(s.config.recovery.subtask_timeout_ms.max(1));
+    let mut releases = claims.releases();
+    // The work waited for, since when.
+    let mut waited: Option<(Claim, Instant)> = None;
+    loop {
+        releases.borrow_and_update();
+        let Some(task) = s.tasks.get(task_id) else {
+            return;
+        };
+        let overdue = match &waited {
+            Some((holder, since))
+                if !claims.is_released(holder) && since.elapsed() >= longest_wait =>
+            {
+                let _ =
+                    ctx.append_own_board(&goes_ahead(0, &task.title, holder, &files, longest_wait));
+                true
+            }
+            _ => false,
+        };
+        match claim(
+            ctx,
+            s,
+            claims,
+            &task,
+            Work::checking(),
+            files.clone(),
+            overdue,
+        )
+        .await
+        {
+            Claimed::Go(_) => return,
+            Claimed::Wait {
+                holder,
+                files: shared,
+            } => {
+                let since = match waited {
+                    Some((before, since)) if before.writing.claim == holder.writing.claim => since,
+                    _ => {
+                        super::progress::peer_work_conflict(
+                            ctx,
+                            s,
+                            &task,
+                            (0, CHECKING.into()),
+                            &holder,
+                            shared,
+                        )
+                        .await;
+                        Instant::now()
+                    }
+                };
+                let until = since + longest_wait;
+                waited = Some((holder, since));
+                tokio::select! {
+                    _ = releases.changed() => {}
+                    _ = tokio::time::sleep_until(until) => {}
+                }
+            }
+        }
+    }
+}
+
+/// The board line of work at `position` of the task titled `title` that waited the most
+/// for `holder`'s work on `files`, and goes ahead.
+pub(super) fn goes_ahead(
+    position: usize,
+    title: &str,
+    holder: &Claim,
+    files: &[String],
+    waited: Duration,
+) -> String {
+    format!(
+        "- {} goes ahead: {}'s task \"{}\" said nothing of {} for {}",
+        work_in(position, title),
+        holder.coordinator,
+        holder.title,
+        holder.shared(files).join(", "),
+        human_duration(waited)
+    )
 }
 
 /// The other mids on the bus.
@@ -377,13 +519,13 @@ async fn ask(
     }
 }
 
-/// Tells the peers that the subtask's claim is over.
+/// Tells the peers that the work's claim is over.
 pub(super) fn done_writing(
     ctx: &AgentContext,
     title: &str,
     task_id: TaskId,
     claim: Uuid,
-    subtask_id: SubtaskId,
+    subtask_id: Option<SubtaskId>,
 ) {
     tell_peers(
         ctx,
@@ -430,9 +572,11 @@ mod tests {
             coordinator: "mid-1".into(),
             writing: Writing {
                 claim: Uuid::new_v4(),
-                subtask_id: SubtaskId::new(),
-                position: 1,
-                description: "Edit a.py".into(),
+                work: Work {
+                    subtask_id: Some(SubtaskId::new()),
+                    position: 1,
+                    description: "Edit a.py".into(),
+                },
                 files: files.iter().map(|f| f.to_string()).collect(),
             },
         }

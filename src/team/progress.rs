@@ -11,6 +11,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
+use super::peers::{Claim, work_in};
 use super::roles::agent_name;
 use super::{Services, first_line};
 use crate::config::OnFailure;
@@ -175,12 +176,10 @@ impl WorkConflict {
                 self.files.join(", ")
             ),
             Some(other) => format!(
-                "subtask {} of \"{}\" ({}) and subtask {} of \"{}\" both work on {}",
-                self.running.0,
-                other.title,
+                "{} ({}) and {} both work on {}",
+                work_in(self.running.0, &other.title),
                 other.coordinator,
-                self.waiting.0,
-                self.title,
+                work_in(self.waiting.0, &self.title),
                 self.files.join(", ")
             ),
         }
@@ -193,8 +192,9 @@ impl WorkConflict {
                 self.running.0, self.waiting.0
             ),
             Some(other) => format!(
-                "subtask {} of \"{}\" finishes first and subtask {} of \"{}\" starts after it, on what it left",
-                self.running.0, other.title, self.waiting.0, self.title
+                "{} finishes first and {} starts after it, on what it left",
+                work_in(self.running.0, &other.title),
+                work_in(self.waiting.0, &self.title)
             ),
         }
     }
@@ -239,34 +239,38 @@ pub(super) async fn work_conflict(
     arbitrate(ctx, s, conflict, line).await;
 }
 
-/// Reports that `waiting` is held back while a subtask of another task (`running`, at
-/// its position with its description) works on the same `files`, and notes the top's
-/// ruling.
+/// Reports that `waiting` (a position in `task` and a description: a subtask, or 0 and
+/// the task's checking) is held back while `holder`, work of another task, works on the
+/// same `files`, and notes the top's ruling.
 pub(super) async fn peer_work_conflict(
     ctx: &AgentContext,
     s: &Arc<Services>,
     task: &TaskRecord,
-    waiting: SubtaskId,
-    running_task: RunningTask,
-    running: (usize, String),
+    waiting: (usize, String),
+    holder: &Claim,
     files: Vec<String>,
 ) {
-    let waiting = party(task, waiting);
     let line = format!(
-        "- subtask {} of \"{}\" waits for {}'s task \"{}\": both work on {}",
-        waiting.0,
-        task.title,
-        running_task.coordinator,
-        running_task.title,
+        "- {} waits for {}'s task \"{}\": both work on {}",
+        work_in(waiting.0, &task.title),
+        holder.coordinator,
+        holder.title,
         files.join(", ")
     );
     let conflict = WorkConflict {
         task_id: task.id,
         title: task.title.clone(),
-        running,
+        running: (
+            holder.writing.work.position,
+            holder.writing.work.description.clone(),
+        ),
         waiting,
         files,
-        running_task: Some(running_task),
+        running_task: Some(RunningTask {
+            task_id: holder.task_id,
+            title: holder.title.clone(),
+            coordinator: holder.coordinator.clone(),
+        }),
     };
     arbitrate(ctx, s, conflict, line).await;
 }

@@ -21,8 +21,8 @@ use super::escalate::{
     EscalationNotice, ProposedAction, ask_person, peer_takeover, propose_solution,
 };
 use super::files::{named_files_now, target_files_now};
-use super::peers::{Claim, Claimed, Claims};
-use super::progress::{RunEnd, RunningTask};
+use super::peers::{Claim, Claimed, Claims, Work};
+use super::progress::RunEnd;
 use super::roles::agent_name;
 use super::{
     Services, SubtaskAssignment, SubtaskReport, Whose, first_line, knowledge, recovery_event,
@@ -61,6 +61,8 @@ pub(super) async fn run_subtasks(
     let mut stepped_in: HashSet<SubtaskId> = HashSet::new();
     // Conflicts reported (the subtask at work, the one waiting for it).
     let mut conflicts: HashSet<(SubtaskId, SubtaskId)> = HashSet::new();
+    // And with other tasks' work (its task and position, the subtask waiting for it).
+    let mut peer_conflicts: HashSet<((TaskId, usize), SubtaskId)> = HashSet::new();
     // The claims on their files of the subtasks at work, released when they end.
     let mut claimed: HashMap<SubtaskId, Uuid> = HashMap::new();
     // Subtasks held back for another task's work: the claim they wait for, since when.
@@ -161,39 +163,32 @@ pub(super) async fn run_subtasks(
                             waiting_until = Some(waiting_until.map_or(until, |u| u.min(until)));
                             continue;
                         }
-                        let _ = ctx.append_own_board(&format!(
-                            "- subtask {} of \"{}\" goes ahead: {}'s task \"{}\" said nothing of {} for {}",
+                        let _ = ctx.append_own_board(&super::peers::goes_ahead(
                             index + 1,
-                            task.title,
-                            holder.coordinator,
-                            holder.title,
-                            holder.shared(&files).join(", "),
-                            human_duration(longest_wait)
+                            &task.title,
+                            holder,
+                            &files,
+                            longest_wait,
                         ));
                         true
                     }
                     _ => false,
                 };
-                match super::peers::claim(ctx, s, claims, &task, index + 1, subtask, files, overdue)
-                    .await
-                {
+                let work = Work::subtask(index + 1, subtask);
+                match super::peers::claim(ctx, s, claims, &task, work, files, overdue).await {
                     Claimed::Go(claim) => {
                         held.remove(&subtask.id);
                         claimed.insert(subtask.id, claim);
                     }
                     Claimed::Wait { holder, files } => {
-                        if conflicts.insert((holder.writing.subtask_id, subtask.id)) {
+                        let holding = (holder.task_id, holder.writing.work.position);
+                        if peer_conflicts.insert((holding, subtask.id)) {
                             super::progress::peer_work_conflict(
                                 ctx,
                                 s,
                                 &task,
-                                subtask.id,
-                                RunningTask {
-                                    task_id: holder.task_id,
-                                    title: holder.title.clone(),
-                                    coordinator: holder.coordinator.clone(),
-                                },
-                                (holder.writing.position, holder.writing.description.clone()),
+                                (index + 1, first_line(&subtask.description)),
+                                &holder,
                                 files,
                             )
                             .await;
@@ -234,7 +229,7 @@ pub(super) async fn run_subtasks(
             Some((id, end)) => {
                 if let Some(claim) = claimed.remove(&id) {
                     claims.release(claim);
-                    super::peers::done_writing(ctx, &task.title, task_id, claim, id);
+                    super::peers::done_writing(ctx, &task.title, task_id, claim, Some(id));
                 }
                 let stepped_in_before = stepped_in.contains(&id);
                 let evaluation =

@@ -11,6 +11,7 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::files::{keep_proposed, put_back};
+use super::peers::{Claims, claim_for_checking};
 use super::{Services, Whose, acceptance, check, first_line, recovery_event};
 use crate::config::TeamLayer;
 use crate::executor::{SubtaskSpec, TargetFile, code_answer};
@@ -26,11 +27,19 @@ use crate::tools::WorkspaceWriter;
 
 /// Checks the task's code and runs the fix loop, carrying out the steps of the quality
 /// ladder ([`FixLoop`]). `Err` when the checks still fail at the end, nothing could
-/// check the code, or the person refused a fix.
-pub async fn run(ctx: &AgentContext, s: &Arc<Services>, task_id: TaskId) -> Result<(), Failure> {
+/// check the code, or the person refused a fix. The task's files are first claimed from
+/// the other mids, as a subtask's are: no other task writes them while they are checked
+/// and fixed.
+pub async fn run(
+    ctx: &AgentContext,
+    s: &Arc<Services>,
+    task_id: TaskId,
+    claims: &Claims,
+) -> Result<(), Failure> {
     if !s.config.verify.checks && s.config.verify.command.is_none() {
         return Ok(());
     }
+    claim_for_checking(ctx, s, claims, task_id, files_checked(s, task_id)).await;
     let rounds = s.config.verify.max_rounds;
     let cancel = s.task_cancel(task_id).child_token();
     let bench = check::Bench::of_task(s, task_id, None, cancel, true);
@@ -482,6 +491,19 @@ async fn try_proposed(
 }
 
 /// Every file the task touched, also those of attempts that failed.
+/// The files the checking may write: the task's, and those the task names.
+fn files_checked(s: &Services, task_id: TaskId) -> Vec<String> {
+    let mut files = files_of(s, task_id);
+    if let Some(task) = s.tasks.get(task_id) {
+        for named in super::files::source_files_named(super::files::task_text(&task)) {
+            if !files.contains(&named) {
+                files.push(named);
+            }
+        }
+    }
+    files
+}
+
 fn files_of(s: &Services, task_id: TaskId) -> Vec<String> {
     s.tasks
         .get(task_id)

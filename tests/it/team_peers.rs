@@ -35,7 +35,11 @@ fn two_edits_of_calc(add_delay_ms: u64, sub_delay_ms: u64) -> Value {
 }
 
 async fn team_with_calc(script: Value) -> Team {
-    let team = start(script, config()).await;
+    team_with_calc_and(script, config()).await
+}
+
+async fn team_with_calc_and(script: Value, config: conclave::config::Config) -> Team {
+    let team = start(script, config).await;
     std::fs::write(team.workspace.path().join("calc.py"), "# calc\n").unwrap();
     team
 }
@@ -243,6 +247,125 @@ async fn a_peer_task_that_is_cancelled_lets_the_waiting_subtask_go() {
     assert_eq!(
         team.read("calc.py"),
         "# calc\ndef sub(a, b):\n    return a - b\n\n"
+    );
+    team.engine.shutdown().await;
+}
+
+// Real time: the checks run a real command.
+#[tokio::test]
+async fn a_task_s_checks_and_fix_rounds_keep_another_task_out_of_its_files() {
+    // "add" is written wrong and fixed in the checks' fix round; "sub", planned a moment
+    // later, names the same file. It must not be written while "add" is being fixed.
+    let mut config = config();
+    config.verify.command = Some(
+        "if grep -q 'return a \\* b' calc.py; then echo 'calc.py:2:1: add multiplies'; exit 1; fi"
+            .into(),
+    );
+    let plan = |task: &str, delay: u64| json!({ "match": ["Plan this task", task], "delayMs": delay, "text": json!({ "subtasks": [ { "description": task } ] }).to_string() });
+    let edit = |task: &str, function: &str| {
+        json!({ "match": task, "toolCalls": [ { "name": "file_edit", "arguments": {
+            "path": "calc.py", "old_text": "# calc\n", "new_text": format!("# calc\n{function}\n")
+        } } ] })
+    };
+    let team = team_with_calc_and(
+        json!([
+        plan(ADD, 0),
+        plan(SUB, 300),
+        edit(ADD, "def add(a, b):\n    return a * b\n"),
+        edit(SUB, "def sub(a, b):\n    return a - b\n"),
+        { "match": ["does not pass this check", "add multiplies"], "delayMs": 1500,
+          "toolCalls": [ { "name": "file_edit", "arguments": {
+              "path": "calc.py", "old_text": "return a * b", "new_text": "return a + b" } } ] },
+        { "match": "updated calc.py", "text": "Done.", "times": 3 }
+        ]),
+        config,
+    )
+    .await;
+    let add = team.submit(ADD);
+    let sub = team.submit(SUB);
+    for task in [add, sub] {
+        let summary = team.engine.wait_for(task).await.unwrap();
+        assert_eq!(
+            summary.status,
+            TaskStatus::Completed,
+            "{:?}",
+            team.engine.task(&task.to_string())
+        );
+    }
+    let calc = team.read("calc.py");
+    assert!(
+        calc.contains("def add(a, b):\n    return a + b\n")
+            && calc.contains("def sub(a, b):\n    return a - b\n"),
+        "{calc}"
+    );
+    let steps = team
+        .store
+        .recovery_steps(Some(add.to_string()))
+        .await
+        .unwrap();
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.message.contains("passes after 1 fix round")),
+        "add was fixed by its checks: {steps:?}"
+    );
+
+    // "sub"'s coder was given its subtask only once "add" had ended, fix round included.
+    let messages = team.store.messages(None).await.unwrap();
+    let (sub_assigned, _) = assigned_and_done(&messages, sub);
+    let add_ended = messages
+        .iter()
+        .position(|m| {
+            m.task_id.as_deref() == Some(&add.to_string())
+                && m.kind == MessageKind::PeerCoordination
+                && m.payload["event"] == "taskEnded"
+        })
+        .expect("add's mid told its peers the task ended");
+    assert!(
+        add_ended < sub_assigned,
+        "sub's coder started while add's checks could still write calc.py"
+    );
+    let claim = messages
+        .iter()
+        .find(|m| {
+            m.task_id.as_deref() == Some(&add.to_string())
+                && m.payload["event"] == "writing"
+                && m.payload["position"] == 0
+        })
+        .expect("add's checks claimed its files");
+    assert_eq!(claim.payload["files"], json!(["calc.py"]));
+    assert!(
+        claim.payload.get("subtaskId").is_none(),
+        "{:?}",
+        claim.payload
+    );
+
+    // The waiting mid said what it waits for, and the top ruled on it.
+    let board = team.board_of(&coordinator(&team, sub).await);
+    assert!(
+        board.contains(&format!(
+            "- subtask 1 of \"{}\" waits for {}'s task \"{}\": both work on calc.py",
+            title(&team, sub),
+            coordinator(&team, add).await,
+            title(&team, add)
+        )),
+        "{board}"
+    );
+    assert!(
+        board.contains(&format!(
+            "ruled: the checking of \"{}\" finishes first and subtask 1 of \"{}\" starts after it",
+            title(&team, add),
+            title(&team, sub)
+        )),
+        "{board}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.kind == MessageKind::ConflictReport
+                && m.task_id == Some(sub.to_string())
+                && m.payload["running"] == json!([0, "the task's checks and fix rounds"])),
+        "the conflict with add's checks went to the top"
     );
     team.engine.shutdown().await;
 }
