@@ -258,6 +258,7 @@ impl Engine {
             task_state: DashMap::new(),
             attempts: DashMap::new(),
             replaced: DashMap::new(),
+            mid_claims: DashMap::new(),
             replacements: tokio::sync::watch::channel(0).0,
             refusals,
             mode,

@@ -22,11 +22,10 @@ pub struct MidBehavior {
 }
 
 impl MidBehavior {
-    pub fn new(services: Arc<Services>) -> Self {
-        MidBehavior {
-            services,
-            claims: Arc::default(),
-        }
+    /// `claims`: what this mid knows of the files being written (its predecessor's, for
+    /// a replacement: [`Services::mid_claims`]).
+    pub fn new(services: Arc<Services>, claims: Arc<Claims>) -> Self {
+        MidBehavior { services, claims }
     }
 }
 

@@ -64,7 +64,10 @@ pub fn standard_behaviors() -> BehaviorFactory {
         |config: &AgentConfig, services: &Arc<Services>| -> Box<dyn AgentBehavior> {
             match config.layer {
                 Layer::Top => Box::new(top::TopBehavior::new(services.clone())),
-                Layer::Mid => Box::new(mid::MidBehavior::new(services.clone())),
+                Layer::Mid => Box::new(mid::MidBehavior::new(
+                    services.clone(),
+                    services.mid_claims.entry(config.id).or_default().clone(),
+                )),
                 Layer::Bottom => Box::new(bottom::BottomBehavior::new(services.clone())),
             }
         },
@@ -97,6 +100,9 @@ pub struct Services {
     pub replaced: DashMap<AgentId, AgentId>,
     /// Bumped after every replacement; coordinators waiting on an agent watch it.
     pub replacements: tokio::sync::watch::Sender<u64>,
+    /// Each mid's knowledge of the files being written (`peers`), by agent: a replacing
+    /// mid takes its predecessor's over, with the holds its coordinators still wait on.
+    pub mid_claims: DashMap<AgentId, Arc<peers::Claims>>,
     /// Per unfinished task: the changes refused in it (shared with the tools' approver).
     pub refusals: Refusals,
     /// `.conclave/sessions/<session>/`, where ERROR_REPORT.md goes.

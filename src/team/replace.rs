@@ -44,6 +44,11 @@ pub async fn replace_agent(
 
     // The old agent goes first, so the team never needs a slot above maxAgents.
     s.runtime.pool.destroy(old).await?;
+    // A mid's successor keeps what it knew of the files being written: the claims its
+    // running coordinators hold and wait on, and the news its peers sent.
+    if let Some((_, claims)) = s.mid_claims.remove(&old) {
+        s.mid_claims.insert(new, claims);
+    }
     let behavior = (s.behaviors)(&new_config, s);
     let replacement = s.runtime.pool.create(new_config.clone(), behavior)?;
 

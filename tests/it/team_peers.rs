@@ -369,3 +369,46 @@ async fn a_task_s_checks_and_fix_rounds_keep_another_task_out_of_its_files() {
     );
     team.engine.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_replaced_mid_s_waiting_subtask_goes_when_the_peer_s_work_ends() {
+    // "add"'s coder thinks for a minute; "sub" waits for it, and its mid is replaced
+    // while it waits. Its successor hears the end of "add"'s work and lets "sub" go.
+    let team = team_with_calc(two_edits_of_calc(60_000, 10)).await;
+    let mut events = team.engine.subscribe();
+    let began = tokio::time::Instant::now();
+    let add = team.submit(ADD);
+    message_of(&mut events, MessageKind::TaskAssign, add, |m| {
+        m.payload.get("subtaskId").is_some()
+    })
+    .await;
+    let sub = team.submit(SUB);
+    message_of(&mut events, MessageKind::ConflictReport, sub, |_| true).await;
+    let waiting_mid = coordinator(&team, sub).await;
+    let old = team
+        .engine
+        .agents()
+        .into_iter()
+        .find(|a| a.name == waiting_mid)
+        .unwrap();
+    team.engine
+        .replace_agent(&old.agent_id.to_string(), "unresponsive")
+        .await
+        .unwrap();
+
+    for task in [add, sub] {
+        let summary = team.engine.wait_for(task).await.unwrap();
+        assert_eq!(summary.status, TaskStatus::Completed, "{summary:?}");
+    }
+    assert!(
+        began.elapsed() < Duration::from_secs(300),
+        "sub went on when add's work ended, not after waiting its most ({:?})",
+        began.elapsed()
+    );
+    let calc = team.read("calc.py");
+    assert!(
+        calc.contains("def add(a, b):") && calc.contains("def sub(a, b):"),
+        "{calc}"
+    );
+    team.engine.shutdown().await;
+}
