@@ -249,6 +249,10 @@ pub const REPAIRS: &[Repair] = &[
         mends: "tool calls written as text (a ```json block, `<tool_call>` tags) in an answer with no native tool call: they are run as calls",
     },
     Repair {
+        id: "repair.repeated-tool-calls",
+        mends: "an answer whose tool calls began repeating (a call made again exactly, or more than 32 calls): the answer is stopped there and the calls before the repetition are run (cannot be switched off)",
+    },
+    Repair {
         id: "repair.code-answer",
         mends: "a whole file of the task answered in a code block with no tool call while the subtask is not done: written as the file_write it stands for",
     },

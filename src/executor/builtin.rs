@@ -88,6 +88,9 @@ a command). Reply without a tool call only when the work is done.";
 pub const REPAIR_TEXT_CALLS: &str = "repair.text-tool-calls";
 pub const REPAIR_CODE_ANSWER: &str = "repair.code-answer";
 pub const REPAIR_CODE_ANSWER_NAMES: &str = "repair.code-answer-names";
+/// Not the executor's own: the provider cut an answer whose tool calls began repeating
+/// (`model::cut_repeated_calls`), and the executor counts it.
+pub const REPAIR_REPEATED_CALLS: &str = "repair.repeated-tool-calls";
 
 /// The tools whose failure means a change the model asked for was not made.
 const WRITE_TOOLS: &[&str] = &["file_write", "file_edit"];
@@ -967,6 +970,14 @@ impl BuiltinExecutor {
                 };
             if textual {
                 state.repaired(REPAIR_TEXT_CALLS);
+                crate::model::cut_repeated_calls(&mut response);
+            }
+            if response.stop_reason == StopReason::RepeatedToolCalls {
+                state.repaired(REPAIR_REPEATED_CALLS);
+                out.note(&format!(
+                    "▸ the answer began repeating its tool calls; it was cut after {} call(s)",
+                    response.tool_calls.len()
+                ));
             }
             // A whole file answered in a code block while the subtask is not done yet:
             // written as the file_write it stands for (see `code_answer`).

@@ -510,12 +510,14 @@ impl MessageState {
             Some("max_tokens") => StopReason::MaxTokens,
             Some(other) => StopReason::Other(other.to_string()),
         };
-        Ok(ModelResponse {
+        let mut response = ModelResponse {
             text,
             tool_calls,
             usage: self.usage,
             stop_reason,
-        })
+        };
+        super::cut_repeated_calls(&mut response);
+        Ok(response)
     }
 }
 

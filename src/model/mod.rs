@@ -163,7 +163,45 @@ pub enum StopReason {
     EndTurn,
     ToolUse,
     MaxTokens,
+    /// The answer began calling its tools over again (a model caught in a loop): it was
+    /// cut where the repetition began, and the calls before it are kept
+    /// ([`cut_repeated_calls`]).
+    RepeatedToolCalls,
     Other(String),
+}
+
+/// More tool calls than this in one answer is a model caught in a loop: no task needs
+/// them at once, and the answer would otherwise run on to its token limit.
+pub const MOST_TOOL_CALLS_IN_AN_ANSWER: usize = 32;
+
+/// Where `calls` (one answer's, in order) stop being new: the first call that repeats an
+/// earlier one exactly (same tool, same arguments), or the call past
+/// [`MOST_TOOL_CALLS_IN_AN_ANSWER`]. A model looping on its tool calls repeats a call of
+/// the same answer within a few calls; running it again would do nothing new.
+pub fn repetition_starts(calls: &[(&str, &serde_json::Value)]) -> Option<usize> {
+    let repeat = calls
+        .iter()
+        .enumerate()
+        .position(|(i, call)| calls[..i].contains(call));
+    match repeat {
+        Some(at) if at < MOST_TOOL_CALLS_IN_AN_ANSWER => Some(at),
+        _ if calls.len() > MOST_TOOL_CALLS_IN_AN_ANSWER => Some(MOST_TOOL_CALLS_IN_AN_ANSWER),
+        _ => None,
+    }
+}
+
+/// Cuts `response`'s tool calls where they begin repeating ([`repetition_starts`]); the
+/// stop reason then says so.
+pub fn cut_repeated_calls(response: &mut ModelResponse) {
+    let calls: Vec<(&str, &serde_json::Value)> = response
+        .tool_calls
+        .iter()
+        .map(|c| (c.name.as_str(), &c.arguments))
+        .collect();
+    if let Some(at) = repetition_starts(&calls) {
+        response.tool_calls.truncate(at);
+        response.stop_reason = StopReason::RepeatedToolCalls;
+    }
 }
 
 /// Tokens of one call as the provider reported them (both 0 when it reported none):
@@ -223,4 +261,35 @@ pub trait ModelProvider: Send + Sync {
         request: &ModelRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ModelResponse, ModelError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_calls_stop_being_new_at_the_first_exact_repeat_or_past_the_most() {
+        let (a, b) = (json!({"path": "a.py"}), json!({"path": "b.py"}));
+        // The same call again, even after another: a loop from there.
+        assert_eq!(
+            repetition_starts(&[("file_read", &a), ("file_read", &b), ("file_read", &a)]),
+            Some(2)
+        );
+        // Another tool, or other arguments, is a new call.
+        assert_eq!(
+            repetition_starts(&[("file_read", &a), ("file_write", &a), ("file_read", &b)]),
+            None
+        );
+        let many: Vec<serde_json::Value> = (0..40).map(|i| json!({ "n": i })).collect();
+        let calls: Vec<(&str, &serde_json::Value)> = many.iter().map(|v| ("bash", v)).collect();
+        assert_eq!(
+            repetition_starts(&calls[..MOST_TOOL_CALLS_IN_AN_ANSWER]),
+            None
+        );
+        assert_eq!(
+            repetition_starts(&calls),
+            Some(MOST_TOOL_CALLS_IN_AN_ANSWER)
+        );
+    }
 }

@@ -180,6 +180,15 @@ impl OpenAiProvider {
                     "the model was caught in a loop, writing {unit:?} over and over; its answer was stopped"
                 )));
             }
+            // Calls that began repeating end the answer here: what is left would only
+            // repeat them until the token limit (the calls are cut in `into_response`).
+            if state.calls_repeat() {
+                tracing::info!(
+                    provider = %self.config.name,
+                    "the model began repeating its tool calls; its answer was stopped"
+                );
+                return state.into_response(&self.config.name);
+            }
         }
         if !saw_done && state.finish_reason.is_none() {
             return Err(ModelError::Connection {
@@ -380,6 +389,8 @@ struct StreamState {
     usage: Usage,
     /// How long the answer was when it was last looked at for a loop.
     loop_checked_at: usize,
+    /// How many calls had begun when the complete ones were last looked at for a repeat.
+    calls_checked_at: usize,
 }
 
 impl StreamState {
@@ -399,6 +410,23 @@ impl StreamState {
         std::iter::once(self.text.as_str())
             .chain(self.calls.values().map(|c| c.arguments.as_str()))
             .find_map(looping_unit)
+    }
+
+    /// Whether the complete tool calls (all but the one still arriving) began repeating
+    /// ([`super::repetition_starts`]), looked at each time a new call begins.
+    fn calls_repeat(&mut self) -> bool {
+        if self.calls.len() <= self.calls_checked_at.max(1) {
+            return false;
+        }
+        self.calls_checked_at = self.calls.len();
+        let complete: Vec<(String, Value)> = self
+            .calls
+            .values()
+            .take(self.calls.len() - 1)
+            .map(|c| (c.name.clone(), http::parse_tool_arguments(&c.arguments)))
+            .collect();
+        let complete: Vec<(&str, &Value)> = complete.iter().map(|(n, a)| (n.as_str(), a)).collect();
+        super::repetition_starts(&complete).is_some()
     }
 
     fn apply(&mut self, chunk: &Value, on_delta: DeltaSink<'_>) {
@@ -499,12 +527,14 @@ impl StreamState {
             Some("length") => StopReason::MaxTokens,
             Some(other) => StopReason::Other(other.to_string()),
         };
-        Ok(ModelResponse {
+        let mut response = ModelResponse {
             text: self.text,
             tool_calls,
             usage: self.usage,
             stop_reason,
-        })
+        };
+        super::cut_repeated_calls(&mut response);
+        Ok(response)
     }
 }
 
@@ -585,6 +615,73 @@ mod tests {
         let mid_stream = "data: {\"error\":{\"type\":\"server_error\",\"message\":\"boom\"}}\n\n";
         let err = read_bytewise(mid_stream).await.0.unwrap_err();
         assert!(matches!(err, ModelError::Http { status: 500, .. }), "{err}");
+    }
+
+    /// A `write a.py` call at `index`, as a stream chunk.
+    fn write_call(index: usize, content: &str) -> String {
+        format!(
+            "data: {{\"choices\":[{{\"delta\":{{\"tool_calls\":[{{\"index\":{index},\"id\":\"c{index}\",\"function\":{{\"name\":\"file_write\",\"arguments\":\"{{\\\"path\\\": \\\"a.py\\\", \\\"content\\\": \\\"{content}\\\"}}\"}}}}]}}}}]}}\n\n"
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_that_begins_repeating_its_tool_calls_is_stopped_there() {
+        // Two writes, then the first again and again: a stream that would run on to the
+        // token limit (here: never ends). The answer ends at the repetition, with the
+        // calls before it.
+        let mut sse: String = [
+            write_call(0, "x = 1"),
+            write_call(1, "x = 2"),
+            write_call(2, "x = 1"),
+            write_call(3, "x = 2"),
+        ]
+        .concat();
+        sse.push_str(&write_call(4, "x = 1"));
+        let chunks: Vec<Result<Bytes, std::io::Error>> = vec![Ok(Bytes::from(sse))];
+        let endless = futures_util::StreamExt::chain(
+            futures_util::stream::iter(chunks),
+            futures_util::stream::pending(),
+        );
+        let mut sink = |_: &str| {};
+        let provider = provider();
+        let read = provider.read_stream(Box::pin(endless), &mut sink, |e: std::io::Error| {
+            ModelError::Connection {
+                provider: "t".into(),
+                message: e.to_string(),
+            }
+        });
+        let answer = tokio::time::timeout(Duration::from_secs(60), read)
+            .await
+            .expect("the stream was stopped at the repetition, not read to its end")
+            .unwrap();
+        assert_eq!(answer.stop_reason, StopReason::RepeatedToolCalls);
+        let contents: Vec<&Value> = answer
+            .tool_calls
+            .iter()
+            .map(|c| &c.arguments["content"])
+            .collect();
+        assert_eq!(contents, [&json!("x = 1"), &json!("x = 2")]);
+
+        // Calls that differ are all kept, up to the most an answer may have.
+        let distinct: String = (0..3).map(|i| write_call(i, &format!("x = {i}"))).collect();
+        let answer = read_bytewise(&format!("{distinct}data: [DONE]\n\n"))
+            .await
+            .0
+            .unwrap();
+        assert_eq!(answer.stop_reason, StopReason::ToolUse);
+        assert_eq!(answer.tool_calls.len(), 3);
+        let many: String = (0..40)
+            .map(|i| write_call(i, &format!("x = {i}")))
+            .collect();
+        let answer = read_bytewise(&format!("{many}data: [DONE]\n\n"))
+            .await
+            .0
+            .unwrap();
+        assert_eq!(answer.stop_reason, StopReason::RepeatedToolCalls);
+        assert_eq!(
+            answer.tool_calls.len(),
+            crate::model::MOST_TOOL_CALLS_IN_AN_ANSWER
+        );
     }
 
     #[tokio::test]

@@ -1189,3 +1189,31 @@ async fn writing_the_file_back_unchanged_does_not_make_a_failed_edit() {
     );
     assert_eq!(model.requests().len(), 4, "told once, then it ends");
 }
+
+#[tokio::test(start_paused = true)]
+async fn tool_calls_written_as_text_over_and_over_run_once() {
+    // The same write three times in one answer, as a looping model writes it: the
+    // answer is cut where it repeats, the write runs once, and the cut is a named repair.
+    let dir = tempfile::tempdir().unwrap();
+    let write = "```json\n{\"name\": \"file_write\", \"arguments\": {\"path\": \"hello.py\", \"content\": \"print('hello')\\n\"}}\n```\n";
+    let model = ScriptedModel::new(vec![
+        text(&write.repeat(3)),
+        finish("hello.py prints hello."),
+    ]);
+    let executor = executor(dir.path(), model.clone(), settings());
+    let (result, output) = execute(&executor, &spec("Write hello.py that prints hello")).await;
+    let outcome = result.unwrap();
+    assert!(outcome.success, "{outcome:?}");
+    assert_eq!(
+        outcome.partial_results,
+        ["file_write: created hello.py (15 bytes)"]
+    );
+    assert!(
+        output.contains("the answer began repeating its tool calls; it was cut after 1 call(s)"),
+        "{output}"
+    );
+    assert_eq!(
+        outcome.repairs,
+        ["repair.text-tool-calls", "repair.repeated-tool-calls"]
+    );
+}
