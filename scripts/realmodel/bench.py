@@ -162,7 +162,11 @@ class Proxy:
                                 self.wfile.write(chunk)
                                 self.wfile.flush()
                             except (BrokenPipeError, ConnectionResetError):
-                                pass  # the agent gave up on the call; the count goes on
+                                # The agent gave up on the call (or stopped an answer it
+                                # judged a loop): the upstream connection is closed too, so
+                                # the server stops generating, as it does for an agent
+                                # connected to it directly.
+                                break
                 except Exception as e:  # the server went away: a 502 the agent can see
                     data = json.dumps({"error": {"message": str(e)}}).encode()
                     status = 502
@@ -312,8 +316,13 @@ def system_switches(system):
     return base, [f"{switch} = true" for switch in switches]
 
 
-def run_conclave(binary, workspace, task, port, timeout_s, pi=None, team_options=()):
+def run_conclave(binary, workspace, task, port, timeout_s, pi=None, team_options=(), bottom=None):
     config = conclave_config(port, timeout_s, team_options)
+    if bottom:
+        # Two models: the coders on a second server, the reviewers and planners on [llm]'s.
+        bottom_port, bottom_model = bottom
+        config += (f'\n[llm.bottom]\nprovider = "openai"\nmodel = "{bottom_model}"\n'
+                   f'baseUrl = "http://127.0.0.1:{bottom_port}/v1"\n')
     if pi:
         # The team with pi as its executor: pi's own breaker and retries under test.
         config += f'\n[executor]\nkind = "pi"\npiPath = "{pi}"\n\n[approvals]\ncommands = "auto"\n'
@@ -427,13 +436,20 @@ def hidden_check(task_dir, workspace):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--systems", default="conclave,pi",
-                        help="conclave, pi, and conclave-pi (the team with pi as its executor); "
+                        help="conclave, pi, conclave-pi (the team with pi as its executor) and "
+                             "conclave-2models (the coders on --bottom-upstream's model); "
                              "conclave+reflect+shareKnowledge turns those [team] switches on")
     parser.add_argument("--faults", default="0", help="comma-separated fault rates, e.g. 0,0.3")
     parser.add_argument("--tasks", default="", help="comma-separated task prefixes (default: all)")
     parser.add_argument("--set", default="dev", choices=["dev", "heldout", "all"],
                         help="which tasks of split.json: dev (tasks/), heldout or all (default: dev)")
     parser.add_argument("--upstream", default="http://127.0.0.1:18080")
+    parser.add_argument("--bottom-upstream", default="http://127.0.0.1:18081",
+                        help="the second model server of the system conclave-2models, whose "
+                             "[llm.bottom] (the coders) it serves; [llm] (top and mid) stays on "
+                             "--upstream")
+    parser.add_argument("--bottom-model", default="qwen2.5-coder-0.5b-instruct",
+                        help="the model name --bottom-upstream serves")
     parser.add_argument("--conclave", default=str(ROOT / "target/release/conclave"))
     parser.add_argument("--pi", default=str(ROOT / "tests/pi/node_modules/.bin/pi"))
     parser.add_argument("--timeout", type=int, default=900, help="seconds per run")
@@ -471,6 +487,10 @@ def main():
     for rate in rates:
         sampling = None if args.temperature is None else (args.temperature, args.seed)
         proxy = Proxy(args.upstream, rate, sampling=sampling)
+        # The coders' server of conclave-2models, behind a proxy of its own that injects
+        # the same faults; started only when that system runs.
+        bottom_proxy = (Proxy(args.bottom_upstream, rate, seed=8, sampling=sampling)
+                        if any(system_switches(s)[0] == "conclave-2models" for s in systems) else None)
         for task_dir in tasks:
             for system in systems:
                 task = (task_dir / "task.txt").read_text().strip()
@@ -481,14 +501,21 @@ def main():
                     shutil.copytree(task_dir / "files", workspace)
                 else:
                     workspace.mkdir()
-                proxy.settle()
-                proxy.reset(scratch / "transcript.jsonl" if args.keep else None)
+                transcript = scratch / "transcript.jsonl" if args.keep else None
+                for p in (proxy, bottom_proxy):
+                    if p:
+                        p.settle()
+                        p.reset(transcript)
                 started = time.monotonic()
                 try:
                     base, switches = system_switches(system)
                     if base == "conclave":
                         r = run_conclave(args.conclave, workspace, task, proxy.port, args.timeout,
                                          team_options=switches)
+                    elif base == "conclave-2models":
+                        r = run_conclave(args.conclave, workspace, task, proxy.port, args.timeout,
+                                         team_options=switches,
+                                         bottom=(bottom_proxy.port, args.bottom_model))
                     elif base == "conclave-pi":
                         r = run_conclave(args.conclave, workspace, task, proxy.port, args.timeout, args.pi,
                                          team_options=switches)
@@ -501,11 +528,14 @@ def main():
                 seconds = time.monotonic() - started
                 solved, why = hidden_check(task_dir, workspace)
                 fired, failing, own_test_only = rule_findings(workspace)
+                both = [p for p in (proxy, bottom_proxy) if p]
                 row = {
                     "system": system, "faultRate": rate, "task": task_dir.name, "set": set_of(task_dir),
                     "solved": solved, "claimed": code == 0, "exit": code,
-                    "seconds": round(seconds, 1), "calls": proxy.calls, "faults": proxy.faults,
-                    "promptTokens": proxy.prompt_tokens, "completionTokens": proxy.completion_tokens,
+                    "seconds": round(seconds, 1), "calls": sum(p.calls for p in both),
+                    "faults": sum(p.faults for p in both),
+                    "promptTokens": sum(p.prompt_tokens for p in both),
+                    "completionTokens": sum(p.completion_tokens for p in both),
                     "check": "" if solved else why, "tail": "" if solved else tail,
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "commit": commit, "template": args.template, "seed": args.seed,
@@ -513,15 +543,20 @@ def main():
                     "rulesFired": fired, "rulesFailingAtEnd": failing,
                     "ownTestOnly": own_test_only,
                 }
+                if base == "conclave-2models":
+                    row["bottomModel"] = args.bottom_model
+                    row["bottomCalls"] = bottom_proxy.calls
                 rows.append(row)
                 out.write(json.dumps(row) + "\n")
                 out.flush()
                 print(f"{rate:>4} {system:9} {task_dir.name:26} solved={solved!s:5} claimed={code == 0!s:5} "
-                      f"{seconds:6.0f}s calls={proxy.calls} faults={proxy.faults} "
-                      f"tokens={proxy.prompt_tokens}+{proxy.completion_tokens}", flush=True)
+                      f"{seconds:6.0f}s calls={row['calls']} faults={row['faults']} "
+                      f"tokens={row['promptTokens']}+{row['completionTokens']}", flush=True)
                 if not args.keep:
                     shutil.rmtree(scratch, ignore_errors=True)
-        proxy.server.shutdown()
+        for p in (proxy, bottom_proxy):
+            if p:
+                p.server.shutdown()
     print()
     print(summary(rows))
     print()
