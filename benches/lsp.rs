@@ -315,6 +315,7 @@ fn notification_cost() {
             .collect(),
         recovery: None,
         unchecked: None,
+        checked_by: None,
         parked: None,
         usage_total: None,
         check_counts: None,

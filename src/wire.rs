@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::{AgentId, SubtaskId, TaskId};
 use crate::records::{
-    CheckCounts, CheckResult, FinalReport, RecoveryEvent, Reverted, RevertedBy, SubtaskStatus,
-    TaskError, TaskRecord, TaskStatus, TaskUsage, TokenUsage,
+    CheckCounts, CheckResult, Evidence, FinalReport, RecoveryEvent, Reverted, RevertedBy,
+    SubtaskStatus, TaskError, TaskRecord, TaskStatus, TaskUsage, TokenUsage,
 };
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -47,6 +47,9 @@ pub struct TaskSummary {
     /// (addition) Why the task's work was never run by its checks, when it was not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unchecked: Option<String>,
+    /// (addition) A completed task's: what ran its code when its checks last passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_by: Option<Evidence>,
     /// (addition) Why an unfinished task is not running (it waits for the ACP session
     /// it belongs to).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,6 +93,7 @@ impl TaskSummary {
                 .collect(),
             recovery: task.recovery.clone(),
             unchecked: task.unchecked.clone(),
+            checked_by: task.checked_by,
             parked: task.parked.clone(),
             usage_total: (task.usage.total.calls > 0).then_some(task.usage.total),
             check_counts: CheckCounts::of(&task.checks),

@@ -538,6 +538,7 @@ mod tests {
             subtasks,
             recovery: None,
             unchecked: None,
+            checked_by: None,
             parked: None,
             usage_total: None,
             check_counts: None,

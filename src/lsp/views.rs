@@ -252,6 +252,7 @@ mod tests {
             }],
             recovery: None,
             unchecked: None,
+            checked_by: None,
             parked: None,
             reverted_by: None,
             usage_total: None,

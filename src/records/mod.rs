@@ -36,8 +36,8 @@ pub use message::{
     Recipient, SignatureRequest, Warning,
 };
 pub use task::{
-    CheckCounts, CheckResult, CheckStatus, FinalReport, KeptFile, OversightTally, Reverted,
-    RevertedBy, Subtask, SubtaskStatus, TaskContext, TaskError, TaskOptions, TaskRecord,
+    CheckCounts, CheckResult, CheckStatus, Evidence, FinalReport, KeptFile, OversightTally,
+    Reverted, RevertedBy, Subtask, SubtaskStatus, TaskContext, TaskError, TaskOptions, TaskRecord,
     TaskStatus,
 };
 pub use usage::{TaskUsage, TokenUsage};

@@ -71,6 +71,24 @@ pub struct TaskOptions {
     pub on_failure: Option<crate::config::OnFailure>,
 }
 
+/// What ran the task's code when its checks last passed, strongest first: how much a
+/// "completed" rests on (`team::acceptance` reads it from the checks). The team's own
+/// test is the weakest: the same model read the task for the code and for the test, and
+/// can misread it the same way in both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Evidence {
+    /// Tests in the project (its own, or ones written for the task), or the person's
+    /// `verify.command`.
+    ProjectTests,
+    /// The examples the task itself gives, and the team's test.
+    TaskExamples,
+    /// Only the acceptance test the team wrote.
+    OwnTestOnly,
+    /// Nothing ran the code (no code, or no test could run).
+    Nothing,
+}
+
 /// What became of a finished task's changes: put back because it failed, or undone by
 /// a person (`crate::undo`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -232,6 +250,9 @@ pub struct TaskRecord {
     /// refused (…)"); `None` when the checks could run it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unchecked: Option<String>,
+    /// A completed task's: what ran its code when its checks last passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_by: Option<Evidence>,
     /// Who the work belongs to (`acp:<session id>`); `None`: anyone's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
@@ -310,6 +331,7 @@ impl TaskRecord {
             rule_findings: BTreeMap::new(),
             usage: TaskUsage::default(),
             unchecked: None,
+            checked_by: None,
             owner: None,
             parked: None,
             reverted: None,

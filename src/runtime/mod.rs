@@ -32,12 +32,12 @@ pub use crate::ids::{AgentId, SubtaskId, TaskId};
 pub use crate::records::{
     AgentConfig, AgentError, AgentMetrics, AgentStatus, ApprovalAnswer, ApprovalChoice,
     ApprovalKind, ApprovalOption, ApprovalRequest, ArbitrationResult, Body, BodyError, Capability,
-    CheckCounts, CheckResult, CheckStatus, Decision, DecisionStatus, FileDiff, FinalReport,
-    Heartbeat, KeptFile, Layer, Message, MessageKind, ModelSettings, Operation, OversightTally,
-    PeerHelpAnswer, PeerHelpRequest, PowerType, Priority, Quorum, Recipient, Reverted, RevertedBy,
-    Signature, SignatureRequest, Signer, Snapshot, Subtask, SubtaskStatus, TaskContext, TaskError,
-    TaskOptions, TaskRecord, TaskStatus, TopPower, Transition, Veto, Vote, Warning,
-    WhiteboardError, WhiteboardId,
+    CheckCounts, CheckResult, CheckStatus, Decision, DecisionStatus, Evidence, FileDiff,
+    FinalReport, Heartbeat, KeptFile, Layer, Message, MessageKind, ModelSettings, Operation,
+    OversightTally, PeerHelpAnswer, PeerHelpRequest, PowerType, Priority, Quorum, Recipient,
+    Reverted, RevertedBy, Signature, SignatureRequest, Signer, Snapshot, Subtask, SubtaskStatus,
+    TaskContext, TaskError, TaskOptions, TaskRecord, TaskStatus, TopPower, Transition, Veto, Vote,
+    Warning, WhiteboardError, WhiteboardId,
 };
 pub use approvals::{ApprovalError, Approvals, Escalation, TimeLimitReached};
 pub use behaviors::CoreBehavior;

@@ -42,7 +42,7 @@ use crate::checks::intent::Intent;
 use crate::config::TeamLayer;
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::quality::{self, TestOutcome, TestStep, Verdict};
-use crate::runtime::{AgentContext, CheckResult, CheckStatus, TaskId};
+use crate::runtime::{AgentContext, CheckResult, CheckStatus, Evidence, TaskId};
 
 /// The check's name, as `getTask` and the boards show it.
 pub const NAME: &str = "acceptance test (written by the team)";
@@ -72,22 +72,6 @@ pub fn why_unverified(result: &CheckResult) -> String {
 /// How a passed run of the runner says the code gave the task's own examples, and how
 /// many (`EXAMPLES_GIVEN` in `acceptance_runner.py`).
 const EXAMPLES_GIVEN: &str = "the task's own examples the code gives:";
-
-/// What ran the task's code when its checks last passed, strongest first: how much a
-/// "completed" rests on. The team's own test is the weakest: the same model read the
-/// task for the code and for the test, and can misread it the same way in both.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Evidence {
-    /// Tests in the project (its own, or ones written for the task), or the person's
-    /// `verify.command`.
-    ProjectTests,
-    /// The examples the task itself gives, and the team's test.
-    TaskExamples,
-    /// Only the acceptance test the team wrote.
-    OwnTestOnly,
-    /// Nothing ran the code (no code, or no test could run).
-    Nothing,
-}
 
 impl Evidence {
     pub fn of(checks: &[CheckResult]) -> Evidence {

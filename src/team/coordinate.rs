@@ -300,6 +300,9 @@ async fn finish(
         } else {
             TaskStatus::Failed
         };
+        // What a completion rests on, for the editors to show beside it.
+        t.checked_by =
+            (t.status == TaskStatus::Completed).then(|| crate::runtime::Evidence::of(&t.checks));
         // Work whose code was never run says so, whatever it ended as.
         t.unchecked = s
             .code_refusal(task_id)
@@ -323,9 +326,7 @@ async fn finish(
                     .map(|why| format!(" {}{}.", why[..1].to_uppercase(), &why[1..]))
                     .unwrap_or_default();
                 // A completion that rests on the team's own test alone says so.
-                let own_test_only = if super::acceptance::Evidence::of(&t.checks)
-                    == super::acceptance::Evidence::OwnTestOnly
-                {
+                let own_test_only = if t.checked_by == Some(crate::runtime::Evidence::OwnTestOnly) {
                     " Only a test the team wrote itself ran the code: review the change."
                 } else {
                     ""

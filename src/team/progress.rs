@@ -621,7 +621,7 @@ fn final_report(task: &TaskRecord, s: &Services) -> String {
     if task.status == TaskStatus::Completed {
         lines.push(format!(
             "- what ran the code: {}",
-            super::acceptance::Evidence::of(&task.checks).describe()
+            crate::runtime::Evidence::of(&task.checks).describe()
         ));
     }
     if let Some(why) = &task.unchecked {

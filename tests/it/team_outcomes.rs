@@ -144,6 +144,15 @@ async fn a_fix_round_is_first_made_by_a_coder_with_its_tools() {
         team.engine.task(&task.to_string())
     );
     assert_eq!(team.read("answer.txt"), "answer = 42\n");
+    // verify.command ran the code: the strongest evidence there is.
+    assert_eq!(
+        team.engine
+            .task(&task.to_string())
+            .unwrap()
+            .summary
+            .checked_by,
+        Some(conclave::runtime::Evidence::ProjectTests)
+    );
     let steps = team
         .store
         .recovery_steps(Some(task.to_string()))

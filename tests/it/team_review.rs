@@ -495,6 +495,11 @@ async fn without_tests_the_team_writes_an_acceptance_test_that_catches_wrong_cod
         "{:?}",
         detail.result
     );
+    // And the editors are told, to show it beside the status.
+    assert_eq!(
+        detail.summary.checked_by,
+        Some(conclave::runtime::Evidence::OwnTestOnly)
+    );
     let mut report = None;
     for _ in 0..200 {
         report = team.engine.task(&task.to_string()).unwrap().final_report;

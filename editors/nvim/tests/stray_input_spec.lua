@@ -147,13 +147,14 @@ describe('stray input and refused starts', function()
     assert.is_nil(lines[2]:find(task.taskId, 1, true), 'the full id does not make the line wrap')
     assert.truthy(lines[2]:find('[completed 100%]', 1, true), lines[2])
     h.wait('the assignee by name', function()
-      local subtask_line = vim.api.nvim_buf_get_lines(tasks_buf, 2, 3, false)[1]
-      return subtask_line:find('[completed] bottom-', 1, true) ~= nil
+      local text = table.concat(vim.api.nvim_buf_get_lines(tasks_buf, 2, -1, false), '\n')
+      return text:find('[completed] bottom-', 1, true) ~= nil
     end)
     -- A subtask done by an agent from before a restart (no longer in the team) keeps the
     -- name the server kept for it, not an id.
     local tasks = require('conclave.tasks')
     local earlier = vim.deepcopy(tasks.tasks[task.taskId].task)
+    earlier.checkedBy = 'projectTests'
     earlier.subtasks[1].assignee = '6f1c2d3e-0000-4000-8000-000000000001'
     earlier.subtasks[1].assigneeName = 'bottom-9-9'
     tasks.on_task_updated(tasks.tasks[task.taskId].client_id, earlier)
@@ -165,6 +166,18 @@ describe('stray input and refused starts', function()
     tasks.on_task_updated(tasks.tasks[task.taskId].client_id, unchecked)
     local why = vim.api.nvim_buf_get_lines(tasks_buf, 2, 3, false)[1]
     assert.truthy(why:find('! not checked: running code was refused', 1, true), why)
+    -- A completion only the team's own test ran is to be reviewed; one the project's
+    -- tests ran is not.
+    local own_test = vim.deepcopy(earlier)
+    own_test.checkedBy = 'ownTestOnly'
+    tasks.on_task_updated(tasks.tasks[task.taskId].client_id, own_test)
+    why = vim.api.nvim_buf_get_lines(tasks_buf, 2, 3, false)[1]
+    assert.truthy(why:find('! review: only a test the team wrote itself ran the code', 1, true), why)
+    local tested = vim.deepcopy(earlier)
+    tested.checkedBy = 'projectTests'
+    tasks.on_task_updated(tasks.tasks[task.taskId].client_id, tested)
+    why = vim.api.nvim_buf_get_lines(tasks_buf, 2, 3, false)[1]
+    assert.is_nil(why:find('review:', 1, true), why)
 
     capture()
     for _, key in ipairs({ 'e', '<CR>', 'c', 'r' }) do

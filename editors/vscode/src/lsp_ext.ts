@@ -77,6 +77,8 @@ export interface TaskSummary {
   recovery: RecoveryEvent | null;
   /** Why the task's work was never run by its checks (addition to the contract). */
   unchecked?: string;
+  /** (addition) A completed task's: what ran its code when its checks last passed. */
+  checkedBy?: CheckedBy;
   /** Why an unfinished task waits: for the ACP session it belongs to (addition). */
   parked?: string;
   /** (addition) The task's tokens and cost so far; absent until its first model call. */
@@ -86,6 +88,9 @@ export interface TaskSummary {
   /** (addition) Its changes were taken back: it failed, or a person undid it. */
   revertedBy?: 'failure' | 'undo';
 }
+
+/** (addition) What a completion rests on, strongest first. */
+export type CheckedBy = 'projectTests' | 'taskExamples' | 'ownTestOnly' | 'nothing';
 
 /** (addition) What taking a task back did; paths are workspace-relative. */
 export interface Reverted {

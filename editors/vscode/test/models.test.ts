@@ -98,6 +98,21 @@ test('a task whose code was never run says "not checked"; a parked one says why 
   assert.match(parked.tooltip, /ACP session s1/);
 });
 
+test('a completion only the team\'s own test ran, or nothing ran, says "review"; a checked one does not', () => {
+  const tasks = new TasksModel();
+  tasks.updateTask({ ...task('completed'), checkedBy: 'ownTestOnly' });
+  tasks.updateTask({ ...task('completed', null, 't2'), checkedBy: 'projectTests' });
+  tasks.updateTask({ ...task('completed', null, 't3'), checkedBy: 'nothing' });
+  const rows = tasks.roots().map((node) => tasks.row(node));
+  const own = rows.find((r) => r.label === 'Task t1')!;
+  assert.equal(own.description, 'completed · review · 100%');
+  assert.match(own.tooltip, /only a test the team wrote itself\. Review the change\./);
+  const tested = rows.find((r) => r.label === 'Task t2')!;
+  assert.equal(tested.description, 'completed · 100%');
+  assert.match(tested.tooltip, /Checked by: tests in the project/);
+  assert.match(rows.find((r) => r.label === 'Task t3')!.description, /review/);
+});
+
 test('a final report written after the task ended: fetched again, first under the task, headed by its writer', async () => {
   const ended = task('completed');
   const reported = { ...ended, updatedAt: '2026-01-01T00:00:01.5Z' };

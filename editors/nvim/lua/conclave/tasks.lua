@@ -80,6 +80,20 @@ end
 
 --- `title` shortened so that a message of it and `rest` fits the command line: a longer
 --- one stops Neovim at a hit-enter prompt.
+--- What a completed task's evidence asks of the person (`checkedBy`), or nil when tests
+--- independent of the team ran its code.
+function M.review_note(task)
+  if task.status ~= 'completed' then
+    return nil
+  end
+  if task.checkedBy == 'ownTestOnly' then
+    return 'review: only a test the team wrote itself ran the code'
+  elseif task.checkedBy == 'nothing' then
+    return 'review: nothing ran the code'
+  end
+  return nil
+end
+
 function M.fit_title(title, rest)
   return M.shorten(title, vim.v.echospace - vim.fn.strdisplaywidth(rest))
 end
@@ -97,8 +111,13 @@ function M.on_task_updated(client_id, task)
     local level = task.status == 'completed' and vim.log.levels.INFO or vim.log.levels.WARN
     local opts = require('conclave.config').options
     if level >= (opts.notify_level or vim.log.levels.INFO) then
-      -- Work nobody could run is said to be unchecked, never just "completed".
+      -- Work nobody could run is said to be unchecked, never just "completed", and work
+      -- only the team's own test ran is to be reviewed.
       local unchecked = type(task.unchecked) == 'string' and (' — ' .. task.unchecked) or ''
+      local review = M.review_note(task)
+      if unchecked == '' and review then
+        unchecked = ' — ' .. review
+      end
       if unchecked ~= '' then
         level = vim.log.levels.WARN
       end
@@ -244,7 +263,11 @@ local function task_lines(client_id, width)
       table.insert(lines, '    ↶ its files were put back as before it when it failed')
       map[#lines] = t.taskId
     end
-    for _, why in ipairs({ t.unchecked, t.parked }) do
+    local unchecked = t.unchecked
+    if type(unchecked) ~= 'string' or unchecked == '' then
+      unchecked = M.review_note(t)
+    end
+    for _, why in ipairs({ unchecked or '', t.parked }) do
       if type(why) == 'string' and why ~= '' then
         table.insert(lines, '    ! ' .. why)
         map[#lines] = t.taskId

@@ -6,6 +6,7 @@
 import type {
   ApprovalRequest,
   CheckCounts,
+  CheckedBy,
   CheckResult,
   FinalReport,
   SubtaskSummary,
@@ -229,8 +230,10 @@ export class TasksModel {
         const { icon, color } = statusIcon(t.status);
         const done = t.subtasks.filter((s) => s.status === 'completed').length;
         const parts = [statusLabel(t.status)];
-        // Work nobody could run says so next to its status, never just "completed".
+        // Work nobody could run says so next to its status, never just "completed", and
+        // so does work only the team's own test ran.
         if (t.unchecked) parts.push('not checked');
+        else if (t.status === 'completed' && weakEvidence(t.checkedBy)) parts.push('review');
         if (t.parked) parts.push('parked');
         if (t.revertedBy) parts.push(revertedLabel(t.revertedBy));
         if (t.subtasks.length > 0) parts.push(`${done}/${t.subtasks.length}`);
@@ -241,6 +244,7 @@ export class TasksModel {
         const tooltip = [`${t.title}`, `Status: ${statusLabel(t.status)}`];
         if (report) tooltip.push(`Final report by ${report.by}: ${reportOutcome(report)}`);
         if (t.unchecked) tooltip.push(t.unchecked);
+        else if (t.status === 'completed' && t.checkedBy) tooltip.push(checkedByLabel(t.checkedBy));
         if (t.parked) tooltip.push(`Parked: ${t.parked}`);
         if (t.revertedBy) tooltip.push(revertedTooltip(t.revertedBy));
         if (progress) tooltip.push(`Progress: ${progress}`);
@@ -416,6 +420,25 @@ function revertedTooltip(by: 'failure' | 'undo'): string {
 /** A finished task whose changes are still in place: it can be undone. */
 export function isUndoable(task: Pick<TaskSummary, 'status' | 'revertedBy'>): boolean {
   return isFinished(task.status) && !task.revertedBy;
+}
+
+/** A completion resting on no test independent of the team: the person should review it. */
+export function weakEvidence(checkedBy: CheckedBy | undefined): boolean {
+  return checkedBy === 'ownTestOnly' || checkedBy === 'nothing';
+}
+
+/** What ran a completed task's code, in a line. */
+export function checkedByLabel(checkedBy: CheckedBy): string {
+  switch (checkedBy) {
+    case 'projectTests':
+      return 'Checked by: tests in the project, or verify.command';
+    case 'taskExamples':
+      return "Checked by: the task's own examples, and a test the team wrote";
+    case 'ownTestOnly':
+      return 'Checked by: only a test the team wrote itself. Review the change.';
+    case 'nothing':
+      return 'Checked by: nothing, no test ran the code. Review the change.';
+  }
 }
 
 export function statusLabel(status: TaskStatus | string): string {
