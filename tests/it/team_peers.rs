@@ -113,6 +113,20 @@ async fn message_of(
         .unwrap_or_else(|_| panic!("no {} about the task", kind.as_str()))
 }
 
+/// Submits "add", and once its coder is at work, "sub", which waits for it: returns both
+/// once the conflict went to the top.
+async fn sub_waiting_for_add(team: &Team) -> (TaskId, TaskId) {
+    let mut events = team.engine.subscribe();
+    let add = team.submit(ADD);
+    message_of(&mut events, MessageKind::TaskAssign, add, |m| {
+        m.payload.get("subtaskId").is_some()
+    })
+    .await;
+    let sub = team.submit(SUB);
+    message_of(&mut events, MessageKind::ConflictReport, sub, |_| true).await;
+    (add, sub)
+}
+
 #[tokio::test(start_paused = true)]
 async fn two_tasks_on_one_file_take_turns_and_both_changes_are_kept() {
     let team = team_with_calc(two_edits_of_calc(5000, 5000)).await;
@@ -213,14 +227,7 @@ async fn two_tasks_on_one_file_take_turns_and_both_changes_are_kept() {
 async fn a_peer_task_that_is_cancelled_lets_the_waiting_subtask_go() {
     // The coder of "add" would think for an hour; "sub"'s would be quick.
     let team = team_with_calc(two_edits_of_calc(3_600_000, 10)).await;
-    let mut events = team.engine.subscribe();
-    let add = team.submit(ADD);
-    message_of(&mut events, MessageKind::TaskAssign, add, |m| {
-        m.payload.get("subtaskId").is_some()
-    })
-    .await;
-    let sub = team.submit(SUB);
-    message_of(&mut events, MessageKind::ConflictReport, sub, |_| true).await;
+    let (add, sub) = sub_waiting_for_add(&team).await;
     let board = team.board_of(&coordinator(&team, sub).await);
     assert!(
         board.contains(&format!(
@@ -375,15 +382,8 @@ async fn a_replaced_mid_s_waiting_subtask_goes_when_the_peer_s_work_ends() {
     // "add"'s coder thinks for a minute; "sub" waits for it, and its mid is replaced
     // while it waits. Its successor hears the end of "add"'s work and lets "sub" go.
     let team = team_with_calc(two_edits_of_calc(60_000, 10)).await;
-    let mut events = team.engine.subscribe();
     let began = tokio::time::Instant::now();
-    let add = team.submit(ADD);
-    message_of(&mut events, MessageKind::TaskAssign, add, |m| {
-        m.payload.get("subtaskId").is_some()
-    })
-    .await;
-    let sub = team.submit(SUB);
-    message_of(&mut events, MessageKind::ConflictReport, sub, |_| true).await;
+    let (add, sub) = sub_waiting_for_add(&team).await;
     let waiting_mid = coordinator(&team, sub).await;
     let old = team
         .engine
