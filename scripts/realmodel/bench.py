@@ -656,14 +656,18 @@ def by_task(rows):
                 cell += f", claimed {claimed}" + (f" (**{false} false**)" if false else "")
             cells.append(cell)
         lines.append(f"| {task} | " + " | ".join(cells) + " |")
+    # Conclave against pi; any other arm of the team (conclave-2models, conclave+reflect)
+    # against the plain team.
     base = [r for r in rows if r["system"] == "conclave"]
     for system in systems:
-        if not system.startswith("pi") or not base:
+        if system == "conclave" or not base:
             continue
-        n, diff, low, high = paired(base, [r for r in rows if r["system"] == system])
+        other = [r for r in rows if r["system"] == system]
+        first, second = ("conclave", system) if system.startswith("pi") else (system, "conclave")
+        n, diff, low, high = paired(base, other) if first == "conclave" else paired(other, base)
         if n:
             lines.append("")
-            lines.append(f"conclave minus {system}, paired over the {n} tasks both ran: "
+            lines.append(f"{first} minus {second}, paired over the {n} tasks both ran: "
                          f"{diff:+.0%} pass@1 (95% interval {low:+.0%} to {high:+.0%}).")
     return "\n".join(lines)
 
