@@ -3,7 +3,9 @@
 //! order of their ids (a `peer_coordination` request, `writing`): a mid that knows of
 //! another task's subtask at work on one of them answers "wait", and the subtask is held
 //! back until that work is over. When the subtask ends, or its task does, its mid tells
-//! its peers (`doneWriting`, `taskEnded`), and each wakes what it held back for it.
+//! its peers (`doneWriting`, `taskEnded`), and each wakes what it held back for it. The
+//! task's checking (its checks and fix rounds) claims the task's files the same way, and
+//! holds them until the task ends.
 //!
 //! Asking in one order for all makes two claims made at the same moment meet first at
 //! the same mid, which grants one and refuses the other: they never both go, and do not
