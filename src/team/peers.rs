@@ -15,13 +15,12 @@
 //! so holds nothing up for good.
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
-use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::Services;
@@ -96,7 +95,7 @@ pub(super) struct Work {
 }
 
 /// The description of the task's checking in a claim.
-const CHECKING: &str = "the task's checks and fix rounds";
+pub(super) const CHECKING: &str = "the task's checks and fix rounds";
 
 impl Work {
     pub(super) fn subtask(position: usize, subtask: &Subtask) -> Work {
@@ -386,83 +385,6 @@ pub(super) async fn claim(
         }
     }
     Claimed::Go(id)
-}
-
-/// Claims the files of the task's checking (its checks and fix rounds, which read and
-/// write the task's files once its subtasks are done) as a subtask claims its own: held
-/// back while another task's work holds one of them, woken by its end, and going ahead
-/// after `recovery.subtaskTimeoutMs` of waiting for one piece of work. The claim is
-/// never released on its own: it lasts until the task ends ([`task_ended`]), since
-/// ending may put the task's files back.
-pub(super) async fn claim_for_checking(
-    ctx: &AgentContext,
-    s: &Arc<Services>,
-    claims: &Claims,
-    task_id: TaskId,
-    files: Vec<String>,
-) {
-    if files.is_empty() {
-        return;
-    }
-    let longest_wait = Duration::from_millis(s.config.recovery.subtask_timeout_ms.max(1));
-    let mut releases = claims.releases();
-    // The work waited for, since when.
-    let mut waited: Option<(Claim, Instant)> = None;
-    loop {
-        releases.borrow_and_update();
-        let Some(task) = s.tasks.get(task_id) else {
-            return;
-        };
-        let overdue = match &waited {
-            Some((holder, since))
-                if !claims.is_released(holder) && since.elapsed() >= longest_wait =>
-            {
-                let _ =
-                    ctx.append_own_board(&goes_ahead(0, &task.title, holder, &files, longest_wait));
-                true
-            }
-            _ => false,
-        };
-        match claim(
-            ctx,
-            s,
-            claims,
-            &task,
-            Work::checking(),
-            files.clone(),
-            overdue,
-        )
-        .await
-        {
-            Claimed::Go(_) => return,
-            Claimed::Wait {
-                holder,
-                files: shared,
-            } => {
-                let since = match waited {
-                    Some((before, since)) if before.writing.claim == holder.writing.claim => since,
-                    _ => {
-                        super::progress::peer_work_conflict(
-                            ctx,
-                            s,
-                            &task,
-                            (0, CHECKING.into()),
-                            &holder,
-                            shared,
-                        )
-                        .await;
-                        Instant::now()
-                    }
-                };
-                let until = since + longest_wait;
-                waited = Some((holder, since));
-                tokio::select! {
-                    _ = releases.changed() => {}
-                    _ = tokio::time::sleep_until(until) => {}
-                }
-            }
-        }
-    }
 }
 
 /// The board line of work at `position` of the task titled `title` that waited the most

@@ -6,12 +6,14 @@
 //! rated under `verify.minConfidence`, and the files put back when the loop ends failing.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::Utc;
+use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::files::{keep_proposed, put_back};
-use super::peers::{Claims, claim_for_checking};
+use super::peers::{Claim, Claimed, Claims, Work};
 use super::{Services, Whose, acceptance, check, first_line, recovery_event};
 use crate::config::TeamLayer;
 use crate::executor::{SubtaskSpec, TargetFile, code_answer};
@@ -491,6 +493,88 @@ async fn try_proposed(
 }
 
 /// Every file the task touched, also those of attempts that failed.
+/// Claims the files of the task's checking (its checks and fix rounds, which read and
+/// write the task's files once its subtasks are done) as a subtask claims its own: held
+/// back while another task's work holds one of them, woken by its end, and going ahead
+/// after `recovery.subtaskTimeoutMs` of waiting for one piece of work. The claim is
+/// never released on its own: it lasts until the task ends (`peers::task_ended`), since
+/// ending may put the task's files back.
+async fn claim_for_checking(
+    ctx: &AgentContext,
+    s: &Arc<Services>,
+    claims: &Claims,
+    task_id: TaskId,
+    files: Vec<String>,
+) {
+    if files.is_empty() {
+        return;
+    }
+    let longest_wait = Duration::from_millis(s.config.recovery.subtask_timeout_ms.max(1));
+    let mut releases = claims.releases();
+    // The work waited for, since when.
+    let mut waited: Option<(Claim, Instant)> = None;
+    loop {
+        releases.borrow_and_update();
+        let Some(task) = s.tasks.get(task_id) else {
+            return;
+        };
+        let overdue = match &waited {
+            Some((holder, since))
+                if !claims.is_released(holder) && since.elapsed() >= longest_wait =>
+            {
+                let _ = ctx.append_own_board(&super::peers::goes_ahead(
+                    0,
+                    &task.title,
+                    holder,
+                    &files,
+                    longest_wait,
+                ));
+                true
+            }
+            _ => false,
+        };
+        match super::peers::claim(
+            ctx,
+            s,
+            claims,
+            &task,
+            Work::checking(),
+            files.clone(),
+            overdue,
+        )
+        .await
+        {
+            Claimed::Go(_) => return,
+            Claimed::Wait {
+                holder,
+                files: shared,
+            } => {
+                let since = match waited {
+                    Some((before, since)) if before.writing.claim == holder.writing.claim => since,
+                    _ => {
+                        super::progress::peer_work_conflict(
+                            ctx,
+                            s,
+                            &task,
+                            (0, super::peers::CHECKING.into()),
+                            &holder,
+                            shared,
+                        )
+                        .await;
+                        Instant::now()
+                    }
+                };
+                let until = since + longest_wait;
+                waited = Some((holder, since));
+                tokio::select! {
+                    _ = releases.changed() => {}
+                    _ = tokio::time::sleep_until(until) => {}
+                }
+            }
+        }
+    }
+}
+
 /// The files the checking may write: the task's, and those the task names.
 fn files_checked(s: &Services, task_id: TaskId) -> Vec<String> {
     let mut files = files_of(s, task_id);
