@@ -4,6 +4,8 @@
 //! of files coders showed and never wrote, a coder's fix with its tools, the files asked
 //! for whole (JSON, or a task file whole in a code block), the person asked about a fix
 //! rated under `verify.minConfidence`, and the files put back when the loop ends failing.
+//! Before the first check, the task's files are claimed from the other mids, as a
+//! subtask's are (`peers`), so no other task writes them while they are checked.
 
 use std::sync::Arc;
 use std::time::Duration;
