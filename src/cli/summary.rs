@@ -5,7 +5,9 @@ use std::fmt::Write;
 
 use conclave::recovery::{FailureKind, RecoveryAction};
 use conclave::runtime::usage::dollars;
-use conclave::runtime::{CheckResult, CheckStatus, DecisionStatus, RevertedBy, SubtaskStatus};
+use conclave::runtime::{
+    CheckResult, CheckStatus, DecisionStatus, Evidence, RevertedBy, SubtaskStatus,
+};
 
 use super::progress::{Style, action_label, clip, plural, subtask_status, task_status};
 use super::session::Finished;
@@ -48,6 +50,11 @@ pub fn render(finished: &mut Finished, style: Style) -> String {
     // Work nobody could run is said to be unchecked, plainly and at the top.
     if let Some(why) = &summary.unchecked {
         let _ = writeln!(out, "  {} {why}", style.yellow("!"));
+    } else if let Some(evidence) = summary.checked_by {
+        // What a completion rests on; one only the team itself checked is to be reviewed.
+        let weak = matches!(evidence, Evidence::OwnTestOnly | Evidence::Nothing);
+        let mark = if weak { style.yellow("!") } else { " ".into() };
+        let _ = writeln!(out, "  {mark} Checked by: {}", evidence.describe());
     }
     let _ = writeln!(
         out,

@@ -79,6 +79,11 @@ fn the_demo_recovers_by_retry_takeover_and_escalation_and_writes_its_files() {
         err.contains("Subtasks: 4 completed, 0 failed (of 4)"),
         "{err}"
     );
+    // The demo's project has tests, which ran the code: nothing to review.
+    assert!(
+        err.contains("    Checked by: tests in the project, or verify.command"),
+        "{err}"
+    );
     assert!(
         err.contains("Recovery rate: 100% (3 of 3 subtasks that hit an error completed anyway)"),
         "{err}"
