@@ -136,6 +136,7 @@ class Proxy:
                 )
                 with proxy.lock:
                     proxy.in_flight += 1
+                began = time.monotonic()
                 # Streamed through as it comes, byte for byte: the agents judge a call by
                 # its silences, so a proxy that held the answer back would stall them.
                 chunks = []
@@ -185,6 +186,8 @@ class Proxy:
                 finally:
                     with proxy.lock:
                         proxy.in_flight -= 1
+                        if chat:
+                            proxy.longest_call = max(proxy.longest_call, time.monotonic() - began)
                 if chat:
                     data = b"".join(chunks)
                     proxy.count(data)
@@ -220,6 +223,9 @@ class Proxy:
     def reset(self, transcript=None):
         with self.lock:
             self.calls = self.faults = self.prompt_tokens = self.completion_tokens = 0
+            # The longest forwarded chat call of the run, in seconds: a model caught in a
+            # loop shows as one call that runs on to its token limit.
+            self.longest_call = 0.0
             self.transcript = transcript
 
     def record(self, body, status, data):
@@ -536,6 +542,7 @@ def main():
                     "faults": sum(p.faults for p in both),
                     "promptTokens": sum(p.prompt_tokens for p in both),
                     "completionTokens": sum(p.completion_tokens for p in both),
+                    "longestCallSeconds": round(max(p.longest_call for p in both), 1),
                     "check": "" if solved else why, "tail": "" if solved else tail,
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "commit": commit, "template": args.template, "seed": args.seed,
