@@ -537,7 +537,9 @@ def main():
                 both = [p for p in (proxy, bottom_proxy) if p]
                 row = {
                     "system": system, "faultRate": rate, "task": task_dir.name, "set": set_of(task_dir),
-                    "solved": solved, "claimed": code == 0, "exit": code,
+                    # Exit 3: completed, but only the team's own test ran the code (to
+                    # review): not a claim that the work is done.
+                    "solved": solved, "claimed": code == 0, "toReview": code == 3, "exit": code,
                     "seconds": round(seconds, 1), "calls": sum(p.calls for p in both),
                     "faults": sum(p.faults for p in both),
                     "promptTokens": sum(p.prompt_tokens for p in both),
@@ -605,14 +607,17 @@ def summary(rows):
             f"{mean:.0%} ({low:.0%}–{high:.0%}) | {false} | "
             f"{total / 60:.0f} min, {total / len(rs):.0f} s | {sum(r['calls'] for r in rs)} | "
             f"{sum(r['promptTokens'] for r in rs)} + {sum(r['completionTokens'] for r in rs)} |")
-    # Conclave's claims by what they rested on (rows that record it).
-    claims = [r for r in rows if r["claimed"] and r.get("ownTestOnly") is not None]
-    if claims:
-        weak = [r for r in claims if r["ownTestOnly"]]
-        strong = [r for r in claims if not r["ownTestOnly"]]
+    # Conclave's completions by what they rested on (rows that record it). Builds before
+    # exit code 3 claimed the weak ones too (exit 0); since, they are "to review".
+    completions = [r for r in rows if (r["claimed"] or r.get("toReview"))
+                   and r.get("ownTestOnly") is not None]
+    if completions:
+        weak = [r for r in completions if r["ownTestOnly"] or r.get("toReview")]
+        strong = [r for r in completions if not (r["ownTestOnly"] or r.get("toReview"))]
         lines.append("")
         lines.append(
-            f"Claims resting only on the team's own test: {len(weak)}, right {sum(r['solved'] for r in weak)}; "
+            f"Completions resting only on the team's own test: {len(weak)}, right {sum(r['solved'] for r in weak)} "
+            f"({sum(1 for r in weak if r['claimed'])} of them claimed, from builds before exit code 3); "
             f"on more (the task's examples, tests in the project): {len(strong)}, right {sum(r['solved'] for r in strong)}.")
     return "\n".join(lines)
 

@@ -4,8 +4,9 @@
 //! workspace's store, progress and the final summary go to stderr, and the task's result
 //! goes to stdout. When anything failed, ERROR_REPORT.md is written into the session
 //! directory. Exit codes: 0 when every subtask completed, 1 when any did not, 2 when the
-//! task could not be run at all (no model configured, unreadable configuration), 130
-//! when interrupted.
+//! task could not be run at all (no model configured, unreadable configuration), 3 when
+//! it completed but only the team's own test ran its code (review it), 130 when
+//! interrupted.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use clap::Args;
 use conclave::config::{Config, OnFailure};
 use conclave::engine::{Engine, EngineError, EngineSetup, OpenedWorkspace, open_workspace};
-use conclave::runtime::{FinalReport, TaskOptions};
+use conclave::runtime::{Evidence, FinalReport, TaskOptions};
 use conclave::store::Store;
 
 use super::approve::ApprovePolicy;
@@ -48,6 +49,10 @@ pub struct RunArgs {
 pub const CANNOT_RUN: u8 = 2;
 /// Exit code after Ctrl-C.
 pub const INTERRUPTED: u8 = 130;
+/// Exit code of a task that completed when nothing but the test the team wrote itself
+/// ran its code: the same model read the task for both, so a script should not take the
+/// work as checked (`TaskSummary.checkedBy = "ownTestOnly"`).
+pub const TO_REVIEW: u8 = 3;
 
 /// `path` as a canonical folder; `None`, said on stderr, when it is not one.
 pub(crate) fn existing_workspace(path: &std::path::Path) -> Option<std::path::PathBuf> {
@@ -220,6 +225,8 @@ pub async fn conclude(
     }
     if finished.interrupted {
         ExitCode::from(INTERRUPTED)
+    } else if ok && finished.detail.summary.checked_by == Some(Evidence::OwnTestOnly) {
+        ExitCode::from(TO_REVIEW)
     } else if ok {
         ExitCode::SUCCESS
     } else {

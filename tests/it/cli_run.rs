@@ -134,6 +134,46 @@ fn a_task_whose_subtasks_all_complete_exits_0_without_an_error_report() {
 }
 
 #[test]
+fn a_completion_only_the_team_s_own_test_checked_exits_3_and_says_to_review_it() {
+    // Code, no tests in the project and no example in the task: the acceptance test the
+    // team wrote is all that ran it. Done, but not checked by anything independent.
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return;
+    }
+    let mut steps = vec![plan(
+        json!([{ "description": "Implement double in calc.py" }]),
+    )];
+    steps.extend(writes(
+        "Implement double in calc.py",
+        "calc.py",
+        "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return 2 * x\n",
+    ));
+    steps.push(json!({ "match": "short Python test script", "text": "```python\nfrom calc import double\nassert double(2) == 4\nassert double(5) == 10\n```" }));
+    let ws = workspace(Value::Array(steps));
+    let output = conclave(
+        ws.path(),
+        &["Implement double in calc.py", "--approve", "auto"],
+    );
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(3), "{err}");
+    assert!(err.contains("completed"), "{err}");
+    assert!(
+        err.contains("! Checked by: only a test the team wrote itself"),
+        "{err}"
+    );
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        out.contains("Only a test the team wrote itself ran the code: review the change."),
+        "{out}"
+    );
+    assert!(error_reports(ws.path()).is_empty(), "{err}");
+}
+
+#[test]
 fn a_subtask_that_keeps_failing_with_approve_deny_exits_1_with_an_error_report() {
     let ws = failing_workspace();
     let output = conclave(ws.path(), &["Write the files", "--approve", "deny"]);
