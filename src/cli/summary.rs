@@ -52,8 +52,11 @@ pub fn render(finished: &mut Finished, style: Style) -> String {
         let _ = writeln!(out, "  {} {why}", style.yellow("!"));
     } else if let Some(evidence) = summary.checked_by {
         // What a completion rests on; one only the team itself checked is to be reviewed.
-        let weak = matches!(evidence, Evidence::OwnTestOnly | Evidence::Nothing);
-        let mark = if weak { style.yellow("!") } else { " ".into() };
+        let mark = if evidence == Evidence::OwnTestOnly {
+            style.yellow("!")
+        } else {
+            " ".into()
+        };
         let _ = writeln!(out, "  {mark} Checked by: {}", evidence.describe());
     }
     let _ = writeln!(

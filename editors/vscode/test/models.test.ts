@@ -98,7 +98,7 @@ test('a task whose code was never run says "not checked"; a parked one says why 
   assert.match(parked.tooltip, /ACP session s1/);
 });
 
-test('a completion only the team\'s own test ran, or nothing ran, says "review"; a checked one does not', () => {
+test('a completion only the team\'s own test ran says "review"; a checked one, or one with no code, does not', () => {
   const tasks = new TasksModel();
   tasks.updateTask({ ...task('completed'), checkedBy: 'ownTestOnly' });
   tasks.updateTask({ ...task('completed', null, 't2'), checkedBy: 'projectTests' });
@@ -110,7 +110,9 @@ test('a completion only the team\'s own test ran, or nothing ran, says "review";
   const tested = rows.find((r) => r.label === 'Task t2')!;
   assert.equal(tested.description, 'completed · 100%');
   assert.match(tested.tooltip, /Checked by: tests in the project/);
-  assert.match(rows.find((r) => r.label === 'Task t3')!.description, /review/);
+  const noCode = rows.find((r) => r.label === 'Task t3')!;
+  assert.equal(noCode.description, 'completed · 100%');
+  assert.match(noCode.tooltip, /Checked by: nothing/);
 });
 
 test('a final report written after the task ended: fetched again, first under the task, headed by its writer', async () => {

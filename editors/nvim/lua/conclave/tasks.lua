@@ -80,16 +80,11 @@ end
 
 --- `title` shortened so that a message of it and `rest` fits the command line: a longer
 --- one stops Neovim at a hit-enter prompt.
---- What a completed task's evidence asks of the person (`checkedBy`), or nil when tests
---- independent of the team ran its code.
+--- What a completed task's evidence asks of the person (`checkedBy`): a review when only
+--- the team's own test ran its code, else nil.
 function M.review_note(task)
-  if task.status ~= 'completed' then
-    return nil
-  end
-  if task.checkedBy == 'ownTestOnly' then
+  if task.status == 'completed' and task.checkedBy == 'ownTestOnly' then
     return 'review: only a test the team wrote itself ran the code'
-  elseif task.checkedBy == 'nothing' then
-    return 'review: nothing ran the code'
   end
   return nil
 end

@@ -233,7 +233,7 @@ export class TasksModel {
         // Work nobody could run says so next to its status, never just "completed", and
         // so does work only the team's own test ran.
         if (t.unchecked) parts.push('not checked');
-        else if (t.status === 'completed' && weakEvidence(t.checkedBy)) parts.push('review');
+        else if (t.status === 'completed' && needsReview(t.checkedBy)) parts.push('review');
         if (t.parked) parts.push('parked');
         if (t.revertedBy) parts.push(revertedLabel(t.revertedBy));
         if (t.subtasks.length > 0) parts.push(`${done}/${t.subtasks.length}`);
@@ -422,9 +422,9 @@ export function isUndoable(task: Pick<TaskSummary, 'status' | 'revertedBy'>): bo
   return isFinished(task.status) && !task.revertedBy;
 }
 
-/** A completion resting on no test independent of the team: the person should review it. */
-export function weakEvidence(checkedBy: CheckedBy | undefined): boolean {
-  return checkedBy === 'ownTestOnly' || checkedBy === 'nothing';
+/** A completion that only the team's own test checked: the person should review it. */
+export function needsReview(checkedBy: CheckedBy | undefined): boolean {
+  return checkedBy === 'ownTestOnly';
 }
 
 /** What ran a completed task's code, in a line. */
@@ -437,7 +437,7 @@ export function checkedByLabel(checkedBy: CheckedBy): string {
     case 'ownTestOnly':
       return 'Checked by: only a test the team wrote itself. Review the change.';
     case 'nothing':
-      return 'Checked by: nothing, no test ran the code. Review the change.';
+      return 'Checked by: nothing, no test ran code (no code, or the checks are off)';
   }
 }
 
