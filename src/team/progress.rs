@@ -621,7 +621,9 @@ fn final_report(task: &TaskRecord, s: &Services) -> String {
     if task.status == TaskStatus::Completed {
         lines.push(format!(
             "- what ran the code: {}",
-            crate::runtime::Evidence::of(&task.checks).describe()
+            task.checked_by
+                .unwrap_or_else(|| crate::runtime::Evidence::of(&task.checks))
+                .describe()
         ));
     }
     if let Some(why) = &task.unchecked {
