@@ -319,6 +319,10 @@ pub struct TeamConfig {
     /// its reflection) goes to the next attempt, the peer who takes over, and the
     /// subtasks of the same task that work on the same files.
     pub share_knowledge: bool,
+    /// The prompt after a failure says what to do next for its kind (a missing file, a
+    /// syntax error, a failing test, ...: `recovery::strategy`); off, it says only to try
+    /// another way. A refusal is told it is final either way.
+    pub error_strategies: bool,
 }
 
 impl Default for TeamConfig {
@@ -331,6 +335,7 @@ impl Default for TeamConfig {
             vote_weights: Vec::new(),
             reflect: false,
             share_knowledge: false,
+            error_strategies: true,
         }
     }
 }

@@ -316,10 +316,14 @@ onFailure = "keep"
 
 def system_switches(system):
     """`conclave+reflect+shareKnowledge`: the system `conclave` with those `[team]` switches
-    on, as `reflect = true` lines; the arm that measures a switch runs beside the plain
-    system, task by task."""
+    on, as `reflect = true` lines (`+errorStrategies=false` turns one off); the arm that
+    measures a switch runs beside the plain system, task by task."""
     base, *switches = system.split("+")
-    return base, [f"{switch} = true" for switch in switches]
+    lines = []
+    for switch in switches:
+        name, _, value = switch.partition("=")
+        lines.append(f"{name} = {value or 'true'}")
+    return base, lines
 
 
 def run_conclave(binary, workspace, task, port, timeout_s, pi=None, team_options=(), bottom=None):
@@ -668,18 +672,25 @@ def by_task(rows):
                 cell += f", claimed {claimed}" + (f" (**{false} false**)" if false else "")
             cells.append(cell)
         lines.append(f"| {task} | " + " | ".join(cells) + " |")
-    # Conclave against pi; any other arm of the team (conclave-2models, conclave+reflect)
-    # against the plain team.
+    # Conclave against pi, over every build; any other arm of the team (conclave-2models,
+    # conclave+reflect) against the plain team of the same build and seed only, so that
+    # the arm's switch is the one difference.
     base = [r for r in rows if r["system"] == "conclave"]
     for system in systems:
         if system == "conclave" or not base:
             continue
         other = [r for r in rows if r["system"] == system]
-        first, second = ("conclave", system) if system.startswith("pi") else (system, "conclave")
-        n, diff, low, high = paired(base, other) if first == "conclave" else paired(other, base)
+        if system.startswith("pi"):
+            n, diff, low, high = paired(base, other)
+            first, second, within = "conclave", system, ""
+        else:
+            runs = {(r.get("commit"), r.get("seed")) for r in other}
+            same = [r for r in base if (r.get("commit"), r.get("seed")) in runs]
+            n, diff, low, high = paired(other, same)
+            first, second, within = system, "conclave", " of the same build and seed"
         if n:
             lines.append("")
-            lines.append(f"{first} minus {second}, paired over the {n} tasks both ran: "
+            lines.append(f"{first} minus {second}{within}, paired over the {n} tasks both ran: "
                          f"{diff:+.0%} pass@1 (95% interval {low:+.0%} to {high:+.0%}).")
     return "\n".join(lines)
 

@@ -245,6 +245,9 @@ pub struct BuiltinSettings {
     pub context_window: u32,
     /// `verify.disabled`: the repairs of model output switched off, by id.
     pub disabled: Vec<String>,
+    /// `team.errorStrategies`: a failed tool call is answered with the next step for its
+    /// kind of error.
+    pub error_strategies: bool,
 }
 
 impl Default for BuiltinSettings {
@@ -255,7 +258,8 @@ impl Default for BuiltinSettings {
 
 impl BuiltinSettings {
     /// `executor.maxIterations`, `executor.maxRetriesPerTool`, `recovery.stepTimeoutMs`,
-    /// `llm.maxTokens` (default 4096), `llm.temperature` and `llm.contextWindow`.
+    /// `llm.maxTokens` (default 4096), `llm.temperature`, `llm.contextWindow`,
+    /// `verify.disabled` and `team.errorStrategies`.
     pub fn from_config(config: &Config) -> BuiltinSettings {
         BuiltinSettings {
             max_iterations: config.executor.max_iterations,
@@ -265,6 +269,7 @@ impl BuiltinSettings {
             temperature: config.llm.temperature,
             context_window: config.llm.context_window(),
             disabled: config.verify.disabled.clone(),
+            error_strategies: config.team.error_strategies,
         }
     }
 }
@@ -815,7 +820,8 @@ impl BuiltinExecutor {
                 );
                 format!(
                     "Tool '{tool}' failed: {message}\nRetry attempt {attempt}/{max}. {}",
-                    ErrorCategory::of_tool_error(error.kind()).next_step()
+                    ErrorCategory::of_tool_error(error.kind())
+                        .next_step_if(self.settings.error_strategies)
                 )
             }
             step @ (ToolStep::ChangeCourse | ToolStep::Stuck) => {

@@ -8,6 +8,10 @@
 
 use super::{Failure, FailureKind};
 
+/// The next step told after any failure when `team.errorStrategies` is off.
+pub const GENERIC_NEXT_STEP: &str =
+    "Try again with different parameters or another approach, and avoid that mistake.";
+
 /// What went wrong, in the terms that decide what to try next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorCategory {
@@ -75,6 +79,16 @@ impl ErrorCategory {
                 "The tool call was malformed. Use one of the tools offered, with each required argument, and call it again."
             }
             ErrorCategory::Other => "Try a different approach rather than the same step again.",
+        }
+    }
+
+    /// What the model is told to do next with `team.errorStrategies` set as `by_category`:
+    /// off, every kind gets the same words, except a refusal, which is final either way.
+    pub fn next_step_if(self, by_category: bool) -> &'static str {
+        if by_category || self == ErrorCategory::Refused {
+            self.next_step()
+        } else {
+            GENERIC_NEXT_STEP
         }
     }
 
@@ -235,6 +249,26 @@ mod tests {
         ];
         let steps: std::collections::HashSet<&str> = all.iter().map(|c| c.next_step()).collect();
         assert_eq!(steps.len(), all.len(), "two categories share a step");
+    }
+
+    #[test]
+    fn without_strategies_every_failure_is_told_the_same_but_a_refusal_stays_final() {
+        for category in [
+            ErrorCategory::MissingFile,
+            ErrorCategory::SyntaxError,
+            ErrorCategory::FailingTest,
+            ErrorCategory::NoChange,
+            ErrorCategory::Other,
+        ] {
+            assert_eq!(category.next_step_if(false), GENERIC_NEXT_STEP);
+            assert_eq!(category.next_step_if(true), category.next_step());
+        }
+        assert_ne!(ErrorCategory::Other.next_step(), GENERIC_NEXT_STEP);
+        assert!(
+            ErrorCategory::Refused
+                .next_step_if(false)
+                .contains("Do not try it again")
+        );
     }
 
     #[test]

@@ -1344,7 +1344,7 @@ fn context_for(
             "An earlier attempt at this subtask failed ({}):\n{}\n{how} {}\n",
             failure.kind,
             crate::tools::truncate_text(&failure.message, EARLIER_FAILURE_MAX_CHARS),
-            ErrorCategory::of_failure(failure).next_step()
+            ErrorCategory::of_failure(failure).next_step_if(s.config.team.error_strategies)
         ));
     }
     if let Some(shared) = shared {

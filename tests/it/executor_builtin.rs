@@ -137,6 +137,7 @@ fn settings() -> BuiltinSettings {
         temperature: None,
         context_window: 8192,
         disabled: Vec::new(),
+        error_strategies: true,
     }
 }
 
@@ -270,6 +271,37 @@ async fn an_approach_that_keeps_failing_is_told_to_change_course() {
     assert_eq!(outcome.recoveries, 0);
     assert_eq!(executor.metrics().alternatives_suggested, 1);
     assert_eq!(executor.metrics().recovery_rate(), Some(0.0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_error_strategies_off_a_failed_call_is_told_only_to_try_another_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new(vec![
+        call("file_read", json!({ "path": "missing.txt" })),
+        finish("Gave up on reading."),
+    ]);
+    let off = BuiltinSettings {
+        error_strategies: false,
+        ..settings()
+    };
+    let executor = executor(dir.path(), model.clone(), off);
+    let (result, _) = execute(&executor, &spec("Read missing.txt")).await;
+    result.unwrap();
+
+    let results = model.tool_results();
+    assert!(
+        results[0].0.contains("Retry attempt 1/2"),
+        "{}",
+        results[0].0
+    );
+    assert!(
+        results[0]
+            .0
+            .contains(conclave::recovery::strategy::GENERIC_NEXT_STEP)
+            && !results[0].0.contains("List the directory"),
+        "{}",
+        results[0].0
+    );
 }
 
 #[tokio::test(start_paused = true)]

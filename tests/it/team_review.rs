@@ -396,6 +396,38 @@ async fn a_syntax_error_goes_back_to_the_agent_and_a_stub_fails_the_subtask() {
     team.engine.shutdown().await;
 }
 
+#[tokio::test(start_paused = true)]
+async fn with_error_strategies_off_the_fix_turn_is_told_only_to_try_another_way() {
+    if !python_available() {
+        return;
+    }
+    let generic = conclave::recovery::strategy::GENERIC_NEXT_STEP;
+    let mut config = model_review(1);
+    config.team.error_strategies = false;
+    let team = start(
+        json!([
+            plan_step(&["Plan this task"], &["Write calc.py with add(a, b)"]),
+            { "match": ["fails this check", generic], "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def add(a, b):\n    return a + b\n" } } ] },
+            { "match": "Write calc.py", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def add(a, b):\n    return a + b\n```\n" } } ] },
+            { "match": "calc.py", "text": "Wrote calc.py.", "times": 2 }
+        ]),
+        config,
+    )
+    .await;
+    let task = team.submit("Write calc.py with add(a, b)");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed, "{summary:?}");
+    assert_eq!(team.read("calc.py"), "def add(a, b):\n    return a + b\n");
+    // The fix turn's step matched only on the generic words: told to try again, not
+    // what to do about a syntax error.
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}
+
 /// Whether python3 runs here; without it a test says SKIPPED, and under CI (whose
 /// machines have it) fails.
 fn python_available() -> bool {

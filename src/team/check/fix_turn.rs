@@ -99,7 +99,7 @@ pub async fn after_subtask(
                 "{}\n\nYou wrote the code, but it fails this check:\n{}\n\n{} Fix the files with your tools so the check passes.",
                 spec.description,
                 failure.unwrap_or_default(),
-                ErrorCategory::of_check(&failed_kind).next_step()
+                ErrorCategory::of_check(&failed_kind).next_step_if(s.config.team.error_strategies)
             ),
             context: crate::team::files::with_files_now(
                 &spec.context,
