@@ -592,8 +592,8 @@ def interval(rows, resamples=2000, seed=7):
 
 
 def summary(rows):
-    lines = ["| system | faults | solved | pass@1 (95% interval over tasks) | false completions | time (total, mean) | model calls | tokens (prompt + completion) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| system | faults | solved | pass@1 (95% interval over tasks) | claims right | false completions | time (total, mean) | model calls | tokens (prompt + completion) | per solved task: calls, tokens |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     # Held-out runs are summed apart from dev ones (rows from before the split are dev).
     keys = sorted({(r["system"], r["faultRate"], r.get("set", "dev")) for r in rows},
                   key=lambda k: (k[2] != "dev", k[1], k[0]))
@@ -604,13 +604,20 @@ def summary(rows):
         solved = sum(r["solved"] for r in rs)
         # pi exits 0 on any normal end: its exit code is no claim to count.
         false = "—" if system.startswith("pi") else sum(r["claimed"] and not r["solved"] for r in rs)
+        claims = sum(r["claimed"] for r in rs)
+        right = "—" if system.startswith("pi") else f"{claims - false} of {claims}"
         total = sum(r["seconds"] for r in rs)
         mean, low, high = interval(rs)
+        calls = sum(r["calls"] for r in rs)
+        prompt = sum(r["promptTokens"] for r in rs)
+        completion = sum(r["completionTokens"] for r in rs)
+        # What the whole pass spent, failed runs included, for each task it solved.
+        per_solved = f"{calls / solved:.0f}, {(prompt + completion) / solved:,.0f}" if solved else "—"
         lines.append(
             f"| {label} | {int(rate * 100)}% | {solved} of {len(rs)} | "
-            f"{mean:.0%} ({low:.0%}–{high:.0%}) | {false} | "
-            f"{total / 60:.0f} min, {total / len(rs):.0f} s | {sum(r['calls'] for r in rs)} | "
-            f"{sum(r['promptTokens'] for r in rs)} + {sum(r['completionTokens'] for r in rs)} |")
+            f"{mean:.0%} ({low:.0%}–{high:.0%}) | {right} | {false} | "
+            f"{total / 60:.0f} min, {total / len(rs):.0f} s | {calls} | "
+            f"{prompt} + {completion} | {per_solved} |")
     # Conclave's completions by what they rested on (rows that record it). Builds before
     # exit code 3 claimed the weak ones too (exit 0); since, they are "to review".
     completions = [r for r in rows if (r["claimed"] or r.get("toReview"))
