@@ -102,6 +102,7 @@ fn main() {
             temperature: None,
             context_window: 8192,
             disabled: Vec::new(),
+            error_strategies: true,
         },
     );
     let spec = SubtaskSpec {
