@@ -321,8 +321,7 @@ pub struct TeamConfig {
     pub share_knowledge: bool,
     /// The prompt after a failure says what to do next for its kind (a missing file, a
     /// syntax error, a failing test, ...: `recovery::strategy`); off, it says only to try
-    /// another way. A refusal is told it is final either way. Off by default: on the
-    /// held-out bench the steps did not raise the pass rate (BENCHMARKS.md).
+    /// another way. A refusal is told it is final either way.
     pub error_strategies: bool,
 }
 
@@ -336,7 +335,7 @@ impl Default for TeamConfig {
             vote_weights: Vec::new(),
             reflect: false,
             share_knowledge: false,
-            error_strategies: false,
+            error_strategies: true,
         }
     }
 }

@@ -4,9 +4,7 @@
 //! file, code that does not parse, a failing test, a refusal, a timeout and an attempt
 //! that changed nothing each call for a different next step, and the prompt that follows
 //! a failure says which. The executor uses it after a failed tool call, the subtask's fix
-//! turn after failed checks, and a retry of the subtask after a failed attempt, when
-//! `team.errorStrategies` is on (off by default: the held-out bench has not shown the
-//! table raising the pass rate; a refusal is told it is final either way).
+//! turn after failed checks, and a retry of the subtask after a failed attempt.
 
 use super::{Failure, FailureKind};
 

@@ -308,9 +308,7 @@ async fn a_syntax_error_goes_back_to_the_agent_and_a_stub_fails_the_subtask() {
         return;
     }
     // The agent writes a broken file, is shown the compiler's error with what to do
-    // about a syntax error (`team.errorStrategies`), and fixes it.
-    let mut config = model_review(1);
-    config.team.error_strategies = true;
+    // about a syntax error, and fixes it.
     let team = start(
         json!([
             plan_step(&["Plan this task"], &["Write calc.py with add(a, b)"]),
@@ -318,7 +316,7 @@ async fn a_syntax_error_goes_back_to_the_agent_and_a_stub_fails_the_subtask() {
             { "match": "Write calc.py", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def add(a, b):\n    return a + b\n```\n" } } ] },
             { "match": "calc.py", "text": "Wrote calc.py.", "times": 2 }
         ]),
-        config,
+        model_review(1),
     )
     .await;
     let task = team.submit("Write calc.py with add(a, b)");
