@@ -633,19 +633,30 @@ def summary(rows):
     return "\n".join(lines)
 
 
-def task_rates(rows):
-    """{task: share of its runs solved}."""
+def solved(row):
+    return row["solved"]
+
+
+def delivered(row):
+    """A right completion (claimed, or handed over to review with exit 3): under the
+    default `undo.onFailure = "restore"` a failed task's changes are taken back, so this
+    is the work a user keeps. The bench keeps them to count false alarms."""
+    return row["solved"] and (row["claimed"] or row.get("toReview", False))
+
+
+def task_rates(rows, outcome=solved):
+    """{task: share of its runs with the outcome (solved, by default)}."""
     by_task = {}
     for r in rows:
-        by_task.setdefault(r["task"], []).append(1.0 if r["solved"] else 0.0)
+        by_task.setdefault(r["task"], []).append(1.0 if outcome(r) else 0.0)
     return {task: sum(v) / len(v) for task, v in by_task.items()}
 
 
-def paired(rows_a, rows_b, resamples=2000, seed=7):
+def paired(rows_a, rows_b, resamples=2000, seed=7, outcome=solved):
     """The difference in pass@1 of two agents over the tasks both ran (each task's runs
     averaged first), with a 95% interval from a bootstrap over those tasks: (tasks,
     difference, low, high)."""
-    a, b = task_rates(rows_a), task_rates(rows_b)
+    a, b = task_rates(rows_a, outcome), task_rates(rows_b, outcome)
     both = sorted(set(a) & set(b))
     if not both:
         return 0, 0.0, 0.0, 0.0
@@ -699,6 +710,12 @@ def by_task(rows):
             lines.append("")
             lines.append(f"{first} minus {second}{within}, paired over the {n} tasks both ran: "
                          f"{diff:+.0%} pass@1 (95% interval {low:+.0%} to {high:+.0%}).")
+        if n and within:
+            # Two arms of the team both say "completed": count what the defaults keep.
+            _, kept, kept_low, kept_high = paired(other, same, outcome=delivered)
+            lines.append(f"The same in right completions (what the defaults keep; a failed "
+                         f"task's changes are taken back): {kept:+.0%} "
+                         f"(95% interval {kept_low:+.0%} to {kept_high:+.0%}).")
     return "\n".join(lines)
 
 
