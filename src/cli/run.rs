@@ -16,7 +16,7 @@ use std::sync::Arc;
 use clap::Args;
 use conclave::config::{Config, OnFailure};
 use conclave::engine::{Engine, EngineError, EngineSetup, OpenedWorkspace, open_workspace};
-use conclave::runtime::{Evidence, FinalReport, TaskOptions};
+use conclave::runtime::{FinalReport, TaskOptions};
 use conclave::store::Store;
 
 use super::approve::ApprovePolicy;
@@ -225,7 +225,13 @@ pub async fn conclude(
     }
     if finished.interrupted {
         ExitCode::from(INTERRUPTED)
-    } else if ok && finished.detail.summary.checked_by == Some(Evidence::OwnTestOnly) {
+    } else if ok
+        && finished
+            .detail
+            .summary
+            .checked_by
+            .is_some_and(|e| e.asks_for_review())
+    {
         ExitCode::from(TO_REVIEW)
     } else if ok {
         ExitCode::SUCCESS

@@ -5,9 +5,7 @@ use std::fmt::Write;
 
 use conclave::recovery::{FailureKind, RecoveryAction};
 use conclave::runtime::usage::dollars;
-use conclave::runtime::{
-    CheckResult, CheckStatus, DecisionStatus, Evidence, RevertedBy, SubtaskStatus,
-};
+use conclave::runtime::{CheckResult, CheckStatus, DecisionStatus, RevertedBy, SubtaskStatus};
 
 use super::progress::{Style, action_label, clip, plural, subtask_status, task_status};
 use super::session::Finished;
@@ -52,7 +50,7 @@ pub fn render(finished: &mut Finished, style: Style) -> String {
         let _ = writeln!(out, "  {} {why}", style.yellow("!"));
     } else if let Some(evidence) = summary.checked_by {
         // What a completion rests on; one only the team itself checked is to be reviewed.
-        let mark = if evidence == Evidence::OwnTestOnly {
+        let mark = if evidence.asks_for_review() {
             style.yellow("!")
         } else {
             " ".into()

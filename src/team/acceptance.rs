@@ -88,6 +88,13 @@ impl Evidence {
         }
     }
 
+    /// Whether a completion resting on this asks the person to review it: only the
+    /// team's own test ran the code (a task with no code to run, `Nothing`, does not).
+    /// The result text, the run summary and `conclave run`'s exit code 3 follow it.
+    pub fn asks_for_review(self) -> bool {
+        self == Evidence::OwnTestOnly
+    }
+
     /// In a line, for the final report.
     pub fn describe(self) -> &'static str {
         match self {

@@ -326,7 +326,7 @@ async fn finish(
                     .map(|why| format!(" {}{}.", why[..1].to_uppercase(), &why[1..]))
                     .unwrap_or_default();
                 // A completion that rests on the team's own test alone says so.
-                let own_test_only = if t.checked_by == Some(crate::runtime::Evidence::OwnTestOnly) {
+                let own_test_only = if t.checked_by.is_some_and(|e| e.asks_for_review()) {
                     " Only a test the team wrote itself ran the code: review the change."
                 } else {
                     ""
