@@ -2,6 +2,7 @@
 //! `conclave.toml` pointing the scripted provider at a script, and the exit code, the
 //! files, stderr and ERROR_REPORT.md checked afterwards.
 
+use crate::support::common::python_available;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -138,11 +139,7 @@ fn a_task_whose_subtasks_all_complete_exits_0_without_an_error_report() {
 fn a_completion_only_the_team_s_own_test_checked_exits_3_and_says_to_review_it() {
     // Code, no tests in the project and no example in the task: the acceptance test the
     // team wrote is all that ran it. Done, but not checked by anything independent.
-    if std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
+    if !python_available() {
         return;
     }
     let mut steps = vec![plan(

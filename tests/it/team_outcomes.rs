@@ -1,6 +1,7 @@
 //! What a task ends with: partial results, the verify loop, ERROR_REPORT.md, cancel and
 //! retry, and recovery under steady transient faults.
 
+use crate::support::common::python_available;
 use conclave::engine::{EngineError, SubmitTask};
 use conclave::runtime::{
     ApprovalAnswer, ApprovalChoice, ApprovalKind, RuntimeEvent, SubtaskStatus, TaskOptions,
@@ -180,16 +181,7 @@ async fn a_fix_round_is_first_made_by_a_coder_with_its_tools() {
 async fn a_file_a_coder_showed_in_its_answer_and_did_not_write_is_tried_by_the_checks() {
     // The wrong code written back, then the right code in the answer's code block: the
     // block is the fix.
-    if std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "this test needs a program CI installs"
-        );
-        eprintln!("SKIPPED: a program this test needs is not installed");
+    if !python_available() {
         return;
     }
     let buggy = "def word_count(text):\n    return len(text.split(\" \"))\n";
@@ -241,16 +233,7 @@ async fn a_file_a_coder_showed_in_its_answer_and_did_not_write_is_tried_by_the_c
 async fn a_fix_round_that_rewrites_the_acceptance_test_with_bash_does_not_pass_the_task() {
     // A fix round's coder must not make the team's test pass by rewriting it. The file
     // tools refuse `.conclave/`; `bash` does not, and the task must still not pass.
-    if std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "this test needs a program CI installs"
-        );
-        eprintln!("SKIPPED: a program this test needs is not installed");
+    if !python_available() {
         return;
     }
     let mut config = config();

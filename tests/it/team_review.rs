@@ -2,6 +2,7 @@
 //! that answers them, the person after the second veto, arbitration of a split top
 //! layer, and plans that fit the task (one subtask carrying the task, duplicates merged).
 
+use crate::support::common::python_available;
 use conclave::config::{Config, ReviewMode};
 use conclave::runtime::{
     ApprovalAnswer, ApprovalChoice, ApprovalKind, DecisionStatus, MessageKind, RuntimeEvent,
@@ -295,16 +296,7 @@ async fn a_small_task_stays_whole_and_duplicates_are_merged() {
 
 #[tokio::test(start_paused = true)]
 async fn a_syntax_error_goes_back_to_the_agent_and_a_stub_fails_the_subtask() {
-    if std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "this test needs a program CI installs"
-        );
-        eprintln!("SKIPPED: a program this test needs is not installed");
+    if !python_available() {
         return;
     }
     // The agent writes a broken file, is shown the compiler's error with what to do
@@ -426,23 +418,6 @@ async fn with_error_strategies_off_the_fix_turn_is_told_only_to_try_another_way(
         team.model.unused_steps()
     );
     team.engine.shutdown().await;
-}
-
-/// Whether python3 runs here; without it a test says SKIPPED, and under CI (whose
-/// machines have it) fails.
-fn python_available() -> bool {
-    let found = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok();
-    assert!(
-        found || std::env::var_os("CI").is_none(),
-        "python3 is needed by this test and is not installed"
-    );
-    if !found {
-        eprintln!("SKIPPED: python3 is not installed");
-    }
-    found
 }
 
 #[tokio::test(start_paused = true)]

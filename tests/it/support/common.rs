@@ -1,5 +1,5 @@
-//! Shared helpers for the runtime tests: a runtime over an in-memory store, and a test
-//! agent whose behaviour the test controls.
+//! Shared helpers for the runtime tests: a runtime over an in-memory store, a test agent
+//! whose behaviour the test controls, and whether python3 is here.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,4 +97,21 @@ pub async fn next_event(
             Err(e) => panic!("event stream ended: {e}"),
         }
     }
+}
+
+/// Whether python3 runs here; without it a test says SKIPPED, and under CI (whose
+/// machines have it) fails.
+pub fn python_available() -> bool {
+    let found = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok();
+    assert!(
+        found || std::env::var_os("CI").is_none(),
+        "python3 is needed by this test and is not installed"
+    );
+    if !found {
+        eprintln!("SKIPPED: python3 is not installed");
+    }
+    found
 }
