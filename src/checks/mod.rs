@@ -199,6 +199,11 @@ pub const RULES: &[Rule] = &[
         catches: "a test that raises in its own lines, or uses names neither the task nor the code has (off: counted against the code)",
     },
     Rule {
+        id: "acceptance.missing-input",
+        kind: Kind::Tests,
+        catches: "a failing test that runs the code on a file no one wrote: not in the workspace, not written by the test, not named by the task",
+    },
+    Rule {
         id: "acceptance.long-expected-value",
         kind: Kind::Tests,
         catches: "a first test whose failing assert compares with a long value written out by hand",

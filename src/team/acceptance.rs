@@ -1251,6 +1251,61 @@ mod tests {
     }
 
     #[test]
+    fn a_failing_test_that_runs_the_code_on_a_file_no_one_wrote_is_broken() {
+        if !installed("python3") {
+            return;
+        }
+        // A program and a function that read the file they are given, tested on a
+        // placeholder path that is not there: what they print or raise then says
+        // nothing of how they count.
+        let task = "Write stats.py: count_words(path) returns the number of words in the file at path, and running stats.py PATH prints it.";
+        let right = "import sys\n\n\ndef count_words(path):\n    with open(path) as f:\n        return len(f.read().split())\n\n\nif __name__ == '__main__':\n    print(count_words(sys.argv[1]))\n";
+        let program = "import subprocess, sys\nr = subprocess.run([sys.executable, 'stats.py', 'path/to/your_file.txt'], capture_output=True, text=True)\nassert r.stdout.strip() == '3'\n";
+        let (code, output) = run_on_stats(task, right, "", program);
+        assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+        assert!(
+            output.contains("::rule acceptance.missing-input"),
+            "{output}"
+        );
+        assert!(
+            broken_because(&output).starts_with(
+                "the test runs the code on `path/to/your_file.txt`, which is not there"
+            ),
+            "{output}"
+        );
+        let function = "from stats import count_words\nassert count_words('words.txt') == 3\n";
+        let (code, output) = run_on_stats(task, right, "", function);
+        assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+        assert!(
+            output.contains("`words.txt`, which is not there"),
+            "{output}"
+        );
+        // Switched off, the failure counts against the code.
+        let off = r#"["acceptance.missing-input"]"#;
+        let (code, output) = run_on_stats_with(task, right, "", function, "first", off);
+        assert_eq!(code, Some(1), "{output}");
+        assert!(!output.contains("::rule"), "{output}");
+
+        // A test that writes its input first judges the code: right code passes it,
+        // wrong code fails it, whether the path is written out or held in a name.
+        let writes_it = "from stats import count_words\nwith open('words.txt', 'w') as f:\n    f.write('a b c')\nassert count_words('words.txt') == 3\n";
+        assert_eq!(run_on_stats(task, right, "", writes_it).0, Some(0));
+        let counts_lines = "def count_words(path):\n    with open(path) as f:\n        return len(f.readlines())\n";
+        let (code, output) = run_on_stats(task, counts_lines, "", writes_it);
+        assert_eq!(code, Some(1), "{output}");
+        let written_then_removed = "import os\nfrom stats import count_words\npath = 'words.txt'\nwith open(path, 'w') as f:\n    f.write('a b c')\nassert count_words('words.txt') == 3\nos.remove(path)\n";
+        let (code, output) = run_on_stats(task, counts_lines, "", written_then_removed);
+        assert_eq!(code, Some(1), "{output}");
+        // A file the task names is the task's own word: code that fails on it when it
+        // is missing is the code's failure.
+        let named = "Write stats.py: count_words(path) returns the number of words in the file at path, or 0 when there is no file; count_words('missing.txt') is 0.";
+        let missing = "from stats import count_words\nassert count_words('missing.txt') == 0\n";
+        let (code, output) = run_on_stats(named, right, "", missing);
+        assert_eq!(code, Some(1), "{output}");
+        assert!(output.contains("FileNotFoundError"), "{output}");
+    }
+
+    #[test]
     fn a_passing_test_that_checks_nothing_the_task_names_is_broken() {
         if !installed("python3") {
             return;

@@ -870,6 +870,80 @@ def on_task(run):
             broken("acceptance.off-task", beside)
 
 
+# A file's name as a test writes it: `data.txt`, `input/rates.csv`.
+FILE_NAME = re.compile(r"^[\w.\-/]*\w\.[A-Za-z][A-Za-z0-9]{0,4}$")
+WRITE_MODES = re.compile(r"[wax]")
+
+
+def paths_in(node):
+    """The strings in `node` written like a file's name."""
+    return {
+        n.value for n in ast.walk(node)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and FILE_NAME.match(n.value)
+    }
+
+
+def written_by_the_test(tree):
+    """The paths the test writes itself: `open(path, "w")`, `Path(path).write_text(…)`."""
+    targets = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "open" and node.args:
+            modes = node.args[1:2] + [k.value for k in node.keywords if k.arg == "mode"]
+            if any(isinstance(m, ast.Constant) and isinstance(m.value, str) and WRITE_MODES.search(m.value) for m in modes):
+                targets.append(node.args[0])
+        elif isinstance(func, ast.Attribute) and func.attr in ("write_text", "write_bytes", "touch"):
+            targets.append(func.value)
+    written = set().union(*(paths_in(target) for target in targets))
+    # `path = "data.txt"` … `open(path, "w")`: the name's value is written too.
+    names = {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in node.targets):
+            written |= paths_in(node.value)
+    return written
+
+
+def inputs_not_there(run):
+    """Paths the test hands to the project's code or to a program (`count(\"data.txt\")`,
+    `subprocess.run([..., "data.txt"])`) that no file of the workspace has, the test never
+    writes, and the task does not name: the code was run on nothing."""
+    written = written_by_the_test(run.tree)
+    given = set()
+    for node in ast.walk(run.tree):
+        if not isinstance(node, ast.Call):
+            continue
+        owner, name = None, None
+        if isinstance(node.func, ast.Name):
+            name = node.func.id
+        elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+            owner, name = node.func.value.id, node.func.attr
+        file = source_file(run.namespace, owner, name) if name else None
+        to_project = bool(file) and not file.startswith("<") and under(file, ROOT) and os.path.abspath(file) != TEST
+        if to_project or starts_program(node.func):
+            for arg in node.args + [k.value for k in node.keywords]:
+                given |= paths_in(arg)
+    return sorted(
+        path for path in given - written
+        if not os.path.exists(os.path.join(ROOT, path))
+        and os.path.basename(path) not in TASK_TEXT
+    )
+
+
+def inputs_there(run):
+    """A failing test that ran the code on a file nobody wrote says nothing of the code."""
+    missing = inputs_not_there(run)
+    if missing:
+        broken(
+            "acceptance.missing-input",
+            f"the test runs the code on `{missing[0]}`, which is not there: no file has that "
+            f"name, the test never writes it and the task does not name it. Write the file the "
+            f"test needs first (`with open(\"{missing[0]}\", \"w\") as f: f.write(...)`), then "
+            f"run the code on it",
+        )
+
+
 def agrees_with_the_examples(run):
     """An assert against the task's own example for the same call (which the code gave,
     or `tests.examples` would have failed it) is the test's mistake: ignored, and said."""
@@ -945,6 +1019,7 @@ THE_RUN = [
     Rule("acceptance.test-error", no_errors_of_its_own, always=True),
 ]
 WHEN_ASSERTS_FAILED = [
+    Rule("acceptance.missing-input", inputs_there),
     Rule("acceptance.long-expected-value", long_values_right, first_test=True),
     Rule("acceptance.contradicts-example", agrees_with_the_examples),
     Rule("acceptance.ignored-assert", failed_before_too),
