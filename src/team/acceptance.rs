@@ -1303,6 +1303,12 @@ mod tests {
         let (code, output) = run_on_stats(named, right, "", missing);
         assert_eq!(code, Some(1), "{output}");
         assert!(output.contains("FileNotFoundError"), "{output}");
+        // A domain is not a file: wrong code given one fails.
+        let domains = "Implement tld(name) in stats.py: the last part of a domain name.";
+        let first_part = "def tld(name):\n    return name.split('.')[0]\n";
+        let test = "from stats import tld\nassert tld('example.com') == 'com'\n";
+        let (code, output) = run_on_stats(domains, first_part, "", test);
+        assert_eq!(code, Some(1), "{output}");
     }
 
     #[test]

@@ -870,8 +870,13 @@ def on_task(run):
             broken("acceptance.off-task", beside)
 
 
-# A file's name as a test writes it: `data.txt`, `input/rates.csv`.
-FILE_NAME = re.compile(r"^[\w.\-/]*\w\.[A-Za-z][A-Za-z0-9]{0,4}$")
+# A file's name as a test writes it: `data.txt`, `input/rates.csv`. Only the
+# extensions of text and data files, so that a domain (`example.com`) or a name with a
+# dot (`Mr.Smith`) is not taken for one.
+FILE_NAME = re.compile(
+    r"^[\w.\-/]*\w\.(txt|csv|tsv|json|jsonl|log|md|ini|cfg|conf|toml|yaml|yml|xml|html|dat|data|in|out|sql|db|py|js)$",
+    re.IGNORECASE,
+)
 WRITE_MODES = re.compile(r"[wax]")
 
 
