@@ -474,6 +474,50 @@ async fn fixes_that_do_not_pass_are_rolled_back_to_what_the_team_wrote() {
     team.engine.shutdown().await;
 }
 
+// Real time, as above.
+#[tokio::test]
+async fn a_failed_loop_reports_what_fails_in_the_files_it_leaves_not_in_the_fix_it_undid() {
+    // The test never passes; the one fix round writes Python that does not parse. The
+    // file is put back, and the task reports the failing test the file has, not the
+    // syntax error of a fix that is gone.
+    if !python_available() {
+        return;
+    }
+    let mut config = config();
+    config.undo.on_failure = conclave::config::OnFailure::Keep;
+    config.verify.max_rounds = 1;
+    config.verify.command =
+        Some("echo 'answer.py:1:1: the oracle is never pleased'; exit 1".into());
+    let [w1, w2] = writes("Write answer.py", "answer.py", "answer = 41\n");
+    let team = start(
+        json!([
+            plan(&["Write answer.py"]),
+            w1, w2,
+            { "match": ["fails its checks", "never pleased"], "text": "{\"files\": [{\"path\": \"answer.py\", \"content\": \"answer = = 42\\n\"}], \"confidence\": 90, \"explanation\": \"rewrote it\"}" }
+        ]),
+        config,
+    )
+    .await;
+    let task = team.submit("Record the answer in answer.py");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Failed);
+    assert_eq!(team.read("answer.py"), "answer = 41\n");
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    let message = &detail.errors.last().unwrap().failure.message;
+    assert!(message.contains("never pleased"), "{message}");
+    assert!(!message.contains("SyntaxError"), "{message}");
+    let failing: Vec<&str> = detail
+        .checks
+        .iter()
+        .filter(|c| c.status == conclave::runtime::CheckStatus::Failed)
+        .flat_map(|c| c.rules.iter().map(String::as_str))
+        .collect();
+    assert_eq!(failing, ["tests.command"], "{:?}", detail.checks);
+    // The fix's syntax error was found, and is counted, though it is gone.
+    assert_eq!(detail.rule_findings.get("syntax.python"), Some(&1));
+    team.engine.shutdown().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_low_confidence_fix_is_asked_for_and_not_applied_when_rejected() {
     let mut config = config();

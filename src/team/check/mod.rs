@@ -288,6 +288,15 @@ pub fn record(s: &Services, task_id: TaskId, subtask: Option<SubtaskId>, results
     });
 }
 
+/// Makes `results`, already recorded once, the latest checks again, without counting
+/// their findings twice: for files put back to a state that was checked before.
+pub fn restate(s: &Services, task_id: TaskId, subtask: Option<SubtaskId>, results: &[CheckResult]) {
+    s.tasks.update(task_id, |t| {
+        t.checks.retain(|c| c.subtask_id != subtask);
+        t.checks.extend(results.iter().cloned());
+    });
+}
+
 /// Counts on the task the repairs made to model output (ids of `checks::REPAIRS`), as
 /// `ruleFindings` counts what the rules found.
 pub fn record_repairs<S: AsRef<str>>(s: &Services, task_id: TaskId, repairs: &[S]) {
