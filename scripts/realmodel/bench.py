@@ -8,9 +8,10 @@ see, with and without injected faults. Not run in CI: one pass takes an hour or 
     scripts/realmodel/bench.py [--systems conclave,pi,conclave-pi] [--faults 0,0.3] [--tasks 01,02] \
         [--set dev|heldout|all] [--out results.jsonl] [--timeout 900]
 
---set picks the tasks from split.json: dev (the default: the tasks under tasks/), heldout
-(the frozen held-out split under heldout/: run it only to measure; see heldout/README.md)
-or all. --tasks then keeps those whose folder name (or path under scripts/realmodel)
+--set picks the tasks from split.json: dev (the default: the tasks under tasks/),
+dev-humaneval (the 99 HumanEval problems of 41-163 the held-out draw left, under
+tasks/humaneval/: dev too, to run and mine), heldout (the frozen held-out split under
+heldout/: run it only to measure; see heldout/README.md) or all (dev and heldout). --tasks then keeps those whose folder name (or path under scripts/realmodel)
 starts with one of the prefixes.
 
 Every model call goes through a small proxy in this script: it counts tokens (from the
@@ -420,14 +421,17 @@ def rule_findings(workspace):
 
 def task_dirs(which):
     """The task folders of a set, from split.json: dev is its dev list together with every
-    task under tasks/ (so dev is what it was before the split), heldout its held-out list,
-    all both."""
+    task under tasks/ (so dev is what it was before the split), dev-humaneval the dev
+    HumanEval problems under tasks/humaneval/ (dev_humaneval.py writes them), heldout its
+    held-out list, all dev and heldout."""
     split = json.loads((HERE / "split.json").read_text())
     dev = {HERE / p for p in split["dev"]}
     dev |= {p for p in (HERE / "tasks").iterdir() if (p / "task.txt").is_file()}
     dev = sorted(p for p in dev if (p / "task.txt").is_file())
+    humaneval = HERE / "tasks" / "humaneval"
+    dev_humaneval = sorted(p for p in humaneval.iterdir() if (p / "task.txt").is_file()) if humaneval.is_dir() else []
     heldout = [HERE / p for p in split["heldout"]]
-    return {"dev": dev, "heldout": heldout, "all": dev + heldout}[which]
+    return {"dev": dev, "dev-humaneval": dev_humaneval, "heldout": heldout, "all": dev + heldout}[which]
 
 
 def set_of(task_dir):
@@ -451,8 +455,9 @@ def main():
                              "conclave+reflect+shareKnowledge turns those [team] switches on")
     parser.add_argument("--faults", default="0", help="comma-separated fault rates, e.g. 0,0.3")
     parser.add_argument("--tasks", default="", help="comma-separated task prefixes (default: all)")
-    parser.add_argument("--set", default="dev", choices=["dev", "heldout", "all"],
-                        help="which tasks of split.json: dev (tasks/), heldout or all (default: dev)")
+    parser.add_argument("--set", default="dev", choices=["dev", "dev-humaneval", "heldout", "all"],
+                        help="which tasks of split.json: dev (tasks/), dev-humaneval (the dev HumanEval "
+                             "problems, tasks/humaneval/), heldout or all (dev and heldout; default: dev)")
     parser.add_argument("--upstream", default="http://127.0.0.1:18080")
     parser.add_argument("--bottom-upstream", default="http://127.0.0.1:18081",
                         help="the second model server of the system conclave-2models, whose "

@@ -71,7 +71,13 @@ def draw():
 
 def main(path):
     drawn = draw()
-    wanted = {f"HumanEval/{i}" for i in drawn}
+    problems = read_problems(path, {f"HumanEval/{i}" for i in drawn})
+    names = [write_task(problems[f"HumanEval/{i}"], HERE / "humaneval") for i in drawn]
+    print(json.dumps({"seed": SEED, "drawn": drawn, "tasks": names}, indent=1))
+
+
+def read_problems(path, wanted):
+    """The problems of HumanEval.jsonl.gz whose ids are in `wanted`, by id."""
     problems = {}
     with gzip.open(path, "rt") as f:
         for line in f:
@@ -80,21 +86,23 @@ def main(path):
                 if problem["task_id"] in wanted:
                     problems[problem["task_id"]] = problem
     assert set(problems) == wanted, sorted(wanted - set(problems))
-    names = []
-    for i in drawn:
-        p = problems[f"HumanEval/{i}"]
-        name = f"HE-{i:03d}-{p['entry_point']}"
-        task = HERE / "humaneval" / name
-        (task / "files").mkdir(parents=True, exist_ok=True)
-        (task / "solution").mkdir(parents=True, exist_ok=True)
-        (task / "files" / "solution.py").write_text(p["prompt"])
-        (task / "solution" / "solution.py").write_text(p["prompt"] + p["canonical_solution"])
-        (task / "task.txt").write_text(
-            f"Implement the function {p['entry_point']} in solution.py, as its docstring describes.\n")
-        (task / "check.py").write_text(CHECK % {
-            "task_id": p["task_id"], "entry_point": p["entry_point"], "test": p["test"]})
-        names.append(name)
-    print(json.dumps({"seed": SEED, "drawn": drawn, "tasks": names}, indent=1))
+    return problems
+
+
+def write_task(p, root):
+    """Writes one problem as a benchmark task under `root`; returns its folder's name."""
+    number = int(p["task_id"].split("/")[1])
+    name = f"HE-{number:03d}-{p['entry_point']}"
+    task = root / name
+    (task / "files").mkdir(parents=True, exist_ok=True)
+    (task / "solution").mkdir(parents=True, exist_ok=True)
+    (task / "files" / "solution.py").write_text(p["prompt"])
+    (task / "solution" / "solution.py").write_text(p["prompt"] + p["canonical_solution"])
+    (task / "task.txt").write_text(
+        f"Implement the function {p['entry_point']} in solution.py, as its docstring describes.\n")
+    (task / "check.py").write_text(CHECK % {
+        "task_id": p["task_id"], "entry_point": p["entry_point"], "test": p["test"]})
+    return name
 
 
 if __name__ == "__main__":

@@ -59,9 +59,12 @@ def shape_problems(task_dir):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", default="", help="comma-separated task-name prefixes (default: all held out)")
+    parser.add_argument("--set", default="heldout", choices=["heldout", "dev-humaneval"],
+                        help="the held-out split (the default), or the dev HumanEval problems")
     args = parser.parse_args()
     split = json.loads((REALMODEL / "split.json").read_text())
-    tasks = [REALMODEL / p for p in split["heldout"]]
+    from bench import task_dirs
+    tasks = task_dirs(args.set)
     if args.tasks:
         wanted = args.tasks.split(",")
         tasks = [t for t in tasks if any(t.name.startswith(w) for w in wanted)]
@@ -72,7 +75,7 @@ def main():
         for task_dir in tasks:
             name = str(task_dir.relative_to(REALMODEL))
             problems = shape_problems(task_dir) if task_dir.is_dir() else ["missing"]
-            if str(task_dir.resolve()) in dev:
+            if args.set == "heldout" and str(task_dir.resolve()) in dev:
                 problems.append("also listed as dev")
             before = after = None
             why = ""
@@ -89,7 +92,7 @@ def main():
             print(f"{name:44} {'passed' if before else 'failed' if before is not None else '-':18} "
                   f"{'passed' if after else 'failed' if after is not None else '-':26} "
                   f"{'ok' if ok else 'BAD: ' + '; '.join(problems)}", flush=True)
-    print(f"\n{len(tasks) - bad} of {len(tasks)} held-out tasks behave (fail before, pass with the solution)")
+    print(f"\n{len(tasks) - bad} of {len(tasks)} {args.set} tasks behave (fail before, pass with the solution)")
     return 1 if bad else 0
 
 

