@@ -283,7 +283,7 @@ pub const REPAIRS: &[Repair] = &[
     },
     Repair {
         id: "repair.python-escapes",
-        mends: "Python whose `\\n` line breaks were escaped once too often or too few, or a one-line docstring's period written after its closing quote: written as meant",
+        mends: "Python whose `\\n` line breaks were escaped once too often or too few, a one-line docstring's period written after its closing quote, or a docstring over lines opened and closed with one quote instead of three: written as meant",
     },
     Repair {
         id: "repair.stdlib-imports",

@@ -233,9 +233,75 @@ pub(crate) fn python_file_as_meant(path: &str, text: &str) -> Option<String> {
     if !text.trim_end().contains('\n') {
         return twice_escaped_python(path, text);
     }
-    let breaks = breaks_as_meant(text, true);
-    let text = breaks.as_deref().unwrap_or(text);
-    docstring_periods_inside(text).or(breaks)
+    let mut meant = breaks_as_meant(text, true);
+    for mend in [docstring_periods_inside, one_quote_docstrings] {
+        if let Some(mended) = mend(meant.as_deref().unwrap_or(text)) {
+            meant = Some(mended);
+        }
+    }
+    meant
+}
+
+/// A docstring (the first line after a `def` or `class` header, or of the file) opened
+/// with one quote, run over three or more lines and closed by the same quote at the end
+/// of a later line: only triple quotes may span lines in Python, so as written it is a
+/// syntax error, and it can only mean a triple-quoted docstring. Its quotes are made
+/// triple. (Over two lines, [`breaks_as_meant`] makes its line break `\n`.)
+fn one_quote_docstrings(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let mut changed = false;
+    // The triple quote of a string the line is in, which is text, not code.
+    let mut in_string: Option<&str> = None;
+    // Whether the next line of code is where a docstring goes.
+    let mut docstring_next = true;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if let Some(open) = in_string {
+            if line.matches(open).count() % 2 == 1 {
+                in_string = None;
+            }
+            i += 1;
+            continue;
+        }
+        let body = line.trim();
+        if body.is_empty() || body.starts_with('#') {
+            i += 1;
+            continue;
+        }
+        let at_docstring = std::mem::replace(&mut docstring_next, false);
+        in_string = PYTHON_QUOTES[..2]
+            .iter()
+            .copied()
+            .find(|triple| line.matches(triple).count() % 2 == 1);
+        let header = ["def ", "async def ", "class "]
+            .iter()
+            .any(|start| body.starts_with(start));
+        if header && body.ends_with(':') {
+            docstring_next = true;
+        }
+        let quote = ["\"", "'"]
+            .into_iter()
+            .find(|q| body.starts_with(q) && body.matches(q).count() == 1);
+        let closing = quote.and_then(|q| {
+            let j = (i + 1..lines.len()).find(|&j| lines[j].contains(q))?;
+            let end = lines[j].trim_end();
+            (j >= i + 2 && end.matches(q).count() == 1 && end.ends_with(q)).then_some((q, j))
+        });
+        let (true, Some((quote, j))) = (at_docstring && in_string.is_none(), closing) else {
+            i += 1;
+            continue;
+        };
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let triple = quote.repeat(3);
+        out[i] = format!("{indent}{triple}{}", &line.trim_start()[1..]);
+        let end = lines[j].trim_end();
+        out[j] = format!("{}{triple}", &end[..end.len() - 1]);
+        changed = true;
+        i = j + 1;
+    }
+    changed.then(|| out.join("\n"))
 }
 
 /// What opens a Python string, the triple quotes first.
@@ -843,6 +909,24 @@ mod tests {
         // a docstring's text is text.
         let code =
             "x = \"a\".upper()\n\"a\" + \"b\"\n'a'.join(['b'])\n\"\"\"Doc\n\"quoted\".\n\"\"\"\n";
+        assert_eq!(python_file_as_meant("a.py", code), None);
+    }
+
+    #[test]
+    fn a_docstring_over_lines_in_one_quote_is_given_three() {
+        // Triple quotes written as one, in a function's, a class's and the file's
+        // docstring: each a syntax error as written.
+        let written = "\"Stock levels.\n\nOne line a product.\n\"\n\n\ndef total_value(items):\n    \"The total value of (price, quantity) pairs.\n\n    It counts every item.\n    \"\n    return sum(p * q for p, q in items)\n\n\nclass Shelf:\n    'A shelf.\n\n    Holds items.'\n    pass\n";
+        assert_eq!(
+            python_file_as_meant("inventory.py", written).as_deref(),
+            Some(
+                "\"\"\"Stock levels.\n\nOne line a product.\n\"\"\"\n\n\ndef total_value(items):\n    \"\"\"The total value of (price, quantity) pairs.\n\n    It counts every item.\n    \"\"\"\n    return sum(p * q for p, q in items)\n\n\nclass Shelf:\n    '''A shelf.\n\n    Holds items.'''\n    pass\n"
+            )
+        );
+        // Code as written is left: a one-quote string closed on its line, a string
+        // that is not where a docstring goes, a docstring already triple, and one
+        // whose closing quote does not end its line.
+        let code = "def f(x):\n    \"Doc.\"\n    y = (\n        \"a\n        b\n        c\"\n    )\n\n\ndef g():\n    \"\"\"Doc\n\n    more\n    \"\"\"\n\n\ndef h():\n    \"Doc\n\n    x = \"y\" + z\n";
         assert_eq!(python_file_as_meant("a.py", code), None);
     }
 

@@ -483,6 +483,36 @@ async fn python_escaped_twice_into_one_line_is_written_with_its_line_breaks() {
         std::fs::read_to_string(dir.path().join("textutil.py")).unwrap(),
         "def word_count(text):\n    return len(text.split()) or 0\n"
     );
+    // A docstring whose triple quotes were written as one, in an edit's new text or a
+    // whole file: the file is left parsing, with the quotes made triple.
+    let original = "def total_value(items):\n    \"\"\"The total value of (price, quantity) pairs.\"\"\"\n    return 0\n";
+    let one_quote = "def total_value(items):\n    \"The total value of (price, quantity) pairs.\n\n    Every item counts.\n    \"\n    return sum(p * q for p, q in items)\n";
+    let meant = "def total_value(items):\n    \"\"\"The total value of (price, quantity) pairs.\n\n    Every item counts.\n    \"\"\"\n    return sum(p * q for p, q in items)\n";
+    std::fs::write(dir.path().join("inventory.py"), original).unwrap();
+    let edited = run(
+        &tools,
+        "file_edit",
+        json!({ "path": "inventory.py", "old_text": original, "new_text": one_quote }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(edited.repairs, ["repair.python-escapes"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("inventory.py")).unwrap(),
+        meant
+    );
+    let written = run(
+        &tools,
+        "file_write",
+        json!({ "path": "stock.py", "content": one_quote }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(written.repairs, ["repair.python-escapes"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("stock.py")).unwrap(),
+        meant
+    );
 }
 
 #[tokio::test]
