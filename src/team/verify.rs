@@ -61,7 +61,7 @@ pub async fn run(
     let mut kept_proposed: Option<String> = None;
     // The first failing checks, of the files as the subtasks left them: what a failed
     // loop that puts those files back reports, not the failure of a fix it undid.
-    let mut first_failure: Option<(check::Checks, String)> = None;
+    let mut first_failure: Option<check::Checks> = None;
     let fix_round = |round: u32, what: &str, how: String| {
         s.recovery(recovery_event(
             Whose {
@@ -101,7 +101,7 @@ pub async fn run(
                         .join(", ");
                     last_output = checks.failure_text().unwrap_or_default();
                     if first_failure.is_none() {
-                        first_failure = Some((checks, last_failed.clone()));
+                        first_failure = Some(checks);
                     }
                     Verdict::Failed
                 };
@@ -214,9 +214,8 @@ match &kept_proposed {
                 let restored = restore(ctx, s, &before_fixes).await;
                 // Put back, the files fail as they did before the fixes, and that is
                 // what the task reports.
-                if let (false, Some((first, failed))) = (restored.is_empty(), &first_failure) {
+                if let (false, Some(first)) = (restored.is_empty(), &first_failure) {
                     check::restate(s, task_id, None, &first.results);
-                    last_failed.clone_from(failed);
                     last_output = first.failure_text().unwrap_or_default();
                 }
                 return Err(check_failed(format!(

@@ -283,13 +283,13 @@ pub fn record(s: &Services, task_id: TaskId, subtask: Option<SubtaskId>, results
                 *t.rule_findings.entry(rule.clone()).or_default() += 1;
             }
         }
-        t.checks.retain(|c| c.subtask_id != subtask);
-        t.checks.extend(results.iter().cloned());
     });
+    restate(s, task_id, subtask, results);
 }
 
-/// Makes `results`, already recorded once, the latest checks again, without counting
-/// their findings twice: for files put back to a state that was checked before.
+/// Makes `results` the latest checks (of the subtask, or of the task with `None`),
+/// without counting their findings: [`record`] counts them once, and files put back to
+/// a state checked before are restated.
 pub fn restate(s: &Services, task_id: TaskId, subtask: Option<SubtaskId>, results: &[CheckResult]) {
     s.tasks.update(task_id, |t| {
         t.checks.retain(|c| c.subtask_id != subtask);
