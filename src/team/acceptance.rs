@@ -1280,8 +1280,19 @@ mod tests {
             output.contains("`words.txt`, which is not there"),
             "{output}"
         );
+        // The code failing to open it outside any assert is the same.
+        let outside =
+            "from stats import count_words\nn = count_words('words.txt')\nassert n == 3\n";
+        let (code, output) = run_on_stats(task, right, "", outside);
+        assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+        assert!(
+            output.contains("`words.txt`, which is not there"),
+            "{output}"
+        );
         // Switched off, the failure counts against the code.
         let off = r#"["acceptance.missing-input"]"#;
+        let (code, output) = run_on_stats_with(task, right, "", outside, "first", off);
+        assert_eq!(code, Some(1), "{output}");
         let (code, output) = run_on_stats_with(task, right, "", function, "first", off);
         assert_eq!(code, Some(1), "{output}");
         assert!(!output.contains("::rule"), "{output}");

@@ -830,6 +830,9 @@ def ran(run):
     except BaseException as e:
         traceback.print_exc()
         if raised_in_code(e):
+            path = opened_not_there(run, e)
+            if path and on("acceptance.missing-input"):
+                missing_input(path)
             sys.exit(1)
         if on("acceptance.test-error"):
             say_invented([e])
@@ -929,10 +932,35 @@ def inputs_not_there(run):
         if to_project or starts_program(node.func):
             for arg in node.args + [k.value for k in node.keywords]:
                 given |= paths_in(arg)
+    return not_there(given - written)
+
+
+def not_there(paths):
+    """Of `paths`, those no file of the workspace has and the task does not name."""
     return sorted(
-        path for path in given - written
+        path for path in paths
         if not os.path.exists(os.path.join(ROOT, path))
         and os.path.basename(path) not in TASK_TEXT
+    )
+
+
+def opened_not_there(run, error):
+    """The path of a file the test names and nobody wrote, when the code failed opening it
+    (`FileNotFoundError`), else None."""
+    if not isinstance(error, FileNotFoundError) or not error.filename:
+        return None
+    path = os.path.relpath(os.path.abspath(error.filename), ROOT)
+    named = paths_in(run.tree) - written_by_the_test(run.tree)
+    return path if path in not_there(named) else None
+
+
+def missing_input(path):
+    broken(
+        "acceptance.missing-input",
+        f"the test runs the code on `{path}`, which is not there: no file has that "
+        f"name, the test never writes it and the task does not name it. Write the file the "
+        f"test needs first (`with open(\"{path}\", \"w\") as f: f.write(...)`), then "
+        f"run the code on it",
     )
 
 
@@ -940,13 +968,7 @@ def inputs_there(run):
     """A failing test that ran the code on a file nobody wrote says nothing of the code."""
     missing = inputs_not_there(run)
     if missing:
-        broken(
-            "acceptance.missing-input",
-            f"the test runs the code on `{missing[0]}`, which is not there: no file has that "
-            f"name, the test never writes it and the task does not name it. Write the file the "
-            f"test needs first (`with open(\"{missing[0]}\", \"w\") as f: f.write(...)`), then "
-            f"run the code on it",
-        )
+        missing_input(missing[0])
 
 
 def agrees_with_the_examples(run):
