@@ -11,8 +11,9 @@ see, with and without injected faults. Not run in CI: one pass takes an hour or 
 --set picks the tasks from split.json: dev (the default: the tasks under tasks/),
 dev-humaneval (the 99 HumanEval problems of 41-163 the held-out draw left, under
 tasks/humaneval/: dev too, to run and mine), heldout (the frozen held-out split under
-heldout/: run it only to measure; see heldout/README.md) or all (dev and heldout). --tasks then keeps those whose folder name (or path under scripts/realmodel)
-starts with one of the prefixes.
+heldout/: run it only to measure; see heldout/README.md) or all (dev and heldout).
+--tasks then keeps those whose folder name (or path under scripts/realmodel) starts with
+one of the prefixes.
 
 Every model call goes through a small proxy in this script: it counts tokens (from the
 server's `usage`, or llama.cpp's `timings` when streaming) and, with --faults P, answers

@@ -404,16 +404,19 @@ def parse_test(text):
         raise
 
 
+def call_name(call):
+    """(owner, name) of a call: `f(x)` is (None, "f"), `m.f(x)` is ("m", "f"); None for
+    any other callee."""
+    if isinstance(call.func, ast.Name):
+        return None, call.func.id
+    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+        return call.func.value.id, call.func.attr
+    return None
+
+
 def called(node):
-    """(owner, name) of each call in `node`: `f(x)` is (None, "f"), `m.f(x)` is ("m", "f")."""
-    calls = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.Call):
-            if isinstance(n.func, ast.Name):
-                calls.add((None, n.func.id))
-            elif isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
-                calls.add((n.func.value.id, n.func.attr))
-    return calls
+    """(owner, name) of each call in `node` (see `call_name`)."""
+    return {call_name(n) for n in ast.walk(node) if isinstance(n, ast.Call) and call_name(n)}
 
 
 def source_file(namespace, owner, name):
@@ -429,10 +432,15 @@ def project_calls(node, namespace, directory):
     found = []
     for owner, name in called(node):
         file = source_file(namespace, owner, name)
-        # (`<string>`: the runner's own helpers, run with `python3 -c`.)
-        if file and not file.startswith("<") and under(file, directory) and os.path.abspath(file) != TEST:
+        if defined_under(file, directory):
             found.append((name, file))
     return found
+
+
+def defined_under(file, directory):
+    """Whether code from `file` is the project's, under `directory`: not the test's, not
+    the runner's own helpers (`<string>`, run with `python3 -c`)."""
+    return bool(file) and not file.startswith("<") and under(file, directory) and os.path.abspath(file) != TEST
 
 
 
@@ -922,13 +930,8 @@ def inputs_not_there(run):
     for node in ast.walk(run.tree):
         if not isinstance(node, ast.Call):
             continue
-        owner, name = None, None
-        if isinstance(node.func, ast.Name):
-            name = node.func.id
-        elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
-            owner, name = node.func.value.id, node.func.attr
-        file = source_file(run.namespace, owner, name) if name else None
-        to_project = bool(file) and not file.startswith("<") and under(file, ROOT) and os.path.abspath(file) != TEST
+        name = call_name(node)
+        to_project = bool(name) and defined_under(source_file(run.namespace, *name), ROOT)
         if to_project or starts_program(node.func):
             for arg in node.args + [k.value for k in node.keywords]:
                 given |= paths_in(arg)
