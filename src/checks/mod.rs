@@ -282,6 +282,10 @@ pub const REPAIRS: &[Repair] = &[
         mends: "a file_edit whose old_text is empty or not found and whose new_text is the whole file: the file becomes new_text",
     },
     Repair {
+        id: "repair.edit-same-texts",
+        mends: "a file_edit whose old_text and new_text are the same Python definitions, which the file does not have: they replace the file's definitions of those names",
+    },
+    Repair {
         id: "repair.python-escapes",
         mends: "Python whose `\\n` line breaks were escaped once too often or too few, a one-line docstring's period written after its closing quote, or a docstring over lines opened and closed with one quote instead of three: written as meant",
     },

@@ -10,6 +10,10 @@
 //! 4. approximately: the one run of lines at least 90% alike, character by character,
 //!    once lines are trimmed (a docstring copied with a typo, a line left out).
 //!
+//! An `old_text` the same as `new_text` changes nothing where the file has it. Where it
+//! does not, in Python, the model wrote the version it wants in both: each definition
+//! it holds replaces the file's definition of that name, as with an empty `old_text`.
+//!
 //! With no place found, a `new_text` that is the whole file (it keeps most of the file's
 //! words in order) replaces the file. An empty `old_text` appends `new_text` (in
 //! Python before a closing `if __name__ == "__main__":` block, so the script still runs
@@ -56,6 +60,11 @@ pub(super) enum Miss {
     Ambiguous {
         count: usize,
     },
+    /// `old_text` and `new_text` are the same text; `in_file` says whether the file has
+    /// it (then nothing would change).
+    SameTexts {
+        in_file: bool,
+    },
 }
 
 /// The repairs of an edit (`checks::REPAIRS`): rules 2, 3 and 4, and a `new_text` taken
@@ -64,6 +73,7 @@ pub const REPAIR_EDIT_ESCAPES: &str = "repair.edit-escapes";
 pub const REPAIR_EDIT_LOOSE: &str = "repair.edit-loose-match";
 pub const REPAIR_EDIT_APPROXIMATE: &str = "repair.edit-approximate-match";
 pub const REPAIR_EDIT_WHOLE_FILE: &str = "repair.edit-whole-file";
+pub const REPAIR_EDIT_SAME_TEXTS: &str = "repair.edit-same-texts";
 
 /// `file_name` is the path shown to the model; a `.py` name makes an append go before
 /// the script's main block.
@@ -88,6 +98,9 @@ pub(super) fn apply_with(
             if old.is_empty() { "empty" } else { "not found" }
         ),
     };
+    if old == new {
+        return same_texts(text, new, file_name, on);
+    }
     let whole_file_on = on(REPAIR_EDIT_WHOLE_FILE);
     if old.is_empty() {
         // The whole file as new_text means "this is the file", not "add a second copy".
@@ -109,6 +122,62 @@ pub(super) fn apply_with(
     Err(Miss::NotFound {
         nearest: nearest(text, old, file_name),
     })
+}
+
+/// An edit whose `old_text` and `new_text` are the same. Where the file has the text,
+/// nothing would change. Where it does not, and the text is Python definitions of names
+/// the file defines, the model wrote the version it wants in both fields (it cannot have
+/// meant to replace text with itself): those definitions are replaced. A first line
+/// written without its `def` (`name(args):`, copied from after the file's `def `) gets
+/// the file's.
+fn same_texts(
+    text: &str,
+    new: &str,
+    file_name: &str,
+    on: &dyn Fn(&str) -> bool,
+) -> Result<(Applied, Option<&'static str>), Miss> {
+    let in_file = !new.trim().is_empty() && text.contains(new.trim());
+    if in_file || !on(REPAIR_EDIT_SAME_TEXTS) || !file_name.ends_with(".py") {
+        return Err(Miss::SameTexts { in_file });
+    }
+    let with_header = with_files_def(text, new);
+    let new = with_header.as_deref().unwrap_or(new);
+    match redefine(text, new, file_name) {
+        Some(Applied { edited, detail }) => Ok((
+            Applied {
+                edited,
+                detail: detail.replacen(
+                    "old_text was empty",
+                    "old_text and new_text were the same, and the file does not have that text",
+                    1,
+                ),
+            },
+            Some(REPAIR_EDIT_SAME_TEXTS),
+        )),
+        None => Err(Miss::SameTexts { in_file }),
+    }
+}
+
+/// `new` with the `def ` (or `async def `) of the file's definition of the name its
+/// first line starts with, when that line is a header written without it.
+fn with_files_def(text: &str, new: &str) -> Option<String> {
+    let body = new.trim_start_matches(['\n', '\r']);
+    let first = body.lines().next()?;
+    let name: String = first
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    let header = first.trim_end();
+    if name.is_empty() || !first[name.len()..].starts_with('(') || !header.ends_with(':') {
+        return None;
+    }
+    let keyword = text.lines().find_map(|line| {
+        let keyword = &line[..line.find(&format!("{name}("))?];
+        (defined_name(line, Language::Python).as_deref() == Some(name.as_str())
+            && !keyword.starts_with([' ', '\t']))
+        .then_some(keyword)
+    })?;
+    Some(format!("{keyword}{body}"))
 }
 
 /// Rules 1 to 4: the one place `old` names, if there is one, and the repair that found it.
@@ -1077,6 +1146,43 @@ mod tests {
             "def is_palindrome(t):\n    return True\n\nprint(1)\n",
         );
         assert!(mixed.detail.contains("inserted"), "{}", mixed.detail);
+    }
+
+    #[test]
+    fn the_same_text_as_old_and_new_text_replaces_the_definition_it_holds() {
+        let file = "import math\n\n\ndef area(r):\n    \"\"\"The area of a circle of radius r.\"\"\"\n\n\ndef rim(r):\n    return 2 * math.pi * r\n";
+        let done_area = "def area(r):\n    \"\"\"The area of a circle of radius r.\"\"\"\n    return math.pi * r * r\n";
+        let want = "import math\n\n\ndef area(r):\n    \"\"\"The area of a circle of radius r.\"\"\"\n    return math.pi * r * r\n\n\ndef rim(r):\n    return 2 * math.pi * r\n";
+        let on = |_: &str| true;
+        let (done, repair) = apply_with(file, done_area, done_area, "circle.py", &on).unwrap();
+        assert_eq!(done.edited, want);
+        assert_eq!(repair, Some(REPAIR_EDIT_SAME_TEXTS));
+        assert!(
+            done.detail.contains("were the same, and the file does not have that text")
+                && done.detail.contains("`area`"),
+            "{}",
+            done.detail
+        );
+        // Copied from after the file's `def `: the header gets it back.
+        let no_def = done_area.strip_prefix("def ").unwrap();
+        let (done, _) = apply_with(file, no_def, no_def, "circle.py", &on).unwrap();
+        assert_eq!(done.edited, want);
+
+        // What it must leave alone: text the file has (nothing would change), text that
+        // defines nothing the file defines, a definition beside other code, another
+        // language, and the repair switched off.
+        let same = |text: &str, name: &str| apply_with(file, text, text, name, &on).unwrap_err();
+        assert_eq!(same("def rim(r):", "circle.py"), Miss::SameTexts { in_file: true });
+        let not_file = Miss::SameTexts { in_file: false };
+        assert_eq!(same("def volume(r):\n    return r\n", "circle.py"), not_file);
+        assert_eq!(same("print(area(2))\n", "circle.py"), not_file);
+        assert_eq!(same(&format!("{done_area}\nprint(area(2))\n"), "circle.py"), not_file);
+        assert_eq!(same(done_area, "circle.txt"), not_file);
+        let off = |id: &str| id != REPAIR_EDIT_SAME_TEXTS;
+        assert_eq!(
+            apply_with(file, done_area, done_area, "circle.py", &off).unwrap_err(),
+            not_file
+        );
     }
 
     #[test]

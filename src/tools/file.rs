@@ -643,11 +643,6 @@ impl FileEdit {
             repairs.push(REPAIR_PYTHON_ESCAPES);
         }
         let new_text = decoded.as_deref().unwrap_or(new_text);
-        if old_text == new_text {
-            return Err(ToolError::invalid(
-                "`old_text` and `new_text` are identical; nothing would change",
-            ));
-        }
         let (relative, text) = load_text(
             &self.sandbox,
             path,
@@ -686,6 +681,16 @@ impl FileEdit {
                 path: relative,
                 count,
             }),
+            Err(edit_match::Miss::SameTexts { in_file: true }) => Err(ToolError::invalid(
+                "`old_text` and `new_text` are identical; nothing would change",
+            )),
+            Err(edit_match::Miss::SameTexts { in_file: false }) => {
+                Err(ToolError::invalid(format!(
+                    "`old_text` and `new_text` are identical, and {} does not have that text: \
+`old_text` is the text to replace, copied from the file as it is now; `new_text` is what replaces it",
+                    relative.display()
+                )))
+            }
         }
     }
 }

@@ -515,6 +515,62 @@ async fn python_escaped_twice_into_one_line_is_written_with_its_line_breaks() {
     );
 }
 
+/// A model that writes the function it wants as both `old_text` and `new_text` (the
+/// file's stub with a body) gets that function, docstring and all; the same text the
+/// file already has changes nothing, and other text is refused with what each field is.
+#[tokio::test]
+async fn file_edit_with_the_same_old_and_new_text_writes_the_definition_it_holds() {
+    let stub = "def median(values):\n    \"\"\"The middle value of a sorted copy of values.\n\n    >>> median([3, 1, 2])\n    2\n    \"\"\"\n";
+    let done = "def median(values):\n    \"\"\"The middle value of a sorted copy of values.\n\n    >>> median([3, 1, 2])\n    2\n    \"\"\"\n    ordered = sorted(values)\n    return ordered[len(ordered) // 2]\n";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("stats.py"), stub).unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "alpha\n").unwrap();
+    let tools = registry(dir.path(), ToolSettings::default());
+
+    let edited = run(
+        &tools,
+        "file_edit",
+        json!({ "path": "stats.py", "old_text": done, "new_text": done }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(edited.repairs, ["repair.edit-same-texts"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("stats.py")).unwrap(),
+        done
+    );
+
+    let unchanged = run(
+        &tools,
+        "file_edit",
+        json!({ "path": "stats.py", "old_text": "return ordered[len(ordered) // 2]",
+                "new_text": "return ordered[len(ordered) // 2]" }),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        unchanged.to_string().contains("nothing would change"),
+        "{unchanged}"
+    );
+    let other = run(
+        &tools,
+        "file_edit",
+        json!({ "path": "notes.txt", "old_text": "beta", "new_text": "beta" }),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        other
+            .to_string()
+            .contains("notes.txt does not have that text: `old_text` is the text to replace"),
+        "{other}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "alpha\n"
+    );
+}
+
 #[tokio::test]
 async fn each_repair_of_a_file_change_is_named_and_can_be_switched_off() {
     let greet = "def main():\n    name = \"Ada\"\n    print(f\"Hello, {name}!\")\n\n\nmain()\n";
