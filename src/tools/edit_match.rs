@@ -1158,7 +1158,8 @@ mod tests {
         assert_eq!(done.edited, want);
         assert_eq!(repair, Some(REPAIR_EDIT_SAME_TEXTS));
         assert!(
-            done.detail.contains("were the same, and the file does not have that text")
+            done.detail
+                .contains("were the same, and the file does not have that text")
                 && done.detail.contains("`area`"),
             "{}",
             done.detail
@@ -1172,11 +1173,20 @@ mod tests {
         // defines nothing the file defines, a definition beside other code, another
         // language, and the repair switched off.
         let same = |text: &str, name: &str| apply_with(file, text, text, name, &on).unwrap_err();
-        assert_eq!(same("def rim(r):", "circle.py"), Miss::SameTexts { in_file: true });
+        assert_eq!(
+            same("def rim(r):", "circle.py"),
+            Miss::SameTexts { in_file: true }
+        );
         let not_file = Miss::SameTexts { in_file: false };
-        assert_eq!(same("def volume(r):\n    return r\n", "circle.py"), not_file);
+        assert_eq!(
+            same("def volume(r):\n    return r\n", "circle.py"),
+            not_file
+        );
         assert_eq!(same("print(area(2))\n", "circle.py"), not_file);
-        assert_eq!(same(&format!("{done_area}\nprint(area(2))\n"), "circle.py"), not_file);
+        assert_eq!(
+            same(&format!("{done_area}\nprint(area(2))\n"), "circle.py"),
+            not_file
+        );
         assert_eq!(same(done_area, "circle.txt"), not_file);
         let off = |id: &str| id != REPAIR_EDIT_SAME_TEXTS;
         assert_eq!(
