@@ -7,7 +7,8 @@
 //! Removal is read from the sentence, not from a word anywhere: "remove" counts when what
 //! it removes is code — a file path, a `--flag`, a name in backticks, a `name(`, a name
 //! the task's files define, or a word that says so ("the function", "the import") —
-//! and not when it is data ("remove every word shorter than three letters").
+//! and not when it is data ("remove every word shorter than three letters"). Removing
+//! docstrings or comments counts too, when its own phrase names them.
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
@@ -288,7 +289,7 @@ impl Intent {
     /// names (as they were when it began).
     pub fn read(task: &str, defined: &dyn Fn(&str) -> bool) -> Intent {
         let renames = renames(task);
-        let removes = removes_code(task, defined) || !renames.is_empty();
+        let removes = removes_code(task, defined) || removes_docs(task) || !renames.is_empty();
         let lower = task.to_ascii_lowercase();
         Intent {
             names: if removes {
@@ -350,6 +351,34 @@ fn removes_code(task: &str, defined: &dyn Fn(&str) -> bool) -> bool {
         }
     }
     false
+}
+
+/// Words that name a program's documentation.
+const DOC_NOUNS: &[&str] = &["docstring", "docstrings", "comment", "comments"];
+
+/// Whether `task` takes documentation away: a removing word whose own phrase (up to
+/// its first comma or the sentence's end) names docstrings or comments, as in "remove
+/// the docstrings", and not "it removes repeated items, as its docstring says".
+fn removes_docs(task: &str) -> bool {
+    let words: Vec<&str> = task.split_whitespace().collect();
+    words.iter().enumerate().any(|(i, word)| {
+        let bare = |w: &str| {
+            w.trim_matches(|c: char| !c.is_ascii_alphanumeric())
+                .to_ascii_lowercase()
+        };
+        if !REMOVING.contains(&bare(word).as_str()) || word.ends_with([',', '.', ';', ':']) {
+            return false;
+        }
+        for next in words.iter().skip(i + 1).take(6) {
+            if DOC_NOUNS.contains(&bare(next).as_str()) {
+                return true;
+            }
+            if next.ends_with([',', '.', ';', ':', '!', '?']) {
+                break;
+            }
+        }
+        false
+    })
 }
 
 /// Up to eight words after byte `at`, to the end of the sentence.
@@ -520,6 +549,8 @@ mod tests {
             "Delete utils.py and move its one function into app.py.",
             "Drop the unused import from report.py.",
             "Get rid of `legacy_total` in stats.py.",
+            "Remove the docstrings; the README documents the module.",
+            "Delete the comments that repeat the code.",
         ] {
             let intent = read(task);
             assert!(intent.removes, "{task}");
@@ -530,6 +561,7 @@ mod tests {
             "From a list of words, remove every word shorter than three letters. Implement keep_long(words) in words.py.",
             "Write strip_vowels(text) in text.py: it removes every vowel from the text.",
             "Implement shift(xs, k) in rotate.py, which moves every item k places to the right.",
+            "Implement dedupe(xs) in lists.py: it removes repeated items, as its docstring says.",
         ] {
             let intent = read(task);
             assert!(!intent.removes, "{task}");

@@ -290,6 +290,10 @@ pub const REPAIRS: &[Repair] = &[
         mends: "Python whose `\\n` line breaks were escaped once too often or too few, a one-line docstring's period written after its closing quote, or a docstring over lines opened and closed with one quote instead of three: written as meant",
     },
     Repair {
+        id: "repair.python-docstrings",
+        mends: "a Python function or class whose docstring, there when the task began, a rewrite dropped (or turned into comments), when the task takes no code away: the docstring is put back as it was",
+    },
+    Repair {
         id: "repair.stdlib-imports",
         mends: "Python that uses a standard-library module it does not import: the import is added",
     },

@@ -905,3 +905,50 @@ async fn repairs_of_the_model_s_output_are_counted_on_the_task_by_id() {
     );
     team.engine.shutdown().await;
 }
+
+// Real time: the checks run python3.
+#[tokio::test]
+async fn a_docstring_a_coder_dropped_is_put_back_unless_the_task_removes_it() {
+    if !python_available() {
+        return;
+    }
+    let stub =
+        "def median(values):\n    \"\"\"The middle value of a sorted copy of values.\"\"\"\n";
+    let body = "def median(values):\n    ordered = sorted(values)\n    return ordered[len(ordered) // 2]\n";
+    let run = |task: &'static str| async move {
+        let mut config = config();
+        config.verify.command = Some("true".into());
+        let [w1, w2] = writes("stats.py", "stats.py", body);
+        let team = start(json!([plan(&[task]), w1, w2]), config).await;
+        std::fs::write(team.workspace.path().join("stats.py"), stub).unwrap();
+        let id = team.submit(task);
+        let summary = team.engine.wait_for(id).await.unwrap();
+        assert_eq!(summary.status, TaskStatus::Completed);
+        let detail = team.engine.task(&id.to_string()).unwrap();
+        let repaired = detail
+            .rule_findings
+            .get("repair.python-docstrings")
+            .copied();
+        let board = team.mid_board();
+        let file = team.read("stats.py");
+        team.engine.shutdown().await;
+        (file, repaired, board)
+    };
+
+    let (file, repaired, board) = run("Implement median in stats.py").await;
+    assert_eq!(
+        file,
+        "def median(values):\n    \"\"\"The middle value of a sorted copy of values.\"\"\"\n    ordered = sorted(values)\n    return ordered[len(ordered) // 2]\n"
+    );
+    assert_eq!(repaired, Some(1));
+    assert!(
+        board
+            .contains("stats.py: the docstring(s) of `median` were dropped by a rewrite: put back"),
+        "{board}"
+    );
+
+    // A task that takes the docstring away gets what it asked for.
+    let (file, repaired, _) = run("Remove the docstring of median in stats.py").await;
+    assert_eq!(file, body);
+    assert_eq!(repaired, None);
+}

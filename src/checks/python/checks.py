@@ -10,6 +10,10 @@ stable names of docs/checks.md, and a rule named in the disabled list is not run
 
     checks.py stubs DISABLED_JSON PATH...
     checks.py contracts DISABLED_JSON PAIRS_JSON TASK (whole|subtask) (removes|keeps)
+    checks.py docstrings DISABLED_JSON PAIRS_JSON
+
+`docstrings` is a repair, not a rule: for each file that lost docstrings it had, one JSON
+line `{"path": PATH, "content": TEXT, "names": [NAME...]}`, the text with them put back.
 
 PAIRS_JSON is a list of [path, original text or null]: the files checked and what they held
 when the task began.
@@ -289,10 +293,110 @@ def contracts(pairs, task, whole_task, removes, disabled):
     return found
 
 
+# ---- a repair: docstrings a rewrite dropped --------------------------------------------
+
+
+def documented(tree):
+    """{qualified name: node} of the functions and classes of `tree` with a docstring."""
+    found = {}
+
+    def visit(body, prefix):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + node.name
+                found[name] = node
+                visit(node.body, name + ".")
+
+    visit(tree.body, "")
+    return found
+
+
+def docstring_node(node):
+    first = node.body[0] if node.body else None
+    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)):
+        return first
+    return None
+
+
+def put_back_docstrings(source, original):
+    """`source` with the docstrings `original` had and `source` lost put back, as they
+    were, first in their function or class: (new source, the names), or None. A leading
+    block of comments saying the same lines (a docstring turned into comments) goes."""
+    try:
+        tree, old_tree = ast.parse(source), ast.parse(original)
+    except SyntaxError:
+        return None
+    before, now = documented(old_tree), documented(tree)
+    lines = source.splitlines(keepends=True)
+    old_lines = original.splitlines(keepends=True)
+    inserts = []
+    for name, node in now.items():
+        old = before.get(name)
+        if old is None or docstring_node(node) is not None or docstring_node(old) is None:
+            continue
+        first = node.body[0]
+        # A body on the header's line (`def f(): return 1`) has no line to put it on.
+        if first.lineno <= node.lineno:
+            continue
+        doc = docstring_node(old)
+        text = "".join(old_lines[doc.lineno - 1:doc.end_lineno])[doc.col_offset:]
+        if not text.endswith("\n"):
+            text += "\n"
+        shift = first.col_offset - doc.col_offset
+
+        def reindent(line):
+            if not line.strip() or shift == 0:
+                return line
+            if shift > 0:
+                return " " * shift + line
+            return line[min(-shift, len(line) - len(line.lstrip(" "))):]
+
+        doc_lines = text.splitlines(keepends=True)
+        shifted = [" " * first.col_offset + doc_lines[0]] + [reindent(l) for l in doc_lines[1:]]
+        # The comment lines just above the body that repeat the docstring's lines.
+        said = {l.strip() for l in ast.get_docstring(old, clean=True).splitlines() if l.strip()}
+        start = first.lineno - 1
+        while start > node.lineno and lines[start - 1].strip().startswith("#"):
+            if lines[start - 1].strip().lstrip("#").strip() not in said:
+                break
+            start -= 1
+        inserts.append((start, first.lineno - 1, shifted, name))
+    if not inserts:
+        return None
+    for start, end, shifted, _ in sorted(inserts, reverse=True):
+        lines[start:end] = shifted
+    mended = "".join(lines)
+    try:
+        ast.parse(mended)
+    except SyntaxError:
+        return None
+    return mended, sorted(name for *_, name in inserts)
+
+
+def docstrings(pairs):
+    """For each (path, original) whose file lost docstrings: its text with them back."""
+    found = []
+    for path, original in pairs:
+        if original is None:
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                source = f.read()
+        except OSError:
+            continue
+        mended = put_back_docstrings(source, original)
+        if mended:
+            found.append({"path": path, "content": mended[0], "names": mended[1]})
+    return found
+
+
 def main(argv):
     command, disabled = argv[1], set(json.loads(argv[2]))
     if command == "stubs":
         found = [] if "python.stub" in disabled else stubs(argv[3:])
+    elif command == "docstrings":
+        found = [] if "repair.python-docstrings" in disabled else docstrings(json.loads(argv[3]))
     elif command == "contracts":
         pairs = json.loads(argv[3])
         task = argv[4] if len(argv) > 4 else ""

@@ -222,6 +222,101 @@ class Imports(unittest.TestCase):
         ), [])
 
 
+class Docstrings(unittest.TestCase):
+    """`repair.python-docstrings`: a rewrite that drops a function's or a class's
+    docstring gets it back as it was; one turned into comments loses the comments."""
+
+    BEFORE = '''
+        def median(values):
+            """The middle value.
+
+            >>> median([3, 1, 2])
+            2
+            """
+
+
+        class Stack:
+            """Last in, first out."""
+
+            def push(self, item):
+                """Put item on top."""
+                self.items.append(item)
+        '''
+
+    def put_back(self, now):
+        with Workspace({"m.py": now}):
+            return checks.docstrings([["m.py", textwrap.dedent(self.BEFORE)]])
+
+    def test_docstrings_a_rewrite_dropped_are_put_back_where_they_were(self):
+        found = self.put_back('''
+            def median(values):
+                ordered = sorted(values)
+                return ordered[len(ordered) // 2]
+
+
+            class Stack:
+                def push(self, item):
+                        self.items.append(item)
+            ''')
+        self.assertEqual([f["names"] for f in found], [["Stack", "Stack.push", "median"]])
+        self.assertEqual(found[0]["content"], textwrap.dedent('''
+            def median(values):
+                """The middle value.
+
+                >>> median([3, 1, 2])
+                2
+                """
+                ordered = sorted(values)
+                return ordered[len(ordered) // 2]
+
+
+            class Stack:
+                """Last in, first out."""
+                def push(self, item):
+                        """Put item on top."""
+                        self.items.append(item)
+            '''))
+
+    def test_a_docstring_turned_into_comments_is_a_docstring_again(self):
+        found = self.put_back('''
+            def median(values):
+                # Kept by the coder.
+                # The middle value.
+                # >>> median([3, 1, 2])
+                # 2
+                return sorted(values)[len(values) // 2]
+
+
+            class Stack:
+                """Last in, first out."""
+
+                def push(self, item):
+                    """Put item on top."""
+                    self.items.append(item)
+            ''')
+        self.assertEqual([f["names"] for f in found], [["median"]])
+        self.assertIn('    # Kept by the coder.\n    """The middle value.\n', found[0]["content"])
+        self.assertNotIn("# The middle value.", found[0]["content"])
+
+    def test_docstrings_kept_changed_or_never_there_are_left_alone(self):
+        # Kept, reworded, a definition new to the file, a file that does not parse.
+        self.assertEqual(self.put_back(self.BEFORE), [])
+        self.assertEqual(self.put_back('''
+            def median(values):
+                """The middle value of a sorted copy."""
+                return sorted(values)[len(values) // 2]
+
+
+            def mode(values):
+                return max(values, key=values.count)
+            '''), [])
+        self.assertEqual(self.put_back("def median(values):\n    return (\n"), [])
+        # A body on the header's line has no line to put a docstring on.
+        self.assertEqual(self.put_back("def median(values): return 0\n"), [])
+        with Workspace({"new.py": "def f():\n    return 1\n"}):
+            self.assertEqual(checks.docstrings([["new.py", None]]), [])
+
+
 class Disabled(unittest.TestCase):
     def test_a_disabled_rule_does_not_run(self):
         files = {"m.py": "def total(xs) -> int:\n    print(sum(xs))\n"}

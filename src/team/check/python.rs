@@ -98,6 +98,61 @@ impl Check for Contracts {
     }
 }
 
+/// A Python file with the docstrings a rewrite dropped put back
+/// (`repair.python-docstrings`).
+#[derive(Debug, serde::Deserialize)]
+pub struct KeptDocstrings {
+    pub path: String,
+    pub content: String,
+    /// The functions and classes whose docstring came back.
+    pub names: Vec<String>,
+}
+
+/// The task's Python files that lost docstrings they had when the task began, with those
+/// docstrings back (`repair.python-docstrings`): a person's documentation stays unless
+/// the task takes code away. Nothing when the repair is off or the program cannot run.
+pub async fn kept_docstrings(bench: &Bench, files: &[String]) -> Vec<KeptDocstrings> {
+    const REPAIR: &str = "repair.python-docstrings";
+    if bench.disabled.iter().any(|d| d == REPAIR) || bench.intent().removes {
+        return Vec::new();
+    }
+    let pairs: Vec<(&String, &String)> = with_ext(files, &["py"])
+        .iter()
+        .filter_map(|file| {
+            bench
+                .originals
+                .files
+                .iter()
+                .find(|(path, _)| path == file)
+                .map(|(path, content)| (path, content))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return Vec::new();
+    }
+    let args: Vec<String> = [
+        "-I",
+        "-c",
+        crate::checks::PYTHON_CHECKS.as_str(),
+        "docstrings",
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain([
+        disabled_json(bench),
+        serde_json::to_string(&pairs).unwrap_or_else(|_| "[]".into()),
+    ])
+    .collect();
+    match bench.run("python3", &args, Runs::Reads).await {
+        Ok(ran) if ran.success => ran
+            .output
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 fn disabled_json(bench: &Bench) -> String {
     serde_json::to_string(&bench.disabled).unwrap_or_else(|_| "[]".into())
 }
