@@ -681,9 +681,11 @@ impl FileEdit {
                 path: relative,
                 count,
             }),
-            Err(edit_match::Miss::SameTexts { in_file: true }) => Err(ToolError::invalid(
-                "`old_text` and `new_text` are identical; nothing would change",
-            )),
+            Err(edit_match::Miss::SameTexts { in_file: true }) => Err(ToolError::invalid(format!(
+                "`old_text` and `new_text` are identical; nothing would change: {} already has \
+that text. `new_text` is the text as it should be after your change",
+                relative.display()
+            ))),
             Err(edit_match::Miss::SameTexts { in_file: false }) => {
                 Err(ToolError::invalid(format!(
                     "`old_text` and `new_text` are identical, and {} does not have that text: \

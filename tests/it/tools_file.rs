@@ -549,7 +549,9 @@ async fn file_edit_with_the_same_old_and_new_text_writes_the_definition_it_holds
     .await
     .unwrap_err();
     assert!(
-        unchanged.to_string().contains("nothing would change"),
+        unchanged
+            .to_string()
+            .contains("nothing would change: stats.py already has that text"),
         "{unchanged}"
     );
     let other = run(
