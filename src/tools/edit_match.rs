@@ -108,7 +108,7 @@ pub(super) fn apply_with(
             return Ok((whole_file(), Some(REPAIR_EDIT_WHOLE_FILE)));
         }
         let python = file_name.ends_with(".py");
-        if python && let Some(applied) = redefine(text, new, file_name) {
+        if python && let Some(applied) = redefine(text, new, file_name, "old_text was empty") {
             return Ok((applied, None));
         }
         return Ok((append(text, new, python), None));
@@ -142,20 +142,10 @@ fn same_texts(
     }
     let with_header = with_files_def(text, new);
     let new = with_header.as_deref().unwrap_or(new);
-    match redefine(text, new, file_name) {
-        Some(Applied { edited, detail }) => Ok((
-            Applied {
-                edited,
-                detail: detail.replacen(
-                    "old_text was empty",
-                    "old_text and new_text were the same, and the file does not have that text",
-                    1,
-                ),
-            },
-            Some(REPAIR_EDIT_SAME_TEXTS),
-        )),
-        None => Err(Miss::SameTexts { in_file }),
-    }
+    let why = "old_text and new_text were the same, and the file does not have that text";
+    redefine(text, new, file_name, why)
+        .map(|applied| (applied, Some(REPAIR_EDIT_SAME_TEXTS)))
+        .ok_or(Miss::SameTexts { in_file })
 }
 
 /// `new` with the `def ` (or `async def `) of the file's definition of the name its
@@ -786,7 +776,7 @@ fn python_definitions(text: &str) -> (Vec<Definition>, Vec<(usize, &str)>) {
 /// with the file's imports. Appended after a stub of the same name, a new definition
 /// would leave the stub as the file's first one.
 /// `None` when `new_text` is not only definitions and imports, or redefines nothing.
-fn redefine(text: &str, new: &str, file_name: &str) -> Option<Applied> {
+fn redefine(text: &str, new: &str, file_name: &str, why: &str) -> Option<Applied> {
     let (new_definitions, new_others) = python_definitions(new);
     let imports = |l: &str| l.starts_with("import ") || l.starts_with("from ");
     if !new_others.iter().all(|(_, l)| imports(l)) {
@@ -811,7 +801,7 @@ fn redefine(text: &str, new: &str, file_name: &str) -> Option<Applied> {
         edited.replace_range(definition.start..definition.end, with);
     }
     let mut detail = format!(
-        "old_text was empty, and new_text defines {}, which {file_name} already defines: replaced {}",
+        "{why}, and new_text defines {}, which {file_name} already defines: replaced {}",
         names.join(", "),
         if names.len() == 1 {
             "that definition"

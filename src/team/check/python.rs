@@ -62,15 +62,7 @@ impl Check for Contracts {
         }
         let pairs: Vec<(&String, Option<&String>)> = files
             .iter()
-            .map(|file| {
-                let original = bench
-                    .originals
-                    .files
-                    .iter()
-                    .find(|(path, _)| path == file)
-                    .map(|(_, content)| content);
-                (file, original)
-            })
+            .map(|file| (file, original(bench, file)))
             .collect();
         let args = vec![
             "contracts".to_string(),
@@ -116,16 +108,10 @@ pub async fn kept_docstrings(bench: &Bench, files: &[String]) -> Vec<KeptDocstri
     if bench.disabled.iter().any(|d| d == REPAIR) || bench.intent().removes {
         return Vec::new();
     }
-    let pairs: Vec<(&String, &String)> = with_ext(files, &["py"])
+    let python = with_ext(files, &["py"]);
+    let pairs: Vec<(&String, &String)> = python
         .iter()
-        .filter_map(|file| {
-            bench
-                .originals
-                .files
-                .iter()
-                .find(|(path, _)| path == file)
-                .map(|(path, content)| (path, content))
-        })
+        .filter_map(|file| Some((file, original(bench, file)?)))
         .collect();
     if pairs.is_empty() {
         return Vec::new();
@@ -151,6 +137,16 @@ pub async fn kept_docstrings(bench: &Bench, files: &[String]) -> Vec<KeptDocstri
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// What `file` held when the task began, if it was there.
+fn original<'a>(bench: &'a Bench, file: &str) -> Option<&'a String> {
+    bench
+        .originals
+        .files
+        .iter()
+        .find(|(path, _)| path == file)
+        .map(|(_, content)| content)
 }
 
 fn disabled_json(bench: &Bench) -> String {
