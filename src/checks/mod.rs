@@ -286,6 +286,10 @@ pub const REPAIRS: &[Repair] = &[
         mends: "a file_edit whose old_text and new_text are the same Python definitions, which the file does not have: they replace the file's definitions of those names",
     },
     Repair {
+        id: "repair.edit-already-made",
+        mends: "a file_edit whose old_text is not in the file and whose new_text (20 characters or more) already is, exactly or ignoring indentation: the edit was made before, so the file is left as it is and the call is not an error",
+    },
+    Repair {
         id: "repair.python-escapes",
         mends: "Python whose `\\n` line breaks were escaped once too often or too few, a one-line docstring's period written after its closing quote, or a docstring over lines opened and closed with one quote instead of three: written as meant",
     },
@@ -396,6 +400,8 @@ mod tests {
             crate::tools::edit_match::REPAIR_EDIT_LOOSE,
             crate::tools::edit_match::REPAIR_EDIT_APPROXIMATE,
             crate::tools::edit_match::REPAIR_EDIT_WHOLE_FILE,
+            crate::tools::edit_match::REPAIR_EDIT_SAME_TEXTS,
+            crate::tools::edit_match::REPAIR_EDIT_ALREADY_MADE,
             crate::tools::file::REPAIR_PYTHON_ESCAPES,
             crate::tools::file::REPAIR_STDLIB_IMPORTS,
             crate::model::structured::REPAIR_JSON,

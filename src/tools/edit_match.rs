@@ -10,11 +10,14 @@
 //! 4. approximately: the one run of lines at least 90% alike, character by character,
 //!    once lines are trimmed (a docstring copied with a typo, a line left out).
 //!
-//! An `old_text` the same as `new_text` changes nothing where the file has it. Where it
-//! does not, in Python, the model wrote the version it wants in both: each definition
-//! it holds replaces the file's definition of that name, as with an empty `old_text`.
+//! An `old_text` the same as `new_text` changes nothing where the file has it (the file
+//! is left as it is, which is not an error). Where it does not, in Python, the model
+//! wrote the version it wants in both: each definition it holds replaces the file's
+//! definition of that name, as with an empty `old_text`.
 //!
-//! With no place found, a `new_text` that is the whole file (it keeps most of the file's
+//! With no place found, a `new_text` the file already has was made before (a model
+//! repeating an edit that worked): the file is left as it is. Else a `new_text` that is
+//! the whole file (it keeps most of the file's
 //! words in order) replaces the file. An empty `old_text` appends `new_text` (in
 //! Python before a closing `if __name__ == "__main__":` block, so the script still runs
 //! it last), except that Python definitions the file already has are replaced. Otherwise the miss carries the text to copy from: the whole file when it is
@@ -60,11 +63,8 @@ pub(super) enum Miss {
     Ambiguous {
         count: usize,
     },
-    /// `old_text` and `new_text` are the same text; `in_file` says whether the file has
-    /// it (then nothing would change).
-    SameTexts {
-        in_file: bool,
-    },
+    /// `old_text` and `new_text` are the same text, which the file does not have.
+    SameTexts,
 }
 
 /// The repairs of an edit (`checks::REPAIRS`): rules 2, 3 and 4, and a `new_text` taken
@@ -74,6 +74,10 @@ pub const REPAIR_EDIT_LOOSE: &str = "repair.edit-loose-match";
 pub const REPAIR_EDIT_APPROXIMATE: &str = "repair.edit-approximate-match";
 pub const REPAIR_EDIT_WHOLE_FILE: &str = "repair.edit-whole-file";
 pub const REPAIR_EDIT_SAME_TEXTS: &str = "repair.edit-same-texts";
+pub const REPAIR_EDIT_ALREADY_MADE: &str = "repair.edit-already-made";
+/// A `new_text` shorter than this (non-blank characters) is not taken as an edit made
+/// before: a short text may be in the file for other reasons.
+const ALREADY_MADE_MIN_CHARS: usize = 20;
 
 /// `file_name` is the path shown to the model; a `.py` name makes an append go before
 /// the script's main block.
@@ -116,6 +120,19 @@ pub(super) fn apply_with(
     if let Some(found) = find_place(text, old, new, on)? {
         return Ok(found);
     }
+    if on(REPAIR_EDIT_ALREADY_MADE) && already_made(text, new) {
+        let detail = format!(
+            "old_text is not in {file_name}, and new_text already is: this edit was made \
+before. Edit what is still to change, or reply without a tool call when the work is done"
+        );
+        return Ok((
+            Applied {
+                edited: text.to_string(),
+                detail,
+            },
+            Some(REPAIR_EDIT_ALREADY_MADE),
+        ));
+    }
     if whole_file_on && is_whole_file(text, new) {
         return Ok((whole_file(), Some(REPAIR_EDIT_WHOLE_FILE)));
     }
@@ -125,7 +142,8 @@ pub(super) fn apply_with(
 }
 
 /// An edit whose `old_text` and `new_text` are the same. Where the file has the text,
-/// nothing would change. Where it does not, and the text is Python definitions of names
+/// the file stays as it is, and the model is told so; an error would send it retrying a
+/// call that did what it asks. Where it does not, and the text is Python definitions of names
 /// the file defines, the model wrote the version it wants in both fields (it cannot have
 /// meant to replace text with itself): those definitions are replaced. A first line
 /// written without its `def` (`name(args):`, copied from after the file's `def `) gets
@@ -136,16 +154,39 @@ fn same_texts(
     file_name: &str,
     on: &dyn Fn(&str) -> bool,
 ) -> Result<(Applied, Option<&'static str>), Miss> {
-    let in_file = !new.trim().is_empty() && text.contains(new.trim());
-    if in_file || !on(REPAIR_EDIT_SAME_TEXTS) || !file_name.ends_with(".py") {
-        return Err(Miss::SameTexts { in_file });
+    if !new.trim().is_empty() && text.contains(new.trim()) {
+        let detail = format!(
+            "old_text and new_text are the same, and {file_name} already has that text. If a \
+change is still to make, give new_text as the text should be after it"
+        );
+        return Ok((
+            Applied {
+                edited: text.to_string(),
+                detail,
+            },
+            None,
+        ));
+    }
+    if !on(REPAIR_EDIT_SAME_TEXTS) || !file_name.ends_with(".py") {
+        return Err(Miss::SameTexts);
     }
     let with_header = with_files_def(text, new);
     let new = with_header.as_deref().unwrap_or(new);
     let why = "old_text and new_text were the same, and the file does not have that text";
     redefine(text, new, file_name, why)
         .map(|applied| (applied, Some(REPAIR_EDIT_SAME_TEXTS)))
-        .ok_or(Miss::SameTexts { in_file })
+        .ok_or(Miss::SameTexts)
+}
+
+/// Whether the file has `new` (exactly, or line by line ignoring indentation and quote
+/// style) where no place for `old` was found: the edit was made before. A short `new` is
+/// never taken so.
+fn already_made(text: &str, new: &str) -> bool {
+    let new = new.trim();
+    new.chars().filter(|c| !c.is_whitespace()).count() >= ALREADY_MADE_MIN_CHARS
+        && (text.contains(new)
+            || text.contains(&new.replace('\n', "\r\n"))
+            || !loose_matches(text, new).is_empty())
 }
 
 /// `new` with the `def ` (or `async def `) of the file's definition of the name its
@@ -1159,15 +1200,20 @@ mod tests {
         let (done, _) = apply_with(file, no_def, no_def, "circle.py", &on).unwrap();
         assert_eq!(done.edited, want);
 
-        // What it must leave alone: text the file has (nothing would change), text that
-        // defines nothing the file defines, a definition beside other code, another
-        // language, and the repair switched off.
-        let same = |text: &str, name: &str| apply_with(file, text, text, name, &on).unwrap_err();
-        assert_eq!(
-            same("def rim(r):", "circle.py"),
-            Miss::SameTexts { in_file: true }
+        // Text the file has: the file stays as it is, which is not a miss.
+        let (kept, repair) =
+            apply_with(file, "def rim(r):", "def rim(r):", "circle.py", &on).unwrap();
+        assert_eq!((kept.edited.as_str(), repair), (file, None));
+        assert!(
+            kept.detail.contains("circle.py already has that text"),
+            "{}",
+            kept.detail
         );
-        let not_file = Miss::SameTexts { in_file: false };
+
+        // What it must leave alone: text that defines nothing the file defines, a
+        // definition beside other code, another language, and the repair switched off.
+        let same = |text: &str, name: &str| apply_with(file, text, text, name, &on).unwrap_err();
+        let not_file = Miss::SameTexts;
         assert_eq!(
             same("def volume(r):\n    return r\n", "circle.py"),
             not_file
@@ -1182,6 +1228,54 @@ mod tests {
         assert_eq!(
             apply_with(file, done_area, done_area, "circle.py", &off).unwrap_err(),
             not_file
+        );
+    }
+
+    #[test]
+    fn an_edit_made_before_leaves_the_file_as_it_is() {
+        let before = "def total(prices):\n    return sum(prices)\n\n\ndef cheapest(prices):\n    \"\"\"The lowest price, or None for no prices.\"\"\"\n    return min(prices, default=None)\n";
+        let old = "def total(prices):\n    return sum(prices)";
+        let new = "def total(prices, tax=0.0):\n    return sum(prices) * (1 + tax)";
+        let on = |_: &str| true;
+        let (made, repair) = apply_with(before, old, new, "cart.py", &on).unwrap();
+        assert_eq!(repair, None, "the first time it is the edit as written");
+        // The same call again: old_text is gone and new_text is there.
+        let (again, repair) = apply_with(&made.edited, old, new, "cart.py", &on).unwrap();
+        assert_eq!(again.edited, made.edited);
+        assert_eq!(repair, Some(REPAIR_EDIT_ALREADY_MADE));
+        assert!(
+            again.detail.contains("this edit was made before"),
+            "{}",
+            again.detail
+        );
+        // Indented differently, it is still the text the file has.
+        let reindented = new.replace("    ", "  ");
+        let (again, _) = apply_with(&made.edited, old, &reindented, "cart.py", &on).unwrap();
+        assert_eq!(again.edited, made.edited);
+
+        // A short new_text may be in the file for other reasons, and other text the file
+        // lacks, or the repair switched off, stays a miss that shows the file.
+        let short = apply_with(
+            &made.edited,
+            "return 0",
+            "return sum(prices)",
+            "cart.py",
+            &on,
+        );
+        assert!(matches!(short, Err(Miss::NotFound { .. })), "{short:?}");
+        let other = apply_with(
+            &made.edited,
+            old,
+            "def total(items):\n    return len(items)",
+            "cart.py",
+            &on,
+        );
+        assert!(matches!(other, Err(Miss::NotFound { .. })), "{other:?}");
+        let off = |id: &str| id != REPAIR_EDIT_ALREADY_MADE;
+        let switched_off = apply_with(&made.edited, old, new, "cart.py", &off);
+        assert!(
+            matches!(switched_off, Err(Miss::NotFound { .. })),
+            "{switched_off:?}"
         );
     }
 

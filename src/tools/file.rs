@@ -534,7 +534,12 @@ async fn write_output(
     let outcome = writer.write_file(path, content).await?;
     let shown = outcome.path.display();
     let summary = match (outcome.status, detail) {
-        (WriteStatus::Unchanged, _) => format!("{shown} unchanged (it already had this content)"),
+        (WriteStatus::Unchanged, Some(detail)) => {
+            format!("{shown} unchanged (it already had this content): {detail}")
+        }
+        (WriteStatus::Unchanged, None) => {
+            format!("{shown} unchanged (it already had this content)")
+        }
         (status, Some(detail)) => format!("{} {shown}: {detail}", status.as_str()),
         (status, None) => format!("{} {shown} ({} bytes)", status.as_str(), outcome.bytes),
     };
@@ -681,18 +686,11 @@ impl FileEdit {
                 path: relative,
                 count,
             }),
-            Err(edit_match::Miss::SameTexts { in_file: true }) => Err(ToolError::invalid(format!(
-                "`old_text` and `new_text` are identical; nothing would change: {} already has \
-that text. `new_text` is the text as it should be after your change",
+            Err(edit_match::Miss::SameTexts) => Err(ToolError::invalid(format!(
+                "`old_text` and `new_text` are identical, and {} does not have that text: \
+`old_text` is the text to replace, copied from the file as it is now; `new_text` is what replaces it",
                 relative.display()
             ))),
-            Err(edit_match::Miss::SameTexts { in_file: false }) => {
-                Err(ToolError::invalid(format!(
-                    "`old_text` and `new_text` are identical, and {} does not have that text: \
-`old_text` is the text to replace, copied from the file as it is now; `new_text` is what replaces it",
-                    relative.display()
-                )))
-            }
         }
     }
 }

@@ -517,7 +517,7 @@ async fn python_escaped_twice_into_one_line_is_written_with_its_line_breaks() {
 
 /// A model that writes the function it wants as both `old_text` and `new_text` (the
 /// file's stub with a body) gets that function, docstring and all; the same text the
-/// file already has changes nothing, and other text is refused with what each field is.
+/// file already has leaves it as it is, and other text is refused with what each field is.
 #[tokio::test]
 async fn file_edit_with_the_same_old_and_new_text_writes_the_definition_it_holds() {
     let stub = "def median(values):\n    \"\"\"The middle value of a sorted copy of values.\n\n    >>> median([3, 1, 2])\n    2\n    \"\"\"\n";
@@ -540,19 +540,26 @@ async fn file_edit_with_the_same_old_and_new_text_writes_the_definition_it_holds
         done
     );
 
-    let unchanged = run(
+    // The same call again: the file has that text now, so it stays as it is, and that
+    // is said as a result, not an error to retry.
+    let again = run(
         &tools,
         "file_edit",
-        json!({ "path": "stats.py", "old_text": "return ordered[len(ordered) // 2]",
-                "new_text": "return ordered[len(ordered) // 2]" }),
+        json!({ "path": "stats.py", "old_text": done, "new_text": done }),
     )
     .await
-    .unwrap_err();
+    .unwrap();
+    assert!(again.repairs.is_empty() && again.files_written.is_empty());
     assert!(
-        unchanged
-            .to_string()
-            .contains("nothing would change: stats.py already has that text"),
-        "{unchanged}"
+        again.content.contains(
+            "stats.py unchanged (it already had this content): old_text and new_text are the same"
+        ),
+        "{}",
+        again.content
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("stats.py")).unwrap(),
+        done
     );
     let other = run(
         &tools,
@@ -571,6 +578,52 @@ async fn file_edit_with_the_same_old_and_new_text_writes_the_definition_it_holds
         std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
         "alpha\n"
     );
+}
+
+/// A model that repeats an edit that worked is told the file already has it; the file
+/// is not touched, and the call is no failure to retry.
+#[tokio::test]
+async fn file_edit_repeated_after_it_worked_leaves_the_file_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = "def total(prices):\n    return sum(prices)\n\n\ndef count(prices):\n    return len(prices)\n";
+    std::fs::write(dir.path().join("cart.py"), before).unwrap();
+    let tools = registry(dir.path(), ToolSettings::default());
+    let edit = json!({ "path": "cart.py",
+                       "old_text": "def total(prices):\n    return sum(prices)",
+                       "new_text": "def total(prices, tax=0.0):\n    return sum(prices) * (1 + tax)" });
+    let first = run(&tools, "file_edit", edit.clone()).await.unwrap();
+    assert!(first.progress && first.repairs.is_empty());
+    let after = std::fs::read_to_string(dir.path().join("cart.py")).unwrap();
+    assert!(after.contains("(1 + tax)"), "{after}");
+
+    let again = run(&tools, "file_edit", edit.clone()).await.unwrap();
+    assert_eq!(again.repairs, ["repair.edit-already-made"]);
+    assert!(!again.progress && again.files_written.is_empty());
+    assert!(
+        again.content.contains("this edit was made before"),
+        "{}",
+        again.content
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("cart.py")).unwrap(),
+        after
+    );
+
+    // Switched off, the repeat is the miss it was, showing the file.
+    let off = registry(
+        dir.path(),
+        ToolSettings {
+            files: FileSettings {
+                disabled_repairs: vec!["repair.edit-already-made".into()],
+                ..FileSettings::default()
+            },
+            ..ToolSettings::default()
+        },
+    );
+    assert!(matches!(
+        run(&off, "file_edit", edit).await,
+        Err(ToolError::NoMatch { .. })
+    ));
 }
 
 #[tokio::test]
