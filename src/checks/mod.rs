@@ -209,6 +209,11 @@ pub const RULES: &[Rule] = &[
         catches: "a first test whose failing assert compares with a long value written out by hand",
     },
     Rule {
+        id: "acceptance.compares-code-with-itself",
+        kind: Kind::Tests,
+        catches: "an assert that compares a call with the very same call (`f(2) == f(2)`), true of any code: not counted; a test left with no other passing assert is broken (off: it counts)",
+    },
+    Rule {
         id: "acceptance.no-assert",
         kind: Kind::Tests,
         catches: "a test that runs no assert (off: such a test passes)",

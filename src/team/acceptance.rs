@@ -466,10 +466,14 @@ async fn write_test(
     // The examples name the task's own function: a small model copies an example
     // as it is, even an import of a function the project does not have.
     let task_function = task_function(&task, &defined);
+    // A small model's arithmetic is often wrong where its code is not: an expected value
+    // it works out itself fails right code. Written as the arithmetic, Python works it out.
     let what = format!(
         "that check the behaviour the task asks for, and nothing the task does not state: use its exact \
-values and names, invent no others. Check single values and short results{}: never write out a long expected \
-list or text by hand.",
+values and names, invent no others. Where the task gives no expected result, choose small inputs and write \
+each expected result as the Python arithmetic that works it out from them (`== 2 * 3 + 4 * 5`, not `== 26`): \
+a value worked out in your head is often wrong. Check single values and short results{}: never write out a long \
+expected list or text by hand.",
         short_result_examples(task_function.as_ref().map(|(_, name)| name.as_str()))
     );
     let how = match language {
@@ -1045,6 +1049,51 @@ mod tests {
         let beside_the_point = "from stats import spread\nassert spread([]) == 0.0\n";
         let (code, output) = run_on_stats(task, right, before, beside_the_point);
         assert_eq!(code, Some(TEST_BROKEN_EXIT), "{output}");
+    }
+
+    #[test]
+    fn an_assert_comparing_a_call_with_the_same_call_checks_nothing() {
+        if !installed("python3") {
+            return;
+        }
+        let task = "Fix total in stats.py: it ignores the last item.";
+        let before = "def total(xs):\n    return sum(xs[:-1])\n";
+        let right = "def total(xs):\n    return sum(xs)\n";
+        // Holds for the wrong code as well as the right one: broken, never a pass.
+        let itself = "from stats import total\nassert total([1, 2, 3]) == total([1, 2, 3])\n";
+        for code in [before, right] {
+            let (exit, output) = run_on_stats(task, code, before, itself);
+            assert_eq!(exit, Some(TEST_BROKEN_EXIT), "{output}");
+            assert!(
+                output.contains("::rule acceptance.compares-code-with-itself"),
+                "{output}"
+            );
+        }
+        // Beside an assert that checks something, it is only not counted; an expected
+        // result written as arithmetic is worked out by Python, and checks the code.
+        let beside = "from stats import total\nassert total([1, 2]) == total([1, 2])\nassert total([1, 2, 3]) == 1 + 2 + 3\n";
+        let (exit, output) = run_on_stats(task, right, before, beside);
+        assert_eq!(exit, Some(0), "{output}");
+        assert!(
+            output.contains("ignored: `assert total([1, 2]) == total([1, 2])`"),
+            "{output}"
+        );
+        let (exit, _) = run_on_stats(task, before, before, beside);
+        assert_eq!(exit, Some(1), "the wrong code fails the arithmetic");
+        // A property of the result is a check, not a comparison with itself.
+        let sorted = "from stats import total\nassert sorted([total([2]), total([1])]) == [total([1]), total([2])]\n";
+        let (exit, output) = run_on_stats(task, right, before, sorted);
+        assert_eq!(exit, Some(0), "{output}");
+        // Switched off, the comparison counts as it stands.
+        let (exit, _) = run_on_stats_with(
+            task,
+            before,
+            before,
+            itself,
+            "first",
+            r#"["acceptance.compares-code-with-itself"]"#,
+        );
+        assert_eq!(exit, Some(0));
     }
 
     #[test]

@@ -869,6 +869,41 @@ def long_values_right(run):
         )
 
 
+def self_comparisons(asserts, lines):
+    """Of `lines`, the asserts that compare a call with the very same call (`f(2) ==
+    f(2)`): true of any code, they check nothing. (`sorted(f(x)) == f(x)` does check
+    something, and is not one.)"""
+    found = []
+    for line in lines:
+        test = asserts[line].test
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+            continue
+        left, right = test.left, test.comparators[0]
+        calls = any(isinstance(n, ast.Call) for n in ast.walk(left))
+        if calls and ast.dump(left) == ast.dump(right):
+            found.append(line)
+    return found
+
+
+def checks_the_code(run):
+    """Passing asserts that compare the code with itself are not counted; a test left
+    with none checks nothing, and is broken."""
+    same = self_comparisons(run.asserts, sorted(run.now.passed))
+    if not same:
+        return
+    for line in same:
+        shown = ast.get_source_segment(run.source, run.asserts[line]) or f"line {line}"
+        print(f"ignored: `{shown}` compares a call with the same call, which holds for any code")
+    run.now.passed -= set(same)
+    if not run.now.passed:
+        broken(
+            "acceptance.compares-code-with-itself",
+            "each assert compares a call of the code with the same call, which holds for any code: "
+            "work the expected result out from the inputs instead",
+        )
+    fired("acceptance.compares-code-with-itself")
+
+
 def asserted_something(run):
     if not run.failing and not run.now.passed:
         broken("acceptance.no-assert", "the test ran no assert", otherwise=0)
@@ -1055,6 +1090,7 @@ WHEN_ASSERTS_FAILED = [
     Rule("acceptance.ignored-assert", failed_before_too),
 ]
 WHEN_ALL_PASSED = [
+    Rule("acceptance.compares-code-with-itself", checks_the_code),
     Rule("acceptance.no-assert", asserted_something, always=True),
     Rule("acceptance.off-task", on_task),
 ]
