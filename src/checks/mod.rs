@@ -299,6 +299,10 @@ pub const REPAIRS: &[Repair] = &[
         mends: "Python whose `\\n` line breaks were escaped once too often or too few, a one-line docstring's period written after its closing quote, or a docstring over lines opened and closed with one quote instead of three: written as meant",
     },
     Repair {
+        id: "repair.python-definitions",
+        mends: "a top-level Python function or class that was in a file when the task began, which a rewrite dropped and the task does not name, when the task takes no code away: it is put back as it was, next to the definition it followed",
+    },
+    Repair {
         id: "repair.python-docstrings",
         mends: "a Python function or class whose docstring, there when the task began, a rewrite dropped (or turned into comments), when the task takes no code away: the docstring is put back as it was",
     },

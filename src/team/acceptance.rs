@@ -1052,6 +1052,30 @@ mod tests {
     }
 
     #[test]
+    fn a_failing_comparison_says_what_each_side_was() {
+        if !installed("python3") {
+            return;
+        }
+        let task = "Fix total in stats.py: it ignores the last item.";
+        let wrong = "def total(xs):\n    return sum(xs[:-1])\n";
+        let test = "from stats import total\n\ndef test_total():\n    assert total([2, 3, 4]) == 2 + 3 + 4\n    assert total([5]) in (5, 6)\n";
+        let (exit, output) = run_on_stats(task, wrong, wrong, test);
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(
+            output.contains(
+                "The left side, `total([2, 3, 4])`, is 5; the right side, `2 + 3 + 4`, is 9."
+            ),
+            "{output}"
+        );
+        assert!(output.contains("`total([5])`, is 0"), "{output}");
+        // The code raising is no comparison to show.
+        let raising = "def total(xs):\n    raise ValueError('no')\n";
+        let (exit, output) = run_on_stats(task, raising, wrong, test);
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(!output.contains("The left side"), "{output}");
+    }
+
+    #[test]
     fn an_assert_comparing_a_call_with_the_same_call_checks_nothing() {
         if !installed("python3") {
             return;

@@ -139,6 +139,24 @@ def invented_names(errors):
     return found
 
 
+# The comparisons an assert's two sides are shown for when it fails (pytest's way):
+# "the left side is 6, the right side 26" says more of what the code did than an
+# `AssertionError` alone.
+COMPARED = {
+    "Eq": lambda a, b: a == b, "NotEq": lambda a, b: a != b, "Lt": lambda a, b: a < b,
+    "LtE": lambda a, b: a <= b, "Gt": lambda a, b: a > b, "GtE": lambda a, b: a >= b,
+    "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b,
+    "Is": lambda a, b: a is b, "IsNot": lambda a, b: a is not b,
+}
+# How much of a side's value is shown.
+SHOWN_CHARS = 200
+
+
+def shown(value):
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
+
+
 class Outcomes:
     """What became of each assert (by line) in one run of the test."""
 
@@ -146,9 +164,15 @@ class Outcomes:
         self.passed = set()
         self.failed = {}  # line -> ("assert" | "code" | "broken", text)
         self.errors = {}  # line -> the exception
+        self.sides = {}  # line -> the two sides of its comparison, as shown, last run
 
     def ok(self, line):
         self.passed.add(line)
+
+    def compare(self, line, op, left, right):
+        """The comparison of an assert, its sides kept for the report."""
+        self.sides[line] = (shown(left), shown(right))
+        return COMPARED[op](left, right)
 
     def fail(self, line, error):
         if line in self.failed:
@@ -169,6 +193,15 @@ class SoftAsserts(ast.NodeTransformer):
 
     def visit_Assert(self, node):
         line = node.lineno
+        test = node.test
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]).__name__ in COMPARED:
+            # A new node: the assert as written stays what the rules read.
+            compare = ast.Call(
+                ast.Attribute(ast.Name("_conclave_outcomes", ast.Load()), "compare", ast.Load()),
+                [ast.Constant(line), ast.Constant(type(test.ops[0]).__name__), test.left, test.comparators[0]],
+                [],
+            )
+            node = ast.copy_location(ast.Assert(test=ast.copy_location(compare, test), msg=node.msg), node)
         ok = ast.parse(f"_conclave_outcomes.ok({line})").body[0]
         fail = ast.parse(f"_conclave_outcomes.fail({line}, _conclave_error)").body[0]
         for new in (ok, fail):
@@ -1028,7 +1061,13 @@ def about_the_task(run, line):
 
 def report(run, lines):
     for line in lines:
-        print(run.now.failed[line][1])
+        kind, text = run.now.failed[line]
+        print(text)
+        test = run.asserts[line].test if line in run.asserts else None
+        if kind == "assert" and line in run.now.sides and isinstance(test, ast.Compare):
+            left, right = run.now.sides[line]
+            print(f"The left side, `{ast.unparse(test.left)}`, is {left}; "
+                  f"the right side, `{ast.unparse(test.comparators[0])}`, is {right}.\n")
 
 
 def failed_before_too(run):

@@ -430,7 +430,10 @@ async fn check_all(
     bench: &check::Bench,
 ) -> check::Checks {
     let files = files_of(s, task_id);
-    put_back_docstrings(ctx, s, task_id, bench, &files).await;
+    let mut on_board = |line: &str| {
+        let _ = ctx.append_own_board(&format!("- {line}"));
+    };
+    check::put_back_dropped(s, task_id, bench, &files, &mut on_board).await;
     let command = s.config.verify.command.as_deref();
     let mut checks = check::run(bench, check::Stage::EndOfTask, &files, command).await;
     // No test ran: the team writes one from the task (acceptance.rs), in their place.
@@ -443,39 +446,6 @@ async fn check_all(
         checks.results.push(accepted);
     }
     checks
-}
-
-/// Puts back the docstrings the task's coders dropped from its Python files
-/// ([`check::kept_docstrings`]), as a change of the task: undone with it, and asked
-/// about under `fileChanges = "ask"`; a refused one stays refused.
-async fn put_back_docstrings(
-    ctx: &AgentContext,
-    s: &Services,
-    task_id: TaskId,
-    bench: &check::Bench,
-    files: &[String],
-) {
-    for kept in check::kept_docstrings(bench, files).await {
-        let names = kept
-            .names
-            .iter()
-            .map(|n| format!("`{n}`"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        match s
-            .write_change(task_id, &kept.path, &kept.content, false)
-            .await
-        {
-            Ok(_) => {
-                check::record_repairs(s, task_id, &["repair.python-docstrings"]);
-                let _ = ctx.append_own_board(&format!(
-                    "- {}: the docstring(s) of {names} were dropped by a rewrite: put back as they were",
-                    kept.path
-                ));
-            }
-            Err(e) => tracing::info!("the docstrings of {} are not put back: {e}", kept.path),
-        }
-    }
 }
 
 /// Tries each kept version of a task file (see [`keep_proposed`]) in place of the file:

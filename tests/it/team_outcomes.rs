@@ -908,6 +908,53 @@ async fn repairs_of_the_model_s_output_are_counted_on_the_task_by_id() {
 
 // Real time: the checks run python3.
 #[tokio::test]
+async fn a_function_a_coder_s_rewrite_dropped_is_put_back_unless_the_task_takes_it_away() {
+    if !python_available() {
+        return;
+    }
+    let before = "def mean(values):\n    return sum(values) / len(values)\n\n\ndef spread(values):\n    return max(values) - min(values)\n";
+    // The coder rewrites the file as only the function it changed.
+    let rewrite = "def mean(values):\n    if not values:\n        return 0.0\n    return sum(values) / len(values)\n";
+    let run = |task: &'static str| async move {
+        let mut config = config();
+        config.verify.command = Some("true".into());
+        let [w1, w2] = writes("stats.py", "stats.py", rewrite);
+        let team = start(json!([plan(&[task]), w1, w2]), config).await;
+        std::fs::write(team.workspace.path().join("stats.py"), before).unwrap();
+        let id = team.submit(task);
+        let summary = team.engine.wait_for(id).await.unwrap();
+        let detail = team.engine.task(&id.to_string()).unwrap();
+        let repaired = detail
+            .rule_findings
+            .get("repair.python-definitions")
+            .copied();
+        // Put back right after the coder's subtask, on the coder's board.
+        let board = team.board_of("bottom-1-1");
+        let file = team.read("stats.py");
+        team.engine.shutdown().await;
+        (summary.status, file, repaired, board)
+    };
+
+    let (status, file, repaired, board) =
+        run("Make mean in stats.py return 0.0 for an empty list").await;
+    assert_eq!(status, TaskStatus::Completed);
+    assert_eq!(
+        file,
+        "def mean(values):\n    if not values:\n        return 0.0\n    return sum(values) / len(values)\n\n\ndef spread(values):\n    return max(values) - min(values)\n"
+    );
+    assert_eq!(repaired, Some(1));
+    assert!(
+        board.contains("stats.py: `spread` were dropped by a rewrite: put back as they were"),
+        "{board}"
+    );
+
+    // A task that takes it away gets what it asked for.
+    let (_, file, repaired, _) = run("Remove spread from stats.py and keep mean").await;
+    assert_eq!(file, rewrite);
+    assert_eq!(repaired, None);
+}
+
+#[tokio::test]
 async fn a_docstring_a_coder_dropped_is_put_back_unless_the_task_removes_it() {
     if !python_available() {
         return;
@@ -929,7 +976,8 @@ async fn a_docstring_a_coder_dropped_is_put_back_unless_the_task_removes_it() {
             .rule_findings
             .get("repair.python-docstrings")
             .copied();
-        let board = team.mid_board();
+        // Put back right after the coder's subtask, on the coder's board.
+        let board = team.board_of("bottom-1-1");
         let file = team.read("stats.py");
         team.engine.shutdown().await;
         (file, repaired, board)

@@ -293,6 +293,78 @@ def contracts(pairs, task, whole_task, removes, disabled):
     return found
 
 
+# ---- a repair: definitions a rewrite dropped --------------------------------------------
+
+
+TOP_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def put_back_definitions(source, original, named):
+    """`source` with the top-level functions and classes `original` had, and `source`
+    lost, put back as they were, next to the definition that came before them (else
+    after them) there: (new source, the names), or None. A name the task writes
+    (`named`) may be gone on purpose, and stays gone."""
+    try:
+        tree, old_tree = ast.parse(source), ast.parse(original)
+    except SyntaxError:
+        return None
+    now = {node.name: node for node in tree.body if isinstance(node, TOP_DEFINITIONS)}
+    bound = bound_at_top(tree)
+    if bound is None:
+        return None
+    old = [node for node in old_tree.body if isinstance(node, TOP_DEFINITIONS)]
+    lost = [node for node in old if node.name not in bound and node.name not in named]
+    if not lost:
+        return None
+    lines = source.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    old_lines = original.splitlines(keepends=True)
+    start_of = lambda node: min([node.lineno] + [d.lineno for d in node.decorator_list])
+    inserts = []  # (index in lines, order, text)
+    for order, node in enumerate(lost):
+        text = "".join(old_lines[start_of(node) - 1:node.end_lineno]).rstrip("\n") + "\n"
+        at = old.index(node)
+        before = next((now[p.name] for p in reversed(old[:at]) if p.name in now), None)
+        after = next((now[p.name] for p in old[at + 1:] if p.name in now), None)
+        if before is not None:
+            inserts.append((before.end_lineno, order, "\n\n" + text))
+        elif after is not None:
+            inserts.append((start_of(after) - 1, order, text + "\n\n"))
+        else:
+            main = main_block(tree)
+            end = main.lineno - 1 if main is not None else len(lines)
+            inserts.append((end, order, ("\n\n" if end else "") + text + ("\n\n" if main is not None else "")))
+    # From the end, so earlier places keep their line numbers; at one place, in order.
+    for at, _, text in sorted(inserts, key=lambda i: (i[0], i[1]), reverse=True):
+        lines.insert(at, text)
+    mended = "".join(lines)
+    try:
+        ast.parse(mended)
+    except SyntaxError:
+        return None
+    return mended, [node.name for node in lost]
+
+
+def definitions(pairs, task):
+    """For each (path, original) whose file lost definitions the task does not name: its
+    text with them back."""
+    named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", task))
+    found = []
+    for path, original in pairs:
+        if original is None:
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                source = f.read()
+        except OSError:
+            continue
+        mended = put_back_definitions(source, original, named)
+        if mended:
+            found.append({"path": path, "content": mended[0], "names": mended[1]})
+    return found
+
+
 # ---- a repair: docstrings a rewrite dropped --------------------------------------------
 
 
@@ -397,6 +469,9 @@ def main(argv):
         found = [] if "python.stub" in disabled else stubs(argv[3:])
     elif command == "docstrings":
         found = [] if "repair.python-docstrings" in disabled else docstrings(json.loads(argv[3]))
+    elif command == "definitions":
+        task = argv[4] if len(argv) > 4 else ""
+        found = [] if "repair.python-definitions" in disabled else definitions(json.loads(argv[3]), task)
     elif command == "contracts":
         pairs = json.loads(argv[3])
         task = argv[4] if len(argv) > 4 else ""

@@ -130,6 +130,84 @@ class LostDefinitions(unittest.TestCase):
         self.assertNotIn("python.lost-definition", rules(found))
 
 
+class PutBackDefinitions(unittest.TestCase):
+    """`repair.python-definitions`: top-level functions and classes a rewrite dropped,
+    and the task does not name, come back as they were, where they were."""
+
+    BEFORE = textwrap.dedent('''
+        import math
+
+
+        def mean(values):
+            """The arithmetic mean."""
+            return sum(values) / len(values)
+
+
+        @staticmethod
+        def spread(values):
+            return max(values) - min(values)
+
+
+        class Stats:
+            pass
+
+
+        if __name__ == "__main__":
+            print(mean([1, 2]))
+        ''').lstrip()
+
+    def put_back(self, now, task="Make mean return 0.0 for an empty list."):
+        with Workspace({"m.py": now}):
+            return checks.definitions([["m.py", self.BEFORE]], task)
+
+    def test_definitions_a_rewrite_dropped_come_back_where_they_were(self):
+        # The whole file rewritten as only the changed function.
+        found = self.put_back("def mean(values):\n    if not values:\n        return 0.0\n    return sum(values) / len(values)")
+        self.assertEqual([f["names"] for f in found], [["spread", "Stats"]])
+        self.assertEqual(found[0]["content"], textwrap.dedent('''
+            def mean(values):
+                if not values:
+                    return 0.0
+                return sum(values) / len(values)
+
+
+            @staticmethod
+            def spread(values):
+                return max(values) - min(values)
+
+
+            class Stats:
+                pass
+            ''').lstrip())
+        # A lost first definition goes before the next one the file kept, and one lost
+        # among kept ones after the one before it; the main block stays last.
+        found = self.put_back(textwrap.dedent('''
+            import math
+
+
+            def spread(values):
+                return 0
+
+
+            if __name__ == "__main__":
+                print(mean([1, 2]))
+            ''').lstrip(), "Make spread return 0.")
+        content = found[0]["content"]
+        self.assertEqual(found[0]["names"], ["mean", "Stats"])
+        self.assertLess(content.index("def mean"), content.index("def spread"))
+        self.assertLess(content.index("def spread"), content.index("class Stats"))
+        self.assertLess(content.index("class Stats"), content.index("__main__"))
+        compile(content, "m.py", "exec")
+
+    def test_what_the_task_names_or_the_file_still_binds_stays_as_it_is(self):
+        kept = self.BEFORE.replace("@staticmethod\ndef spread(values):\n    return max(values) - min(values)\n", "spread = None\n")
+        self.assertEqual(self.put_back(kept), [])
+        # "Remove spread" names it: gone on purpose.
+        without = self.BEFORE.replace("@staticmethod\ndef spread(values):\n    return max(values) - min(values)\n", "")
+        self.assertEqual(self.put_back(without, "Remove the function spread."), [])
+        self.assertEqual(self.put_back("def mean(:\n"), [], "a file that does not parse is left alone")
+
+
 class UnboundNames(unittest.TestCase):
     def test_a_name_a_rewrite_left_unbound_is_found_with_what_the_file_had(self):
         found = contracts(

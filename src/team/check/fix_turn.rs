@@ -65,6 +65,8 @@ pub async fn after_subtask(
     // fails its checks and the subtask ladder takes over.
     let mut fix_turns = 0;
     loop {
+        let mut on_sink = |line: &str| sink(&format!("{line}\n"));
+        super::put_back_dropped(s, task_id, &bench, &files(&outcome), &mut on_sink).await;
         let checks = run(&bench, Stage::AfterSubtask, &files(&outcome), None).await;
         record(s, task_id, Some(subtask_id), &checks.results);
         let failure = checks.failure_text();

@@ -7,7 +7,8 @@ use async_trait::async_trait;
 
 use super::bench::NotRun;
 use super::{Bench, Check, NOT_RUN, Phase, Runs, Work, with_ext};
-use crate::runtime::{CheckResult, CheckStatus};
+use crate::runtime::{CheckResult, CheckStatus, TaskId};
+use crate::team::Services;
 
 /// `python.stub`: functions whose body is only a docstring, `pass`, `...` or a raised
 /// `NotImplementedError`.
@@ -90,22 +91,48 @@ impl Check for Contracts {
     }
 }
 
-/// A Python file with the docstrings a rewrite dropped put back
-/// (`repair.python-docstrings`).
+/// What a coder's rewrite may drop from a Python file that the team puts back as it was
+/// when the task began, unless the task takes code away: a person's code and
+/// documentation are not the coder's to drop unasked.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Dropped {
+    /// Top-level functions and classes the task does not name
+    /// (`repair.python-definitions`).
+    Definitions,
+    /// Docstrings of functions and classes (`repair.python-docstrings`).
+    Docstrings,
+}
+
+impl Dropped {
+    pub fn repair(self) -> &'static str {
+        match self {
+            Dropped::Definitions => "repair.python-definitions",
+            Dropped::Docstrings => "repair.python-docstrings",
+        }
+    }
+
+    fn command(self) -> &'static str {
+        match self {
+            Dropped::Definitions => "definitions",
+            Dropped::Docstrings => "docstrings",
+        }
+    }
+}
+
+/// A Python file with what a rewrite dropped put back.
 #[derive(Debug, serde::Deserialize)]
-pub struct KeptDocstrings {
+pub struct PutBack {
     pub path: String,
     pub content: String,
-    /// The functions and classes whose docstring came back.
+    /// The functions and classes that came back, or whose docstring did.
     pub names: Vec<String>,
 }
 
-/// The task's Python files that lost docstrings they had when the task began, with those
-/// docstrings back (`repair.python-docstrings`): a person's documentation stays unless
-/// the task takes code away. Nothing when the repair is off or the program cannot run.
-pub async fn kept_docstrings(bench: &Bench, files: &[String]) -> Vec<KeptDocstrings> {
-    const REPAIR: &str = "repair.python-docstrings";
-    if bench.disabled.iter().any(|d| d == REPAIR) || bench.intent().removes {
+/// The task's Python files that lost what `dropped` names since the task began, with it
+/// back. Nothing when the repair is off, the task takes code away, or the program
+/// cannot run.
+pub async fn put_back(bench: &Bench, files: &[String], dropped: Dropped) -> Vec<PutBack> {
+    if bench.disabled.iter().any(|d| d == dropped.repair()) || bench.intent().removes {
         return Vec::new();
     }
     let python = with_ext(files, &["py"]);
@@ -120,13 +147,14 @@ pub async fn kept_docstrings(bench: &Bench, files: &[String]) -> Vec<KeptDocstri
         "-I",
         "-c",
         crate::checks::PYTHON_CHECKS.as_str(),
-        "docstrings",
+        dropped.command(),
     ]
     .into_iter()
     .map(String::from)
     .chain([
         disabled_json(bench),
         serde_json::to_string(&pairs).unwrap_or_else(|_| "[]".into()),
+        bench.originals.task.clone(),
     ])
     .collect();
     match bench.run("python3", &args, Runs::Reads).await {
@@ -136,6 +164,45 @@ pub async fn kept_docstrings(bench: &Bench, files: &[String]) -> Vec<KeptDocstri
             .filter_map(|line| serde_json::from_str(line).ok())
             .collect(),
         _ => Vec::new(),
+    }
+}
+
+/// Puts back the definitions, then the docstrings, the task's coders dropped from its
+/// Python files ([`put_back`]), as a change of the task: undone with it, and asked
+/// about under `fileChanges = "ask"`; a refused one stays refused. Each put back is
+/// recorded and told to `note`.
+pub async fn put_back_dropped(
+    s: &Services,
+    task_id: TaskId,
+    bench: &Bench,
+    files: &[String],
+    note: &mut (dyn FnMut(&str) + Send),
+) {
+    for dropped in [Dropped::Definitions, Dropped::Docstrings] {
+        for kept in put_back(bench, files, dropped).await {
+            let names = kept
+                .names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let what = match dropped {
+                Dropped::Definitions => format!("{names} were dropped by a rewrite"),
+                Dropped::Docstrings => {
+                    format!("the docstring(s) of {names} were dropped by a rewrite")
+                }
+            };
+            match s
+                .write_change(task_id, &kept.path, &kept.content, false)
+                .await
+            {
+                Ok(_) => {
+                    super::record_repairs(s, task_id, &[dropped.repair()]);
+                    note(&format!("{}: {what}: put back as they were", kept.path));
+                }
+                Err(e) => tracing::info!("{}: {what}, and are not put back: {e}", kept.path),
+            }
+        }
     }
 }
 
