@@ -17,11 +17,12 @@
 //!
 //! With no place found, a `new_text` the file already has was made before (a model
 //! repeating an edit that worked): the file is left as it is. Else a `new_text` that is
-//! the whole file (it keeps most of the file's
-//! words in order) replaces the file. An empty `old_text` appends `new_text` (in
-//! Python before a closing `if __name__ == "__main__":` block, so the script still runs
-//! it last), except that Python definitions the file already has are replaced. Otherwise the miss carries the text to copy from: the whole file when it is
-//! small, else the lines closest to `old_text`.
+//! the whole file (it keeps most of the file's words in order) replaces the file. An
+//! empty `old_text` appends `new_text` (in Python before a closing
+//! `if __name__ == "__main__":` block, so the script still runs it last), except that
+//! Python definitions the file already has are replaced. Otherwise the miss carries the
+//! text to copy from: the whole file when it is small, else the lines closest to
+//! `old_text`.
 
 use similar::TextDiff;
 
@@ -143,9 +144,9 @@ before. Edit what is still to change, or reply without a tool call when the work
 
 /// An edit whose `old_text` and `new_text` are the same. Where the file has the text,
 /// the file stays as it is, and the model is told so; an error would send it retrying a
-/// call that did what it asks. Where it does not, and the text is Python definitions of names
-/// the file defines, the model wrote the version it wants in both fields (it cannot have
-/// meant to replace text with itself): those definitions are replaced. A first line
+/// call that did what it asks. Where it does not, and the text is Python definitions of
+/// names the file defines, the model wrote the version it wants in both fields (it
+/// cannot have meant to replace text with itself): those definitions are replaced. A first line
 /// written without its `def` (`name(args):`, copied from after the file's `def `) gets
 /// the file's.
 fn same_texts(

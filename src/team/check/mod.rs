@@ -45,7 +45,7 @@ pub use bench::{
 };
 pub use fix_turn::{CheckedAttempt, after_subtask};
 pub use markers::marked_stubs;
-pub use python::{Dropped, PutBack, put_back, put_back_dropped};
+pub use python::put_back_dropped;
 
 /// When the pipeline runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

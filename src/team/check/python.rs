@@ -95,7 +95,7 @@ impl Check for Contracts {
 /// when the task began, unless the task takes code away: a person's code and
 /// documentation are not the coder's to drop unasked.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Dropped {
+enum Dropped {
     /// Top-level functions and classes the task does not name
     /// (`repair.python-definitions`).
     Definitions,
@@ -104,7 +104,7 @@ pub enum Dropped {
 }
 
 impl Dropped {
-    pub fn repair(self) -> &'static str {
+    fn repair(self) -> &'static str {
         match self {
             Dropped::Definitions => "repair.python-definitions",
             Dropped::Docstrings => "repair.python-docstrings",
@@ -121,17 +121,17 @@ impl Dropped {
 
 /// A Python file with what a rewrite dropped put back.
 #[derive(Debug, serde::Deserialize)]
-pub struct PutBack {
-    pub path: String,
-    pub content: String,
+struct PutBack {
+    path: String,
+    content: String,
     /// The functions and classes that came back, or whose docstring did.
-    pub names: Vec<String>,
+    names: Vec<String>,
 }
 
 /// The task's Python files that lost what `dropped` names since the task began, with it
 /// back. Nothing when the repair is off, the task takes code away, or the program
 /// cannot run.
-pub async fn put_back(bench: &Bench, files: &[String], dropped: Dropped) -> Vec<PutBack> {
+async fn put_back(bench: &Bench, files: &[String], dropped: Dropped) -> Vec<PutBack> {
     if bench.disabled.iter().any(|d| d == dropped.repair()) || bench.intent().removes {
         return Vec::new();
     }
