@@ -8,6 +8,10 @@
 
 use super::{Failure, FailureKind};
 
+/// The code of an incomplete attempt that changed files: it is told to go on from them,
+/// not that nothing changed.
+pub const CHANGED_FILES: &str = "changed_files";
+
 /// The next step told after any failure when `team.errorStrategies` is off.
 pub const GENERIC_NEXT_STEP: &str =
     "Try again with different parameters or another approach, and avoid that mistake.";
@@ -33,6 +37,8 @@ pub enum ErrorCategory {
     Timeout,
     /// The attempt ended without changing anything a change was asked of.
     NoChange,
+    /// The attempt stopped before its work was done, after changing files.
+    Unfinished,
     /// A person or the editor said no. Final: never tried again another way.
     Refused,
     /// A malformed tool call: an unknown tool, missing or wrong arguments.
@@ -71,6 +77,9 @@ impl ErrorCategory {
             }
             ErrorCategory::NoChange => {
                 "Nothing was changed, but a change is asked for. Make the change in the files now with file_edit or file_write; describing it is not enough."
+            }
+            ErrorCategory::Unfinished => {
+                "The attempt changed files but stopped before the work was done. Start from the files as they are now: keep what is right, make only what is still missing, and do not repeat a call that already did its part."
             }
             ErrorCategory::Refused => {
                 "This was refused. Do not try it again or get the same effect another way: go on without it, or stop and say that the work cannot be done without it."
@@ -124,6 +133,7 @@ impl ErrorCategory {
             FailureKind::CheckFailed => ErrorCategory::of_check(&failure.code),
             FailureKind::Timeout => ErrorCategory::Timeout,
             FailureKind::Refused => ErrorCategory::Refused,
+            FailureKind::Incomplete if failure.code == CHANGED_FILES => ErrorCategory::Unfinished,
             FailureKind::Incomplete | FailureKind::NoProgress => ErrorCategory::NoChange,
             FailureKind::Tool => ErrorCategory::of_tool_error(&failure.code),
             _ => ErrorCategory::Other,
@@ -243,6 +253,7 @@ mod tests {
             ErrorCategory::CommandFailed,
             ErrorCategory::Timeout,
             ErrorCategory::NoChange,
+            ErrorCategory::Unfinished,
             ErrorCategory::Refused,
             ErrorCategory::BadCall,
             ErrorCategory::Other,
@@ -290,6 +301,11 @@ mod tests {
             (FailureKind::Timeout, "", ErrorCategory::Timeout),
             (FailureKind::Refused, "", ErrorCategory::Refused),
             (FailureKind::Incomplete, "", ErrorCategory::NoChange),
+            (
+                FailureKind::Incomplete,
+                CHANGED_FILES,
+                ErrorCategory::Unfinished,
+            ),
             (FailureKind::NoProgress, "", ErrorCategory::NoChange),
             (FailureKind::Tool, "not_found", ErrorCategory::MissingFile),
             (

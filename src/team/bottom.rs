@@ -260,8 +260,15 @@ async fn run_subtask(
             return report_done(ctx, completed(outcome), started);
         }
         Ok(Ok(outcome)) => {
-            let failure = check_failure
-                .unwrap_or_else(|| Failure::new(FailureKind::Incomplete, outcome.summary.clone()));
+            let failure = check_failure.unwrap_or_else(|| {
+                let failure = Failure::new(FailureKind::Incomplete, outcome.summary.clone());
+                // Told to go on from its changes, not that nothing changed.
+                if outcome.files_written.is_empty() {
+                    failure
+                } else {
+                    failure.with_code(crate::recovery::strategy::CHANGED_FILES)
+                }
+            });
             (failure, Some(outcome))
         }
         Ok(Err(error)) => {

@@ -388,6 +388,49 @@ async fn a_syntax_error_goes_back_to_the_agent_and_a_stub_fails_the_subtask() {
     team.engine.shutdown().await;
 }
 
+/// An attempt that wrote a file and then got stuck on a failing call is retried from its
+/// changes: the retry is told they are there, never that nothing was changed.
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_an_attempt_that_changed_files_is_told_to_go_on_from_them() {
+    if !python_available() {
+        return;
+    }
+    let stuck_edit = json!({ "name": "file_edit", "arguments": { "path": "calc.py",
+        "old_text": "def mul(x, y):", "new_text": "def mul(x, y):\n    return x * y" } });
+    let mut config = team::config();
+    config.verify.acceptance_tests = false;
+    let team = start(
+        json!([
+            plan_step(&["Plan this task"], &["Write calc.py with add(a, b) and sub(a, b)"]),
+            // Attempt 1: add written, then the same edit of text calc.py lacks, until the
+            // executor stops it.
+            { "match": ["Write calc.py", "changed files but stopped"], "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n" } } ] },
+            { "match": "Write calc.py", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def add(a, b):\n    \"\"\"The sum of the two numbers given.\"\"\"\n    return a + b\n" } } ] },
+            { "match": "created calc.py", "toolCalls": [ stuck_edit ] },
+            { "match": "not found in calc.py", "toolCalls": [ stuck_edit ], "repeat": true },
+            { "text": "Wrote calc.py.", "repeat": true }
+        ]),
+        config,
+    )
+    .await;
+    let task = team.submit("Write calc.py with add(a, b) and sub(a, b)");
+    // Told that nothing changed, the retry would take the first attempt's path again,
+    // and again: bounded, so that it fails rather than runs on.
+    let summary = tokio::time::timeout(
+        std::time::Duration::from_secs(600),
+        team.engine.wait_for(task),
+    )
+    .await
+    .expect("the retry was not told to go on from its changes")
+    .unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed, "{summary:?}");
+    assert!(team.read("calc.py").contains("def sub(a, b)"));
+    // The retry's step matched only on being told its changes are there.
+    let unused = team.model.unused_steps();
+    assert!(!unused.contains(&1), "{unused:?}");
+    team.engine.shutdown().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn with_error_strategies_off_the_fix_turn_is_told_only_to_try_another_way() {
     if !python_available() {
