@@ -346,10 +346,9 @@ def put_back_definitions(source, original, named):
     return mended, [node.name for node in lost]
 
 
-def definitions(pairs, task):
-    """For each (path, original) whose file lost definitions the task does not name: its
-    text with them back."""
-    named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", task))
+def put_back(pairs, mend):
+    """For each (path, original) whose file `mend(source, original)` mends: its path, its
+    mended text and the names mended."""
     found = []
     for path, original in pairs:
         if original is None:
@@ -359,10 +358,17 @@ def definitions(pairs, task):
                 source = f.read()
         except OSError:
             continue
-        mended = put_back_definitions(source, original, named)
+        mended = mend(source, original)
         if mended:
             found.append({"path": path, "content": mended[0], "names": mended[1]})
     return found
+
+
+def definitions(pairs, task):
+    """For each (path, original) whose file lost definitions the task does not name: its
+    text with them back."""
+    named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", task))
+    return put_back(pairs, lambda source, original: put_back_definitions(source, original, named))
 
 
 # ---- a repair: docstrings a rewrite dropped --------------------------------------------
@@ -448,19 +454,7 @@ def put_back_docstrings(source, original):
 
 def docstrings(pairs):
     """For each (path, original) whose file lost docstrings: its text with them back."""
-    found = []
-    for path, original in pairs:
-        if original is None:
-            continue
-        try:
-            with open(path, encoding="utf-8") as f:
-                source = f.read()
-        except OSError:
-            continue
-        mended = put_back_docstrings(source, original)
-        if mended:
-            found.append({"path": path, "content": mended[0], "names": mended[1]})
-    return found
+    return put_back(pairs, put_back_docstrings)
 
 
 def main(argv):
