@@ -290,24 +290,25 @@ def answer_of(text):
                 slot["arguments"] += function.get("arguments") or ""
     return "".join(chunks), list(calls.values())
 
-def conclave_config(port, timeout_s, team_options=()):
+def conclave_config(port, timeout_s, options=()):
     # The defaults, as a user gets them: only the model and a 1/1/1 team (and a failed
-    # task's files kept for the check, below), with the [team] switches of an arm that
-    # measures one (`conclave+reflect`). Timeouts judge
-    # the model's silences, so a slow local model is not cut off (timeout_s bounds the
-    # run from outside).
+    # task's files kept for the check, below), with the switches of an arm that measures
+    # one (`conclave+reflect`, `conclave+llm.temperature=0.2`). Timeouts judge the
+    # model's silences, so a slow local model is not cut off (timeout_s bounds the run
+    # from outside).
     del timeout_s
-    team_options = "".join(f"{option}\n" for option in team_options)
+    def lines(section):
+        return "".join(f"{line}\n" for where, line in options if where == section)
     return f"""[llm]
 provider = "openai"
 model = "{MODEL}"
 baseUrl = "http://127.0.0.1:{port}/v1"
-
+{lines("llm")}
 [team]
 top = 1
 mid = 1
 bottomPerMid = 1
-{team_options}
+{lines("team")}
 # The hidden check judges what the team left, a failed task's work included, so that a
 # false alarm (reported failed, the check passes) stays measurable. A user's failed task
 # is taken back by default.
@@ -317,19 +318,21 @@ onFailure = "keep"
 
 
 def system_switches(system):
-    """`conclave+reflect+shareKnowledge`: the system `conclave` with those `[team]` switches
-    on, as `reflect = true` lines (`+errorStrategies=false` turns one off); the arm that
-    measures a switch runs beside the plain system, task by task."""
+    """`conclave+reflect+shareKnowledge`: the system `conclave` with those switches on, as
+    (section, `reflect = true`) lines: a switch is a `[team]` one unless it names its
+    section (`+llm.temperature=0.2`), and `+errorStrategies=false` turns one off. The arm
+    that measures a switch runs beside the plain system, task by task."""
     base, *switches = system.split("+")
     lines = []
     for switch in switches:
         name, _, value = switch.partition("=")
-        lines.append(f"{name} = {value or 'true'}")
+        section, _, key = name.rpartition(".")
+        lines.append((section or "team", f"{key} = {value or 'true'}"))
     return base, lines
 
 
-def run_conclave(binary, workspace, task, port, timeout_s, pi=None, team_options=(), bottom=None):
-    config = conclave_config(port, timeout_s, team_options)
+def run_conclave(binary, workspace, task, port, timeout_s, pi=None, options=(), bottom=None):
+    config = conclave_config(port, timeout_s, options)
     if bottom:
         # Two models: the coders on a second server, the reviewers and planners on [llm]'s.
         bottom_port, bottom_model = bottom
@@ -453,7 +456,8 @@ def main():
     parser.add_argument("--systems", default="conclave,pi",
                         help="conclave, pi, conclave-pi (the team with pi as its executor) and "
                              "conclave-2models (the coders on --bottom-upstream's model); "
-                             "conclave+reflect+shareKnowledge turns those [team] switches on")
+                             "conclave+reflect+shareKnowledge turns those [team] switches on, "
+                             "conclave+llm.temperature=0.2 sets [llm] temperature")
     parser.add_argument("--faults", default="0", help="comma-separated fault rates, e.g. 0,0.3")
     parser.add_argument("--tasks", default="", help="comma-separated task prefixes (default: all)")
     parser.add_argument("--set", default="dev", choices=["dev", "dev-humaneval", "heldout", "all"],
@@ -527,14 +531,14 @@ def main():
                     base, switches = system_switches(system)
                     if base == "conclave":
                         r = run_conclave(args.conclave, workspace, task, proxy.port, args.timeout,
-                                         team_options=switches)
+                                         options=switches)
                     elif base == "conclave-2models":
                         r = run_conclave(args.conclave, workspace, task, proxy.port, args.timeout,
-                                         team_options=switches,
+                                         options=switches,
                                          bottom=(bottom_proxy.port, args.bottom_model))
                     elif base == "conclave-pi":
                         r = run_conclave(args.conclave, workspace, task, proxy.port, args.timeout, args.pi,
-                                         team_options=switches)
+                                         options=switches)
                     else:
                         r = run_pi(args.pi, workspace, task, proxy.port, args.timeout, scratch / "agent",
                                    preread=not args.no_pi_preread)
