@@ -610,6 +610,10 @@ pub struct VerifyConfig {
     pub acceptance_tests: bool,
     /// Rules of the checks switched off, by id (docs/checks.md).
     pub disabled: Vec<String>,
+    /// The fix loop's second round starts afresh: the files the task names are put back
+    /// as they were before it and a coder does the task anew, told what failed
+    /// (`recovery::quality::FRESH_START_ROUND`), instead of mending the code that failed.
+    pub fresh_start: bool,
 }
 
 impl Default for VerifyConfig {
@@ -621,6 +625,7 @@ impl Default for VerifyConfig {
             checks: true,
             acceptance_tests: true,
             disabled: Vec::new(),
+            fresh_start: false,
         }
     }
 }

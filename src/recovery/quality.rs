@@ -23,7 +23,11 @@
 //!   `verify.maxRounds` rounds. Each round tries first the versions of a file a coder
 //!   showed and never wrote (the checks choose, no model call); then a coder fixes the
 //!   files with its tools; when that changes nothing, the model is asked for the files
-//!   whole. A fix rated under `verify.minConfidence` goes to the person first, and
+//!   whole. With `verify.freshStart`, round [`FRESH_START_ROUND`] starts afresh instead:
+//!   the files the task names are put back as they were before it, and a coder does the
+//!   task anew, told what failed (a small model asked to mend its own wrong code tends
+//!   to write the same mistake back; a new attempt does not start from it). A fix rated
+//!   under `verify.minConfidence` goes to the person first, and
 //!   their no is final: the fix is not kept and the task fails as refused. An answer
 //!   that cannot be used costs its round, not the task;
 //! - a loop that ends failing puts the files back as the subtasks left them;
@@ -214,6 +218,10 @@ pub enum FixStep {
     TryProposed,
     /// Fix round `round` (from 1): a coder fixes the files with its tools.
     FixWithTools { round: u32 },
+    /// Fix round `round`: the files the task names are put back as they were before the
+    /// task, and a coder does the task anew with its tools, told what failed. Its outcome
+    /// is a [`FixEvent::ToolFix`], as a fix with tools.
+    StartAfresh { round: u32 },
     /// Fix round `round`: the model gives the files to change whole.
     AskForFiles { round: u32 },
     /// Ask the person whether to keep a fix rated `confidence`.
@@ -228,11 +236,17 @@ pub enum FixStep {
     GiveUp,
 }
 
+/// The fix round that starts afresh under `verify.freshStart`: the second, after one fix
+/// of the team's own code (which mends a slip) has failed.
+pub const FRESH_START_ROUND: u32 = 2;
+
 /// The fix loop of one task, at the task's end.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FixLoop {
     max_rounds: u32,
     min_confidence: u8,
+    /// `verify.freshStart`: round [`FRESH_START_ROUND`] starts afresh.
+    fresh_start: bool,
     /// Fix rounds begun.
     round: u32,
     /// The last fix came from the tools (whose writes are already made).
@@ -245,9 +259,16 @@ impl FixLoop {
         FixLoop {
             max_rounds,
             min_confidence,
+            fresh_start: false,
             round: 0,
             by_tools: false,
         }
+    }
+
+    /// `verify.freshStart`: whether round [`FRESH_START_ROUND`] starts afresh.
+    pub fn starting_afresh(mut self, fresh_start: bool) -> FixLoop {
+        self.fresh_start = fresh_start;
+        self
     }
 
     /// Fix rounds begun so far.
@@ -273,7 +294,11 @@ impl FixLoop {
             FixEvent::ProposedTried { passes: false } => {
                 self.round += 1;
                 self.by_tools = true;
-                FixStep::FixWithTools { round: self.round }
+                if self.fresh_start && self.round == FRESH_START_ROUND {
+                    FixStep::StartAfresh { round: self.round }
+                } else {
+                    FixStep::FixWithTools { round: self.round }
+                }
             }
             FixEvent::ToolFix { wrote: false, .. } => {
                 self.by_tools = false;
@@ -313,7 +338,10 @@ mod tests {
 
     /// The steps a fix loop takes for `events`, fed one after another from the start.
     fn walk(max_rounds: u32, events: &[FixEvent]) -> Vec<FixStep> {
-        let mut fix_loop = FixLoop::new(max_rounds, 50);
+        walk_from(FixLoop::new(max_rounds, 50), events)
+    }
+
+    fn walk_from(mut fix_loop: FixLoop, events: &[FixEvent]) -> Vec<FixStep> {
         let mut steps = vec![fix_loop.start()];
         for event in events {
             steps.push(fix_loop.next(*event));
@@ -374,6 +402,85 @@ mod tests {
                 Accept { rounds: 2 },
             ]
         );
+    }
+
+    #[test]
+    fn with_fresh_start_the_second_round_starts_afresh_and_the_third_fixes_what_it_left() {
+        let fresh = FixLoop::new(3, 50).starting_afresh(true);
+        let steps = walk_from(
+            fresh.clone(),
+            &[
+                FAILED,
+                NONE_PROPOSED,
+                TOOLS_WROTE,
+                FAILED,
+                NONE_PROPOSED,
+                TOOLS_WROTE,
+                FAILED,
+                NONE_PROPOSED,
+                TOOLS_WROTE,
+                FAILED,
+            ],
+        );
+        assert_eq!(
+            steps,
+            [
+                Check,
+                TryProposed,
+                FixWithTools { round: 1 },
+                Check,
+                TryProposed,
+                StartAfresh { round: 2 },
+                Check,
+                TryProposed,
+                FixWithTools { round: 3 },
+                Check,
+                GiveUp,
+            ]
+        );
+        // A fresh start that writes nothing goes on as a fix with tools that wrote nothing:
+        // the model is asked for the files whole; one rated low goes to the person.
+        let steps = walk_from(
+            fresh.clone(),
+            &[
+                FAILED,
+                NONE_PROPOSED,
+                TOOLS_WROTE,
+                FAILED,
+                NONE_PROPOSED,
+                TOOLS_WROTE_NOTHING,
+            ],
+        );
+        assert_eq!(steps.last(), Some(&AskForFiles { round: 2 }));
+        let steps = walk_from(
+            fresh,
+            &[
+                FAILED,
+                NONE_PROPOSED,
+                TOOLS_WROTE,
+                FAILED,
+                NONE_PROPOSED,
+                ToolFix {
+                    wrote: true,
+                    confidence: Some(20),
+                },
+            ],
+        );
+        assert_eq!(steps.last(), Some(&AskPerson { confidence: 20 }));
+        // With one round, or the switch off, no round starts afresh.
+        let one = walk_from(
+            FixLoop::new(1, 50).starting_afresh(true),
+            &[FAILED, NONE_PROPOSED, TOOLS_WROTE, FAILED],
+        );
+        assert!(
+            !one.iter().any(|s| matches!(s, StartAfresh { .. })),
+            "{one:?}"
+        );
+        let off = walk(
+            3,
+            &[FAILED, NONE_PROPOSED, TOOLS_WROTE, FAILED, NONE_PROPOSED],
+        );
+        assert_eq!(off.last(), Some(&FixWithTools { round: 2 }));
     }
 
     #[test]

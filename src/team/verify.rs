@@ -47,7 +47,8 @@ pub async fn run(
     let rounds = s.config.verify.max_rounds;
     let cancel = s.task_cancel(task_id).child_token();
     let bench = check::Bench::of_task(s, task_id, None, cancel, true);
-    let mut fix_loop = FixLoop::new(rounds, s.config.verify.min_confidence);
+    let mut fix_loop = FixLoop::new(rounds, s.config.verify.min_confidence)
+        .starting_afresh(s.config.verify.fresh_start);
     let mut step = fix_loop.start();
     let mut last_output = String::new();
     let mut last_failed = String::new();
@@ -140,14 +141,39 @@ match &kept_proposed {
                     passes: kept.is_some(),
                 })
             }
-            FixStep::FixWithTools { round } => {
+            FixStep::FixWithTools { round } | FixStep::StartAfresh { round } => {
+                let mend = match step {
+                    FixStep::StartAfresh { .. } => Mend::Afresh,
+                    _ => Mend::Fix,
+                };
                 before_this_fix = files_now(s, task_id).await;
-                let fixed = fix_with_tools(ctx, s, task_id, &last_output, &mut before_fixes).await;
-                if !fixed.written.is_empty() {
+                let fixed =
+                    fix_with_tools(ctx, s, task_id, &last_output, &mut before_fixes, mend).await;
+                if fixed.written.is_empty() {
+                    // A fresh start that wrote nothing leaves the team's code, not the
+                    // files as they were before the task, for the next step to work on.
+                    let restored = put_back(s, &before_this_fix).await;
+                    if !restored.is_empty() {
+                        let _ = ctx.append_own_board(&format!(
+                            "- the fresh start wrote nothing: {} put back as the team wrote it",
+                            restored.join(", ")
+                        ));
+                    }
+                } else if fixed.put_back.is_empty() {
                     fix_round(
                         round,
                         &last_failed,
                         format!("with tools wrote {}", fixed.written.join(", ")),
+                    );
+                } else {
+                    fix_round(
+                        round,
+                        &last_failed,
+                        format!(
+                            "started afresh from {} as before the task, and wrote {}",
+                            fixed.put_back.join(", "),
+                            fixed.written.join(", ")
+                        ),
                     );
                 }
                 fix_loop.next(FixEvent::ToolFix {
@@ -310,17 +336,30 @@ async fn files_now(s: &Services, task_id: TaskId) -> Vec<(String, String)> {
     now
 }
 
+/// Where a coder's fix round starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mend {
+    /// The team's code as it is: mend it.
+    Fix,
+    /// The files the task names as they were before the task: do the task anew
+    /// (`verify.freshStart`). With none of them changed, there is nothing to start afresh
+    /// from, and the round mends the code as it is.
+    Afresh,
+}
+
 /// A fix made by the executor with its tools, as a subtask's own fix turn is
-/// (`check::after_subtask`): the task, the failure and the files as they are now. The
+/// (`check::after_subtask`): the task, the failure and the files as they are now (for a
+/// fresh start, the files the task names put back as they were before it first). The
 /// files it may change are kept first, for [`restore`]; what it writes counts as the
 /// task's files, and is checked by the next round like any fix. Returns the files it
-/// wrote, and the rating the coder gave its fix.
+/// put back and wrote, and the rating the coder gave its fix.
 async fn fix_with_tools(
     ctx: &AgentContext,
     s: &Services,
     task_id: TaskId,
     output: &str,
     before_fixes: &mut Vec<(String, String)>,
+    mend: Mend,
 ) -> ToolFix {
     let (Some(executor), Some(task)) = (s.executor.clone(), s.tasks.get(task_id)) else {
         return ToolFix::default();
@@ -337,6 +376,28 @@ async fn fix_with_tools(
             before_fixes.push((path, content));
         }
     }
+    let put_back_first = match mend {
+        Mend::Afresh => put_back(s, &s.originals(task_id).files).await,
+        Mend::Fix => Vec::new(),
+    };
+    let failure = extract_errors(output);
+    let what_to_do = if put_back_first.is_empty() {
+        format!(
+            "The team's code for this task does not pass this check:\n{failure}\n\n\
+             Fix the team's files with your tools so that the check passes."
+        )
+    } else {
+        let _ = ctx.append_own_board(&format!(
+            "- starting afresh: {} put back as before the task",
+            put_back_first.join(", ")
+        ));
+        format!(
+            "A first solution of this task failed this check:\n{failure}\n\n\
+             That solution was taken back: the files it changed ({}) are as they were before \
+             the task. Do the task anew with your tools, so that the check passes.",
+            put_back_first.join(", ")
+        )
+    };
     let spec = SubtaskSpec {
         // Writes are the last subtask's, so editors show them with the task's files.
         subtask_id: task
@@ -345,11 +406,9 @@ async fn fix_with_tools(
             .map(|st| st.id.to_string())
             .unwrap_or_default(),
         description: format!(
-            "{whole}\n\nThe team's code for this task does not pass this check:\n{}\n\n\
-             Fix the team's files with your tools so that the check passes. \
+            "{whole}\n\n{what_to_do} \
              A test shown above is Conclave's check: never change it or copy it into a file. \
-             When you are done, end your answer with `Confidence: N`, how sure you are (0 to 100) that the check now passes.",
-            extract_errors(output)
+             When you are done, end your answer with `Confidence: N`, how sure you are (0 to 100) that the check now passes."
         ),
         system_prompt: ctx.system_prompt(super::roles::BOTTOM),
         context: super::files::with_files_now("", &s.sandbox, whole),
@@ -376,7 +435,10 @@ async fn fix_with_tools(
             }
             Err(e) => {
                 let _ = ctx.append_own_board(&format!("- the fix with tools did not run: {e}"));
-                return ToolFix::default();
+                return ToolFix {
+                    put_back: put_back_first,
+                    ..ToolFix::default()
+                };
             }
         };
     s.tasks.update(task_id, |t| {
@@ -392,6 +454,7 @@ async fn fix_with_tools(
         format!("- the fix with tools wrote {}", written.join(", "))
     });
     ToolFix {
+        put_back: put_back_first,
         written,
         confidence,
     }
@@ -400,6 +463,8 @@ async fn fix_with_tools(
 /// What a fix with tools came to.
 #[derive(Default)]
 struct ToolFix {
+    /// The files put back as they were before the task, for a fresh start.
+    put_back: Vec<String>,
     /// The files it wrote.
     written: Vec<String>,
     /// The rating the coder gave its fix, when it gave one.

@@ -176,6 +176,110 @@ async fn a_fix_round_is_first_made_by_a_coder_with_its_tools() {
     team.engine.shutdown().await;
 }
 
+// Real time, as above.
+#[tokio::test]
+async fn with_fresh_start_the_second_fix_round_does_the_task_anew_from_the_files_as_they_were() {
+    // The coder's answer is wrong, and its fix is wrong too: the second round puts the
+    // named file back as it was before the task and has a coder do the task anew, told
+    // what failed. The fresh attempt edits the file as it was (its old_text is only
+    // there once the team's code is taken back).
+    let mut config = config();
+    config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
+    config.verify.fresh_start = true;
+    let team = start(
+        json!([
+            plan(&["Write answer.txt"]),
+            { "match": ["A first solution of this task failed", "expected answer = 42", "answer = 0"],
+              "toolCalls": [ { "name": "file_edit", "arguments": { "path": "answer.txt", "old_text": "answer = 0", "new_text": "answer = 42" } } ] },
+            { "match": ["does not pass this check", "expected answer = 42"],
+              "toolCalls": [ { "name": "file_write", "arguments": { "path": "answer.txt", "content": "answer = 43\n" } } ] },
+            { "match": "Write answer.txt",
+              "toolCalls": [ { "name": "file_write", "arguments": { "path": "answer.txt", "content": "answer = 41\n" } } ] },
+            { "match": "updated answer.txt", "text": "Done.\n\nConfidence: 90", "repeat": true }
+        ]),
+        config,
+    )
+    .await;
+    std::fs::write(team.workspace.path().join("answer.txt"), "answer = 0\n").unwrap();
+    let task = team.submit("Record the answer in answer.txt");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(
+        summary.status,
+        TaskStatus::Completed,
+        "{:?}",
+        team.engine.task(&task.to_string())
+    );
+    assert_eq!(team.read("answer.txt"), "answer = 42\n");
+    let steps = team
+        .store
+        .recovery_steps(Some(task.to_string()))
+        .await
+        .unwrap();
+    let messages: Vec<&str> = steps.iter().map(|s| s.message.as_str()).collect();
+    assert!(
+        messages[0].contains("fix round 1 of 3 with tools wrote answer.txt"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].contains(
+            "fix round 2 of 3 started afresh from answer.txt as before the task, and wrote answer.txt"
+        ),
+        "{messages:?}"
+    );
+    assert!(
+        messages[2].contains("passes after 2 fix round"),
+        "{messages:?}"
+    );
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}
+
+// Real time, as above.
+#[tokio::test]
+async fn a_fresh_start_that_writes_nothing_leaves_the_team_s_code_for_the_next_step() {
+    // Taking the team's code back is only worth it for a new attempt: one that writes
+    // nothing must not leave the files as they were before the task.
+    let mut config = config();
+    config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
+    config.verify.fresh_start = true;
+    config.verify.max_rounds = 2;
+    // What the fix loop leaves is the point here, not the failed task's undo.
+    config.undo.on_failure = conclave::config::OnFailure::Keep;
+    let team = start(
+        json!([
+            plan(&["Write answer.txt"]),
+            { "match": "A first solution of this task failed", "text": "I cannot see what is wrong." },
+            { "match": "not done", "text": "Still nothing to change." },
+            { "match": ["does not pass this check", "expected answer = 42"],
+              "toolCalls": [ { "name": "file_write", "arguments": { "path": "answer.txt", "content": "answer = 43\n" } } ] },
+            { "match": "Write answer.txt",
+              "toolCalls": [ { "name": "file_write", "arguments": { "path": "answer.txt", "content": "answer = 41\n" } } ] },
+            { "match": "updated answer.txt", "text": "Done.\n\nConfidence: 90", "repeat": true },
+            // Asked for the files whole, the model sees the team's code (43), not the file
+            // as it was before the task.
+            { "match": ["fails its checks", "answer = 43"], "text": "```json\n{\"files\": [{\"path\": \"answer.txt\", \"content\": \"answer = 44\\n\"}], \"confidence\": 90, \"explanation\": \"from the team's code\"}\n```" }
+        ]),
+        config,
+    )
+    .await;
+    std::fs::write(team.workspace.path().join("answer.txt"), "answer = 0\n").unwrap();
+    let task = team.submit("Record the answer in answer.txt");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Failed);
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    // A failed loop puts back what the subtasks wrote.
+    assert_eq!(team.read("answer.txt"), "answer = 41\n");
+    team.engine.shutdown().await;
+}
+
 // Real time: python3 runs for real.
 #[tokio::test]
 async fn a_file_a_coder_showed_in_its_answer_and_did_not_write_is_tried_by_the_checks() {
