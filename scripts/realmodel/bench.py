@@ -314,13 +314,14 @@ bottomPerMid = 1
 # is taken back by default.
 [undo]
 onFailure = "keep"
-"""
+""" + "".join(f"\n[{section}]\n{lines(section)}" for section in sorted({where for where, _ in options} - {"llm", "team"}))
 
 
 def system_switches(system):
     """`conclave+reflect+shareKnowledge`: the system `conclave` with those switches on, as
     (section, `reflect = true`) lines: a switch is a `[team]` one unless it names its
-    section (`+llm.temperature=0.2`), and `+errorStrategies=false` turns one off. The arm
+    section (`+llm.temperature=0.2`, `+verify.freshStart`), and `+errorStrategies=false`
+    turns one off. The arm
     that measures a switch runs beside the plain system, task by task."""
     base, *switches = system.split("+")
     lines = []
