@@ -25,22 +25,44 @@ pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 /// Used when neither the request nor the configuration sets `max_tokens`.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
-/// An answer whose last this many bytes are one short unit over and over is a model
-/// caught in a loop (`\u0020` written over and over into a tool call's arguments), which
-/// would otherwise run on until the token limit. The stream is then stopped and the call
-/// fails as malformed, which the call-level retry sends again.
+/// An answer that ends with one unit written over and over is a model caught in a loop,
+/// which would otherwise run on until the token limit: `\u0020` written over and over
+/// into a tool call's arguments, or a paragraph and a code block written again and
+/// again. The stream is then stopped and the call fails as malformed, which the
+/// call-level retry sends again. A short unit (at most [`LOOPING_SHORT_UNIT_BYTES`])
+/// counts once the answer's last [`LOOPING_TAIL_BYTES`] are nothing else; a longer one,
+/// up to [`LOOPING_UNIT_MAX_BYTES`], once the answer ends with it
+/// [`LOOPING_LONG_REPEATS`] times (no answer writes the same long block three times
+/// running).
 const LOOPING_TAIL_BYTES: usize = 2_400;
-const LOOPING_UNIT_MAX_BYTES: usize = 400;
+const LOOPING_SHORT_UNIT_BYTES: usize = 400;
+const LOOPING_UNIT_MAX_BYTES: usize = 4_000;
+const LOOPING_LONG_REPEATS: usize = 3;
 /// Looked for each time the answer has grown by this much.
 const LOOP_CHECK_EVERY_BYTES: usize = 256;
 
-/// The unit `text` ends repeating, when its last [`LOOPING_TAIL_BYTES`] are one unit of
-/// at most [`LOOPING_UNIT_MAX_BYTES`] repeated.
+/// The unit `text` ends repeating, when it ends with one unit over and over (see
+/// [`LOOPING_TAIL_BYTES`]).
 fn looping_unit(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
-    let tail = bytes.get(bytes.len().checked_sub(LOOPING_TAIL_BYTES)?..)?;
-    let period = (1..=LOOPING_UNIT_MAX_BYTES).find(|&p| tail[p..] == tail[..tail.len() - p])?;
-    Some(String::from_utf8_lossy(&tail[tail.len() - period..]).into_owned())
+    let period = (1..=LOOPING_UNIT_MAX_BYTES).find(|&p| {
+        let window = if p <= LOOPING_SHORT_UNIT_BYTES {
+            LOOPING_TAIL_BYTES
+        } else {
+            p * LOOPING_LONG_REPEATS
+        };
+        bytes.len() >= window && {
+            let tail = &bytes[bytes.len() - window..];
+            tail[p..] == tail[..window - p]
+        }
+    })?;
+    // A long period may be a short unit many times over (`\u0020` × 67): the unit is the
+    // shortest one that makes it up.
+    let unit = &bytes[bytes.len() - period..];
+    let shortest = (1..period)
+        .find(|&q| period % q == 0 && unit[q..] == unit[..period - q])
+        .unwrap_or(period);
+    Some(String::from_utf8_lossy(&unit[period - shortest..]).into_owned())
 }
 
 /// Settings of one OpenAI-compatible endpoint.
@@ -176,8 +198,10 @@ impl OpenAiProvider {
             }
             state.apply(&chunk, on_delta);
             if let Some(unit) = state.looping() {
+                let shown: String = unit.chars().take(120).collect();
+                let more = if shown.len() < unit.len() { "…" } else { "" };
                 return Err(self.malformed(format!(
-                    "the model was caught in a loop, writing {unit:?} over and over; its answer was stopped"
+                    "the model was caught in a loop, writing {shown:?}{more} over and over; its answer was stopped"
                 )));
             }
             // Calls that began repeating end the answer here: what is left would only
@@ -698,6 +722,24 @@ mod tests {
         assert!(matches!(err, ModelError::Malformed { .. }), "{err}");
         assert!(err.to_string().contains("caught in a loop"), "{err}");
         assert!(err.to_string().contains(r#""\\u0020""#), "{err}");
+
+        // A paragraph and a code block, about 700 bytes, written again and again in the
+        // text: stopped at the third time running.
+        let block = "Here is the corrected code:\\n\\n```python\\ndef is_happy(s):\\n    \\\"\\\"\\\"Whether every 3 consecutive letters of s are distinct.\\\"\\\"\\\"\\n    if len(s) < 3:\\n        return False\\n    for i in range(len(s) - 2):\\n        if s[i] == s[i + 1] or s[i] == s[i + 2] or s[i + 1] == s[i + 2]:\\n            return False\\n    return True\\n```\\n\\nThis checks the length first, then each window of three letters; if any two letters of a window are the same, the string is not happy, and otherwise it is.\\n\\n";
+        let chunk = |text: &str| {
+            format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+        };
+        let mut sse: String = (0..40).map(|_| chunk(block)).collect();
+        sse.push_str("data: [DONE]\n\n");
+        let err = read_bytewise(&sse).await.0.unwrap_err();
+        assert!(err.to_string().contains("caught in a loop"), "{err}");
+        assert!(
+            err.to_string().contains("Here is the corrected code"),
+            "{err}"
+        );
+        // Twice is not a loop: an answer may show a block again.
+        let twice = format!("{}{}data: [DONE]\n\n", chunk(block), chunk(block));
+        assert!(read_bytewise(&twice).await.0.is_ok());
 
         // Long text that is not one unit over and over goes through.
         let lines: String = (0..300)
