@@ -4,12 +4,31 @@
 use crate::support::common::python_available;
 use conclave::engine::{EngineError, SubmitTask};
 use conclave::runtime::{
-    ApprovalAnswer, ApprovalChoice, ApprovalKind, RuntimeEvent, SubtaskStatus, TaskOptions,
+    ApprovalAnswer, ApprovalChoice, ApprovalKind, RuntimeEvent, SubtaskStatus, TaskId, TaskOptions,
     TaskStatus,
 };
 use serde_json::{Value, json};
 
-use crate::support::team::{config, plan, start, writes};
+use crate::support::team::{Team, config, plan, start, writes};
+
+/// The team's configuration with a `verify.command` that passes only when answer.txt
+/// says `answer = 42`, and says so, located, when it does not.
+fn answer_42_config() -> conclave::config::Config {
+    let mut config = config();
+    config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
+    config
+}
+
+/// The messages of the recovery steps the store kept for `task`, oldest first.
+async fn recovery_messages(team: &Team, task: TaskId) -> Vec<String> {
+    team.store
+        .recovery_steps(Some(task.to_string()))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.message)
+        .collect()
+}
 
 #[tokio::test(start_paused = true)]
 async fn a_task_that_cannot_finish_keeps_its_partial_results() {
@@ -79,8 +98,7 @@ async fn a_task_that_cannot_finish_keeps_its_partial_results() {
 // time limit while the process runs.
 #[tokio::test]
 async fn the_verify_loop_fixes_a_failing_test() {
-    let mut config = config();
-    config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
+    let config = answer_42_config();
     let [w1, w2] = writes("Write answer.txt", "answer.txt", "answer = 41\n");
     let team = start(
         json!([
@@ -100,12 +118,7 @@ async fn the_verify_loop_fixes_a_failing_test() {
         team.engine.task(&task.to_string())
     );
     assert_eq!(team.read("answer.txt"), "answer = 42\n");
-    let steps = team
-        .store
-        .recovery_steps(Some(task.to_string()))
-        .await
-        .unwrap();
-    let messages: Vec<&str> = steps.iter().map(|s| s.message.as_str()).collect();
+    let messages = recovery_messages(&team, task).await;
     assert!(
         messages[0].contains("fix round 1 of 3 (confidence 90)"),
         "{messages:?}"
@@ -122,8 +135,7 @@ async fn the_verify_loop_fixes_a_failing_test() {
 async fn a_fix_round_is_first_made_by_a_coder_with_its_tools() {
     // A coder with its tools reads and edits the file it fixes; a structured answer
     // is only the fallback.
-    let mut config = config();
-    config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
+    let config = answer_42_config();
     let [w1, w2] = writes("Write answer.txt", "answer.txt", "answer = 41\n");
     let team = start(
         json!([
@@ -154,12 +166,7 @@ async fn a_fix_round_is_first_made_by_a_coder_with_its_tools() {
             .checked_by,
         Some(conclave::runtime::Evidence::ProjectTests)
     );
-    let steps = team
-        .store
-        .recovery_steps(Some(task.to_string()))
-        .await
-        .unwrap();
-    let messages: Vec<&str> = steps.iter().map(|s| s.message.as_str()).collect();
+    let messages = recovery_messages(&team, task).await;
     assert!(
         messages[0].contains("fix round 1 of 3 with tools wrote answer.txt"),
         "{messages:?}"
@@ -183,8 +190,7 @@ async fn with_fresh_start_the_second_fix_round_does_the_task_anew_from_the_files
     // named file back as it was before the task and has a coder do the task anew, told
     // what failed. The fresh attempt edits the file as it was (its old_text is only
     // there once the team's code is taken back).
-    let mut config = config();
-    config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
+    let mut config = answer_42_config();
     config.verify.fresh_start = true;
     let team = start(
         json!([
@@ -210,12 +216,7 @@ async fn with_fresh_start_the_second_fix_round_does_the_task_anew_from_the_files
         team.engine.task(&task.to_string())
     );
     assert_eq!(team.read("answer.txt"), "answer = 42\n");
-    let steps = team
-        .store
-        .recovery_steps(Some(task.to_string()))
-        .await
-        .unwrap();
-    let messages: Vec<&str> = steps.iter().map(|s| s.message.as_str()).collect();
+    let messages = recovery_messages(&team, task).await;
     assert!(
         messages[0].contains("fix round 1 of 3 with tools wrote answer.txt"),
         "{messages:?}"
@@ -243,8 +244,7 @@ async fn with_fresh_start_the_second_fix_round_does_the_task_anew_from_the_files
 async fn a_fresh_start_that_writes_nothing_leaves_the_team_s_code_for_the_next_step() {
     // Taking the team's code back is only worth it for a new attempt: one that writes
     // nothing must not leave the files as they were before the task.
-    let mut config = config();
-    config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
+    let mut config = answer_42_config();
     config.verify.fresh_start = true;
     config.verify.max_rounds = 2;
     // What the fix loop leaves is the point here, not the failed task's undo.
@@ -389,8 +389,7 @@ async fn a_fix_round_that_rewrites_the_acceptance_test_with_bash_does_not_pass_t
 async fn a_fix_written_the_way_small_models_write_it_still_lands_in_the_right_file() {
     // Two ways small models write a fix: the path copied from the answer format's
     // example, the file's content in Python's triple quotes.
-    let mut config = config();
-    config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
+    let config = answer_42_config();
     let [w1, w2] = writes("Write answer.txt", "answer.txt", "answer = 41\n");
     let team = start(
         json!([
@@ -506,8 +505,7 @@ async fn a_fix_s_two_parts_of_one_file_are_joined_not_written_over_each_other() 
 async fn a_fix_never_rewrites_a_test_of_the_project() {
     // "Fix the bug so that the test passes. Do not change the test.": the fix loop must
     // not write the code under test over the test file.
-    let mut config = config();
-    config.verify.command = Some("grep -q '^answer = 42$' answer.txt || { echo 'answer.txt:1:1: expected answer = 42'; exit 1; }".into());
+    let config = answer_42_config();
     let [w1, w2] = writes("Write answer.txt", "answer.txt", "answer = 41\n");
     let team = start(
         json!([
