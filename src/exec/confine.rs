@@ -280,6 +280,33 @@ pub fn enter(ruleset: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// In the child, after `fork` and before `exec`: the child is killed when the thread
+/// that started it ends, so a program the team started never runs on unsupervised once
+/// Conclave is gone (killed, crashed). The thread that spawns a child waits for it
+/// (`Runner::run_blocking`), so it ends only after the child does while Conclave lives.
+/// `parent` is Conclave's pid: when it is no longer the parent, Conclave died before
+/// this call, and the program is not started.
+#[cfg(target_os = "linux")]
+pub fn die_with_parent(parent: u32) -> io::Result<()> {
+    // SAFETY: both calls take integers only.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::getppid() as u32 != parent {
+            return Err(io::Error::other(
+                "Conclave ended before the program started",
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn die_with_parent(_parent: u32) -> io::Result<()> {
+    Ok(())
+}
+
 /// A server run as root would hand its capabilities down: reading other processes'
 /// memory and environment (`CAP_SYS_PTRACE`), raw sockets past the network rule
 /// (`CAP_NET_RAW`). The child keeps none: the bounding set is emptied (which needs

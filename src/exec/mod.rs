@@ -449,12 +449,17 @@ impl Runner {
         {
             use std::os::unix::process::CommandExt;
             command.process_group(0);
-            if let Some(fd) = ruleset {
-                // SAFETY: `confine::enter` makes two system calls and nothing else, which
-                // is what may run between fork and exec.
-                unsafe {
-                    command.pre_exec(move || confine::enter(fd));
-                }
+            let parent = std::process::id();
+            // SAFETY: `confine::die_with_parent` and `confine::enter` make a few system
+            // calls and nothing else, which is what may run between fork and exec.
+            unsafe {
+                command.pre_exec(move || {
+                    confine::die_with_parent(parent)?;
+                    match ruleset {
+                        Some(fd) => confine::enter(fd),
+                        None => Ok(()),
+                    }
+                });
             }
         }
         let mut child = match command.spawn() {

@@ -624,3 +624,67 @@ fn log_lines_name_the_task_and_the_subtask_attempt_they_are_about() {
         "a retried subtask's lines say which attempt: {err}"
     );
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_program_the_team_started_dies_with_a_killed_conclave() {
+    // Conclave bounds every program it starts while it runs; once it is killed, nothing
+    // may run on unsupervised. A coder's command is still sleeping when `conclave run`
+    // gets SIGKILL: the command must go with it.
+    if !python_available() {
+        return;
+    }
+    let marker = format!("orphan-check-{}", std::process::id());
+    let command = format!(
+        "python3 -c 'import pathlib, time; pathlib.Path(\"started.txt\").write_text(\"1\"); time.sleep(120)' {marker}"
+    );
+    let dir = workspace(json!([
+        plan(json!([{ "description": "Run the long job" }])),
+        { "match": "Run the long job", "toolCalls": [ { "name": "bash", "arguments": { "command": command, "timeout_ms": 120000 } } ] },
+        { "match": "exit code", "text": "Done." }
+    ]));
+    let config = std::fs::read_to_string(dir.path().join("conclave.toml")).unwrap();
+    std::fs::write(
+        dir.path().join("conclave.toml"),
+        format!("{config}\n[approvals]\ncommands = \"auto\"\n"),
+    )
+    .unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_conclave"))
+        .args(["run", "--approve", "auto", "--workspace"])
+        .arg(dir.path())
+        .arg("Run the long job")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("conclave runs");
+    let started = dir.path().join("started.txt");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !started.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(started.exists(), "the command never started");
+    run.kill().unwrap();
+    run.wait().unwrap();
+    // The kernel kills the program when its parent goes; give it a moment to.
+    let still_running = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .any(|cmdline| String::from_utf8_lossy(&cmdline).contains(&marker))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while still_running() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let orphaned = still_running();
+    if orphaned {
+        let _ = Command::new("pkill").args(["-f", &marker]).status();
+    }
+    assert!(
+        !orphaned,
+        "the command outlived the conclave that started it"
+    );
+}
