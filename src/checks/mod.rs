@@ -233,6 +233,11 @@ pub const RULES: &[Rule] = &[
         kind: Kind::Tests,
         catches: "an assert about code the task does not name that the code before the task failed too: ignored, and said (off: it counts)",
     },
+    Rule {
+        id: "acceptance.disputed-assert",
+        kind: Kind::Tests,
+        catches: "a comparison the code fails that a second solution, written from the task alone and giving the task's own examples, fails with the very same values: set aside, and said; a task that passes so is handed to review, never called checked (off: it counts, and no second solution is asked for)",
+    },
 ];
 
 /// One repair of model output: what the model got wrong in a way that can be mended

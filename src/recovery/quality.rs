@@ -155,6 +155,10 @@ pub enum TestOutcome {
     Passed,
     /// The code failed the test.
     Failed,
+    /// The code failed comparisons of the test that a second solution of the task,
+    /// written apart from the team's code and test, could settle (the runner's
+    /// `::disputable`).
+    Disputable,
     /// The test is broken itself (a rule of `acceptance.*` said so).
     Broken,
     /// The model gave no usable test.
@@ -170,14 +174,19 @@ pub enum TestStep {
     WriteAgain,
     /// No test could be written: the check is skipped, like any check with nothing to run.
     Skip,
+    /// Have a second solution of the task written from the task alone, and run the test
+    /// again beside it: a comparison both solutions fail with the same value is disputed.
+    AskSecondSolution,
 }
 
 /// After the team's acceptance test ran: `rewrites` is how many times it was written
-/// again already.
-pub fn acceptance_test(outcome: TestOutcome, rewrites: u32) -> TestStep {
+/// again already; `second_asked`, whether a second solution was asked for already (once
+/// a task: later fix rounds run the test beside the same one).
+pub fn acceptance_test(outcome: TestOutcome, rewrites: u32, second_asked: bool) -> TestStep {
     match outcome {
         TestOutcome::Passed => TestStep::Count(Verdict::Passed),
-        TestOutcome::Failed => TestStep::Count(Verdict::Failed),
+        TestOutcome::Disputable if !second_asked => TestStep::AskSecondSolution,
+        TestOutcome::Failed | TestOutcome::Disputable => TestStep::Count(Verdict::Failed),
         TestOutcome::Broken | TestOutcome::NotWritten if rewrites < TEST_REWRITES => {
             TestStep::WriteAgain
         }
@@ -647,10 +656,30 @@ mod tests {
         ];
         for (outcome, rewrites, step) in cases {
             assert_eq!(
-                acceptance_test(outcome, rewrites),
+                acceptance_test(outcome, rewrites, false),
                 step,
                 "{outcome:?} after {rewrites}"
             );
         }
+    }
+
+    #[test]
+    fn a_disputable_failure_asks_for_a_second_solution_once_then_counts() {
+        assert_eq!(
+            acceptance_test(TestOutcome::Disputable, 0, false),
+            TestStep::AskSecondSolution
+        );
+        assert_eq!(
+            acceptance_test(TestOutcome::Disputable, 1, false),
+            TestStep::AskSecondSolution
+        );
+        assert_eq!(
+            acceptance_test(TestOutcome::Disputable, 0, true),
+            TestStep::Count(Verdict::Failed)
+        );
+        assert_eq!(
+            acceptance_test(TestOutcome::Failed, 0, false),
+            TestStep::Count(Verdict::Failed)
+        );
     }
 }

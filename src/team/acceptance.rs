@@ -80,6 +80,9 @@ impl Evidence {
             return Evidence::ProjectTests;
         }
         match checks.iter().filter(passed).find(|c| c.name == NAME) {
+            Some(c) if c.rules.iter().any(|r| r == "acceptance.disputed-assert") => {
+                Evidence::Disputed
+            }
             Some(c) if c.detail.lines().any(|l| l.starts_with(EXAMPLES_GIVEN)) => {
                 Evidence::TaskExamples
             }
@@ -89,10 +92,11 @@ impl Evidence {
     }
 
     /// Whether a completion resting on this asks the person to review it: only the
-    /// team's own test ran the code (a task with no code to run, `Nothing`, does not).
-    /// The result text, the run summary and `conclave run`'s exit code 3 follow it.
+    /// team's own test ran the code, or the test and the code disagreed (a task with no
+    /// code to run, `Nothing`, does not). The result text, the run summary and
+    /// `conclave run`'s exit code 3 follow it.
     pub fn asks_for_review(self) -> bool {
-        self == Evidence::OwnTestOnly
+        matches!(self, Evidence::OwnTestOnly | Evidence::Disputed)
     }
 
     /// In a line, for the final report.
@@ -104,6 +108,9 @@ impl Evidence {
             }
             Evidence::OwnTestOnly => {
                 "only a test the team wrote itself: nothing independent of the team checked the change, so review it"
+            }
+            Evidence::Disputed => {
+                "a test the team wrote, with asserts the code fails set aside because a second solution written from the task alone gives what the code gives: the test and the code disagree, so review it"
             }
             Evidence::Nothing => "nothing: no test ran it",
         }
@@ -194,6 +201,15 @@ pub async fn run(
             &fired,
         );
     }
+    // The one file a second solution of the task may be written for, to settle
+    // comparisons the code fails (`acceptance.disputed-assert`).
+    let second_file = match language {
+        Language::Python if bench.on("acceptance.disputed-assert") => {
+            second_solution_file(&code_files, &bench.originals)
+        }
+        _ => None,
+    };
+    let second_dir = path.with_file_name("second");
     // Times the test was written again; the quality ladder says how many it may be.
     let mut rewrites = 0;
     // Why the last test could not be used, for its rewrite.
@@ -220,26 +236,32 @@ pub async fn run(
                 }
                 // An answer with no usable test (prose, a copy of the code without an
                 // assert) is asked for again, as a broken test is.
-                Err(why) => match quality::acceptance_test(TestOutcome::NotWritten, rewrites) {
-                    TestStep::WriteAgain => {
-                        tracing::info!(task = %task_id, "no usable acceptance test; asking again: {why}");
-                        previous_problem = Some(why);
-                        rewrites += 1;
-                        continue;
+                Err(why) => {
+                    match quality::acceptance_test(TestOutcome::NotWritten, rewrites, false) {
+                        TestStep::WriteAgain => {
+                            tracing::info!(task = %task_id, "no usable acceptance test; asking again: {why}");
+                            previous_problem = Some(why);
+                            rewrites += 1;
+                            continue;
+                        }
+                        _ => {
+                            return result(
+                                CheckStatus::Skipped,
+                                format!("{NOT_WRITTEN}: {why}"),
+                                &fired,
+                            );
+                        }
                     }
-                    _ => {
-                        return result(
-                            CheckStatus::Skipped,
-                            format!("{NOT_WRITTEN}: {why}"),
-                            &fired,
-                        );
-                    }
-                },
+                }
             }
         }
         put_back_if_changed(ctx, s, task_id, &path);
         let test = path.to_string_lossy().into_owned();
         let (task_file, originals) = write_runner_inputs(&path, &bench.originals);
+        let second = match &second_file {
+            Some(file) => put_second_solution(s, task_id, &second_dir, file),
+            None => String::new(),
+        };
         let ran = match language {
             Language::Python => {
                 let which = if rewrites > 0 { "rewritten" } else { "first" };
@@ -252,6 +274,7 @@ pub async fn run(
                     which.into(),
                     serde_json::to_string(&bench.disabled).unwrap_or_else(|_| "[]".into()),
                     serde_json::to_string(&bench.intent()).unwrap_or_else(|_| "{}".into()),
+                    second,
                 ];
                 bench.run_program("python3", &args).await
             }
@@ -270,7 +293,7 @@ pub async fn run(
             Ok(ran) => ran,
             Err(why) => return result(CheckStatus::Skipped, why, &fired),
         };
-        let output = rules_named(&output, &mut fired);
+        let (output, disputable) = rules_named(&output, &mut fired);
         let shown = format!(
             "{}\n\nThe test ({}):\n{}",
             output.trim_end(),
@@ -282,9 +305,14 @@ pub async fn run(
         let outcome = match code {
             Some(0) => TestOutcome::Passed,
             Some(TEST_BROKEN_EXIT) => TestOutcome::Broken,
+            _ if disputable && second_file.is_some() => TestOutcome::Disputable,
             _ => TestOutcome::Failed,
         };
-        match quality::acceptance_test(outcome, rewrites) {
+        let second_asked = s
+            .task_state
+            .get(&task_id)
+            .is_some_and(|state| state.second_solution.is_some());
+        match quality::acceptance_test(outcome, rewrites, second_asked) {
             // The asserts it ignored (about code the task does not name, failed before
             // the task too) are said.
             TestStep::Count(Verdict::Passed) => {
@@ -294,6 +322,23 @@ pub async fn run(
             // Skipped as broken: `unverified`, never completed.
             TestStep::Count(Verdict::Unverified) | TestStep::Skip => {
                 return result(CheckStatus::Skipped, format!("{BROKEN}:\n{shown}"), &fired);
+            }
+            TestStep::AskSecondSolution => {
+                let file = second_file.as_deref().unwrap_or_default();
+                let written = write_second_solution(ctx, s, task_id, &bench.originals, file).await;
+                match &written {
+                    Ok(_) => {
+                        let _ = ctx.append_own_board(&format!(
+                            "- the code failed the acceptance test: wrote a second solution of the task from the task alone, to see whether it fails the test the same way: {}",
+                            relative(s, &second_dir.join(file))
+                        ));
+                    }
+                    Err(why) => {
+                        tracing::info!(task = %task_id, "no usable second solution: {why}")
+                    }
+                }
+                s.task_state.entry(task_id).or_default().second_solution =
+                    Some(written.ok().map(|content| (file.to_string(), content)));
             }
             TestStep::WriteAgain => {
                 // A broken test says nothing about the code: write it again.
@@ -309,10 +354,16 @@ pub async fn run(
     }
 }
 
-/// The runner's output without its `::rule ID` lines, whose ids join `fired`.
-fn rules_named(output: &str, fired: &mut Vec<String>) -> String {
+/// The runner's output without its `::rule ID` lines, whose ids join `fired`, and
+/// whether it said `::disputable` (comparisons a second solution could settle failed).
+fn rules_named(output: &str, fired: &mut Vec<String>) -> (String, bool) {
     let mut kept = String::with_capacity(output.len());
+    let mut disputable = false;
     for line in output.split_inclusive('\n') {
+        if line.trim_end() == "::disputable" {
+            disputable = true;
+            continue;
+        }
         match line.trim_end().strip_prefix("::rule ") {
             Some(id) => {
                 if !fired.iter().any(|f| f == id) {
@@ -322,7 +373,99 @@ fn rules_named(output: &str, fired: &mut Vec<String>) -> String {
             None => kept.push_str(line),
         }
     }
-    kept
+    (kept, disputable)
+}
+
+/// The file a second solution of the task is written for: the one Python file the team
+/// changed, when what it was before the task is known (the task named it: as it was,
+/// or not there yet). With several files changed, one solution cannot stand for the
+/// team's.
+fn second_solution_file(code_files: &[String], originals: &Originals) -> Option<String> {
+    let [file] = code_files else { return None };
+    let known =
+        originals.files.iter().any(|(f, _)| f == file) || originals.task.contains(file.as_str());
+    known.then(|| file.clone())
+}
+
+/// Puts the task's second solution, if it has one, in `dir` (as it was written: a
+/// coder's `bash` may have changed it since) and returns `dir` for the runner, else "".
+fn put_second_solution(s: &Services, task_id: TaskId, dir: &Path, file: &str) -> String {
+    let mut state = s.task_state.entry(task_id).or_default();
+    // After a restart the solution written before is on disk, and not asked for again.
+    if state.second_solution.is_none()
+        && let Ok(content) = std::fs::read_to_string(dir.join(file))
+    {
+        state.second_solution = Some(Some((file.to_string(), content)));
+    }
+    let Some(Some((file, content))) = &state.second_solution else {
+        return String::new();
+    };
+    let target = dir.join(file);
+    let written = target
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|_| std::fs::write(&target, content));
+    match written {
+        Ok(()) => dir.to_string_lossy().into_owned(),
+        Err(why) => {
+            tracing::warn!(task = %task_id, "could not write the second solution: {why}");
+            String::new()
+        }
+    }
+}
+
+/// Asks the coders' model for `file` whole, from the task and the files as they were
+/// before it alone: it never sees the team's code or test, so a value it agrees on
+/// with the team's code is a second opinion, not a copy.
+async fn write_second_solution(
+    ctx: &AgentContext,
+    s: &Services,
+    task_id: TaskId,
+    originals: &Originals,
+    file: &str,
+) -> Result<String, String> {
+    let model = s.model(TeamLayer::Bottom).ok_or("no model is configured")?;
+    let task = s
+        .tasks
+        .get(task_id)
+        .map(|t| t.description)
+        .unwrap_or_default();
+    let before = match originals.files.iter().find(|(f, _)| f == file) {
+        Some((_, content)) => format!(
+            "{file} as it was before the task:\n```python\n{}\n```",
+            content.trim_end()
+        ),
+        None => format!("{file} does not exist yet."),
+    };
+    let mut seen: Vec<String> = originals.files.iter().map(|(f, _)| f.clone()).collect();
+    seen.push(file.to_string());
+    let others = super::files::other_files_now(&s.sandbox, &task, &seen);
+    let others = if others.is_empty() {
+        others
+    } else {
+        format!("\n\n{others}")
+    };
+    let prompt = format!(
+        "Task:\n{task}\n\n{before}{others}\n\nWrite {file} whole, as it must be when the task is done, \
+with every function the task asks for complete. Reply with only one ```python block."
+    );
+    let request = ModelRequest {
+        system: ctx.system_prompt(super::roles::BOTTOM),
+        messages: vec![ChatMessage::user(prompt)],
+        tools: Vec::new(),
+        max_tokens: 1536,
+        temperature: s.temperature(TeamLayer::Bottom),
+    };
+    let answer = model
+        .complete(&request, &mut |_: &str| {})
+        .await
+        .map_err(|e| e.to_string())?;
+    code_block(&answer.text, Language::Python).ok_or_else(|| {
+        format!(
+            "the model's answer had no Python code: \"{}\"",
+            first_line(&answer.text)
+        )
+    })
 }
 
 /// The test as the team wrote it, back on disk if something changed it since: a fix
@@ -771,10 +914,32 @@ mod tests {
         which: &str,
         disabled: &str,
     ) -> (Option<i32>, String) {
+        run_on_stats_beside(task, now, before, test, which, disabled, None)
+    }
+
+    /// As [`run_on_stats_with`], with `second` as a second solution's `stats.py`.
+    fn run_on_stats_beside(
+        task: &str,
+        now: &str,
+        before: &str,
+        test: &str,
+        which: &str,
+        disabled: &str,
+        second: Option<&str>,
+    ) -> (Option<i32>, String) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("stats.py"), now).unwrap();
         let checks = dir.path().join(".conclave/checks/t");
         std::fs::create_dir_all(&checks).unwrap();
+        let second_dir = match second {
+            Some(code) => {
+                let second_dir = checks.join("second");
+                std::fs::create_dir_all(&second_dir).unwrap();
+                std::fs::write(second_dir.join("stats.py"), code).unwrap();
+                second_dir.to_string_lossy().into_owned()
+            }
+            None => String::new(),
+        };
         let test_path = checks.join("acceptance_test.py");
         std::fs::write(&test_path, test).unwrap();
         let originals = std::sync::Arc::new(super::super::check::TaskFiles::new(
@@ -792,6 +957,7 @@ mod tests {
                 which,
                 disabled,
                 &intent,
+                &second_dir,
             ])
             .current_dir(dir.path())
             .output()
@@ -1207,6 +1373,88 @@ mod tests {
         let also_wrong =
             "from stats import double\nassert double(3) == 9\nassert double(5) == 11\n";
         assert_eq!(run_on_stats(in_text, right, "", also_wrong).0, Some(1));
+    }
+
+    #[test]
+    fn a_failing_assert_a_second_solution_fails_the_same_way_is_disputed() {
+        if !installed("python3") {
+            return;
+        }
+        let task = "Write total(xs) in stats.py: the sum of the even numbers in xs.\n\n>>> total([1, 2])\n2\n";
+        let code = "def total(xs):\n    return sum(x for x in xs if x % 2 == 0)\n";
+        // The second assert's expected value counts the odd 5.
+        let test =
+            "from stats import total\nassert total([2, 4]) == 6\nassert total([2, 4, 5]) == 11\n";
+        let run = |second: Option<&str>, disabled: &str| {
+            run_on_stats_beside(task, code, "", test, "first", disabled, second)
+        };
+        // Alone, the failure is the code's, and a second solution could settle it.
+        let (exit, output) = run(None, "[]");
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(output.contains("::disputable"), "{output}");
+        // Another way to the same values: the assert is disputed and set aside.
+        let looped = "def total(xs):\n    t = 0\n    for x in xs:\n        if x % 2 == 0:\n            t += x\n    return t\n";
+        let (exit, output) = run(Some(looped), "[]");
+        assert_eq!(exit, Some(0), "{output}");
+        assert!(
+            output.contains(
+                "disputed, set aside: `assert total([2, 4, 5]) == 11`: `total([2, 4, 5])` is 6"
+            ) && output.contains("::rule acceptance.disputed-assert")
+                && !output.contains("::disputable"),
+            "{output}"
+        );
+        let check = CheckResult {
+            kind: "tests".into(),
+            name: NAME.into(),
+            status: CheckStatus::Passed,
+            files: Vec::new(),
+            detail: output.clone(),
+            subtask_id: None,
+            at: chrono::Utc::now(),
+            rules: vec![
+                "tests.acceptance".into(),
+                "acceptance.disputed-assert".into(),
+            ],
+        };
+        assert_eq!(Evidence::of(&[check]), Evidence::Disputed);
+        assert!(Evidence::Disputed.asks_for_review());
+        // A second solution that gives what the test expects backs the test.
+        let with_odd_fives =
+            "def total(xs):\n    return sum(x for x in xs if x % 2 == 0 or x == 5)\n";
+        let (exit, output) = run(Some(with_odd_fives), "[]");
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(!output.contains("disputed"), "{output}");
+        // One that does not give the task's own example settles nothing.
+        let off_example = format!("{looped}    \ndef _unused():\n    pass\n")
+            .replace("t = 0", "t = 0 if xs != [1, 2] else 5");
+        let (exit, output) = run(Some(&off_example), "[]");
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(
+            output.contains("does not give the task's own examples"),
+            "{output}"
+        );
+        // Nor does the team's code written out again: it is no second opinion.
+        let again = format!(
+            "def total(xs):\n    \"\"\"The even ones.\"\"\"\n    return sum(x for x in xs if x % 2 == 0)\n"
+        );
+        let (exit, output) = run(Some(&again), "[]");
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(output.contains("it is the team's code again"), "{output}");
+        // Switched off, the assert counts and no second solution is wanted.
+        let off = r#"["acceptance.disputed-assert"]"#;
+        let (exit, output) = run(Some(looped), off);
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(
+            !output.contains("::disputable") && !output.contains("disputed"),
+            "{output}"
+        );
+        // A program's output says nothing of a second solution: the team's program ran.
+        let program = "import subprocess, sys\nr = subprocess.run([sys.executable, \"stats.py\"], capture_output=True, text=True)\nassert r.stdout == \"6\"\n";
+        let script =
+            "Write stats.py, a program that prints the sum of the even numbers 2, 4 and 5.";
+        let (exit, output) = run_on_stats_beside(script, code, "", program, "first", "[]", None);
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(!output.contains("::disputable"), "{output}");
     }
 
     #[test]

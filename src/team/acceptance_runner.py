@@ -1,6 +1,6 @@
 # Runs an acceptance test the team wrote (see acceptance.rs), in the workspace.
 #
-#   python3 -c RUNNER TEST [TASK_FILE ORIGINALS_DIR (first|rewritten) DISABLED_JSON INTENT_JSON]
+#   python3 -c RUNNER TEST [TASK_FILE ORIGINALS_DIR (first|rewritten) DISABLED_JSON INTENT_JSON SECOND_DIR]
 #
 # INTENT_JSON is the task as the checks read it (`checks::intent::Intent`): the words it
 # mentions, the names of code and the flags it gives, and whether it is about a program
@@ -21,6 +21,12 @@
 # the task (ORIGINALS_DIR, first on sys.path) fails it too: then the test expected
 # something of the rest of the code that the task never asked for (for "make mean([])
 # return 0.0", an assert `spread([]) == 0.0`), and the assert is ignored, saying so. A regression in the rest of the code still fails.
+#
+# SECOND_DIR, when given, holds a second solution of the task, written from the task
+# alone by a model that saw neither the team's code nor this test, laid out as the
+# project is. A failing comparison it fails the same way, value for value, is disputed:
+# two solutions against one test (`acceptance.disputed-assert`). Without SECOND_DIR, a
+# run whose failing asserts such a solution could settle ends with a line `::disputable`.
 import ast
 import copy
 import inspect
@@ -39,6 +45,7 @@ ORIGINALS = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] el
 REWRITTEN = len(sys.argv) > 4 and sys.argv[4] == "rewritten"
 DISABLED = set(json.loads(sys.argv[5])) if len(sys.argv) > 5 and sys.argv[5] else set()
 INTENT = json.loads(sys.argv[6]) if len(sys.argv) > 6 and sys.argv[6] else {}
+SECOND = os.path.abspath(sys.argv[7]) if len(sys.argv) > 7 and sys.argv[7] else ""
 ROOT = os.getcwd()
 BROKEN = 3
 # How a passed run says the code gave the task's own examples (acceptance.rs reads it).
@@ -1075,10 +1082,7 @@ def failed_before_too(run):
     code as it was before the task. What failed there too is set aside."""
     if not ORIGINALS or any(about_the_task(run, line) for line in run.failing):
         return
-    for name, module in list(sys.modules.items()):
-        file = getattr(module, "__file__", None)
-        if name != "__main__" and file and under(file, ROOT):
-            del sys.modules[name]
+    forget_project_modules()
     sys.path.insert(0, ORIGINALS)
     before = Outcomes()
     try:
@@ -1105,6 +1109,100 @@ def failed_before_too(run):
     run.failing = []
 
 
+def forget_project_modules():
+    """Drops the project's modules already imported, so that the next run of the test
+    imports them again from whatever is first on `sys.path`."""
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if name != "__main__" and file and under(file, ROOT):
+            del sys.modules[name]
+
+
+def compared_project_calls(run, lines):
+    """Of `lines` (failing asserts), the comparisons the code failed with a value (not by
+    raising) that call the project's code: those a second solution can speak to."""
+    return [
+        line for line in lines
+        if run.now.failed[line][0] == "assert"
+        and line in run.now.sides
+        and project_calls(run.asserts[line], run.namespace, ROOT)
+    ]
+
+
+def without_docstrings(tree):
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def same_code_as_the_team(directory):
+    """Whether every Python file of the second solution is the team's file of the same
+    path again (docstrings aside): then it is no second opinion."""
+    same = []
+    for base, _, names in os.walk(directory):
+        for name in names:
+            if not name.endswith(".py"):
+                continue
+            second = os.path.join(base, name)
+            team = os.path.join(ROOT, os.path.relpath(second, directory))
+            trees = read_tree(second), read_tree(team)
+            same.append(None not in trees and without_docstrings(trees[0]) == without_docstrings(trees[1]))
+    return bool(same) and all(same)
+
+
+def second_solution_agrees(run):
+    """A failing comparison the second solution fails with the very same values is
+    disputed: two solutions of the task, one written apart from the team's code and
+    test, give one value and the test expects another. It is set aside, and said; a
+    test passed with such an assert set aside is the weakest evidence there is, and the
+    task's completion asks for a review (`Evidence::Disputed`). The second solution
+    counts only if it gives the task's own examples, and only where the assert called
+    it: a test that runs a program runs the team's."""
+    compared = compared_project_calls(run, run.failing)
+    if not compared:
+        return
+    if not SECOND:
+        print("::disputable")
+        return
+    if same_code_as_the_team(SECOND):
+        print("a second solution of the task was written, and it is the team's code again: it settles nothing")
+        return
+    forget_project_modules()
+    sys.path.insert(0, SECOND)
+    second = Outcomes()
+    try:
+        wrong = check_examples(run.examples) if run.examples else []
+        if wrong:
+            print("a second solution of the task does not give the task's own examples, so it settles nothing: " + wrong[0])
+            return
+        try:
+            then = execute(run.tree, second)
+        except BaseException:
+            print("a second solution of the task could not run the test: it settles nothing")
+            return
+    finally:
+        sys.path.remove(SECOND)
+        forget_project_modules()
+    disputed = [
+        line for line in compared
+        if second.failed.get(line, ("",))[0] == "assert"
+        and second.sides.get(line) == run.now.sides[line]
+        and project_calls(run.asserts[line], then, SECOND)
+    ]
+    if not disputed:
+        return
+    for line in disputed:
+        shown = ast.get_source_segment(run.source, run.asserts[line]) or f"line {line}"
+        test = run.asserts[line].test
+        print(f"disputed, set aside: `{shown}`: `{ast.unparse(test.left)}` is {run.now.sides[line][0]} "
+              f"in the team's code and in a second solution written from the task alone")
+    fired("acceptance.disputed-assert")
+    run.failing = [line for line in run.failing if line not in disputed]
+
+
 # Every rule, in the order it is asked. Before the test runs: what the task's examples
 # say, then the test's text, mended or found broken. Then the run. Then, when asserts
 # failed, whether the test or the code is to blame for each; when none did, whether the
@@ -1127,6 +1225,7 @@ WHEN_ASSERTS_FAILED = [
     Rule("acceptance.long-expected-value", long_values_right, first_test=True),
     Rule("acceptance.contradicts-example", agrees_with_the_examples),
     Rule("acceptance.ignored-assert", failed_before_too),
+    Rule("acceptance.disputed-assert", second_solution_agrees),
 ]
 WHEN_ALL_PASSED = [
     Rule("acceptance.compares-code-with-itself", checks_the_code),

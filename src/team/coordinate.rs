@@ -326,13 +326,17 @@ async fn finish(
                     .map(|why| format!(" {}{}.", why[..1].to_uppercase(), &why[1..]))
                     .unwrap_or_default();
                 // A completion that rests on the team's own test alone says so.
-                let own_test_only = if t.checked_by.is_some_and(|e| e.asks_for_review()) {
-                    " Only a test the team wrote itself ran the code: review the change."
-                } else {
-                    ""
+                let review = match t.checked_by {
+                    Some(crate::runtime::Evidence::OwnTestOnly) => {
+                        " Only a test the team wrote itself ran the code: review the change."
+                    }
+                    Some(crate::runtime::Evidence::Disputed) => {
+                        " The team's test and its code disagreed, and a second solution written from the task alone sided with the code: review the change."
+                    }
+                    _ => "",
                 };
                 format!(
-                    "{done} of {all} subtasks completed.{unchecked}{own_test_only}\n{}",
+                    "{done} of {all} subtasks completed.{unchecked}{review}\n{}",
                     summaries.join("\n")
                 )
             }

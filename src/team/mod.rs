@@ -125,6 +125,10 @@ pub struct TaskState {
     /// The acceptance test as the team wrote it. A test changed on disk since (a coder's
     /// `bash` wrote over it) is put back before it runs.
     pub acceptance_test: Option<String>,
+    /// The second solution the acceptance test is run beside once the code failed it
+    /// (`acceptance.rs`): `None` until asked for, then the file and its content, or
+    /// `Some(None)` when the model gave none.
+    pub second_solution: Option<Option<(String, String)>>,
     /// Whole files a coder's final answer showed and did not write
     /// ([`crate::executor::ExecutionOutcome::proposed_files`]); the fix loop tries them
     /// before it asks for a fix (`verify.rs`).

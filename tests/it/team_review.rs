@@ -581,6 +581,88 @@ async fn without_tests_the_team_writes_an_acceptance_test_that_catches_wrong_cod
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_assert_a_second_solution_also_fails_is_disputed_and_the_task_handed_to_review() {
+    if !python_available() {
+        return;
+    }
+    let right = "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return 2 * x\n";
+    let team = start(
+        json!([
+            plan_step(&["Plan this task"], &["Implement double in calc.py."]),
+            { "match": "Implement double", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": right } } ] },
+            { "match": "updated calc.py", "text": "Implemented double." },
+            // The team's test gets one value wrong.
+            { "match": "short Python test script", "text": "```python\nfrom calc import double\nassert double(2) == 4\nassert double(5) == 11\n```" },
+            // Asked from the task alone, a second solution doubles too.
+            { "match": "Write calc.py whole", "text": "```python\ndef double(x):\n    return x + x\n```" }
+        ]),
+        model_review(1),
+    )
+    .await;
+    std::fs::write(
+        team.workspace.path().join("calc.py"),
+        "def double(x):\n    \"\"\"Return twice x.\"\"\"\n",
+    )
+    .unwrap();
+
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Implement double in calc.py.");
+    let summary = team.engine.wait_for(task).await.unwrap();
+
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    // No fix round bent right code to a wrong assert: the code is as the coder wrote it.
+    assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
+    assert_eq!(team.read("calc.py"), right);
+    let mut steps = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let RuntimeEvent::Recovery(step) = event {
+            steps.push(step.message.clone());
+        }
+    }
+    assert!(!steps.iter().any(|m| m.contains("fix round")), "{steps:?}");
+    // The check says which assert was set aside and why, by its rule.
+    let acceptance = detail
+        .checks
+        .iter()
+        .find(|c| c.name == "acceptance test (written by the team)")
+        .expect("the acceptance check is on the task");
+    assert_eq!(acceptance.status, conclave::runtime::CheckStatus::Passed);
+    assert!(
+        acceptance.rules.iter().any(|r| r == "acceptance.disputed-assert")
+            && acceptance
+                .detail
+                .contains("disputed, set aside: `assert double(5) == 11`: `double(5)` is 10"),
+        "{acceptance:?}"
+    );
+    // The completion is no claim: the person is asked to review it, and told why.
+    assert_eq!(
+        detail.summary.checked_by,
+        Some(conclave::runtime::Evidence::Disputed)
+    );
+    assert!(
+        detail.result.as_deref().is_some_and(|r| r.contains(
+            "The team's test and its code disagreed, and a second solution written from the task alone sided with the code: review the change."
+        )),
+        "{:?}",
+        detail.result
+    );
+    // The second solution is Conclave's, beside the test, never among the user's files.
+    let second = team
+        .workspace
+        .path()
+        .join(".conclave/checks")
+        .join(task.to_string())
+        .join("second/calc.py");
+    assert!(second.is_file());
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_fix_given_in_a_code_block_instead_of_json_is_used() {
     if !python_available() {
         return;

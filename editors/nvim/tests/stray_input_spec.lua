@@ -173,6 +173,11 @@ describe('stray input and refused starts', function()
     tasks.on_task_updated(tasks.tasks[task.taskId].client_id, own_test)
     why = vim.api.nvim_buf_get_lines(tasks_buf, 2, 3, false)[1]
     assert.truthy(why:find('! review: only a test the team wrote itself ran the code', 1, true), why)
+    local disputed = vim.deepcopy(earlier)
+    disputed.checkedBy = 'disputed'
+    tasks.on_task_updated(tasks.tasks[task.taskId].client_id, disputed)
+    why = vim.api.nvim_buf_get_lines(tasks_buf, 2, 3, false)[1]
+    assert.truthy(why:find("! review: the team's test and its code disagreed", 1, true), why)
     local tested = vim.deepcopy(earlier)
     tested.checkedBy = 'projectTests'
     tasks.on_task_updated(tasks.tasks[task.taskId].client_id, tested)

@@ -90,7 +90,7 @@ export interface TaskSummary {
 }
 
 /** (addition) What a completion rests on, strongest first. */
-export type CheckedBy = 'projectTests' | 'taskExamples' | 'ownTestOnly' | 'nothing';
+export type CheckedBy = 'projectTests' | 'taskExamples' | 'ownTestOnly' | 'disputed' | 'nothing';
 
 /** (addition) What taking a task back did; paths are workspace-relative. */
 export interface Reverted {

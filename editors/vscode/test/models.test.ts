@@ -113,6 +113,16 @@ test('a completion only the team\'s own test ran says "review"; a checked one, o
   const noCode = rows.find((r) => r.label === 'Task t3')!;
   assert.equal(noCode.description, 'completed · 100%');
   assert.match(noCode.tooltip, /Checked by: nothing/);
+  tasks.updateTask({ ...task('completed', null, 't4'), checkedBy: 'disputed' });
+  const disputed = tasks
+    .roots()
+    .map((node) => tasks.row(node))
+    .find((r) => r.label === 'Task t4')!;
+  assert.equal(disputed.description, 'completed · review · 100%');
+  assert.match(
+    disputed.tooltip,
+    /a second solution written from the task alone gives what the code gives\. Review the change\./,
+  );
 });
 
 test('a final report written after the task ended: fetched again, first under the task, headed by its writer', async () => {

@@ -81,10 +81,16 @@ end
 --- `title` shortened so that a message of it and `rest` fits the command line: a longer
 --- one stops Neovim at a hit-enter prompt.
 --- What a completed task's evidence asks of the person (`checkedBy`): a review when only
---- the team's own test ran its code, else nil.
+--- the team's own test ran its code, or when that test and the code disagreed, else nil.
 function M.review_note(task)
-  if task.status == 'completed' and task.checkedBy == 'ownTestOnly' then
+  if task.status ~= 'completed' then
+    return nil
+  end
+  if task.checkedBy == 'ownTestOnly' then
     return 'review: only a test the team wrote itself ran the code'
+  end
+  if task.checkedBy == 'disputed' then
+    return "review: the team's test and its code disagreed; a second solution sided with the code"
   end
   return nil
 end

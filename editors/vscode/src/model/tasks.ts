@@ -422,9 +422,10 @@ export function isUndoable(task: Pick<TaskSummary, 'status' | 'revertedBy'>): bo
   return isFinished(task.status) && !task.revertedBy;
 }
 
-/** A completion that only the team's own test checked: the person should review it. */
+/** A completion that only the team's own test checked, or that its test disputed: the
+ * person should review it. */
 export function needsReview(checkedBy: CheckedBy | undefined): boolean {
-  return checkedBy === 'ownTestOnly';
+  return checkedBy === 'ownTestOnly' || checkedBy === 'disputed';
 }
 
 /** What ran a completed task's code, in a line. */
@@ -436,6 +437,8 @@ export function checkedByLabel(checkedBy: CheckedBy): string {
       return "Checked by: the task's own examples, and a test the team wrote";
     case 'ownTestOnly':
       return 'Checked by: only a test the team wrote itself. Review the change.';
+    case 'disputed':
+      return 'Checked by: a test the team wrote, which the code fails where a second solution written from the task alone gives what the code gives. Review the change.';
     case 'nothing':
       return 'Checked by: nothing, no test ran code (no code, or the checks are off)';
   }
