@@ -223,7 +223,8 @@ pub enum FixStep {
     Accept { rounds: u32 },
     /// Nothing could check the code: the task is not done; the code stays as written.
     Unverified,
-    /// Try the versions of files coders showed and never wrote.
+    /// Try the versions of files coders showed and never wrote, and the second solution
+    /// the acceptance test was run beside, each once.
     TryProposed,
     /// Fix round `round` (from 1): a coder fixes the files with its tools.
     FixWithTools { round: u32 },

@@ -113,7 +113,8 @@ impl TaskConsent {
                  ```sh\n{what}\n```\n\n\
                  and, until the task ends, the same checks again after each fix: the \
                  project's tests, tests the task wrote, and an acceptance test the team \
-                 writes from the task. They run {}.\n\n\
+                 writes from the task (beside, when the code fails it, a second solution \
+                 the team writes from the task alone). They run {}.\n\n\
                  Reject, and nothing the model wrote is run: the task will say its work was \
                  not checked.",
                 self.sandbox

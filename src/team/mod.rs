@@ -129,6 +129,9 @@ pub struct TaskState {
     /// (`acceptance.rs`): `None` until asked for, then the file and its content, or
     /// `Some(None)` when the model gave none.
     pub second_solution: Option<Option<(String, String)>>,
+    /// Whether the fix loop has tried the second solution in place of the team's file
+    /// (`verify.rs`), which it does once.
+    pub second_solution_tried: bool,
     /// Whole files a coder's final answer showed and did not write
     /// ([`crate::executor::ExecutionOutcome::proposed_files`]); the fix loop tries them
     /// before it asks for a fix (`verify.rs`).

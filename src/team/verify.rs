@@ -59,7 +59,8 @@ pub async fn run(
     // a refusal puts back, and what an approval writes.
     let mut before_this_fix: Vec<(String, String)> = Vec::new();
     let mut pending: Option<Fix> = None;
-    let mut kept_proposed: Option<String> = None;
+    // The other version of a file that passed the checks and was kept, and whose it was.
+    let mut kept_proposed: Option<(String, Candidate)> = None;
     // The first failing checks, of the files as the subtasks left them: what a failed
     // loop that puts those files back reports, not the failure of a fix it undid.
     let mut first_failure: Option<check::Checks> = None;
@@ -111,17 +112,22 @@ pub async fn run(
             FixStep::Accept { rounds: 0 } => return Ok(()),
             FixStep::Accept { rounds: done } => {
                 s.recovery(recovery_event(
-Whose { task: task_id, subtask: None, agent: ctx.id() },
-RecoveryAction::Recovered,
-Severity::Medium,
-(done, rounds),
-match &kept_proposed {
-                        Some(path) => format!(
-                            "{last_failed} failed; the version of {path} a coder gave in its answer and did not write passes, and is kept"
+                    Whose {
+                        task: task_id,
+                        subtask: None,
+                        agent: ctx.id(),
+                    },
+                    RecoveryAction::Recovered,
+                    Severity::Medium,
+                    (done, rounds),
+                    match &kept_proposed {
+                        Some((path, whose)) => format!(
+                            "{last_failed} failed; {} passes, and is kept",
+                            whose.describe(path)
                         ),
                         None => format!("{last_failed} passes after {done} fix round(s)"),
                     },
-));
+                ));
                 return Ok(());
             }
             FixStep::Unverified => {
@@ -130,12 +136,13 @@ match &kept_proposed {
                 )));
             }
             FixStep::TryProposed => {
-                // A version of a file a coder showed in its answer and never wrote: the
-                // checks choose, before any model call.
+                // A version of a file a coder showed in its answer and never wrote, or
+                // the second solution the acceptance test was run beside: the checks
+                // choose, before any model call.
                 let kept = try_proposed(ctx, s, task_id, &bench, &mut before_fixes).await;
-                if let Some((path, passed)) = &kept {
+                if let Some((path, whose, passed)) = &kept {
                     check::record(s, task_id, None, &passed.results);
-                    kept_proposed = Some(path.clone());
+                    kept_proposed = Some((path.clone(), *whose));
                 }
                 fix_loop.next(FixEvent::ProposedTried {
                     passes: kept.is_some(),
@@ -513,25 +520,60 @@ async fn check_all(
     checks
 }
 
-/// Tries each kept version of a task file (see [`keep_proposed`]) in place of the file:
-/// the first with which every check passes stays, and is returned with those checks;
-/// any other is put back. A model may write one version and then show another in its
-/// answer (`split(" ")` written, `split()` shown), and only the checks can tell which
-/// is right.
+/// Whose another version of a task file is, tried in its place before a fix round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Candidate {
+    /// A coder showed it in its final answer and did not write it.
+    CoderAnswer,
+    /// The second solution the acceptance test was run beside (`acceptance.rs`),
+    /// written from the task alone.
+    SecondSolution,
+}
+
+impl Candidate {
+    fn describe(self, path: &str) -> String {
+        match self {
+            Candidate::CoderAnswer => {
+                format!("the version of {path} a coder gave in its answer and did not write")
+            }
+            Candidate::SecondSolution => {
+                format!("the second solution of {path}, written from the task alone,")
+            }
+        }
+    }
+}
+
+/// Tries each kept version of a task file (see [`keep_proposed`]), then the second
+/// solution the acceptance test was run beside, each once, in place of the file: the
+/// first with which every check passes stays, and is returned with those checks; any
+/// other is put back. A model may write one version and then show another in its
+/// answer (`split(" ")` written, `split()` shown), or solve the task asked afresh where
+/// its first code failed, and only the checks can tell which is right. The writes go
+/// through the same approval as any change of the task.
 async fn try_proposed(
     ctx: &AgentContext,
     s: &Services,
     task_id: TaskId,
     bench: &check::Bench,
     before_fixes: &mut Vec<(String, String)>,
-) -> Option<(String, check::Checks)> {
-    let proposed = s
-        .task_state
-        .get_mut(&task_id)
-        .map(|mut state| std::mem::take(&mut state.proposed_files))
-        .unwrap_or_default();
+) -> Option<(String, Candidate, check::Checks)> {
+    let mut candidates: Vec<(TargetFile, Candidate)> = Vec::new();
+    if let Some(mut state) = s.task_state.get_mut(&task_id) {
+        let proposed = std::mem::take(&mut state.proposed_files);
+        candidates.extend(proposed.into_iter().map(|f| (f, Candidate::CoderAnswer)));
+        if !state.second_solution_tried
+            && let Some(Some((path, content))) = state.second_solution.clone()
+        {
+            state.second_solution_tried = true;
+            let file = TargetFile {
+                path,
+                content: Some(content),
+            };
+            candidates.push((file, Candidate::SecondSolution));
+        }
+    }
     let task_files = files_of(s, task_id);
-    for file in proposed {
+    for (file, whose) in candidates {
         let (Some(content), Some(path)) = (file.content, fix_path(s, &task_files, &file.path))
         else {
             continue;
@@ -551,7 +593,7 @@ async fn try_proposed(
         }
         let shown = std::path::Path::new(&path);
         if let Err(e) = s.write_change(task_id, &path, &content, false).await {
-            tracing::info!("the version of {path} a coder showed is not written: {e}");
+            tracing::info!("{} is not written: {e}", whose.describe(&path));
             continue;
         }
         let checks = check_all(ctx, s, task_id, bench).await;
@@ -563,12 +605,14 @@ async fn try_proposed(
                 }
             });
             let _ = ctx.append_own_board(&format!(
-                "- the version of {path} a coder showed in its answer passes the checks: kept"
+                "- {} passes the checks: kept",
+                whose.describe(&path)
             ));
-            return Some((path, checks));
+            return Some((path, whose, checks));
         }
         let _ = ctx.append_own_board(&format!(
-            "- the version of {path} a coder showed in its answer fails the checks too: put back"
+            "- {} fails the checks too: put back",
+            whose.describe(&path)
         ));
         let _ = s.writer.write_file(shown, &now).await;
     }

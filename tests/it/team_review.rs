@@ -628,7 +628,10 @@ async fn an_assert_a_second_solution_also_fails_is_disputed_and_the_task_handed_
         .expect("the acceptance check is on the task");
     assert_eq!(acceptance.status, conclave::runtime::CheckStatus::Passed);
     assert!(
-        acceptance.rules.iter().any(|r| r == "acceptance.disputed-assert")
+        acceptance
+            .rules
+            .iter()
+            .any(|r| r == "acceptance.disputed-assert")
             && acceptance
                 .detail
                 .contains("disputed, set aside: `assert double(5) == 11`: `double(5)` is 10"),
@@ -654,6 +657,68 @@ async fn an_assert_a_second_solution_also_fails_is_disputed_and_the_task_handed_
         .join(task.to_string())
         .join("second/calc.py");
     assert!(second.is_file());
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_second_solution_that_passes_where_the_team_s_code_failed_is_kept_before_any_fix_round() {
+    if !python_available() {
+        return;
+    }
+    let team = start(
+        json!([
+            plan_step(&["Plan this task"], &["Implement double in calc.py."]),
+            { "match": "Implement double", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return x + 1\n" } } ] },
+            { "match": "updated calc.py", "text": "Implemented double." },
+            { "match": "short Python test script", "text": "```python\nfrom calc import double\nassert double(2) == 4\nassert double(5) == 10\n```" },
+            // Asked from the task alone, the second solution is right where the
+            // team's code is not, and agrees with the test.
+            { "match": "Write calc.py whole", "text": "```python\ndef double(x):\n    \"\"\"Return twice x.\"\"\"\n    return x + x\n```" }
+        ]),
+        model_review(1),
+    )
+    .await;
+    std::fs::write(
+        team.workspace.path().join("calc.py"),
+        "def double(x):\n    \"\"\"Return twice x.\"\"\"\n",
+    )
+    .unwrap();
+
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Implement double in calc.py.");
+    let summary = team.engine.wait_for(task).await.unwrap();
+
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
+    assert_eq!(
+        team.read("calc.py"),
+        "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return x + x\n"
+    );
+    let mut steps = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let RuntimeEvent::Recovery(step) = event {
+            steps.push(step.message.clone());
+        }
+    }
+    // No fix round was needed: the checks chose the second solution, and said so.
+    assert!(!steps.iter().any(|m| m.contains("fix round")), "{steps:?}");
+    assert!(
+        steps.iter().any(|m| m.contains(
+            "`acceptance test (written by the team)` failed; the second solution of calc.py, written from the task alone, passes, and is kept"
+        )),
+        "{steps:?}"
+    );
+    // Nothing was disputed: the test and the kept code agree; the team's test alone
+    // checked it, so it is handed to review as any such completion.
+    assert_eq!(
+        detail.summary.checked_by,
+        Some(conclave::runtime::Evidence::OwnTestOnly)
+    );
     assert!(
         team.model.unused_steps().is_empty(),
         "{:?}",
