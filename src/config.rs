@@ -614,6 +614,16 @@ pub struct VerifyConfig {
     /// as they were before it and a coder does the task anew, told what failed
     /// (`recovery::quality::FRESH_START_ROUND`), instead of mending the code that failed.
     pub fresh_start: bool,
+    /// Once the code fails comparisons of the team's acceptance test, the coders' model
+    /// writes the changed file anew from the task alone, and the fix loop tries that
+    /// second solution in place of the team's before its first round
+    /// (`team/acceptance.rs`); on by default.
+    pub second_solution: bool,
+    /// A comparison the second solution fails with the code's very values is disputed and
+    /// set aside, and a task that passes so is handed to review
+    /// (`acceptance.disputed-assert`); off by default: on held-out work its disputes
+    /// handed wrong code to review.
+    pub disputes: bool,
 }
 
 impl Default for VerifyConfig {
@@ -626,6 +636,8 @@ impl Default for VerifyConfig {
             acceptance_tests: true,
             disabled: Vec::new(),
             fresh_start: false,
+            second_solution: true,
+            disputes: false,
         }
     }
 }

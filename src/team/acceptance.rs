@@ -204,7 +204,7 @@ pub async fn run(
     // The one file a second solution of the task may be written for, to settle
     // comparisons the code fails (`acceptance.disputed-assert`).
     let second_file = match language {
-        Language::Python if bench.on("acceptance.disputed-assert") => {
+        Language::Python if s.config.verify.second_solution => {
             second_solution_file(&code_files, &bench.originals)
         }
         _ => None,
@@ -1440,14 +1440,15 @@ mod tests {
         let (exit, output) = run(Some(&again), "[]");
         assert_eq!(exit, Some(1), "{output}");
         assert!(output.contains("it is the team's code again"), "{output}");
-        // Switched off, the assert counts and no second solution is wanted.
+        // Switched off, the assert counts; a second solution is still wanted, for the
+        // fix loop to try in place of the code.
         let off = r#"["acceptance.disputed-assert"]"#;
         let (exit, output) = run(Some(looped), off);
         assert_eq!(exit, Some(1), "{output}");
-        assert!(
-            !output.contains("::disputable") && !output.contains("disputed"),
-            "{output}"
-        );
+        assert!(!output.contains("disputed"), "{output}");
+        let (exit, output) = run(None, off);
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(output.contains("::disputable"), "{output}");
         // A program's output says nothing of a second solution: the team's program ran.
         let program = "import subprocess, sys\nr = subprocess.run([sys.executable, \"stats.py\"], capture_output=True, text=True)\nassert r.stdout == \"6\"\n";
         let script =

@@ -26,7 +26,8 @@
 # alone by a model that saw neither the team's code nor this test, laid out as the
 # project is. A failing comparison it fails the same way, value for value, is disputed:
 # two solutions against one test (`acceptance.disputed-assert`). Without SECOND_DIR, a
-# run whose failing asserts such a solution could settle ends with a line `::disputable`.
+# run whose failing asserts such a solution could settle or pass ends with a line
+# `::disputable` (whether or not the rule is on: the fix loop tries the solution too).
 import ast
 import copy
 import inspect
@@ -1167,6 +1168,8 @@ def second_solution_agrees(run):
     if not SECOND:
         print("::disputable")
         return
+    if not on("acceptance.disputed-assert"):
+        return
     if same_code_as_the_team(SECOND):
         print("a second solution of the task was written, and it is the team's code again: it settles nothing")
         return
@@ -1225,7 +1228,7 @@ WHEN_ASSERTS_FAILED = [
     Rule("acceptance.long-expected-value", long_values_right, first_test=True),
     Rule("acceptance.contradicts-example", agrees_with_the_examples),
     Rule("acceptance.ignored-assert", failed_before_too),
-    Rule("acceptance.disputed-assert", second_solution_agrees),
+    Rule("acceptance.disputed-assert", second_solution_agrees, always=True),
 ]
 WHEN_ALL_PASSED = [
     Rule("acceptance.compares-code-with-itself", checks_the_code),

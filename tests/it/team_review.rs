@@ -596,7 +596,12 @@ async fn an_assert_a_second_solution_also_fails_is_disputed_and_the_task_handed_
             // Asked from the task alone, a second solution doubles too.
             { "match": "Write calc.py whole", "text": "```python\ndef double(x):\n    return x + x\n```" }
         ]),
-        model_review(1),
+        {
+            // Off by default.
+            let mut config = model_review(1);
+            config.verify.disputes = true;
+            config
+        },
     )
     .await;
     std::fs::write(

@@ -157,6 +157,9 @@ impl Bench {
         whole_task: bool,
     ) -> Bench {
         let mut disabled = s.config.verify.disabled.clone();
+        if !s.config.verify.disputes {
+            disabled.push("acceptance.disputed-assert".into());
+        }
         if !s.config.verify.checks {
             disabled.extend(
                 crate::checks::RULES
