@@ -1425,8 +1425,7 @@ mod tests {
         assert_eq!(exit, Some(1), "{output}");
         assert!(!output.contains("disputed"), "{output}");
         // One that does not give the task's own example settles nothing.
-        let off_example = format!("{looped}    \ndef _unused():\n    pass\n")
-            .replace("t = 0", "t = 0 if xs != [1, 2] else 5");
+        let off_example = looped.replace("t = 0", "t = 0 if xs != [1, 2] else 5");
         let (exit, output) = run(Some(&off_example), "[]");
         assert_eq!(exit, Some(1), "{output}");
         assert!(
@@ -1434,10 +1433,8 @@ mod tests {
             "{output}"
         );
         // Nor does the team's code written out again: it is no second opinion.
-        let again = format!(
-            "def total(xs):\n    \"\"\"The even ones.\"\"\"\n    return sum(x for x in xs if x % 2 == 0)\n"
-        );
-        let (exit, output) = run(Some(&again), "[]");
+        let again = "def total(xs):\n    \"\"\"The even ones.\"\"\"\n    return sum(x for x in xs if x % 2 == 0)\n";
+        let (exit, output) = run(Some(again), "[]");
         assert_eq!(exit, Some(1), "{output}");
         assert!(output.contains("it is the team's code again"), "{output}");
         // Switched off, the assert counts; a second solution is still wanted, for the
