@@ -424,7 +424,6 @@ async fn write_second_solution(
     originals: &Originals,
     file: &str,
 ) -> Result<String, String> {
-    let model = s.model(TeamLayer::Bottom).ok_or("no model is configured")?;
     let task = s
         .tasks
         .get(task_id)
@@ -449,20 +448,39 @@ async fn write_second_solution(
         "Task:\n{task}\n\n{before}{others}\n\nWrite {file} whole, as it must be when the task is done, \
 with every function the task asks for complete. Reply with only one ```python block."
     );
+    ask_for_code(ctx, s, TeamLayer::Bottom, prompt, 1536, Language::Python).await
+}
+
+/// Asks `layer`'s model, in that layer's part, for one block of `language` code.
+async fn ask_for_code(
+    ctx: &AgentContext,
+    s: &Services,
+    layer: TeamLayer,
+    prompt: String,
+    max_tokens: u32,
+    language: Language,
+) -> Result<String, String> {
+    let model = s.model(layer).ok_or("no model is configured")?;
+    let part = match layer {
+        TeamLayer::Top => super::roles::TOP,
+        TeamLayer::Mid => super::roles::MID,
+        TeamLayer::Bottom => super::roles::BOTTOM,
+    };
     let request = ModelRequest {
-        system: ctx.system_prompt(super::roles::BOTTOM),
+        system: ctx.system_prompt(part),
         messages: vec![ChatMessage::user(prompt)],
         tools: Vec::new(),
-        max_tokens: 1536,
-        temperature: s.temperature(TeamLayer::Bottom),
+        max_tokens,
+        temperature: s.temperature(layer),
     };
     let answer = model
         .complete(&request, &mut |_: &str| {})
         .await
         .map_err(|e| e.to_string())?;
-    code_block(&answer.text, Language::Python).ok_or_else(|| {
+    code_block(&answer.text, language).ok_or_else(|| {
         format!(
-            "the model's answer had no Python code: \"{}\"",
+            "the model's answer had no {} code: \"{}\"",
+            language.name(),
             first_line(&answer.text)
         )
     })
@@ -562,7 +580,6 @@ async fn write_test(
         language,
         code_files,
     } = *target;
-    let model = s.model(TeamLayer::Mid).ok_or("no model is configured")?;
     let task = s
         .tasks
         .get(task_id)
@@ -655,24 +672,7 @@ with a path from the project root (`const {{ {name} }} = require('./{file}');`),
     let prompt = format!(
         "Task:\n{task}{before}{others}\n\nDefinitions in the files now:{now}\n\n{how}{previous}"
     );
-    let request = ModelRequest {
-        system: ctx.system_prompt(super::roles::MID),
-        messages: vec![ChatMessage::user(prompt)],
-        tools: Vec::new(),
-        max_tokens: 1024,
-        temperature: s.temperature(TeamLayer::Mid),
-    };
-    let answer = model
-        .complete(&request, &mut |_: &str| {})
-        .await
-        .map_err(|e| e.to_string())?;
-    let code = code_block(&answer.text, language).ok_or_else(|| {
-        format!(
-            "the model's answer had no {} code: \"{}\"",
-            language.name(),
-            first_line(&answer.text)
-        )
-    })?;
+    let code = ask_for_code(ctx, s, TeamLayer::Mid, prompt, 1024, language).await?;
     if !code.contains("assert") {
         return Err("the model's test asserts nothing".into());
     }

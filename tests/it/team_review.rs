@@ -463,6 +463,37 @@ async fn with_error_strategies_off_the_fix_turn_is_told_only_to_try_another_way(
     team.engine.shutdown().await;
 }
 
+/// Runs "Implement double in calc.py." on a stub `calc.py` with the scripted `steps`:
+/// the team, the task, how it ended, its detail and the messages of its recovery steps.
+async fn implement_double(
+    steps: Value,
+    config: Config,
+) -> (
+    Team,
+    conclave::runtime::TaskId,
+    conclave::wire::TaskSummary,
+    conclave::wire::TaskDetail,
+    Vec<String>,
+) {
+    let team = start(steps, config).await;
+    std::fs::write(
+        team.workspace.path().join("calc.py"),
+        "def double(x):\n    \"\"\"Return twice x.\"\"\"\n",
+    )
+    .unwrap();
+    let mut events = team.engine.subscribe();
+    let task = team.submit("Implement double in calc.py.");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    let mut steps = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let RuntimeEvent::Recovery(step) = event {
+            steps.push(step.message.clone());
+        }
+    }
+    (team, task, summary, detail, steps)
+}
+
 #[tokio::test(start_paused = true)]
 async fn without_tests_the_team_writes_an_acceptance_test_that_catches_wrong_code() {
     if !python_available() {
@@ -473,7 +504,7 @@ async fn without_tests_the_team_writes_an_acceptance_test_that_catches_wrong_cod
         "confidence": 90,
         "explanation": "double added one instead of doubling"
     });
-    let team = start(
+    let (team, task, summary, detail, steps) = implement_double(
         json!([
             plan_step(&["Plan this task"], &["Implement double in calc.py."]),
             // The agent writes code that compiles, has a body and keeps its promise to
@@ -490,29 +521,12 @@ async fn without_tests_the_team_writes_an_acceptance_test_that_catches_wrong_cod
         model_review(1),
     )
     .await;
-    std::fs::write(
-        team.workspace.path().join("calc.py"),
-        "def double(x):\n    \"\"\"Return twice x.\"\"\"\n",
-    )
-    .unwrap();
-
-    let mut events = team.engine.subscribe();
-    let task = team.submit("Implement double in calc.py.");
-    let summary = team.engine.wait_for(task).await.unwrap();
-
-    let detail = team.engine.task(&task.to_string()).unwrap();
     assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
     assert_eq!(
         team.read("calc.py"),
         "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return 2 * x\n"
     );
     // The test failed on the first code, the fix round was told why, and it passed.
-    let mut steps = Vec::new();
-    while let Ok(event) = events.try_recv() {
-        if let RuntimeEvent::Recovery(step) = event {
-            steps.push(step.message.clone());
-        }
-    }
     assert!(
         steps.iter().any(|m| m.contains(
             "`acceptance test (written by the team)` failed; fix round 1 of 3 gave no usable fix"
@@ -586,7 +600,7 @@ async fn an_assert_a_second_solution_also_fails_is_disputed_and_the_task_handed_
         return;
     }
     let right = "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return 2 * x\n";
-    let team = start(
+    let (team, task, summary, detail, steps) = implement_double(
         json!([
             plan_step(&["Plan this task"], &["Implement double in calc.py."]),
             { "match": "Implement double", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": right } } ] },
@@ -604,26 +618,9 @@ async fn an_assert_a_second_solution_also_fails_is_disputed_and_the_task_handed_
         },
     )
     .await;
-    std::fs::write(
-        team.workspace.path().join("calc.py"),
-        "def double(x):\n    \"\"\"Return twice x.\"\"\"\n",
-    )
-    .unwrap();
-
-    let mut events = team.engine.subscribe();
-    let task = team.submit("Implement double in calc.py.");
-    let summary = team.engine.wait_for(task).await.unwrap();
-
-    let detail = team.engine.task(&task.to_string()).unwrap();
     // No fix round bent right code to a wrong assert: the code is as the coder wrote it.
     assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
     assert_eq!(team.read("calc.py"), right);
-    let mut steps = Vec::new();
-    while let Ok(event) = events.try_recv() {
-        if let RuntimeEvent::Recovery(step) = event {
-            steps.push(step.message.clone());
-        }
-    }
     assert!(!steps.iter().any(|m| m.contains("fix round")), "{steps:?}");
     // The check says which assert was set aside and why, by its rule.
     let acceptance = detail
@@ -675,7 +672,7 @@ async fn a_second_solution_that_passes_where_the_team_s_code_failed_is_kept_befo
     if !python_available() {
         return;
     }
-    let team = start(
+    let (team, _, summary, detail, steps) = implement_double(
         json!([
             plan_step(&["Plan this task"], &["Implement double in calc.py."]),
             { "match": "Implement double", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return x + 1\n" } } ] },
@@ -688,28 +685,11 @@ async fn a_second_solution_that_passes_where_the_team_s_code_failed_is_kept_befo
         model_review(1),
     )
     .await;
-    std::fs::write(
-        team.workspace.path().join("calc.py"),
-        "def double(x):\n    \"\"\"Return twice x.\"\"\"\n",
-    )
-    .unwrap();
-
-    let mut events = team.engine.subscribe();
-    let task = team.submit("Implement double in calc.py.");
-    let summary = team.engine.wait_for(task).await.unwrap();
-
-    let detail = team.engine.task(&task.to_string()).unwrap();
     assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
     assert_eq!(
         team.read("calc.py"),
         "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return x + x\n"
     );
-    let mut steps = Vec::new();
-    while let Ok(event) = events.try_recv() {
-        if let RuntimeEvent::Recovery(step) = event {
-            steps.push(step.message.clone());
-        }
-    }
     // No fix round was needed: the checks chose the second solution, and said so.
     assert!(!steps.iter().any(|m| m.contains("fix round")), "{steps:?}");
     assert!(
