@@ -232,10 +232,12 @@ fn code_names(task: &str) -> BTreeSet<String> {
     names
 }
 
-/// Words that take something away or move it.
+/// Words that take something away or move it (inlining or merging a function takes
+/// its definition away).
 const REMOVING: &[&str] = &[
     "remove", "removes", "removing", "delete", "deletes", "deleting", "drop", "drops", "dropping",
-    "rename", "renames", "renaming", "move", "moves", "moving",
+    "rename", "renames", "renaming", "move", "moves", "moving", "inline", "inlines", "inlining",
+    "merge", "merges", "merging",
 ];
 
 /// Words that say what follows is code.
@@ -285,6 +287,18 @@ const CODE_NOUNS: &[&str] = &[
 ];
 
 impl Intent {
+    /// The names whose definitions may be gone on purpose at the end of the task: every
+    /// word it writes when it takes code away, else only the names it writes as code (a
+    /// changed or replaced function). A word of prose ("after the area line") that is
+    /// also a function's name does not excuse losing that function.
+    pub fn may_lose(&self) -> &BTreeSet<String> {
+        if self.removes {
+            &self.mentions
+        } else {
+            &self.code_names
+        }
+    }
+
     /// Reads `task`; `defined` says whether a name is defined by the files the task
     /// names (as they were when it began).
     pub fn read(task: &str, defined: &dyn Fn(&str) -> bool) -> Intent {
@@ -574,6 +588,26 @@ mod tests {
         let defined = |name: &str| name == "old_total";
         assert!(Intent::read("Remove old_total; nothing calls it.", &defined).removes);
         assert!(!Intent::read("Remove duplicates; keep the order.", &defined).removes);
+    }
+
+    #[test]
+    fn only_code_the_task_takes_away_or_names_as_code_may_be_lost() {
+        let defined = |name: &str| ["area", "helper", "main"].contains(&name);
+        let add = Intent::read(
+            "Add perimeter(width, height) to geometry.py and print it after the area line.",
+            &defined,
+        );
+        assert!(add.may_lose().contains("perimeter"));
+        assert!(!add.may_lose().contains("area"), "area is a word of prose here");
+        for task in [
+            "Inline helper into main.",
+            "Merge helper into main.",
+            "Remove helper.",
+        ] {
+            let intent = Intent::read(task, &defined);
+            assert!(intent.removes, "{task}");
+            assert!(intent.may_lose().contains("helper"), "{task}");
+        }
     }
 
     #[test]

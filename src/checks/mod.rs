@@ -289,7 +289,7 @@ pub const REPAIRS: &[Repair] = &[
     },
     Repair {
         id: "repair.edit-whole-file",
-        mends: "a file_edit whose old_text is empty or not found and whose new_text is the whole file: the file becomes new_text",
+        mends: "a file_edit whose old_text is empty or not found and whose new_text is the whole file (most of its words in order, and at least half of its functions and classes): the file becomes new_text",
     },
     Repair {
         id: "repair.edit-same-texts",
@@ -305,7 +305,7 @@ pub const REPAIRS: &[Repair] = &[
     },
     Repair {
         id: "repair.python-definitions",
-        mends: "a top-level Python function or class that was in a file when the task began, which a rewrite dropped and the task does not name, when the task takes no code away: it is put back as it was, next to the definition it followed",
+        mends: "a top-level Python function or class that was in a file when the task began, which a rewrite dropped and the task does not name as code, when the task takes no code away: it is put back as it was, next to the definition it followed",
     },
     Repair {
         id: "repair.python-docstrings",
@@ -318,6 +318,10 @@ pub const REPAIRS: &[Repair] = &[
     Repair {
         id: "repair.json",
         mends: "a JSON answer (a plan, a review, a fix) with raw line breaks in strings, trailing commas or a file in triple quotes: read as meant (cannot be switched off; in the log only)",
+    },
+    Repair {
+        id: "repair.test-own-arithmetic",
+        mends: "a Python test whose expected number contradicts the arithmetic written beside it in a comment (`== 10  # 2*1 + 4*3 = 10`): the expected value becomes that arithmetic",
     },
     Repair {
         id: "repair.test-missing-import",

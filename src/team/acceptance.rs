@@ -1242,6 +1242,45 @@ mod tests {
     }
 
     #[test]
+    fn an_expected_value_the_arithmetic_beside_it_contradicts_takes_the_arithmetic() {
+        if !installed("python3") {
+            return;
+        }
+        let task = "Write weighted_mean(pairs) in stats.py: the mean of (value, weight) pairs.";
+        let right = "def weighted_mean(pairs):\n    return sum(v * w for v, w in pairs) / sum(w for _, w in pairs)\n";
+        let wrong = "def weighted_mean(pairs):\n    return sum(v for v, _ in pairs) / len(pairs)\n";
+        // The model's sums slip (3.5, 10); the arithmetic it wrote beside them does not.
+        // A comment with no arithmetic, or one that agrees, leaves the assert as written.
+        let test = "from stats import weighted_mean\n\n\
+assert weighted_mean([(2, 1), (5, 2)]) == 3.5  # (2*1 + 5*2) / (1 + 2) = 3.5\n\
+assert weighted_mean([(1, 3), (4, 1)]) == 10  # (1*3 + 4*1) / 4\n\
+assert weighted_mean([(6, 1)]) == 6  # one pair\n\
+assert weighted_mean([(3, 2), (3, 5)]) == 3.0  # (3*2 + 3*5) / 7 = 3.0\n";
+        let (exit, output) = run_on_stats(task, right, "", test);
+        assert_eq!(exit, Some(0), "{output}");
+        assert!(output.contains("::rule repair.test-own-arithmetic"), "{output}");
+        assert!(
+            output.contains("the expected value 3.5 is not what the arithmetic written beside it gives ((2*1 + 5*2) / (1 + 2) is 4.0)"),
+            "{output}"
+        );
+        assert_eq!(output.matches("the arithmetic is taken").count(), 2, "{output}");
+        // Wrong code still fails the mended asserts.
+        let (exit, output) = run_on_stats(task, wrong, "", test);
+        assert_eq!(exit, Some(1), "{output}");
+        // Switched off, the test's own sums count, and fail right code.
+        let (exit, output) = run_on_stats_with(
+            task,
+            right,
+            "",
+            test,
+            "first",
+            r#"["repair.test-own-arithmetic"]"#,
+        );
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(!output.contains("the arithmetic is taken"), "{output}");
+    }
+
+    #[test]
     fn an_assert_comparing_a_call_with_the_same_call_checks_nothing() {
         if !installed("python3") {
             return;

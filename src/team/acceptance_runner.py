@@ -31,10 +31,12 @@
 import ast
 import copy
 import inspect
+import io
 import json
 import os
 import re
 import sys
+import tokenize
 import traceback
 
 from definitions import project_files, project_modules, read_tree, unbound, unwritten_functions
@@ -643,6 +645,107 @@ def import_project_names(tree):
     return notes
 
 
+
+def comments_by_line(source):
+    """{line: the text of its comment}, for the lines of `source` that end in one. A test
+    cut off by the model's token limit gives the comments of its readable part."""
+    found = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT:
+                found[token.start[0]] = token.string.lstrip("#").strip()
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return found
+
+
+ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
+
+
+def arithmetic_value(text):
+    """The value of `text` when it is arithmetic on numbers alone, with at least one
+    operation (`2*1 + 4*3`, `(3 + 4) / 2`), else None. A lone number works nothing out."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(node, ast.BinOp):
+        return None
+
+    def value(n):
+        if isinstance(n, ast.Constant) and type(n.value) in (int, float):
+            return n.value
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd)):
+            v = value(n.operand)
+            return -v if isinstance(n.op, ast.USub) else v
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ARITHMETIC):
+            a, b = value(n.left), value(n.right)
+            if isinstance(n.op, ast.Pow) and abs(b) > 64:
+                raise ValueError("too large")
+            return {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+                    ast.Div: lambda: a / b, ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b,
+                    ast.Pow: lambda: a ** b}[type(n.op)]()
+        raise ValueError("not arithmetic")
+
+    try:
+        return value(node)
+    except (ValueError, ArithmeticError, TypeError):
+        return None
+
+
+def number_of(node):
+    """The number a literal (`26`, `-2.5`) stands for, else None."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = number_of(node.operand)
+        return None if inner is None else -inner
+    return None
+
+
+def same_number(a, b):
+    return a == b or (isinstance(a, float) or isinstance(b, float)) and abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1)
+
+
+def own_arithmetic(tree, source):
+    """Expected values the test worked out beside its assert and then wrote down wrong:
+    `assert total(xs) == 10  # 2*1 + 4*3 = 10`. The arithmetic in the comment is what
+    the test meant, and Python works it out without a slip; the number written after it
+    is the model's own sum. The expected value becomes the arithmetic. Returns a line
+    saying so for each."""
+    comments = comments_by_line(source)
+    notes = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare)
+                and len(node.test.ops) == 1 and isinstance(node.test.ops[0], ast.Eq)):
+            continue
+        comment = comments.get(node.end_lineno)
+        if not comment:
+            continue
+        compare = node.test
+        sides = [("left", compare.left), ("right", compare.comparators[0])]
+        written = [(where, n, number_of(n)) for where, n in sides if number_of(n) is not None]
+        if len(written) != 1:
+            continue
+        where, literal, expected = written[0]
+        # "E = N" where N is the number the assert has, or "E" alone.
+        parts = [p.strip() for p in re.split(r"(?<![=!<>])=(?!=)", comment)]
+        if len(parts) > 1 and not (len(parts) == 2 and re.fullmatch(r"-?\d+(\.\d+)?", parts[1])
+                                   and same_number(float(parts[1]), expected)):
+            continue
+        worked = arithmetic_value(parts[0])
+        if worked is None or same_number(worked, expected):
+            continue
+        mended = ast.copy_location(ast.parse(parts[0], mode="eval").body, literal)
+        if where == "left":
+            compare.left = mended
+        else:
+            compare.comparators[0] = mended
+        notes.append(f"line {node.lineno}: the expected value {ast.unparse(literal)} is not what the "
+                     f"arithmetic written beside it gives ({parts[0]} is {worked!r}): the arithmetic is taken")
+    ast.fix_missing_locations(tree)
+    return notes
+
 def runs_program(tree):
     """Whether the test runs a program (subprocess, os.system, runpy)."""
     return any(isinstance(node, ast.Call) and starts_program(node.func) for node in ast.walk(tree))
@@ -839,6 +942,12 @@ def own_said(run):
     if without_own_said(run.tree):
         print("the test's own said() was left out: the one given to it compares printed text")
         fired("repair.test-own-said")
+
+
+def arithmetic_beside(run):
+    for note in own_arithmetic(run.tree, run.source):
+        print(note)
+        fired("repair.test-own-arithmetic")
 
 
 def missing_imports(run):
@@ -1216,6 +1325,7 @@ BEFORE_THE_RUN = [
     Rule("repair.test-cut-off", cut_off, always=True),
     Rule("repair.test-own-said", own_said),
     Rule("repair.test-missing-import", missing_imports),
+    Rule("repair.test-own-arithmetic", arithmetic_beside),
     Rule("acceptance.runs-nothing", runs_something),
     Rule("acceptance.program-for-function", function_not_program, first_test=True),
 ]

@@ -17,7 +17,8 @@
 //!
 //! With no place found, a `new_text` the file already has was made before (a model
 //! repeating an edit that worked): the file is left as it is. Else a `new_text` that is
-//! the whole file (it keeps most of the file's words in order) replaces the file. An
+//! the whole file (it keeps most of the file's words in order, and at least half of its
+//! functions and classes) replaces the file. An
 //! empty `old_text` appends `new_text` (in Python before a closing
 //! `if __name__ == "__main__":` block, so the script still runs it last), except that
 //! Python definitions the file already has are replaced. Otherwise the miss carries the
@@ -26,7 +27,7 @@
 
 use similar::TextDiff;
 
-use crate::checks::defines::{Language, defined_name};
+use crate::checks::defines::{Language, defined_name, names_defined};
 
 /// Least character similarity (0..1) for an approximate match.
 const APPROXIMATE_AT_LEAST: f32 = 0.9;
@@ -107,6 +108,9 @@ pub(super) fn apply_with(
         return same_texts(text, new, file_name, on);
     }
     let whole_file_on = on(REPAIR_EDIT_WHOLE_FILE);
+    let is_whole_file = |text: &str, new: &str| {
+        is_whole_file(text, new) && keeps_definitions(text, new, file_name)
+    };
     if old.is_empty() {
         // The whole file as new_text means "this is the file", not "add a second copy".
         if whole_file_on && is_whole_file(text, new) {
@@ -727,6 +731,20 @@ pub(crate) fn is_whole_file(text: &str, new: &str) -> bool {
     kept * 10 >= file.len() * WHOLE_FILE_KEPT_TENTHS
 }
 
+/// Whether `new`, taken as the file, would keep at least half of the functions and
+/// classes the file defines. In a small file a new definition shares most of its words
+/// with its neighbour (`def area(width, height)` and `def perimeter(width, height)`), yet
+/// it is code to add beside them, not the file: taken as the file, it would drop them.
+/// Files of no language with definitions, or that define nothing, pass.
+fn keeps_definitions(text: &str, new: &str, file_name: &str) -> bool {
+    let had = names_defined(file_name, text);
+    if had.is_empty() {
+        return true;
+    }
+    let now = names_defined(file_name, new);
+    had.iter().filter(|name| now.contains(*name)).count() * 2 >= had.len()
+}
+
 /// An empty `old_text`: `new` at the end of the file, in Python before a closing
 /// `if __name__ == "__main__":` block.
 fn append(text: &str, new: &str, python: bool) -> Applied {
@@ -1138,6 +1156,34 @@ mod tests {
             applied(stub, "", beside)
                 .edited
                 .starts_with(stub.trim_end())
+        );
+    }
+
+    #[test]
+    fn a_new_definition_shaped_like_a_small_file_s_only_one_is_added_beside_it() {
+        // Most of the file's words, in order, but none of its definitions: new code.
+        let text = "def area(width, height):\n    \"\"\"The area of a width x height rectangle.\"\"\"\n    return width * height\n";
+        let new = "def perimeter(width, height):\n    \"\"\"The perimeter of a width x height rectangle.\"\"\"\n    return 2 * (width + height)";
+        assert!(is_whole_file(text, new), "the words alone would say whole file");
+        let done = applied(text, "", new);
+        assert!(done.edited.starts_with(text), "{}", done.edited);
+        assert!(done.edited.contains("def perimeter("), "{}", done.edited);
+        assert!(!done.detail.contains("whole file"), "{}", done.detail);
+        // An old_text not in the file stays a miss, not a file made of new_text.
+        assert!(matches!(
+            apply(text, "def perimeter(w, h):", new, "m.py"),
+            Err(Miss::NotFound { .. })
+        ));
+        // Keeping one of two definitions is a rewrite (one renamed, one fixed).
+        let two = "def area(w, h):\n    return w * h\n\n\ndef side(w):\n    return w\n";
+        let rewrite = "def area(w, h):\n    return w * h\n\n\ndef edge(w):\n    return w\n";
+        assert_eq!(applied(two, "", rewrite).edited, rewrite);
+        // Text of a file with no definitions is judged by its words alone.
+        let notes = "width and height of the box\nin centimetres, rounded\n";
+        let reworded = "width and height of the box\nin millimetres, rounded\n";
+        assert_eq!(
+            apply(notes, "", reworded, "notes.txt").unwrap().edited,
+            reworded
         );
     }
 

@@ -9,20 +9,22 @@ Every finding is one JSON line, `{"rule": ID, "message": TEXT}`; the rule ids ar
 stable names of docs/checks.md, and a rule named in the disabled list is not run.
 
     checks.py stubs DISABLED_JSON PATH...
-    checks.py contracts DISABLED_JSON PAIRS_JSON TASK (whole|subtask) (removes|keeps)
+    checks.py contracts DISABLED_JSON PAIRS_JSON TASK (whole|subtask) (removes|keeps) MAY_LOSE_JSON
+    checks.py definitions DISABLED_JSON PAIRS_JSON MAY_LOSE_JSON
     checks.py docstrings DISABLED_JSON PAIRS_JSON
 
 `docstrings` is a repair, not a rule: for each file that lost docstrings it had, one JSON
 line `{"path": PATH, "content": TEXT, "names": [NAME...]}`, the text with them put back.
 
 PAIRS_JSON is a list of [path, original text or null]: the files checked and what they held
-when the task began.
+when the task began. MAY_LOSE_JSON lists the names whose definitions the task may take
+away (every name it writes when it removes code, else those it writes as code): a
+definition lost under any other name was lost in a rewrite.
 """
 
 import ast
 import json
 import os
-import re
 import sys
 
 from definitions import bound_at_top, functions, module_file, project_files, unbound, unwritten
@@ -201,7 +203,7 @@ def broken_imports(changed, whole_task, removes):
 # ---- the contracts of a change ----------------------------------------------------------
 
 
-def contracts(pairs, task, whole_task, removes, disabled):
+def contracts(pairs, task, whole_task, removes, disabled, named=frozenset()):
     """Broken imports, definitions a rewrite lost, promises of a return value not kept,
     names read and bound nowhere, options read that the parser never adds, and a lost
     main block: each against the file as it was when the task began."""
@@ -209,7 +211,6 @@ def contracts(pairs, task, whole_task, removes, disabled):
     _trees.clear()
     found = []
     on = lambda rule: rule not in disabled
-    named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", task))
     if on("python.broken-import"):
         for problem in broken_imports({os.path.normpath(p): o for p, o in pairs}, whole_task, removes):
             found.append(finding("python.broken-import", problem))
@@ -229,8 +230,8 @@ def contracts(pairs, task, whole_task, removes, disabled):
         before = functions(old_tree) if old_tree is not None else {}
         if on("python.lost-definition"):
             for name, old in before.items():
-                # Gone without the task naming it: lost in a rewrite (a renamed or removed
-                # function is named by its task).
+                # Gone without the task taking it away: lost in a rewrite (a renamed or
+                # removed function is named by its task).
                 if name not in now and name.split(".")[-1] not in named:
                     found.append(finding(
                         "python.lost-definition",
@@ -302,7 +303,7 @@ TOP_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 def put_back_definitions(source, original, named):
     """`source` with the top-level functions and classes `original` had, and `source`
     lost, put back as they were, next to the definition that came before them (else
-    after them) there: (new source, the names), or None. A name the task writes
+    after them) there: (new source, the names), or None. A name the task may take away
     (`named`) may be gone on purpose, and stays gone."""
     try:
         tree, old_tree = ast.parse(source), ast.parse(original)
@@ -364,10 +365,9 @@ def put_back(pairs, mend):
     return found
 
 
-def definitions(pairs, task):
-    """For each (path, original) whose file lost definitions the task does not name: its
-    text with them back."""
-    named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", task))
+def definitions(pairs, named):
+    """For each (path, original) whose file lost definitions the task may not take away
+    (`named`): its text with them back."""
     return put_back(pairs, lambda source, original: put_back_definitions(source, original, named))
 
 
@@ -464,12 +464,13 @@ def main(argv):
     elif command == "docstrings":
         found = [] if "repair.python-docstrings" in disabled else docstrings(json.loads(argv[3]))
     elif command == "definitions":
-        task = argv[4] if len(argv) > 4 else ""
-        found = [] if "repair.python-definitions" in disabled else definitions(json.loads(argv[3]), task)
+        named = set(json.loads(argv[4])) if len(argv) > 4 else set()
+        found = [] if "repair.python-definitions" in disabled else definitions(json.loads(argv[3]), named)
     elif command == "contracts":
         pairs = json.loads(argv[3])
         task = argv[4] if len(argv) > 4 else ""
-        found = contracts(pairs, task, argv[5:6] == ["whole"], argv[6:7] == ["removes"], disabled)
+        named = set(json.loads(argv[7])) if len(argv) > 7 else set()
+        found = contracts(pairs, task, argv[5:6] == ["whole"], argv[6:7] == ["removes"], disabled, named)
     else:
         print(f"unknown command {command}", file=sys.stderr)
         return 2

@@ -37,12 +37,12 @@ def rules(found):
     return [f["rule"] for f in found]
 
 
-def contracts(now, before, task="", whole=False, removes=False, disabled=()):
+def contracts(now, before, task="", whole=False, removes=False, disabled=(), may_lose=()):
     """Runs the contracts of the files `now` (path: text) against `before` (path: text or
-    None for a new file)."""
+    None for a new file); `may_lose` names what the task may take away."""
     with Workspace(now):
         pairs = [[path, textwrap.dedent(before[path]) if before.get(path) else None] for path in now]
-        return checks.contracts(pairs, task, whole, removes, set(disabled))
+        return checks.contracts(pairs, task, whole, removes, set(disabled), set(may_lose))
 
 
 class Stubs(unittest.TestCase):
@@ -121,13 +121,14 @@ class LostDefinitions(unittest.TestCase):
         )
         self.assertIn("python.lost-definition", rules(found))
 
-    def test_a_function_the_task_names_may_go(self):
-        found = contracts(
-            {"m.py": "def main():\n    return 1\n"},
-            {"m.py": "def helper():\n    return 2\n\ndef main():\n    return helper()\n"},
-            task="Inline helper into main.",
-        )
+    def test_only_a_function_the_task_may_take_away_may_go(self):
+        now = {"m.py": "def main():\n    return 1\n"}
+        before = {"m.py": "def helper():\n    return 2\n\ndef main():\n    return helper()\n"}
+        found = contracts(now, before, task="Inline helper into main.", may_lose={"helper", "main"})
         self.assertNotIn("python.lost-definition", rules(found))
+        # A task that mentions the name in passing does not take the function away.
+        found = contracts(now, before, task="Make main return 1, not the helper value.", may_lose={"main"})
+        self.assertIn("python.lost-definition", rules(found))
 
 
 class PutBackDefinitions(unittest.TestCase):
@@ -156,9 +157,9 @@ class PutBackDefinitions(unittest.TestCase):
             print(mean([1, 2]))
         ''').lstrip()
 
-    def put_back(self, now, task="Make mean return 0.0 for an empty list."):
+    def put_back(self, now, may_lose=("mean",)):
         with Workspace({"m.py": now}):
-            return checks.definitions([["m.py", self.BEFORE]], task)
+            return checks.definitions([["m.py", self.BEFORE]], set(may_lose))
 
     def test_definitions_a_rewrite_dropped_come_back_where_they_were(self):
         # The whole file rewritten as only the changed function.
@@ -191,7 +192,7 @@ class PutBackDefinitions(unittest.TestCase):
 
             if __name__ == "__main__":
                 print(mean([1, 2]))
-            ''').lstrip(), "Make spread return 0.")
+            ''').lstrip(), ("spread",))
         content = found[0]["content"]
         self.assertEqual(found[0]["names"], ["mean", "Stats"])
         self.assertLess(content.index("def mean"), content.index("def spread"))
@@ -199,12 +200,14 @@ class PutBackDefinitions(unittest.TestCase):
         self.assertLess(content.index("class Stats"), content.index("__main__"))
         compile(content, "m.py", "exec")
 
-    def test_what_the_task_names_or_the_file_still_binds_stays_as_it_is(self):
+    def test_what_the_task_may_take_away_or_the_file_still_binds_stays_as_it_is(self):
         kept = self.BEFORE.replace("@staticmethod\ndef spread(values):\n    return max(values) - min(values)\n", "spread = None\n")
         self.assertEqual(self.put_back(kept), [])
-        # "Remove spread" names it: gone on purpose.
+        # "Remove the function spread" may take it away: gone on purpose.
         without = self.BEFORE.replace("@staticmethod\ndef spread(values):\n    return max(values) - min(values)\n", "")
-        self.assertEqual(self.put_back(without, "Remove the function spread."), [])
+        self.assertEqual(self.put_back(without, ("Remove", "the", "function", "spread")), [])
+        # Written in passing ("a spread of values"), it was lost in a rewrite.
+        self.assertEqual([f["names"] for f in self.put_back(without, ("mean",))], [["spread"]])
         self.assertEqual(self.put_back("def mean(:\n"), [], "a file that does not parse is left alone")
 
 

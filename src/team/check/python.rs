@@ -77,6 +77,7 @@ impl Check for Contracts {
                 "keeps"
             }
             .to_string(),
+            may_lose_json(bench),
         ];
         vec![
             python_rules(
@@ -89,6 +90,14 @@ impl Check for Contracts {
             .await,
         ]
     }
+}
+
+/// The names the task may take away ([`Intent::may_lose`]), as the JSON list the
+/// Python checks read.
+///
+/// [`Intent::may_lose`]: crate::checks::intent::Intent::may_lose
+fn may_lose_json(bench: &Bench) -> String {
+    serde_json::to_string(bench.intent().may_lose()).unwrap_or_else(|_| "[]".into())
 }
 
 /// What a coder's rewrite may drop from a Python file that the team puts back as it was
@@ -154,7 +163,7 @@ async fn put_back(bench: &Bench, files: &[String], dropped: Dropped) -> Vec<PutB
     .chain([
         disabled_json(bench),
         serde_json::to_string(&pairs).unwrap_or_else(|_| "[]".into()),
-        bench.originals.task.clone(),
+        may_lose_json(bench),
     ])
     .collect();
     match bench.run("python3", &args, Runs::Reads).await {
