@@ -598,7 +598,10 @@ mod tests {
             &defined,
         );
         assert!(add.may_lose().contains("perimeter"));
-        assert!(!add.may_lose().contains("area"), "area is a word of prose here");
+        assert!(
+            !add.may_lose().contains("area"),
+            "area is a word of prose here"
+        );
         for task in [
             "Inline helper into main.",
             "Merge helper into main.",

@@ -1258,12 +1258,19 @@ assert weighted_mean([(6, 1)]) == 6  # one pair\n\
 assert weighted_mean([(3, 2), (3, 5)]) == 3.0  # (3*2 + 3*5) / 7 = 3.0\n";
         let (exit, output) = run_on_stats(task, right, "", test);
         assert_eq!(exit, Some(0), "{output}");
-        assert!(output.contains("::rule repair.test-own-arithmetic"), "{output}");
+        assert!(
+            output.contains("::rule repair.test-own-arithmetic"),
+            "{output}"
+        );
         assert!(
             output.contains("the expected value 3.5 is not what the arithmetic written beside it gives ((2*1 + 5*2) / (1 + 2) is 4.0)"),
             "{output}"
         );
-        assert_eq!(output.matches("the arithmetic is taken").count(), 2, "{output}");
+        assert_eq!(
+            output.matches("the arithmetic is taken").count(),
+            2,
+            "{output}"
+        );
         // Wrong code still fails the mended asserts.
         let (exit, output) = run_on_stats(task, wrong, "", test);
         assert_eq!(exit, Some(1), "{output}");

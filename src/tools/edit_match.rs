@@ -108,9 +108,8 @@ pub(super) fn apply_with(
         return same_texts(text, new, file_name, on);
     }
     let whole_file_on = on(REPAIR_EDIT_WHOLE_FILE);
-    let is_whole_file = |text: &str, new: &str| {
-        is_whole_file(text, new) && keeps_definitions(text, new, file_name)
-    };
+    let is_whole_file =
+        |text: &str, new: &str| is_whole_file(text, new) && keeps_definitions(text, new, file_name);
     if old.is_empty() {
         // The whole file as new_text means "this is the file", not "add a second copy".
         if whole_file_on && is_whole_file(text, new) {
@@ -1164,7 +1163,10 @@ mod tests {
         // Most of the file's words, in order, but none of its definitions: new code.
         let text = "def area(width, height):\n    \"\"\"The area of a width x height rectangle.\"\"\"\n    return width * height\n";
         let new = "def perimeter(width, height):\n    \"\"\"The perimeter of a width x height rectangle.\"\"\"\n    return 2 * (width + height)";
-        assert!(is_whole_file(text, new), "the words alone would say whole file");
+        assert!(
+            is_whole_file(text, new),
+            "the words alone would say whole file"
+        );
         let done = applied(text, "", new);
         assert!(done.edited.starts_with(text), "{}", done.edited);
         assert!(done.edited.contains("def perimeter("), "{}", done.edited);
