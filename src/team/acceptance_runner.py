@@ -645,7 +645,6 @@ def import_project_names(tree):
     return notes
 
 
-
 def comments_by_line(source):
     """{line: the text of its comment}, for the lines of `source` that end in one. A test
     cut off by the model's token limit gives the comments of its readable part."""
@@ -680,8 +679,8 @@ def arithmetic_value(text):
             return -v if isinstance(n.op, ast.USub) else v
         if isinstance(n, ast.BinOp) and isinstance(n.op, ARITHMETIC):
             a, b = value(n.left), value(n.right)
-            if isinstance(n.op, ast.Pow) and abs(b) > 64:
-                raise ValueError("too large")
+            if isinstance(n.op, ast.Pow) and (abs(b) > 64 or abs(a) > 10**6):
+                raise ValueError("too large to be a test's expected value")
             return {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
                     ast.Div: lambda: a / b, ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b,
                     ast.Pow: lambda: a ** b}[type(n.op)]()
