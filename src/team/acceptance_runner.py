@@ -658,7 +658,30 @@ def comments_by_line(source):
     return found
 
 
-ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
+OPERATIONS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+              ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+              ast.Pow: lambda a, b: a ** b}
+
+
+def numeric_value(node):
+    """The value of `node` when it is numbers and arithmetic alone (`-2.5`, `2*1 + 4*3`),
+    else None."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = numeric_value(node.operand)
+        return None if v is None else -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.BinOp) and type(node.op) in OPERATIONS:
+        a, b = numeric_value(node.left), numeric_value(node.right)
+        if a is None or b is None:
+            return None
+        if isinstance(node.op, ast.Pow) and (abs(b) > 64 or abs(a) > 10**6):
+            return None  # too large to be a test's expected value
+        try:
+            return OPERATIONS[type(node.op)](a, b)
+        except (ArithmeticError, TypeError):
+            return None
+    return None
 
 
 def arithmetic_value(text):
@@ -668,38 +691,13 @@ def arithmetic_value(text):
         node = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
         return None
-    if not isinstance(node, ast.BinOp):
-        return None
-
-    def value(n):
-        if isinstance(n, ast.Constant) and type(n.value) in (int, float):
-            return n.value
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd)):
-            v = value(n.operand)
-            return -v if isinstance(n.op, ast.USub) else v
-        if isinstance(n, ast.BinOp) and isinstance(n.op, ARITHMETIC):
-            a, b = value(n.left), value(n.right)
-            if isinstance(n.op, ast.Pow) and (abs(b) > 64 or abs(a) > 10**6):
-                raise ValueError("too large to be a test's expected value")
-            return {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
-                    ast.Div: lambda: a / b, ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b,
-                    ast.Pow: lambda: a ** b}[type(n.op)]()
-        raise ValueError("not arithmetic")
-
-    try:
-        return value(node)
-    except (ValueError, ArithmeticError, TypeError):
-        return None
+    return numeric_value(node) if isinstance(node, ast.BinOp) else None
 
 
 def number_of(node):
     """The number a literal (`26`, `-2.5`) stands for, else None."""
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = number_of(node.operand)
-        return None if inner is None else -inner
-    return None
+    inner = node.operand if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) else node
+    return numeric_value(node) if isinstance(inner, ast.Constant) else None
 
 
 def same_number(a, b):

@@ -108,11 +108,10 @@ pub(super) fn apply_with(
         return same_texts(text, new, file_name, on);
     }
     let whole_file_on = on(REPAIR_EDIT_WHOLE_FILE);
-    let is_whole_file =
-        |text: &str, new: &str| is_whole_file(text, new) && keeps_definitions(text, new, file_name);
+    let taken_whole = || is_whole_file(text, new) && keeps_definitions(text, new, file_name);
     if old.is_empty() {
         // The whole file as new_text means "this is the file", not "add a second copy".
-        if whole_file_on && is_whole_file(text, new) {
+        if whole_file_on && taken_whole() {
             return Ok((whole_file(), Some(REPAIR_EDIT_WHOLE_FILE)));
         }
         let python = file_name.ends_with(".py");
@@ -137,7 +136,7 @@ before. Edit what is still to change, or reply without a tool call when the work
             Some(REPAIR_EDIT_ALREADY_MADE),
         ));
     }
-    if whole_file_on && is_whole_file(text, new) {
+    if whole_file_on && taken_whole() {
         return Ok((whole_file(), Some(REPAIR_EDIT_WHOLE_FILE)));
     }
     Err(Miss::NotFound {

@@ -719,7 +719,7 @@ async fn a_fix_given_in_a_code_block_instead_of_json_is_used() {
     }
     // A fix answered as prose with the file in a code block: the block is the fix, and
     // the round is not spent.
-    let team = start(
+    let (team, _, summary, detail, steps) = implement_double(
         json!([
             plan_step(&["Plan this task"], &["Implement double in calc.py."]),
             { "match": "Implement double", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return x + 1\n" } } ] },
@@ -731,26 +731,11 @@ async fn a_fix_given_in_a_code_block_instead_of_json_is_used() {
         model_review(1),
     )
     .await;
-    std::fs::write(
-        team.workspace.path().join("calc.py"),
-        "def double(x):\n    \"\"\"Return twice x.\"\"\"\n",
-    )
-    .unwrap();
-    let mut events = team.engine.subscribe();
-    let task = team.submit("Implement double in calc.py.");
-    let summary = team.engine.wait_for(task).await.unwrap();
-    let detail = team.engine.task(&task.to_string()).unwrap();
     assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
     assert_eq!(
         team.read("calc.py"),
         "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return 2 * x\n"
     );
-    let mut steps = Vec::new();
-    while let Ok(event) = events.try_recv() {
-        if let RuntimeEvent::Recovery(step) = event {
-            steps.push(step.message.clone());
-        }
-    }
     assert!(
         steps
             .iter()
