@@ -452,7 +452,7 @@ def hidden_check(task_dir, workspace):
         return False, "check timed out"
 
 
-def main():
+def arguments(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--systems", default="conclave,pi",
                         help="conclave, pi, conclave-pi (the team with pi as its executor) and "
@@ -489,18 +489,29 @@ def main():
                         help="give pi the task alone, without the named files' text")
     parser.add_argument("--keep", action="store_true",
                         help="keep the workspaces, with each run's model calls in transcript.jsonl")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def selected_tasks(which, prefixes):
+    """The task folders of a set whose name (or path under scripts/realmodel) starts with
+    one of the comma-separated prefixes; all of them when none is given."""
+    tasks = task_dirs(which)
+    if prefixes:
+        wanted = prefixes.split(",")
+        tasks = [t for t in tasks if any(t.name.startswith(w) or str(t.relative_to(HERE)).startswith(w)
+                                         for w in wanted)]
+    return tasks
+
+
+def main():
+    args = arguments()
     # The runs start in their workspaces: binaries are named from here.
     args.conclave = str(Path(args.conclave).resolve())
     args.pi = str(Path(args.pi).resolve())
 
     commit = args.commit or subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                                            capture_output=True, text=True).stdout.strip()
-    tasks = task_dirs(args.set)
-    if args.tasks:
-        wanted = args.tasks.split(",")
-        tasks = [t for t in tasks if any(t.name.startswith(w) or str(t.relative_to(HERE)).startswith(w)
-                                         for w in wanted)]
+    tasks = selected_tasks(args.set, args.tasks)
     systems = args.systems.split(",")
     rates = [float(r) for r in args.faults.split(",")]
     out = open(args.out, "a")
@@ -563,7 +574,8 @@ def main():
                     "check": "" if solved else why, "tail": "" if solved else tail,
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "commit": commit, "template": args.template, "seed": args.seed,
-                    "temperature": args.temperature,
+                    "temperature": args.temperature, "timeout": args.timeout,
+                    "piPreread": not args.no_pi_preread,
                     "rulesFired": fired, "rulesFailingAtEnd": failing,
                     "ownTestOnly": own_test_only,
                 }
@@ -605,13 +617,13 @@ def interval(rows, resamples=2000, seed=7):
 def summary(rows):
     lines = ["| system | faults | solved | pass@1 (95% interval over tasks) | claims right | false completions | time (total, mean) | model calls | tokens (prompt + completion) | per solved task: calls, tokens |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    # Held-out runs are summed apart from dev ones (rows from before the split are dev).
-    keys = sorted({(r["system"], r["faultRate"], r.get("set", "dev")) for r in rows},
-                  key=lambda k: (k[2] != "dev", k[1], k[0]))
-    for system, rate, which in keys:
-        rs = [r for r in rows if r["system"] == system and r["faultRate"] == rate
-              and r.get("set", "dev") == which]
-        label = system if which == "dev" else f"{system} ({which})"
+    # Held-out runs are summed apart from dev ones (rows from before the split are dev),
+    # and HumanEval problems apart from edit tasks.
+    key = lambda r: (r["system"], r["faultRate"], r.get("set", "dev"), kind_of(r["task"]))
+    keys = sorted({key(r) for r in rows}, key=lambda k: (k[2] != "dev", k[3], k[1], k[0]))
+    for system, rate, which, kind in keys:
+        rs = [r for r in rows if key(r) == (system, rate, which, kind)]
+        label = f"{system} ({which}, {kind})"
         solved = sum(r["solved"] for r in rs)
         # pi exits 0 on any normal end: its exit code is no claim to count.
         false = "—" if system.startswith("pi") else sum(r["claimed"] and not r["solved"] for r in rs)
@@ -642,6 +654,10 @@ def summary(rows):
             f"({sum(1 for r in weak if r['claimed'])} of them claimed, from builds before exit code 3); "
             f"on more (the task's examples, tests in the project): {len(strong)}, right {sum(r['solved'] for r in strong)}.")
     return "\n".join(lines)
+
+
+def kind_of(task):
+    return "HumanEval" if task.startswith("HE-") else "edit"
 
 
 def solved(row):
@@ -721,6 +737,15 @@ def by_task(rows):
             lines.append("")
             lines.append(f"{first} minus {second}{within}, paired over the {n} tasks both ran: "
                          f"{diff:+.0%} pass@1 (95% interval {low:+.0%} to {high:+.0%}).")
+        kinds = sorted({kind_of(r["task"]) for r in base + other})
+        if n and not within and len(kinds) > 1:
+            # Function problems and edit tasks differ too much to read from one figure.
+            for kind in kinds:
+                k_n, k_diff, k_low, k_high = paired([r for r in base if kind_of(r["task"]) == kind],
+                                                    [r for r in other if kind_of(r["task"]) == kind])
+                if k_n:
+                    lines.append(f"On the {k_n} {kind} tasks both ran: {k_diff:+.0%} "
+                                 f"(95% interval {k_low:+.0%} to {k_high:+.0%}).")
         if n and within:
             # Two arms of the team both say "completed": count what the defaults keep.
             _, kept, kept_low, kept_high = paired(other, same, outcome=delivered)
@@ -747,6 +772,72 @@ def by_build(rows):
     return "\n".join(lines)
 
 
+def by_pass(files):
+    """One line for each system of each committed rows file (a pass), oldest first: its
+    build, seed, faults, template and tasks, and the runs solved, claimed (false) and
+    handed over to review (right). `--rerun FILE` prints the command that runs a pass
+    again."""
+    lines = ["| rows | system | build | seed | faults | template | tasks | solved | claims (false) | to review (right) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    passes = [(f, [json.loads(l) for l in open(f) if l.strip()]) for f in files]
+    passes = sorted((p for p in passes if p[1]), key=lambda p: min(r.get("at", "") for r in p[1]))
+    for f, rows in passes:
+        def values(key, show=str):
+            return ", ".join(sorted({show(r.get(key)) for r in rows}))
+        for system in sorted({r["system"] for r in rows}, key=lambda s: (s != "conclave", s)):
+            rs = [r for r in rows if r["system"] == system]
+            tasks = {r["task"] for r in rs}
+            problems = sum(kind_of(t) == "HumanEval" for t in tasks)
+            kinds = ", ".join(k for k in (f"{len(tasks) - problems} edit" if len(tasks) > problems else "",
+                                          f"{problems} HumanEval" if problems else "") if k)
+            if system.startswith("pi"):
+                claims = review = "—"
+            else:
+                claims = f"{sum(r['claimed'] for r in rs)} ({sum(r['claimed'] and not r['solved'] for r in rs)})"
+                review = (f"{sum(bool(r.get('toReview')) for r in rs)} "
+                          f"({sum(bool(r.get('toReview')) and r['solved'] for r in rs)})")
+            lines.append(f"| `{Path(f).name}` | {system} | {values('commit', lambda c: f'`{c}`')} | "
+                         f"{values('seed')} | {values('faultRate', lambda x: f'{int(x * 100)}%')} | "
+                         f"{values('template')} | {kinds} ({set_name(rows[0])}) | "
+                         f"{sum(r['solved'] for r in rs)} of {len(rs)} | {claims} | {review} |")
+    return "\n".join(lines)
+
+
+def set_name(row):
+    """The `--set` a row's task is in (rows keep "heldout" or "dev" only)."""
+    if row.get("set") == "heldout":
+        return "heldout"
+    return "dev-humaneval" if kind_of(row["task"]) == "HumanEval" else "dev"
+
+
+def rerun_command(rows_file):
+    """The command that runs a committed pass again: its tasks, systems, faults, seed,
+    template and sampling from its rows, the binary built from its commit."""
+    rows = [json.loads(l) for l in open(rows_file) if l.strip()]
+    if not rows:
+        sys.exit(f"{rows_file}: no rows")
+    first = rows[0]
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    systems = list(dict.fromkeys(r["system"] for r in rows))
+    rates = list(dict.fromkeys(r["faultRate"] for r in rows))
+    commit = first.get("commit", "HEAD")
+    parts = ["scripts/realmodel/bench.py", f"--set {set_name(first)}", f"--tasks {','.join(tasks)}",
+             f"--systems {','.join(systems)}"]
+    if rates != [0.0]:
+        parts.append(f"--faults {','.join(str(r) for r in rates)}")
+    # Rows from before the timeout was recorded all ran 600 s.
+    parts.append(f"--timeout {first.get('timeout') or 600}")
+    if first.get("seed") is not None:
+        parts.append(f"--seed {first['seed']}")
+    if first.get("temperature") is not None:
+        parts.append(f"--temperature {first['temperature']}")
+    if first.get("piPreread") is False:
+        parts.append("--no-pi-preread")
+    parts += [f"--template {first.get('template') or 'fenced'}", "--keep", f"--commit {commit}",
+              f"--conclave /tmp/conclave-{commit}", f"--out {rows_file}"]
+    return " \\\n    ".join(parts)
+
+
 def rules_summary(rows):
     """Per check rule: the runs it found something in, how many of those the hidden check
     passed in the end, and its false alarms: runs reported failed with the rule still
@@ -767,7 +858,11 @@ def rules_summary(rows):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--summary":
+    if len(sys.argv) == 3 and sys.argv[1] == "--rerun":
+        print(rerun_command(sys.argv[2]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--summary" and "--by-pass" in sys.argv[2:]:
+        print(by_pass([f for f in sys.argv[2:] if f != "--by-pass"]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--summary":
         # bench.py --summary [--by-build] [--by-task] FILES...
         per_task = "--by-task" in sys.argv[2:]
         per_build = "--by-build" in sys.argv[2:]
