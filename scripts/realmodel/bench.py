@@ -30,6 +30,7 @@ import http.server
 import json
 import os
 import random
+import shlex
 import socket
 import shutil
 import subprocess
@@ -60,9 +61,12 @@ class Proxy:
               "malformed", "drop", "stall"]
     STALL_S = 30
 
-    def __init__(self, upstream, fault_rate, seed=7, sampling=None):
+    def __init__(self, upstream, fault_rate, seed=7, sampling=None, refuse=None):
         self.upstream = upstream.rstrip("/")
         self.fault_rate = fault_rate
+        # Text whose chat calls are always rate-limited: a provider failing one kind of
+        # call past any retry, to try what an agent does when that step cannot be had.
+        self.refuse = refuse.encode() if refuse else None
         # (temperature, seed): pinned on every chat call, whichever agent makes it, so
         # that both sample alike and a pass can be repeated; None leaves the server's.
         self.sampling = sampling
@@ -120,11 +124,15 @@ class Proxy:
             def forward(self, body):
                 chat = body is not None and self.path.endswith("/chat/completions")
                 if chat:
+                    refused = proxy.refuse is not None and proxy.refuse in body
                     with proxy.lock:
                         proxy.calls += 1
-                        fault = proxy.random.random() < proxy.fault_rate
+                        fault = refused or proxy.random.random() < proxy.fault_rate
                         if fault:
                             proxy.faults += 1
+                    if refused:
+                        self.inject((429, "rate_limit_exceeded"))
+                        return
                     if fault:
                         self.inject(proxy.next_fault())
                         return
@@ -485,6 +493,9 @@ def arguments(argv=None):
                              "server's own (llama-server: 0.8, a random seed) and the agents' apply")
     parser.add_argument("--template", default=os.environ.get("LLM_TEMPLATE", "fenced"),
                         help="the server's template form (serve.sh LLM_TEMPLATE), kept in each row")
+    parser.add_argument("--refuse-calls", metavar="TEXT",
+                        help="answer every chat call whose request contains TEXT with a 429, "
+                             "for both agents: one kind of call the provider never serves")
     parser.add_argument("--no-pi-preread", action="store_true",
                         help="give pi the task alone, without the named files' text")
     parser.add_argument("--keep", action="store_true",
@@ -518,10 +529,11 @@ def main():
     rows = []
     for rate in rates:
         sampling = None if args.temperature is None else (args.temperature, args.seed)
-        proxy = Proxy(args.upstream, rate, sampling=sampling)
+        proxy = Proxy(args.upstream, rate, sampling=sampling, refuse=args.refuse_calls)
         # The coders' server of conclave-2models, behind a proxy of its own that injects
         # the same faults; started only when that system runs.
-        bottom_proxy = (Proxy(args.bottom_upstream, rate, seed=8, sampling=sampling)
+        bottom_proxy = (Proxy(args.bottom_upstream, rate, seed=8, sampling=sampling,
+                              refuse=args.refuse_calls)
                         if any(system_switches(s)[0] == "conclave-2models" for s in systems) else None)
         for task_dir in tasks:
             for system in systems:
@@ -575,7 +587,7 @@ def main():
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "commit": commit, "template": args.template, "seed": args.seed,
                     "temperature": args.temperature, "timeout": args.timeout,
-                    "piPreread": not args.no_pi_preread,
+                    "piPreread": not args.no_pi_preread, "refuseCalls": args.refuse_calls,
                     "rulesFired": fired, "rulesFailingAtEnd": failing,
                     "ownTestOnly": own_test_only,
                 }
@@ -833,6 +845,8 @@ def rerun_command(rows_file):
         parts.append(f"--temperature {first['temperature']}")
     if first.get("piPreread") is False:
         parts.append("--no-pi-preread")
+    if first.get("refuseCalls"):
+        parts.append(f"--refuse-calls {shlex.quote(first['refuseCalls'])}")
     parts += [f"--template {first.get('template') or 'fenced'}", "--keep", f"--commit {commit}",
               f"--conclave /tmp/conclave-{commit}", f"--out {rows_file}"]
     return " \\\n    ".join(parts)

@@ -2,10 +2,14 @@
 the table of passes must count what its rows say. Run: python3 -m unittest discover -s
 scripts/realmodel -p 'test_*.py'."""
 
+import http.server
 import json
 import shlex
 import tempfile
+import threading
 import unittest
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import bench
@@ -59,6 +63,60 @@ class RerunCommand(unittest.TestCase):
         self.assertEqual(args.set, "dev-humaneval")
         self.assertFalse(args.no_pi_preread)
         self.assertEqual([t.name for t in bench.selected_tasks(args.set, args.tasks)], ["HE-048-is_palindrome"])
+
+
+class RefusedCalls(unittest.TestCase):
+    """`--refuse-calls TEXT`: the proxy answers every chat call containing TEXT with a
+    429, as a provider that never serves that kind of call, and forwards the others."""
+
+    def setUp(self):
+        class Upstream(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                data = json.dumps({"choices": [{"message": {"content": "ok"}}],
+                                   "usage": {"prompt_tokens": 3, "completion_tokens": 1}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+        threading.Thread(target=self.upstream.serve_forever, daemon=True).start()
+        self.proxy = bench.Proxy(f"http://127.0.0.1:{self.upstream.server_address[1]}", 0.0,
+                                 refuse="short Python test script")
+
+    def tearDown(self):
+        self.proxy.server.shutdown()
+        self.upstream.shutdown()
+
+    def chat(self, text):
+        body = json.dumps({"messages": [{"role": "user", "content": text}]}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{self.proxy.port}/v1/chat/completions",
+                                         data=body, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, response.headers.get("Retry-After"), json.loads(response.read())
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("Retry-After"), json.loads(e.read())
+
+    def test_only_the_calls_with_the_text_are_rate_limited(self):
+        status, retry_after, answer = self.chat("Write a short Python test script: 3 to 6 asserts")
+        self.assertEqual((status, retry_after), (429, "1"))
+        self.assertEqual(answer["error"]["type"], "rate_limit_exceeded")
+        status, _, answer = self.chat("Write greet.py with hello(name).")
+        self.assertEqual((status, answer["choices"][0]["message"]["content"]), (200, "ok"))
+        self.assertEqual((self.proxy.calls, self.proxy.faults, self.proxy.prompt_tokens), (2, 1, 3))
+
+    def test_a_pass_with_refused_calls_runs_again_with_them(self):
+        with tempfile.TemporaryDirectory() as d:
+            f = rows_file(d, "dev.jsonl", [row("11-new-module", "conclave", set="dev",
+                                                refuseCalls="short Python test script")])
+            args = parsed(bench.rerun_command(f))
+        self.assertEqual(args.refuse_calls, "short Python test script")
 
 
 class ByPass(unittest.TestCase):

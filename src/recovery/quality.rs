@@ -163,6 +163,9 @@ pub enum TestOutcome {
     Broken,
     /// The model gave no usable test.
     NotWritten,
+    /// The provider failed the call for the test past its retries (rate limits, time-outs,
+    /// server errors, an open breaker): there was no answer to judge.
+    Unserved,
 }
 
 /// What to do with an acceptance test's outcome.
@@ -172,7 +175,8 @@ pub enum TestStep {
     Count(Verdict),
     /// Write the test again, told what was wrong with the last one.
     WriteAgain,
-    /// No test could be written: the check is skipped, like any check with nothing to run.
+    /// The model could not write a test: the check is skipped, like any check with
+    /// nothing to run.
     Skip,
     /// Have a second solution of the task written from the task alone, and run the test
     /// again beside it: a comparison both solutions fail with the same value is disputed.
@@ -187,10 +191,15 @@ pub fn acceptance_test(outcome: TestOutcome, rewrites: u32, second_asked: bool) 
         TestOutcome::Passed => TestStep::Count(Verdict::Passed),
         TestOutcome::Disputable if !second_asked => TestStep::AskSecondSolution,
         TestOutcome::Failed | TestOutcome::Disputable => TestStep::Count(Verdict::Failed),
-        TestOutcome::Broken | TestOutcome::NotWritten if rewrites < TEST_REWRITES => {
+        TestOutcome::Broken | TestOutcome::NotWritten | TestOutcome::Unserved
+            if rewrites < TEST_REWRITES =>
+        {
             TestStep::WriteAgain
         }
-        TestOutcome::Broken => TestStep::Count(Verdict::Unverified),
+        // A provider that would not serve the test is not a model that cannot write one:
+        // the check was possible and did not happen, so the code is not done, as with a
+        // test broken twice.
+        TestOutcome::Broken | TestOutcome::Unserved => TestStep::Count(Verdict::Unverified),
         TestOutcome::NotWritten => TestStep::Skip,
     }
 }
@@ -645,7 +654,7 @@ mod tests {
     }
 
     #[test]
-    fn a_broken_test_is_written_again_once_then_leaves_the_code_unverified() {
+    fn a_broken_or_unserved_test_is_asked_for_again_once_then_leaves_the_code_unverified() {
         let cases = [
             (TestOutcome::Passed, 0, TestStep::Count(Verdict::Passed)),
             (TestOutcome::Failed, 0, TestStep::Count(Verdict::Failed)),
@@ -654,6 +663,12 @@ mod tests {
             (TestOutcome::Broken, 1, TestStep::Count(Verdict::Unverified)),
             (TestOutcome::NotWritten, 0, TestStep::WriteAgain),
             (TestOutcome::NotWritten, 1, TestStep::Skip),
+            (TestOutcome::Unserved, 0, TestStep::WriteAgain),
+            (
+                TestOutcome::Unserved,
+                1,
+                TestStep::Count(Verdict::Unverified),
+            ),
         ];
         for (outcome, rewrites, step) in cases {
             assert_eq!(

@@ -18,9 +18,11 @@
 //!   the test itself (a wrong import, a name it never defined, a function of the code
 //!   it made up, a syntax error) is rewritten once. A test still
 //!   broken skips the check, saying why, and since nothing then checked the code
-//!   against the task, the task is not reported done (`verify.rs`: it fails, the code
-//!   left as the team wrote it). A test the model could not write at all is a plain
-//!   skip. unittest-style tests (`self.assertEqual`…) run as the asserts they stand for.
+//!   against the task, the task is not reported done (`verify.rs`: it fails). So does a
+//!   test the provider would not serve, twice (its calls failed past their retries): the
+//!   check could have run and did not. A test the model could not write at all is a
+//!   plain skip. unittest-style tests (`self.assertEqual`…) run as the asserts they
+//!   stand for.
 //! - Each assert is judged on its own. One that only calls functions the task does not
 //!   name, and that the code as it was before the task fails too, asked for something
 //!   the task never did (for "make `mean([])` return 0.0", an assert
@@ -40,33 +42,43 @@ use super::{Services, first_line};
 use crate::checks::defines::{Language, defined_name, is_definition, language_of};
 use crate::checks::intent::Intent;
 use crate::config::TeamLayer;
-use crate::model::{ChatMessage, ModelRequest};
+use crate::model::{ChatMessage, ModelError, ModelRequest};
+use crate::recovery::Classify;
 use crate::recovery::quality::{self, TestOutcome, TestStep, Verdict};
 use crate::runtime::{AgentContext, CheckResult, CheckStatus, Evidence, TaskId};
 
 /// The check's name, as `getTask` and the boards show it.
 pub const NAME: &str = "acceptance test (written by the team)";
 
-/// How a skipped acceptance check begins its detail: no test, or a broken one.
+/// How a skipped acceptance check begins its detail: no test, no answer from the
+/// provider, or a broken test.
 const NOT_WRITTEN: &str = "the team could not write an acceptance test";
+const UNSERVED: &str = "the provider did not answer the calls for the acceptance test";
 const BROKEN: &str = "the acceptance test the team wrote is broken itself";
 
 /// Whether `result` is an acceptance check skipped because the test the team wrote was
-/// broken, also when written again: the team meant to check the code and could not, so
-/// nothing says the code does what the task asks, and the task is not done
-/// (`verify.rs`). A test the model gave no answer for, or a checker that is not
-/// installed, is a plain skip.
+/// broken, or the provider failed the calls for it, also the second time: the team
+/// meant to check the code and could not, so nothing says the code does what the task
+/// asks, and the task is not done (`verify.rs`). A test the model gave no answer for, a
+/// test the person would not let run, or a checker that is not installed, is a plain
+/// skip: the summary says why.
 pub fn unverified(result: &CheckResult) -> bool {
     result.name == NAME
         && result.status == CheckStatus::Skipped
-        && result.detail.starts_with(BROKEN)
+        && (result.detail.starts_with(BROKEN) || result.detail.starts_with(UNSERVED))
 }
 
-/// What was wrong with the test of an [`unverified`] check, in a line.
+/// Why an [`unverified`] check had no test to run, in a line.
 pub fn why_unverified(result: &CheckResult) -> String {
+    if result.detail.starts_with(UNSERVED) {
+        return result.detail.lines().next().unwrap_or(UNSERVED).to_string();
+    }
     let output = result.detail.split_once('\n').map_or("", |(_, rest)| rest);
     let output = output.split("\n\nThe test (").next().unwrap_or(output);
-    broken_because(output)
+    format!(
+        "the test the team wrote was broken twice ({})",
+        broken_because(output)
+    )
 }
 
 /// How a passed run of the runner says the code gave the task's own examples, and how
@@ -235,21 +247,26 @@ pub async fn run(
                     s.task_state.entry(task_id).or_default().acceptance_test = Some(written);
                 }
                 // An answer with no usable test (prose, a copy of the code without an
-                // assert) is asked for again, as a broken test is.
-                Err(why) => {
-                    match quality::acceptance_test(TestOutcome::NotWritten, rewrites, false) {
+                // assert), or a call the provider failed, is asked for again, as a
+                // broken test is.
+                Err(NoCode { why, unserved }) => {
+                    let outcome = if unserved {
+                        TestOutcome::Unserved
+                    } else {
+                        TestOutcome::NotWritten
+                    };
+                    match quality::acceptance_test(outcome, rewrites, false) {
                         TestStep::WriteAgain => {
                             tracing::info!(task = %task_id, "no usable acceptance test; asking again: {why}");
-                            previous_problem = Some(why);
+                            // A failed call says nothing to the model about its test.
+                            previous_problem = (!unserved).then_some(why);
                             rewrites += 1;
                             continue;
                         }
+                        // Unserved: `unverified`, never completed; not written: a plain skip.
                         _ => {
-                            return result(
-                                CheckStatus::Skipped,
-                                format!("{NOT_WRITTEN}: {why}"),
-                                &fired,
-                            );
+                            let lead = if unserved { UNSERVED } else { NOT_WRITTEN };
+                            return result(CheckStatus::Skipped, format!("{lead}: {why}"), &fired);
                         }
                     }
                 }
@@ -448,7 +465,26 @@ async fn write_second_solution(
         "Task:\n{task}\n\n{before}{others}\n\nWrite {file} whole, as it must be when the task is done, \
 with every function the task asks for complete. Reply with only one ```python block."
     );
-    ask_for_code(ctx, s, TeamLayer::Bottom, prompt, 1536, Language::Python).await
+    ask_for_code(ctx, s, TeamLayer::Bottom, prompt, 1536, Language::Python)
+        .await
+        .map_err(|no| no.why)
+}
+
+/// Why no code came back: the model's answer had none, or the provider never gave one.
+struct NoCode {
+    why: String,
+    /// The provider failed the call past its retries (`Classify::is_transient`, or its
+    /// breaker open): a step that could have been served and was not.
+    unserved: bool,
+}
+
+impl From<String> for NoCode {
+    fn from(why: String) -> Self {
+        NoCode {
+            why,
+            unserved: false,
+        }
+    }
 }
 
 /// Asks `layer`'s model, in that layer's part, for one block of `language` code.
@@ -459,8 +495,10 @@ async fn ask_for_code(
     prompt: String,
     max_tokens: u32,
     language: Language,
-) -> Result<String, String> {
-    let model = s.model(layer).ok_or("no model is configured")?;
+) -> Result<String, NoCode> {
+    let model = s
+        .model(layer)
+        .ok_or_else(|| NoCode::from("no model is configured".to_string()))?;
     let part = match layer {
         TeamLayer::Top => super::roles::TOP,
         TeamLayer::Mid => super::roles::MID,
@@ -476,13 +514,16 @@ async fn ask_for_code(
     let answer = model
         .complete(&request, &mut |_: &str| {})
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| NoCode {
+            unserved: e.is_transient() || matches!(e, ModelError::CircuitOpen { .. }),
+            why: e.to_string(),
+        })?;
     code_block(&answer.text, language).ok_or_else(|| {
-        format!(
+        NoCode::from(format!(
             "the model's answer had no {} code: \"{}\"",
             language.name(),
             first_line(&answer.text)
-        )
+        ))
     })
 }
 
@@ -574,7 +615,7 @@ async fn write_test(
     originals: &Originals,
     target: &TestTarget<'_>,
     previous: Option<&str>,
-) -> Result<String, String> {
+) -> Result<String, NoCode> {
     let TestTarget {
         path,
         language,
@@ -674,17 +715,17 @@ with a path from the project root (`const {{ {name} }} = require('./{file}');`),
     );
     let code = ask_for_code(ctx, s, TeamLayer::Mid, prompt, 1024, language).await?;
     if !code.contains("assert") {
-        return Err("the model's test asserts nothing".into());
+        return Err(NoCode::from("the model's test asserts nothing".to_string()));
     }
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(dir).map_err(|e| NoCode::from(e.to_string()))?;
     }
     let prelude = match language {
         Language::Python => said_prelude(originals.intent()),
         Language::JavaScript => String::new(),
     };
     let written = format!("{prelude}{code}");
-    std::fs::write(path, &written).map_err(|e| e.to_string())?;
+    std::fs::write(path, &written).map_err(|e| NoCode::from(e.to_string()))?;
     let _ = ctx.append_own_board(&format!(
         "- wrote an acceptance test for the task: {}",
         relative(s, path)

@@ -132,7 +132,7 @@ pub async fn run(
             }
             FixStep::Unverified => {
                 return Err(check_failed(format!(
-                    "nothing could check that the code does what the task asks: the test the team wrote was broken twice ({unverified_because}); the code is left as the team wrote it: review it, or set verify.command to a test of it"
+                    "nothing could check that the code does what the task asks: {unverified_because}; the code is left as the team wrote it: review it, or set verify.command to a test of it"
                 )));
             }
             FixStep::TryProposed => {

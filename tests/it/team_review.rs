@@ -903,6 +903,54 @@ async fn an_acceptance_test_that_is_broken_itself_is_rewritten_once_then_the_tas
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_acceptance_test_the_provider_keeps_failing_leaves_the_task_not_done() {
+    if !python_available() {
+        return;
+    }
+    // Every call for the test is rate-limited, past the call-level retries, for the test
+    // and its second asking alike: the code changed and nothing ran it.
+    let team = start(
+        json!([
+            plan_step(&["Plan this task"], &["Write greet.py with hello(name)."]),
+            { "match": "Write greet.py", "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.py", "content": "def hello(name):\n    return f\"hello {name}\"\n" } } ] },
+            { "match": "created greet.py", "text": "Wrote greet.py." },
+            { "match": "short Python test script", "error": { "kind": "rate_limited", "retryAfterMs": 1000 }, "repeat": true }
+        ]),
+        {
+            let mut config = model_review(1);
+            config.undo.on_failure = conclave::config::OnFailure::Keep;
+            config
+        },
+    )
+    .await;
+
+    let task = team.submit("Write greet.py with hello(name).");
+    let summary = team.engine.wait_for(task).await.unwrap();
+
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    // Not "completed" on checks that never ran the code; the person is told why.
+    assert_eq!(summary.status, TaskStatus::Failed, "{:?}", detail.checks);
+    let message = &detail.errors.last().unwrap().failure.message;
+    assert!(
+        message.starts_with(
+            "nothing could check that the code does what the task asks: the provider did not answer the calls for the acceptance test:"
+        ) && message.contains("rate-limited the call"),
+        "{message}"
+    );
+    let acceptance = detail
+        .checks
+        .iter()
+        .find(|c| c.name == "acceptance test (written by the team)")
+        .expect("the acceptance check is on the task");
+    assert_eq!(acceptance.status, conclave::runtime::CheckStatus::Skipped);
+    assert_eq!(
+        team.read("greet.py"),
+        "def hello(name):\n    return f\"hello {name}\"\n"
+    );
+    team.engine.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn steps_that_change_nothing_are_folded_away() {
     // "Change mean, keep the rest" split into check / implement / test subtasks gives
     // steps that change nothing: they are folded away.
