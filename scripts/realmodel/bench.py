@@ -784,6 +784,12 @@ def by_build(rows):
     return "\n".join(lines)
 
 
+def read_rows(path):
+    """The runs of a rows file, one JSON line each."""
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def by_pass(files):
     """One line for each system of each committed rows file (a pass), oldest first: its
     build, seed, faults, template and tasks, and the runs solved, claimed (false) and
@@ -791,7 +797,7 @@ def by_pass(files):
     again."""
     lines = ["| rows | system | build | seed | faults | template | tasks | solved | claims (false) | to review (right) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    passes = [(f, [json.loads(l) for l in open(f) if l.strip()]) for f in files]
+    passes = [(f, read_rows(f)) for f in files]
     passes = sorted((p for p in passes if p[1]), key=lambda p: min(r.get("at", "") for r in p[1]))
     for f, rows in passes:
         def values(key, show=str):
@@ -825,7 +831,7 @@ def set_name(row):
 def rerun_command(rows_file):
     """The command that runs a committed pass again: its tasks, systems, faults, seed,
     template and sampling from its rows, the binary built from its commit."""
-    rows = [json.loads(l) for l in open(rows_file) if l.strip()]
+    rows = read_rows(rows_file)
     if not rows:
         sys.exit(f"{rows_file}: no rows")
     first = rows[0]
@@ -881,7 +887,7 @@ if __name__ == "__main__":
         per_task = "--by-task" in sys.argv[2:]
         per_build = "--by-build" in sys.argv[2:]
         files = [f for f in sys.argv[2:] if f not in ("--by-task", "--by-build")]
-        rows = [json.loads(l) for f in files for l in open(f) if l.strip()]
+        rows = [r for f in files for r in read_rows(f)]
         print(summary(rows))
         print()
         if per_build:

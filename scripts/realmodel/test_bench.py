@@ -90,8 +90,9 @@ class RefusedCalls(unittest.TestCase):
                                  refuse="short Python test script")
 
     def tearDown(self):
-        self.proxy.server.shutdown()
-        self.upstream.shutdown()
+        for server in (self.proxy.server, self.upstream):
+            server.shutdown()
+            server.server_close()
 
     def chat(self, text):
         body = json.dumps({"messages": [{"role": "user", "content": text}]}).encode()
