@@ -827,31 +827,13 @@ async fn an_acceptance_test_that_is_broken_itself_is_rewritten_once_then_the_tas
     if !python_available() {
         return;
     }
-    let team = start(
-        json!([
-            plan_step(&["Plan this task"], &["Write greet.py with hello(name)."]),
-            { "match": "Write greet.py", "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.py", "content": "def hello(name):\n    return f\"hello {name}\"\n" } } ] },
-            { "match": "created greet.py", "text": "Wrote greet.py." },
-            // Twice a test that calls a name it never imported: the test is at fault. The
-            // rewrite is told why the first one could not be used.
-            { "match": ["short Python test script", "Your previous test could not be used: NameError"], "text": "```python\nimport greet\nassert hello_world('a') == 'hello a'\n```" },
-            { "match": "short Python test script", "text": "```python\nimport greet\nassert hello_world('a') == 'hello a'\n```" }
-        ]),
-        {
-            // The code the failed task wrote is what is checked here: it is kept.
-            let mut config = model_review(1);
-            config.undo.on_failure = conclave::config::OnFailure::Keep;
-            config
-        },
-    )
+    // Twice a test that calls a name it never imported: the test is at fault. The
+    // rewrite is told why the first one could not be used.
+    let (team, detail, acceptance) = greet_without_a_usable_test(json!([
+        { "match": ["short Python test script", "Your previous test could not be used: NameError"], "text": "```python\nimport greet\nassert hello_world('a') == 'hello a'\n```" },
+        { "match": "short Python test script", "text": "```python\nimport greet\nassert hello_world('a') == 'hello a'\n```" }
+    ]))
     .await;
-
-    let task = team.submit("Write greet.py with hello(name).");
-    let summary = team.engine.wait_for(task).await.unwrap();
-
-    let detail = team.engine.task(&task.to_string()).unwrap();
-    // Nothing checked the code against the task: not done, and the code is kept.
-    assert_eq!(summary.status, TaskStatus::Failed, "{:?}", detail.checks);
     assert!(
         detail
             .errors
@@ -863,16 +845,6 @@ async fn an_acceptance_test_that_is_broken_itself_is_rewritten_once_then_the_tas
         "{:?}",
         detail.errors
     );
-    assert_eq!(
-        team.read("greet.py"),
-        "def hello(name):\n    return f\"hello {name}\"\n"
-    );
-    let acceptance = detail
-        .checks
-        .iter()
-        .find(|c| c.name == "acceptance test (written by the team)")
-        .expect("the acceptance check is on the task");
-    assert_eq!(acceptance.status, conclave::runtime::CheckStatus::Skipped);
     assert!(
         acceptance.detail.contains("broken itself"),
         "{}",
@@ -909,27 +881,11 @@ async fn an_acceptance_test_the_provider_keeps_failing_leaves_the_task_not_done(
     }
     // Every call for the test is rate-limited, past the call-level retries, for the test
     // and its second asking alike: the code changed and nothing ran it.
-    let team = start(
-        json!([
-            plan_step(&["Plan this task"], &["Write greet.py with hello(name)."]),
-            { "match": "Write greet.py", "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.py", "content": "def hello(name):\n    return f\"hello {name}\"\n" } } ] },
-            { "match": "created greet.py", "text": "Wrote greet.py." },
-            { "match": "short Python test script", "error": { "kind": "rate_limited", "retryAfterMs": 1000 }, "repeat": true }
-        ]),
-        {
-            let mut config = model_review(1);
-            config.undo.on_failure = conclave::config::OnFailure::Keep;
-            config
-        },
-    )
+    let (team, detail, _) = greet_without_a_usable_test(json!([
+        { "match": "short Python test script", "error": { "kind": "rate_limited", "retryAfterMs": 1000 }, "repeat": true }
+    ]))
     .await;
-
-    let task = team.submit("Write greet.py with hello(name).");
-    let summary = team.engine.wait_for(task).await.unwrap();
-
-    let detail = team.engine.task(&task.to_string()).unwrap();
-    // Not "completed" on checks that never ran the code; the person is told why.
-    assert_eq!(summary.status, TaskStatus::Failed, "{:?}", detail.checks);
+    // The person is told why.
     let message = &detail.errors.last().unwrap().failure.message;
     assert!(
         message.starts_with(
@@ -937,17 +893,47 @@ async fn an_acceptance_test_the_provider_keeps_failing_leaves_the_task_not_done(
         ) && message.contains("rate-limited the call"),
         "{message}"
     );
-    let acceptance = detail
-        .checks
-        .iter()
-        .find(|c| c.name == "acceptance test (written by the team)")
-        .expect("the acceptance check is on the task");
-    assert_eq!(acceptance.status, conclave::runtime::CheckStatus::Skipped);
+    team.engine.shutdown().await;
+}
+
+/// A team that writes greet.py and gets no usable acceptance test from `test_steps`:
+/// the task must end failed, its acceptance check skipped, and the code it wrote kept
+/// (`onFailure = keep`: that code is what these tests look at). Returns the team, the
+/// task's detail and that check.
+async fn greet_without_a_usable_test(
+    test_steps: Value,
+) -> (
+    Team,
+    conclave::wire::TaskDetail,
+    conclave::runtime::CheckResult,
+) {
+    let mut script = vec![
+        plan_step(&["Plan this task"], &["Write greet.py with hello(name)."]),
+        json!({ "match": "Write greet.py", "toolCalls": [ { "name": "file_write", "arguments": { "path": "greet.py", "content": "def hello(name):\n    return f\"hello {name}\"\n" } } ] }),
+        json!({ "match": "created greet.py", "text": "Wrote greet.py." }),
+    ];
+    script.extend(test_steps.as_array().cloned().unwrap_or_default());
+    let mut config = model_review(1);
+    config.undo.on_failure = conclave::config::OnFailure::Keep;
+    let team = start(Value::Array(script), config).await;
+
+    let task = team.submit("Write greet.py with hello(name).");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    let detail = team.engine.task(&task.to_string()).unwrap();
+    // Nothing checked the code against the task: not done, and the code is kept.
+    assert_eq!(summary.status, TaskStatus::Failed, "{:?}", detail.checks);
     assert_eq!(
         team.read("greet.py"),
         "def hello(name):\n    return f\"hello {name}\"\n"
     );
-    team.engine.shutdown().await;
+    let acceptance = detail
+        .checks
+        .iter()
+        .find(|c| c.name == "acceptance test (written by the team)")
+        .expect("the acceptance check is on the task")
+        .clone();
+    assert_eq!(acceptance.status, conclave::runtime::CheckStatus::Skipped);
+    (team, detail, acceptance)
 }
 
 #[tokio::test(start_paused = true)]
