@@ -42,7 +42,7 @@ use super::{Services, first_line};
 use crate::checks::defines::{Language, defined_name, is_definition, language_of};
 use crate::checks::intent::Intent;
 use crate::config::TeamLayer;
-use crate::model::{ChatMessage, ModelError, ModelRequest};
+use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::Classify;
 use crate::recovery::quality::{self, TestOutcome, TestStep, Verdict};
 use crate::runtime::{AgentContext, CheckResult, CheckStatus, Evidence, TaskId};
@@ -473,8 +473,9 @@ with every function the task asks for complete. Reply with only one ```python bl
 /// Why no code came back: the model's answer had none, or the provider never gave one.
 struct NoCode {
     why: String,
-    /// The provider failed the call past its retries (`Classify::is_transient`, or its
-    /// breaker open): a step that could have been served and was not.
+    /// The provider failed the call past its retries (a transient failure, or the
+    /// provider's own trouble as `FailureKind::is_provider_wait` reads it): a step that
+    /// could have been served and was not.
     unserved: bool,
 }
 
@@ -515,7 +516,7 @@ async fn ask_for_code(
         .complete(&request, &mut |_: &str| {})
         .await
         .map_err(|e| NoCode {
-            unserved: e.is_transient() || matches!(e, ModelError::CircuitOpen { .. }),
+            unserved: e.is_transient() || e.failure_kind().is_provider_wait(),
             why: e.to_string(),
         })?;
     code_block(&answer.text, language).ok_or_else(|| {
