@@ -17,7 +17,7 @@ use uuid::Uuid;
 use super::files::{keep_proposed, put_back};
 use super::peers::{Claim, Claimed, Claims, Work};
 use super::{Services, Whose, acceptance, check, first_line, recovery_event};
-use crate::config::TeamLayer;
+use crate::config::{OnFailure, TeamLayer};
 use crate::executor::{SubtaskSpec, TargetFile, code_answer};
 use crate::model::structured::{FileContent, Fix, ask_json_or, noting_repairs};
 use crate::model::{ChatMessage, ModelRequest};
@@ -131,8 +131,9 @@ pub async fn run(
                 return Ok(());
             }
             FixStep::Unverified => {
-                return Err(check_failed(format!(
-                    "nothing could check that the code does what the task asks: {unverified_because}; the code is left as the team wrote it: review it, or set verify.command to a test of it"
+                return Err(check_failed(unverified_message(
+                    &unverified_because,
+                    on_failure(s, task_id),
                 )));
             }
             FixStep::TryProposed => {
@@ -807,6 +808,28 @@ async fn file_the_content_is(
         ([], [only]) if files_in_fix == 1 && !check::is_test_file(only) => Some(only.clone()),
         _ => None,
     }
+}
+
+/// What a failed task leaves: the task's own `onFailure` option, else `undo.onFailure`.
+fn on_failure(s: &Services, task_id: TaskId) -> OnFailure {
+    s.tasks
+        .get(task_id)
+        .and_then(|t| t.options.on_failure)
+        .unwrap_or(s.config.undo.on_failure)
+}
+
+/// Why code nothing could check is not done, and where the code is now: a failed task's
+/// changes are put back before the person reads this, unless the policy keeps them.
+fn unverified_message(why: &str, on_failure: OnFailure) -> String {
+    let the_code = match on_failure {
+        OnFailure::Keep => "the code is left as the team wrote it: review it",
+        OnFailure::Restore => {
+            "the team's changes are put back (undo.onFailure = \"restore\"): to review them, keep a failed task's changes (`conclave run --keep-failed`, the task's onFailure option, or undo.onFailure = \"keep\")"
+        }
+    };
+    format!(
+        "nothing could check that the code does what the task asks: {why}; {the_code}, or set verify.command to a test of it"
+    )
 }
 
 fn check_failed(message: String) -> Failure {

@@ -896,12 +896,53 @@ async fn an_acceptance_test_the_provider_keeps_failing_leaves_the_task_not_done(
     team.engine.shutdown().await;
 }
 
+#[tokio::test(start_paused = true)]
+async fn unverified_code_put_back_on_failure_is_said_to_be_put_back() {
+    if !python_available() {
+        return;
+    }
+    // Under the default policy the failed task's greet.py is taken back before the
+    // person reads why: the message must not say the code is there to review.
+    let broken_test = "```python\nimport greet\nassert hello_world('a') == 'hello a'\n```";
+    let (team, detail, _) = greet_without_a_usable_test_under(
+        json!([{ "match": "short Python test script", "text": broken_test, "repeat": true }]),
+        conclave::config::OnFailure::Restore,
+    )
+    .await;
+    let message = &detail.errors.last().unwrap().failure.message;
+    assert!(
+        message.contains("the team's changes are put back") && message.contains("--keep-failed"),
+        "{message}"
+    );
+    assert!(!message.contains("left as the team wrote it"), "{message}");
+    assert!(!team.workspace.path().join("greet.py").exists());
+    team.engine.shutdown().await;
+}
+
 /// A team that writes greet.py and gets no usable acceptance test from `test_steps`:
 /// the task must end failed, its acceptance check skipped, and the code it wrote kept
 /// (`onFailure = keep`: that code is what these tests look at). Returns the team, the
 /// task's detail and that check.
 async fn greet_without_a_usable_test(
     test_steps: Value,
+) -> (
+    Team,
+    conclave::wire::TaskDetail,
+    conclave::runtime::CheckResult,
+) {
+    let (team, detail, acceptance) =
+        greet_without_a_usable_test_under(test_steps, conclave::config::OnFailure::Keep).await;
+    assert_eq!(
+        team.read("greet.py"),
+        "def hello(name):\n    return f\"hello {name}\"\n"
+    );
+    (team, detail, acceptance)
+}
+
+/// As [`greet_without_a_usable_test`], under the given `undo.onFailure`.
+async fn greet_without_a_usable_test_under(
+    test_steps: Value,
+    on_failure: conclave::config::OnFailure,
 ) -> (
     Team,
     conclave::wire::TaskDetail,
@@ -914,18 +955,14 @@ async fn greet_without_a_usable_test(
     ];
     script.extend(test_steps.as_array().cloned().unwrap_or_default());
     let mut config = model_review(1);
-    config.undo.on_failure = conclave::config::OnFailure::Keep;
+    config.undo.on_failure = on_failure;
     let team = start(Value::Array(script), config).await;
 
     let task = team.submit("Write greet.py with hello(name).");
     let summary = team.engine.wait_for(task).await.unwrap();
     let detail = team.engine.task(&task.to_string()).unwrap();
-    // Nothing checked the code against the task: not done, and the code is kept.
+    // Nothing checked the code against the task: not done.
     assert_eq!(summary.status, TaskStatus::Failed, "{:?}", detail.checks);
-    assert_eq!(
-        team.read("greet.py"),
-        "def hello(name):\n    return f\"hello {name}\"\n"
-    );
     let acceptance = detail
         .checks
         .iter()
