@@ -168,3 +168,40 @@ class KindsApart(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BenchmarksDocument(unittest.TestCase):
+    """BENCHMARKS.md's real-model section is made from the committed rows."""
+
+    def test_the_committed_section_is_current_with_the_committed_rows(self):
+        import render_benchmarks
+        self.assertEqual(render_benchmarks.main(["--check"]), 0,
+                         "run scripts/realmodel/render_benchmarks.py after adding rows")
+
+    def test_a_new_pass_over_the_edit_tasks_gets_its_line_and_its_counts(self):
+        import render_benchmarks
+        edits = [f"{n:02d}-task" for n in range(1, 15)]
+        old = [row(t, "conclave", commit="old1234", at="2026-11-01T00:00:00Z") for t in edits]
+        new = [row(t, s, commit="new5678", seed=27, at="2026-11-28T00:00:00Z",
+                   solved=(s == "conclave" and t in ("02-task", "09-task")),
+                   claimed=(s == "conclave" and t in ("02-task", "05-task")))
+               for t in edits for s in ("conclave", "pi")]
+        with tempfile.TemporaryDirectory() as d:
+            rows_file(d, "heldout-old1234-edit.jsonl", old)
+            rows_file(d, "heldout-new5678-edit.jsonl", new)
+            rows_file(d, "heldout-running.jsonl", [])  # a pass just started: no rows yet
+            template = Path(d) / "section.md"
+            template.write_text("## The team on a real model\n\n{{EDIT}}\n\n{{PASSES}}\n")
+            text = render_benchmarks.section(d, template)
+            document = "# Bench\n\nkept\n\n## The team on a real model\n\nold\n\n### ACP on the real model (one run)\n\nkept too\n"
+            spliced = render_benchmarks.spliced(document, text)
+        lines = [line for line in text.splitlines() if "new5678" in line and "edit.jsonl" in line]
+        self.assertIn("| `heldout-new5678-edit.jsonl` | conclave | `new5678` | 27 | 0% | 2 of 14 (02, 09) | 0 (0) | 2 (1) |",
+                      lines[0])
+        self.assertIn("| pi | `new5678` | 27 | 0% | 0 of 14 | — | — |", lines[1])
+        # Oldest pass first.
+        self.assertLess(text.index("old1234"), text.index("new5678"))
+        self.assertNotIn("heldout-running.jsonl", text)
+        self.assertTrue(spliced.startswith("# Bench\n\nkept\n\n## The team on a real model\n\n  | rows"))
+        self.assertTrue(spliced.endswith("### ACP on the real model (one run)\n\nkept too\n"))
+        self.assertNotIn("\nold\n", spliced)

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Writes the real-model section of BENCHMARKS.md from the committed rows.
+
+The section's prose is `benchmarks_section.md` beside this script; its tables are made
+here from `results/*.jsonl` with bench.py's own summaries, so every figure in the section
+comes from a committed pass. The section runs from its heading ("## The team on a real
+model") to the next part of the document kept by hand ("### ACP on the real model").
+
+    scripts/realmodel/render_benchmarks.py          # rewrite BENCHMARKS.md's section
+    scripts/realmodel/render_benchmarks.py --check  # exit 1 if the section is not current
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import bench
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+TEMPLATE = HERE / "benchmarks_section.md"
+START = "## The team on a real model"
+END = "### ACP on the real model"
+
+
+def rows_of(path):
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def rows_files(results, pattern):
+    """The rows files matching `pattern`, by name; a file with no rows yet is left out."""
+    return [f for f in sorted(Path(results).glob(pattern)) if rows_of(f)]
+
+
+def load(results, pattern):
+    return [r for f in rows_files(results, pattern) for r in rows_of(f)]
+
+
+def held_out_tables(held):
+    zero = [r for r in held if r["faultRate"] == 0]
+    return "\n\n".join([
+        bench.summary(held),
+        "Each build, oldest first (the commit a row names is the binary's; pi does not depend on\n"
+        "Conclave's build, its commit is the harness's):",
+        bench.by_build(held),
+        "Each task, all builds pooled (runs solved of runs; Conclave's claims, false ones in\n"
+        "bold), at 0% injected faults (at 30%, see below):",
+        bench.by_task(zero),
+    ])
+
+
+def edit_passes(results):
+    """One line per system of each held-out pass over all fourteen edit tasks, oldest
+    first."""
+    lines = ["  | rows | system | build | seed | faults | solved | to review (right) | claims (false) |",
+             "  | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    files = sorted(rows_files(results, "heldout-*.jsonl"),
+                   key=lambda f: min(r.get("at", "") for r in rows_of(f)))
+    for f in files:
+        rows = rows_of(f)
+        for system in sorted({r["system"] for r in rows}, key=lambda s: (s != "conclave", s)):
+            rs = [r for r in rows if r["system"] == system and bench.kind_of(r["task"]) == "edit"]
+            if len({r["task"] for r in rs}) < 14:
+                continue
+            solved = sum(r["solved"] for r in rs)
+            which = ", ".join(r["task"][:2] for r in rs if r["solved"])
+            cell = f"{solved} of {len(rs)}" + (f" ({which})" if solved else "")
+            if system.startswith("pi"):
+                review = claims = "—"
+            else:
+                handed = [r for r in rs if r.get("toReview")]
+                review = f"{len(handed)} ({sum(r['solved'] for r in handed)})"
+                claimed = [r for r in rs if r["claimed"]]
+                claims = f"{len(claimed)} ({sum(not r['solved'] for r in claimed)})"
+            lines.append(f"  | `{f.name}` | {system} | `{rs[0]['commit']}` | {rs[0]['seed']} | "
+                         f"{int(rs[0]['faultRate'] * 100)}% | {cell} | {review} | {claims} |")
+    return "\n".join(lines)
+
+
+def section(results=HERE / "results", template=TEMPLATE):
+    held = load(results, "heldout-*.jsonl")
+    faults = load(results, "heldout-*faults*.jsonl")
+    tables = {
+        "HELDOUT": held_out_tables(held),
+        "EDIT": edit_passes(results),
+        "FAULTS": "\n\n".join([bench.summary(faults), bench.by_task(faults)]),
+        "RULES": bench.rules_summary(held + load(results, "dev-*.jsonl")
+                                     + load(results, "devhe-*.jsonl")),
+        "PASSES": bench.by_pass([str(f) for f in rows_files(results, "*.jsonl")]),
+    }
+    text = Path(template).read_text()
+    for name, table in tables.items():
+        text = text.replace("{{%s}}" % name, table)
+    return text
+
+
+def spliced(document, new_section):
+    """`document` with its real-model section replaced by `new_section`."""
+    start = document.index(START)
+    end = document.index(END, start)
+    return document[:start] + new_section + document[end:]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="say whether BENCHMARKS.md's section is current; change nothing")
+    parser.add_argument("--document", default=str(ROOT / "BENCHMARKS.md"))
+    args = parser.parse_args(argv)
+    path = Path(args.document)
+    now = path.read_text()
+    new = spliced(now, section())
+    if args.check:
+        if new != now:
+            print(f"{path}: the real-model section is not current with the rows under "
+                  f"{HERE / 'results'}; run {Path(__file__).relative_to(ROOT)}",
+                  file=sys.stderr)
+            return 1
+        return 0
+    path.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
