@@ -276,6 +276,10 @@ pub const REPAIRS: &[Repair] = &[
         mends: "a final answer whose code block has a flag or function the task asks for that the file lacks: that file is written",
     },
     Repair {
+        id: "repair.partial-file-write",
+        mends: "a file_write that would replace an existing file with part of it (it keeps neither most of the file's words nor half of its functions and classes): not written, once; the model is told what the file would lose and to change the part with file_edit or give the whole file. The same write again goes through",
+    },
+    Repair {
         id: "repair.edit-escapes",
         mends: "a file_edit whose old_text was escaped twice (`\\n`, `\\\"` as two characters): matched with its escapes decoded",
     },
@@ -422,6 +426,7 @@ mod tests {
             crate::tools::edit_match::REPAIR_EDIT_ALREADY_MADE,
             crate::tools::file::REPAIR_PYTHON_ESCAPES,
             crate::tools::file::REPAIR_STDLIB_IMPORTS,
+            crate::tools::file::REPAIR_PARTIAL_WRITE,
             crate::model::structured::REPAIR_JSON,
         ];
         let named: Vec<&str> = named.into_iter().chain(made).collect();

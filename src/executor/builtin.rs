@@ -791,6 +791,9 @@ impl BuiltinExecutor {
         if WRITE_TOOLS.contains(&tool) {
             state.failed_change = Some((tool.to_string(), first_line(&message, 200)));
         }
+        if matches!(error, ToolError::PartialWrite { .. }) {
+            state.repaired(crate::tools::file::REPAIR_PARTIAL_WRITE);
+        }
         let seen = format!("{tool}: {}", first_line(&message, 200));
         if state.errors_seen.len() < ERRORS_SEEN_KEPT && !state.errors_seen.contains(&seen) {
             state.errors_seen.push(seen);

@@ -23,6 +23,8 @@ pub enum ErrorCategory {
     MissingFile,
     /// An edit whose text to replace is not in the file (or is there more than once).
     EditNotMatched,
+    /// A whole-file write that held only part of the file it would replace.
+    PartialFile,
     /// Code that does not parse or compile.
     SyntaxError,
     /// Code that runs and gives wrong results: a test fails.
@@ -56,6 +58,9 @@ impl ErrorCategory {
             }
             ErrorCategory::EditNotMatched => {
                 "Read the file again before the next edit and copy the text to replace from it exactly, or write the whole file with file_write."
+            }
+            ErrorCategory::PartialFile => {
+                "Keep the rest of the file: change only the part the task is about with file_edit, or write the whole file with every other part as it is."
             }
             ErrorCategory::SyntaxError => {
                 "The code does not parse. Go to the line the error names and fix the syntax there (brackets, quotes, indentation, prose left in code); make sure the whole file is valid code."
@@ -106,6 +111,7 @@ impl ErrorCategory {
         match kind {
             "not_found" => ErrorCategory::MissingFile,
             "no_match" | "ambiguous_match" => ErrorCategory::EditNotMatched,
+            "partial_write" => ErrorCategory::PartialFile,
             "command_failed" | "mcp_tool_failed" => ErrorCategory::CommandFailed,
             "timeout" => ErrorCategory::Timeout,
             "command_denied" | "write_rejected" | "refused_before" | "read_refused"
@@ -256,6 +262,7 @@ mod tests {
             ErrorCategory::Unfinished,
             ErrorCategory::Refused,
             ErrorCategory::BadCall,
+            ErrorCategory::PartialFile,
             ErrorCategory::Other,
         ];
         let steps: std::collections::HashSet<&str> = all.iter().map(|c| c.next_step()).collect();
@@ -345,6 +352,10 @@ mod tests {
         assert_eq!(
             ErrorCategory::of_tool_error("unknown_tool"),
             ErrorCategory::BadCall
+        );
+        assert_eq!(
+            ErrorCategory::of_tool_error("partial_write"),
+            ErrorCategory::PartialFile
         );
     }
 }

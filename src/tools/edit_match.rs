@@ -743,6 +743,27 @@ fn keeps_definitions(text: &str, new: &str, file_name: &str) -> bool {
     had.iter().filter(|name| now.contains(*name)).count() * 2 >= had.len()
 }
 
+/// The definitions `new`, written as the whole of a file that now holds `text`, would
+/// drop, when `new` is only a part of that file: it keeps neither most of the file's
+/// words ([`is_whole_file`]) nor half of its functions and classes. `None` when `new`
+/// can stand for the file, or the file defines nothing.
+pub(crate) fn dropped_by_partial_write(
+    text: &str,
+    new: &str,
+    file_name: &str,
+) -> Option<Vec<String>> {
+    if is_whole_file(text, new) || keeps_definitions(text, new, file_name) {
+        return None;
+    }
+    let now = names_defined(file_name, new);
+    let mut dropped: Vec<String> = names_defined(file_name, text)
+        .into_iter()
+        .filter(|name| !now.contains(name))
+        .collect();
+    dropped.sort();
+    Some(dropped)
+}
+
 /// An empty `old_text`: `new` at the end of the file, in Python before a closing
 /// `if __name__ == "__main__":` block.
 fn append(text: &str, new: &str, python: bool) -> Applied {
@@ -1155,6 +1176,35 @@ mod tests {
                 .edited
                 .starts_with(stub.trim_end())
         );
+    }
+
+    #[test]
+    fn a_part_written_as_the_whole_file_is_told_apart_from_the_file() {
+        let file = "import math\n\n\ndef area(w, h):\n    \"\"\"The area of a w x h rectangle.\"\"\"\n    return w * h\n\n\ndef circle(r):\n    \"\"\"The area of a circle of radius r.\"\"\"\n    return math.pi * r * r\n\n\nif __name__ == \"__main__\":\n    print(area(2, 3))\n";
+        let both = Some(vec!["area".to_string(), "circle".to_string()]);
+        // A changed line, a new function, a statement: parts.
+        for part in [
+            "    return w * h + 1\n",
+            "def square(s):\n    return s * s\n",
+            "print(circle(1))\n",
+        ] {
+            assert_eq!(
+                dropped_by_partial_write(file, part, "shapes.py"),
+                both,
+                "{part}"
+            );
+        }
+        // The file with a function added, or one of its two renamed: the file.
+        let added = format!("{file}\n\ndef square(s):\n    return s * s\n");
+        assert_eq!(dropped_by_partial_write(file, &added, "shapes.py"), None);
+        let renamed = file.replace("def circle(r)", "def disc(r)");
+        assert_eq!(dropped_by_partial_write(file, &renamed, "shapes.py"), None);
+        // A file that defines nothing, or of a language with no definitions read.
+        assert_eq!(
+            dropped_by_partial_write("x = 1\ny = 2\n", "x = 3\n", "c.py"),
+            None
+        );
+        assert_eq!(dropped_by_partial_write(file, "x", "shapes.txt"), None);
     }
 
     #[test]

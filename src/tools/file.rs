@@ -367,17 +367,27 @@ impl ChangeReview {
 
 /// `file_write {path, content}`.
 pub struct FileWrite {
+    sandbox: Sandbox,
     writer: Arc<dyn WorkspaceWriter>,
     review: Option<ChangeReview>,
     settings: FileSettings,
+    /// The partial writes refused once (path, hash of the content): the same write again
+    /// is the model's considered choice, and goes through (`repair.partial-file-write`).
+    partial_refused: Mutex<HashSet<(PathBuf, u64)>>,
 }
 
 impl FileWrite {
-    pub fn new(writer: Arc<dyn WorkspaceWriter>, review: Option<ChangeReview>) -> FileWrite {
+    pub fn new(
+        sandbox: Sandbox,
+        writer: Arc<dyn WorkspaceWriter>,
+        review: Option<ChangeReview>,
+    ) -> FileWrite {
         FileWrite {
+            sandbox,
             writer,
             review,
             settings: FileSettings::default(),
+            partial_refused: Mutex::new(HashSet::new()),
         }
     }
 
@@ -418,6 +428,7 @@ impl Tool for FileWrite {
             self.settings.repair_on(id)
         });
         let content = meant.content;
+        self.not_partial(path, &content).await?;
         match &self.review {
             Some(review) => review.approve(Path::new(path), &content, ctx).await,
             None => Ok(()),
@@ -442,6 +453,46 @@ impl Tool for FileWrite {
             .map(|output| output.with_repairs(meant.repairs));
         remember_refusal(self.review.as_ref(), &written, &content, ctx);
         written
+    }
+}
+
+impl FileWrite {
+    /// Refuses, once, a write that would replace an existing file with a part of it (a
+    /// new function, or a changed line, given as the whole file): small models use
+    /// `file_write` for snippets, and the file's other code would be lost. Asked before
+    /// anyone approves the change, so no person is asked about a write that is refused.
+    async fn not_partial(&self, path: &str, content: &str) -> Result<(), ToolError> {
+        if !self.settings.repair_on(REPAIR_PARTIAL_WRITE) {
+            return Ok(());
+        }
+        let Ok((relative, now)) = load_text(
+            &self.sandbox,
+            path,
+            self.settings.max_file_bytes,
+            Some(self.writer.as_ref()),
+        )
+        .await
+        else {
+            return Ok(());
+        };
+        let Some(dropped) =
+            edit_match::dropped_by_partial_write(&now, content, &relative.to_string_lossy())
+        else {
+            return Ok(());
+        };
+        let first_time = self
+            .partial_refused
+            .lock()
+            .expect("partial writes")
+            .insert((relative.clone(), content_hash(content)));
+        if !first_time {
+            return Ok(());
+        }
+        tracing::info!(path = %relative.display(), ?dropped, "a partial file_write refused once");
+        Err(ToolError::PartialWrite {
+            path: relative,
+            dropped,
+        })
     }
 }
 
@@ -496,6 +547,8 @@ pub(crate) struct Meant {
 /// The repairs of a Python file the model writes (`checks::REPAIRS`).
 pub const REPAIR_PYTHON_ESCAPES: &str = "repair.python-escapes";
 pub const REPAIR_STDLIB_IMPORTS: &str = "repair.stdlib-imports";
+/// A `file_write` of part of an existing file, refused once ([`FileWrite`]).
+pub const REPAIR_PARTIAL_WRITE: &str = "repair.partial-file-write";
 
 /// A write the editor refused is remembered, so the same change is not tried again.
 fn remember_refusal(

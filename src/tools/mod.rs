@@ -194,6 +194,15 @@ pub enum ToolError {
     /// The MCP tool ran and reported an error, or the server refused the call.
     #[error("{tool} failed: {message}")]
     McpFailed { tool: String, message: String },
+    /// A `file_write` whose content is only a part of the existing file it would
+    /// replace: it keeps neither most of the file's words nor half of its definitions.
+    /// Refused once; the same write again goes through.
+    #[error(
+        "not written: file_write replaces the whole of {}, and this content is only part of it: the file would lose {}. To add or change one part, use file_edit (old_text copied from the file, or empty to append; new_text the new code). To rewrite the file, give all of it, with what the task does not ask to change as it is",
+        path.display(),
+        dropped.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
+    )]
+    PartialWrite { path: PathBuf, dropped: Vec<String> },
     #[error("the tool call was cancelled")]
     Cancelled,
 }
@@ -303,6 +312,7 @@ impl Classify for ToolError {
             | ToolError::Binary { .. }
             | ToolError::NoMatch { .. }
             | ToolError::AmbiguousMatch { .. }
+            | ToolError::PartialWrite { .. }
             | ToolError::Cancelled => Severity::Low,
         }
     }
@@ -342,6 +352,7 @@ impl Classify for ToolError {
             ToolError::Binary { .. } => "binary_file",
             ToolError::NoMatch { .. } => "no_match",
             ToolError::AmbiguousMatch { .. } => "ambiguous_match",
+            ToolError::PartialWrite { .. } => "partial_write",
             ToolError::Timeout { .. } => "timeout",
             ToolError::CommandFailed { .. } => "command_failed",
             ToolError::CommandDenied { .. } => "command_denied",

@@ -171,7 +171,8 @@ impl ToolRegistry {
             settings.file_changes == FileChangePolicy::Ask,
         ));
         registry.register(Arc::new(
-            FileWrite::new(writer.clone(), review.clone()).with_settings(settings.files.clone()),
+            FileWrite::new(sandbox.clone(), writer.clone(), review.clone())
+                .with_settings(settings.files.clone()),
         ));
         registry.register(Arc::new(FileEdit::new(
             sandbox.clone(),

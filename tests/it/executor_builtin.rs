@@ -1249,3 +1249,51 @@ async fn tool_calls_written_as_text_over_and_over_run_once() {
         ["repair.text-tool-calls", "repair.repeated-tool-calls"]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_new_function_written_as_the_whole_file_is_refused_and_the_model_edits_instead() {
+    let dir = tempfile::tempdir().unwrap();
+    let geometry = "import math\n\n\ndef area(width, height):\n    \"\"\"The area of a width x height rectangle.\"\"\"\n    return width * height\n\n\ndef circle_area(radius):\n    \"\"\"The area of a circle.\"\"\"\n    return math.pi * radius ** 2\n";
+    std::fs::write(dir.path().join("geometry.py"), geometry).unwrap();
+    let perimeter = "def perimeter(width, height):\n    return 2 * (width + height)\n";
+    let model = ScriptedModel::new(vec![
+        call(
+            "file_write",
+            json!({ "path": "geometry.py", "content": perimeter }),
+        ),
+        call(
+            "file_edit",
+            json!({ "path": "geometry.py", "old_text": "", "new_text": perimeter }),
+        ),
+        finish("Added perimeter to geometry.py."),
+    ]);
+    let executor = executor(dir.path(), model.clone(), settings());
+    let (result, _) = execute(
+        &executor,
+        &spec("Add perimeter(width, height) to geometry.py"),
+    )
+    .await;
+    let outcome = result.unwrap();
+    assert!(outcome.success, "{outcome:?}");
+    let now = std::fs::read_to_string(dir.path().join("geometry.py")).unwrap();
+    assert!(
+        now.starts_with(geometry) && now.contains("def perimeter("),
+        "{now}"
+    );
+    assert_eq!(outcome.repairs, ["repair.partial-file-write"]);
+    // The model was told what the write would have lost, and how to add the part.
+    let told: Vec<String> = model.requests()[1]
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            ChatMessage::Tool { content, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        told.iter()
+            .any(|t| t.contains("would lose `area`, `circle_area`")
+                && t.contains("change only the part the task is about with file_edit")),
+        "{told:?}"
+    );
+}

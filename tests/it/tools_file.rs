@@ -678,3 +678,117 @@ async fn each_repair_of_a_file_change_is_named_and_can_be_switched_off() {
             .contains("import re")
     );
 }
+
+#[tokio::test]
+async fn a_file_write_of_part_of_a_file_is_refused_once_and_the_file_kept() {
+    let geometry = "\"\"\"Shapes.\"\"\"\nimport math\n\nUNIT = \"cm\"\n\n\ndef area(width, height):\n    \"\"\"The area of a width x height rectangle.\"\"\"\n    return width * height\n\n\ndef circle_area(radius):\n    \"\"\"The area of a circle.\"\"\"\n    return math.pi * radius ** 2\n";
+    let snippet = json!({ "path": "geometry.py",
+        "content": "def perimeter(width, height):\n    return 2 * (width + height)\n" });
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("geometry.py"), geometry).unwrap();
+    let tools = registry(dir.path(), ToolSettings::default());
+
+    // The snippet would take `area`, `circle_area`, the import and the constant with it.
+    let refused = run(&tools, "file_write", snippet.clone())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, ToolError::PartialWrite { .. }),
+        "{refused:?}"
+    );
+    let said = refused.to_string();
+    assert!(
+        said.contains("`area`, `circle_area`") && said.contains("file_edit"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("geometry.py")).unwrap(),
+        geometry
+    );
+
+    // The whole file with the new function added beside the others is written.
+    let whole = json!({ "path": "geometry.py",
+        "content": format!("{geometry}\n\ndef perimeter(width, height):\n    return 2 * (width + height)\n") });
+    run(&tools, "file_write", whole).await.unwrap();
+    assert!(
+        std::fs::read_to_string(dir.path().join("geometry.py"))
+            .unwrap()
+            .contains("def circle_area")
+    );
+
+    // The same partial write again is the model's considered choice: it goes through.
+    std::fs::write(dir.path().join("geometry.py"), geometry).unwrap();
+    run(&tools, "file_write", snippet.clone()).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("geometry.py")).unwrap(),
+        "def perimeter(width, height):\n    return 2 * (width + height)\n"
+    );
+}
+
+#[tokio::test]
+async fn new_files_rewrites_that_keep_the_definitions_and_files_without_any_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = registry(dir.path(), ToolSettings::default());
+    // A new file.
+    run(
+        &tools,
+        "file_write",
+        json!({ "path": "new.py", "content": "def f():\n    return 1\n" }),
+    )
+    .await
+    .unwrap();
+    // Every body rewritten, every definition kept.
+    std::fs::write(
+        dir.path().join("calc.py"),
+        "def add(a, b):\n    total = a\n    total += b\n    return total\n\n\ndef sub(a, b):\n    result = a\n    result -= b\n    return result\n",
+    )
+    .unwrap();
+    run(
+        &tools,
+        "file_write",
+        json!({ "path": "calc.py", "content": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n" }),
+    )
+    .await
+    .unwrap();
+    // A data file defines nothing to lose.
+    std::fs::write(
+        dir.path().join("rates.csv"),
+        "currency,rate\nEUR,1.0\nUSD,1.1\nGBP,0.85\nJPY,160\nCHF,0.95\n",
+    )
+    .unwrap();
+    run(
+        &tools,
+        "file_write",
+        json!({ "path": "rates.csv", "content": "currency,rate\nEUR,1.0\n" }),
+    )
+    .await
+    .unwrap();
+
+    // Switched off (`verify.disabled`), a partial write is written at once.
+    std::fs::write(
+        dir.path().join("shapes.py"),
+        "import math\n\n\ndef area(width, height):\n    \"\"\"The area of a rectangle.\"\"\"\n    return width * height\n\n\ndef circle(radius):\n    return math.pi * radius ** 2\n",
+    )
+    .unwrap();
+    let off = registry(
+        dir.path(),
+        ToolSettings {
+            files: FileSettings {
+                disabled_repairs: vec!["repair.partial-file-write".into()],
+                ..FileSettings::default()
+            },
+            ..ToolSettings::default()
+        },
+    );
+    run(
+        &off,
+        "file_write",
+        json!({ "path": "shapes.py", "content": "print(area(2, 3))\n" }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("shapes.py")).unwrap(),
+        "print(area(2, 3))\n"
+    );
+}
