@@ -12,6 +12,7 @@ model") to the next part of the document kept by hand ("### ACP on the real mode
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -78,6 +79,35 @@ def edit_passes(results):
     return "\n".join(lines)
 
 
+# The first build whose rows came after a completion resting on the team's own test alone
+# began to exit 3 ("review", `ca641d1`): claims before and since are counted apart.
+EXIT_3_FIRST_BUILD = "53afe06"
+
+
+def claims(held):
+    """What the team's claims and hand-overs to review came to on held-out work, every
+    arm of the team counted, before and since exit 3, as the figures the prose names."""
+    team = sorted((r for r in held if r["system"].startswith("conclave")), key=lambda r: r["at"])
+    builds = list(dict.fromkeys(r["commit"] for r in team))
+    first = builds.index(EXIT_3_FIRST_BUILD) if EXIT_3_FIRST_BUILD in builds else len(builds)
+    since = [r for r in team if builds.index(r["commit"]) >= first]
+    before = [r for r in team if builds.index(r["commit"]) < first]
+    claimed = lambda rows: [r for r in rows if r["claimed"]]
+    lost = lambda rows: [r for r in rows if r["solved"] and not r["claimed"] and not r.get("toReview")]
+    reviews = [r for r in since if r.get("toReview")]
+    return {
+        "CLAIMS_SINCE": len(claimed(since)),
+        "FALSE_SINCE": sum(not r["solved"] for r in claimed(since)),
+        "BUILDS_SINCE": len(builds) - first,
+        "REVIEWS": len(reviews),
+        "REVIEWS_RIGHT": sum(r["solved"] for r in reviews),
+        "CLAIMS_BEFORE": len(claimed(before)),
+        "FALSE_BEFORE": sum(not r["solved"] for r in claimed(before)),
+        "LOST": len(lost(team)),
+        "LOST_SINCE": len(lost(since)),
+    }
+
+
 def section(results=HERE / "results", template=TEMPLATE):
     held = load(results, "heldout-*.jsonl")
     faults = load(results, "heldout-*faults*.jsonl")
@@ -88,10 +118,14 @@ def section(results=HERE / "results", template=TEMPLATE):
         "RULES": bench.rules_summary(held + load(results, "dev-*.jsonl")
                                      + load(results, "devhe-*.jsonl")),
         "PASSES": bench.by_pass([str(f) for f in rows_files(results, "*.jsonl")]),
+        **{name: str(n) for name, n in claims(held).items()},
     }
     text = Path(template).read_text()
     for name, table in tables.items():
         text = text.replace("{{%s}}" % name, table)
+    left = sorted(set(re.findall(r"\{\{[A-Z_]+\}\}", text)))
+    if left:
+        raise ValueError(f"{template}: nothing fills {', '.join(left)}")
     return text
 
 

@@ -205,3 +205,28 @@ class BenchmarksDocument(unittest.TestCase):
         self.assertTrue(spliced.startswith("# Bench\n\nkept\n\n## The team on a real model\n\n  | rows"))
         self.assertTrue(spliced.endswith("### ACP on the real model (one run)\n\nkept too\n"))
         self.assertNotIn("\nold\n", spliced)
+
+    def test_claims_and_lost_work_are_counted_before_and_since_exit_3(self):
+        import render_benchmarks
+        first = render_benchmarks.EXIT_3_FIRST_BUILD
+        held = [
+            row("HE-1", "conclave", commit="old0001", at="2026-01-01T00:00:00Z", claimed=True),
+            row("HE-2", "conclave", commit="old0001", at="2026-01-01T00:01:00Z", claimed=True, solved=True),
+            row("HE-3", "conclave", commit="old0001", at="2026-01-01T00:02:00Z", solved=True),
+            row("HE-1", "conclave", commit=first, at="2026-02-01T00:00:00Z", toReview=True, solved=True),
+            row("HE-2", "conclave+x=1", commit=first, at="2026-02-01T00:01:00Z", toReview=True),
+            row("HE-3", "conclave", commit="new0002", at="2026-03-01T00:00:00Z", claimed=True, solved=True),
+            row("HE-4", "conclave", commit="new0002", at="2026-03-01T00:01:00Z", solved=True),
+            row("HE-4", "pi", commit="new0002", at="2026-03-01T00:02:00Z", claimed=True),
+        ]
+        self.assertEqual(render_benchmarks.claims(held), {
+            "CLAIMS_SINCE": 1, "FALSE_SINCE": 0, "BUILDS_SINCE": 2, "REVIEWS": 2,
+            "REVIEWS_RIGHT": 1, "CLAIMS_BEFORE": 2, "FALSE_BEFORE": 1, "LOST": 2, "LOST_SINCE": 1})
+
+    def test_a_figure_the_prose_names_and_nothing_fills_is_an_error(self):
+        import render_benchmarks
+        with tempfile.TemporaryDirectory() as d:
+            template = Path(d) / "section.md"
+            template.write_text("## The team on a real model\n\n{{NO_SUCH_FIGURE}}\n")
+            with self.assertRaises(ValueError):
+                render_benchmarks.section(d, template)
