@@ -371,9 +371,11 @@ pub struct FileWrite {
     writer: Arc<dyn WorkspaceWriter>,
     review: Option<ChangeReview>,
     settings: FileSettings,
-    /// The partial writes refused once (path, hash of the content): the same write again
-    /// is the model's considered choice, and goes through (`repair.partial-file-write`).
-    partial_refused: Mutex<HashSet<(PathBuf, u64)>>,
+    /// The partial writes refused once (path, hash of the content, hash of the file
+    /// then): the same write again over the same file is the model's considered choice,
+    /// and goes through (`repair.partial-file-write`). Once the file changed (an edit
+    /// made beside the write), the write is judged afresh.
+    partial_refused: Mutex<HashSet<(PathBuf, u64, u64)>>,
 }
 
 impl FileWrite {
@@ -457,10 +459,13 @@ impl Tool for FileWrite {
 }
 
 impl FileWrite {
-    /// Refuses, once, a write that would replace an existing file with a part of it (a
-    /// new function, or a changed line, given as the whole file): small models use
-    /// `file_write` for snippets, and the file's other code would be lost. Asked before
-    /// anyone approves the change, so no person is asked about a write that is refused.
+    /// Refuses, once for the file as it is, a write that would replace an existing file
+    /// with a part of it (a new function, or a changed line, given as the whole file):
+    /// small models use `file_write` for snippets, and the file's other code would be
+    /// lost. A model often sends the refused write again beside the edit that does the
+    /// job: after that edit the file has changed, and the write is refused again. Asked
+    /// before anyone approves the change, so no person is asked about a write that is
+    /// refused.
     async fn not_partial(&self, path: &str, content: &str) -> Result<(), ToolError> {
         if !self.settings.repair_on(REPAIR_PARTIAL_WRITE) {
             return Ok(());
@@ -484,7 +489,7 @@ impl FileWrite {
             .partial_refused
             .lock()
             .expect("partial writes")
-            .insert((relative.clone(), content_hash(content)));
+            .insert((relative.clone(), content_hash(content), content_hash(&now)));
         if !first_time {
             return Ok(());
         }

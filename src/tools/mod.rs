@@ -196,7 +196,7 @@ pub enum ToolError {
     McpFailed { tool: String, message: String },
     /// A `file_write` whose content is only a part of the existing file it would
     /// replace: it keeps neither most of the file's words nor half of its definitions.
-    /// Refused once; the same write again goes through.
+    /// Refused once for the file as it is; the same write again over it goes through.
     #[error(
         "not written: file_write replaces the whole of {}, and this content is only part of it: the file would lose {}. To add or change one part, use file_edit (old_text copied from the file, or empty to append; new_text the new code). To rewrite the file, give all of it, with what the task does not ask to change as it is",
         path.display(),

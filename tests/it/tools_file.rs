@@ -716,8 +716,28 @@ async fn a_file_write_of_part_of_a_file_is_refused_once_and_the_file_kept() {
             .contains("def circle_area")
     );
 
-    // The same partial write again is the model's considered choice: it goes through.
+    // Sent again after an edit changed the file (the edit that does the job, made beside
+    // the write): judged afresh, and refused, so the edit is not undone.
     std::fs::write(dir.path().join("geometry.py"), geometry).unwrap();
+    run(
+        &tools,
+        "file_edit",
+        json!({ "path": "geometry.py", "old_text": "", "new_text": "def perimeter(width, height):\n    return 2 * (width + height)\n" }),
+    )
+    .await
+    .unwrap();
+    let edited = std::fs::read_to_string(dir.path().join("geometry.py")).unwrap();
+    assert!(matches!(
+        run(&tools, "file_write", snippet.clone()).await,
+        Err(ToolError::PartialWrite { .. })
+    ));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("geometry.py")).unwrap(),
+        edited
+    );
+
+    // The same partial write again over the same file is the model's considered choice:
+    // it goes through.
     run(&tools, "file_write", snippet.clone()).await.unwrap();
     assert_eq!(
         std::fs::read_to_string(dir.path().join("geometry.py")).unwrap(),
