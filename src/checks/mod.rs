@@ -277,7 +277,7 @@ pub const REPAIRS: &[Repair] = &[
     },
     Repair {
         id: "repair.partial-file-write",
-        mends: "a file_write that would replace an existing file with part of it (it keeps neither most of the file's words nor half of its functions and classes): not written, once; the model is told what the file would lose and to change the part with file_edit or give the whole file. The same write again over the same file goes through",
+        mends: "a file_write that would replace an existing file with part of it (it keeps neither most of the file's words nor half of its functions and classes): not written, however often it is sent; the model is told what the file would lose and to add, change or take out the part with file_edit, or give the whole file",
     },
     Repair {
         id: "repair.edit-escapes",

@@ -371,11 +371,6 @@ pub struct FileWrite {
     writer: Arc<dyn WorkspaceWriter>,
     review: Option<ChangeReview>,
     settings: FileSettings,
-    /// The partial writes refused once (path, hash of the content, hash of the file
-    /// then): the same write again over the same file is the model's considered choice,
-    /// and goes through (`repair.partial-file-write`). Once the file changed (an edit
-    /// made beside the write), the write is judged afresh.
-    partial_refused: Mutex<HashSet<(PathBuf, u64, u64)>>,
 }
 
 impl FileWrite {
@@ -389,7 +384,6 @@ impl FileWrite {
             writer,
             review,
             settings: FileSettings::default(),
-            partial_refused: Mutex::new(HashSet::new()),
         }
     }
 
@@ -459,13 +453,13 @@ impl Tool for FileWrite {
 }
 
 impl FileWrite {
-    /// Refuses, once for the file as it is, a write that would replace an existing file
-    /// with a part of it (a new function, or a changed line, given as the whole file):
-    /// small models use `file_write` for snippets, and the file's other code would be
-    /// lost. A model often sends the refused write again beside the edit that does the
-    /// job: after that edit the file has changed, and the write is refused again. Asked
-    /// before anyone approves the change, so no person is asked about a write that is
-    /// refused.
+    /// Refuses a write that would replace an existing file with a part of it (a new
+    /// function, or a changed line, given as the whole file): small models use
+    /// `file_write` for snippets, and the file's other code would be lost. `file_edit`
+    /// does what such a write means (add, change or take out a part), so the refusal
+    /// stands however often the write is sent: a model sends the refused write again
+    /// reflexively, and letting a repeat through would lose the code all the same.
+    /// Asked before anyone approves the change, so no person is asked about it.
     async fn not_partial(&self, path: &str, content: &str) -> Result<(), ToolError> {
         if !self.settings.repair_on(REPAIR_PARTIAL_WRITE) {
             return Ok(());
@@ -485,15 +479,7 @@ impl FileWrite {
         else {
             return Ok(());
         };
-        let first_time = self
-            .partial_refused
-            .lock()
-            .expect("partial writes")
-            .insert((relative.clone(), content_hash(content), content_hash(&now)));
-        if !first_time {
-            return Ok(());
-        }
-        tracing::info!(path = %relative.display(), ?dropped, "a partial file_write refused once");
+        tracing::info!(path = %relative.display(), ?dropped, "a partial file_write refused");
         Err(ToolError::PartialWrite {
             path: relative,
             dropped,

@@ -196,9 +196,8 @@ pub enum ToolError {
     McpFailed { tool: String, message: String },
     /// A `file_write` whose content is only a part of the existing file it would
     /// replace: it keeps neither most of the file's words nor half of its definitions.
-    /// Refused once for the file as it is; the same write again over it goes through.
     #[error(
-        "not written: file_write replaces the whole of {}, and this content is only part of it: the file would lose {}. To add or change one part, use file_edit (old_text copied from the file, or empty to append; new_text the new code). To rewrite the file, give all of it, with what the task does not ask to change as it is",
+        "not written: file_write replaces the whole of {}, and this content is only part of it: the file would lose {}. To add or change one part, use file_edit (old_text copied from the file, or empty to append; new_text the new code); to take a part out, file_edit with that part as old_text and an empty new_text. To rewrite the file, give all of it, with what the task does not ask to change as it is",
         path.display(),
         dropped.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
     )]

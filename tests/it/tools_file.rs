@@ -680,7 +680,7 @@ async fn each_repair_of_a_file_change_is_named_and_can_be_switched_off() {
 }
 
 #[tokio::test]
-async fn a_file_write_of_part_of_a_file_is_refused_once_and_the_file_kept() {
+async fn a_file_write_of_part_of_a_file_is_refused_and_the_file_kept() {
     let geometry = "\"\"\"Shapes.\"\"\"\nimport math\n\nUNIT = \"cm\"\n\n\ndef area(width, height):\n    \"\"\"The area of a width x height rectangle.\"\"\"\n    return width * height\n\n\ndef circle_area(radius):\n    \"\"\"The area of a circle.\"\"\"\n    return math.pi * radius ** 2\n";
     let snippet = json!({ "path": "geometry.py",
         "content": "def perimeter(width, height):\n    return 2 * (width + height)\n" });
@@ -716,8 +716,8 @@ async fn a_file_write_of_part_of_a_file_is_refused_once_and_the_file_kept() {
             .contains("def circle_area")
     );
 
-    // Sent again after an edit changed the file (the edit that does the job, made beside
-    // the write): judged afresh, and refused, so the edit is not undone.
+    // Sent again, as a model does, beside the edit that does the job, or alone: refused
+    // each time, so neither the edit nor the file is lost.
     std::fs::write(dir.path().join("geometry.py"), geometry).unwrap();
     run(
         &tools,
@@ -727,22 +727,17 @@ async fn a_file_write_of_part_of_a_file_is_refused_once_and_the_file_kept() {
     .await
     .unwrap();
     let edited = std::fs::read_to_string(dir.path().join("geometry.py")).unwrap();
-    assert!(matches!(
-        run(&tools, "file_write", snippet.clone()).await,
-        Err(ToolError::PartialWrite { .. })
-    ));
+    for _ in 0..2 {
+        assert!(matches!(
+            run(&tools, "file_write", snippet.clone()).await,
+            Err(ToolError::PartialWrite { .. })
+        ));
+    }
     assert_eq!(
         std::fs::read_to_string(dir.path().join("geometry.py")).unwrap(),
         edited
     );
-
-    // The same partial write again over the same file is the model's considered choice:
-    // it goes through.
-    run(&tools, "file_write", snippet.clone()).await.unwrap();
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("geometry.py")).unwrap(),
-        "def perimeter(width, height):\n    return 2 * (width + height)\n"
-    );
+    assert!(edited.contains("def area") && edited.contains("def perimeter"));
 }
 
 #[tokio::test]
