@@ -707,8 +707,7 @@ fn write_bytes(
 /// its options nor the configuration say to keep them.
 pub fn restores_on_failure(record: &TaskRecord, config: &crate::config::Config) -> bool {
     record.status == TaskStatus::Failed
-        && record.options.on_failure.unwrap_or(config.undo.on_failure)
-            == crate::config::OnFailure::Restore
+        && record.options.failure_policy(config) == crate::config::OnFailure::Restore
 }
 
 #[cfg(test)]

@@ -71,6 +71,13 @@ pub struct TaskOptions {
     pub on_failure: Option<crate::config::OnFailure>,
 }
 
+impl TaskOptions {
+    /// What becomes of a failed task's changes: this task's option, else `undo.onFailure`.
+    pub fn failure_policy(&self, config: &crate::config::Config) -> crate::config::OnFailure {
+        self.on_failure.unwrap_or(config.undo.on_failure)
+    }
+}
+
 /// What ran the task's code when its checks last passed, strongest first: how much a
 /// "completed" rests on (`team::acceptance` reads it from the checks). The team's own
 /// test is the weakest: the same model read the task for the code and for the test, and

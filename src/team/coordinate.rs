@@ -233,7 +233,7 @@ async fn put_back_if_failed(s: &Services, task_id: TaskId, failed: bool) -> Opti
         .filter(|st| st.status == SubtaskStatus::Completed)
         .count();
     let fails = task.status != TaskStatus::Cancelled && (failed || all == 0 || done < all);
-    let policy = task.options.on_failure.unwrap_or(s.config.undo.on_failure);
+    let policy = task.options.failure_policy(&s.config);
     if !fails || policy != OnFailure::Restore {
         return None;
     }

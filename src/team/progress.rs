@@ -442,10 +442,9 @@ impl TopOversight {
             .as_ref()
             .and_then(|t| t.options.continue_on_error)
             .unwrap_or(s.config.recovery.continue_on_error);
-        let on_failure = task
-            .as_ref()
-            .and_then(|t| t.options.on_failure)
-            .unwrap_or(s.config.undo.on_failure);
+        let on_failure = task.as_ref().map_or(s.config.undo.on_failure, |t| {
+            t.options.failure_policy(&s.config)
+        });
         let tried = facts.map(|f| f.tried.as_slice()).unwrap_or(&[]);
         let untried_agents = s
             .runtime

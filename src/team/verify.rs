@@ -810,12 +810,13 @@ async fn file_the_content_is(
     }
 }
 
-/// What a failed task leaves: the task's own `onFailure` option, else `undo.onFailure`.
+/// What a failed task leaves ([`TaskOptions::failure_policy`]).
+///
+/// [`TaskOptions::failure_policy`]: crate::runtime::TaskOptions::failure_policy
 fn on_failure(s: &Services, task_id: TaskId) -> OnFailure {
-    s.tasks
-        .get(task_id)
-        .and_then(|t| t.options.on_failure)
-        .unwrap_or(s.config.undo.on_failure)
+    s.tasks.get(task_id).map_or(s.config.undo.on_failure, |t| {
+        t.options.failure_policy(&s.config)
+    })
 }
 
 /// Why code nothing could check is not done, and where the code is now: a failed task's
