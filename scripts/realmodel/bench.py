@@ -538,7 +538,10 @@ def main():
         for task_dir in tasks:
             for system in systems:
                 task = (task_dir / "task.txt").read_text().strip()
-                scratch = Path(tempfile.mkdtemp(prefix=f"bench-{system}-{task_dir.name}-"))
+                # A switch's value (`+verify.disabled=["id"]`) may hold quotes and brackets: the
+                # folder name keeps letters, digits and `.+=-` only.
+                folder = "".join(c if c.isalnum() or c in ".+=-" else "_" for c in system)
+                scratch = Path(tempfile.mkdtemp(prefix=f"bench-{folder}-{task_dir.name}-"))
                 workspace = scratch / "ws"
                 # Only files/: never check.py, nor a held-out task's reference solution/.
                 if (task_dir / "files").is_dir():
@@ -665,6 +668,15 @@ def summary(rows):
             f"Completions resting only on the team's own test: {len(weak)}, right {sum(r['solved'] for r in weak)} "
             f"({sum(1 for r in weak if r['claimed'])} of them claimed, from builds before exit code 3); "
             f"on more (the task's examples, tests in the project): {len(strong)}, right {sum(r['solved'] for r in strong)}.")
+    # Failures resting only on the team's own test: the runs a rule weighing the task's
+    # examples above that test would hand over for review instead.
+    own_test_failures = [r for r in rows if not r["claimed"] and not r.get("toReview")
+                         and r.get("rulesFailingAtEnd") == ["tests.acceptance"]]
+    if own_test_failures:
+        lines.append("")
+        lines.append(
+            f"Failures resting only on the team's own test (`tests.acceptance` the one rule failing at the end): "
+            f"{len(own_test_failures)}, of them right code (false alarms) {sum(r['solved'] for r in own_test_failures)}.")
     return "\n".join(lines)
 
 

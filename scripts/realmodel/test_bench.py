@@ -7,6 +7,7 @@ import json
 import shlex
 import tempfile
 import threading
+import tomllib
 import unittest
 import urllib.error
 import urllib.request
@@ -34,6 +35,17 @@ def parsed(command):
     words = shlex.split(command.replace("\\\n", " "))
     assert words[0] == "scripts/realmodel/bench.py", words[0]
     return bench.arguments(words[1:])
+
+
+class Arms(unittest.TestCase):
+    def test_a_switch_with_a_list_value_is_a_line_of_its_section(self):
+        system = 'conclave+verify.disabled=["repair.partial-file-write"]+reflect'
+        base, switches = bench.system_switches(system)
+        self.assertEqual(base, "conclave")
+        config = tomllib.loads(bench.conclave_config(8080, 600, switches))
+        self.assertEqual(config["verify"]["disabled"], ["repair.partial-file-write"])
+        self.assertIs(config["team"]["reflect"], True)
+        self.assertEqual(config["undo"]["onFailure"], "keep")
 
 
 class RerunCommand(unittest.TestCase):
@@ -158,6 +170,15 @@ class KindsApart(unittest.TestCase):
         self.assertTrue(any(l.startswith("| conclave (heldout, HumanEval) | 0% | 1 of 1 |") for l in lines), lines)
         self.assertTrue(any(l.startswith("| conclave (heldout, edit) | 0% | 1 of 2 |") for l in lines), lines)
         self.assertTrue(any(l.startswith("| pi (heldout, edit) | 0% | 0 of 2 |") for l in lines), lines)
+
+    def test_failures_resting_only_on_the_team_s_test_are_counted_with_their_false_alarms(self):
+        rows = self.rows + [
+            row("HE-046-fib4", "conclave", solved=True, rulesFailingAtEnd=["tests.acceptance"]),
+            row("HE-047-median", "conclave", rulesFailingAtEnd=["tests.acceptance"]),
+            row("HE-048-is_palindrome", "conclave", rulesFailingAtEnd=["tests.acceptance", "python.stub"]),
+            row("HE-049-modp", "conclave", toReview=True, rulesFailingAtEnd=["tests.acceptance"])]
+        self.assertIn("Failures resting only on the team's own test (`tests.acceptance` the one rule "
+                      "failing at the end): 2, of them right code (false alarms) 1.", bench.summary(rows))
 
     def test_the_team_is_paired_with_pi_on_each_kind(self):
         table = bench.by_task(self.rows)
