@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""A rule or repair paired against itself switched off, task by task, on pinned sampling.
+
+With the temperature and seed pinned (`bench.py --temperature`), a run with a rule
+switched off is the run with it on, call for call, until the rule first acts: the
+model is asked the same prompts and sampled with the same seeds. So the arm with the
+rule off only needs running on the tasks where the rule fired; on the others the two
+arms are one run. That halves a pairing's cost and takes sampling noise out of it: a
+difference between the arms is the rule's doing.
+
+Whether the model server repeats itself is checked, not assumed: the off arm is also run
+on the first task where the rule did not fire, and the two rows must agree in calls and
+tokens (`repeatable` in the summary).
+
+    scripts/realmodel/pair_switch.py --rule repair.partial-file-write --set heldout \\
+        --tasks 01,02 --seed 27 --temperature 0.8 --commit C --conclave /tmp/conclave-C \\
+        --out scripts/realmodel/results/heldout-C-pinned-partial-write.jsonl
+
+    scripts/realmodel/pair_switch.py --summary --rule repair.partial-file-write FILE
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import bench
+
+HERE = Path(__file__).resolve().parent
+
+
+def off_system(rule):
+    return f'conclave+verify.disabled=["{rule}"]'
+
+
+def rows_of(path):
+    path = Path(path)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def same_run(a, b):
+    """Two rows of one run repeated: the same calls, tokens and outcome."""
+    keys = ("calls", "promptTokens", "completionTokens", "solved", "exit")
+    return all(a.get(k) == b.get(k) for k in keys)
+
+
+def pairs(rows, rule):
+    """(task, on row, off row or None, fired) for every task the on arm ran: a task the
+    rule did not fire in has its on row standing for both arms."""
+    on = {r["task"]: r for r in rows if r["system"] == "conclave"}
+    off = {r["task"]: r for r in rows if r["system"] == off_system(rule)}
+    return [(task, row, off.get(task), rule in (row.get("rulesFired") or []))
+            for task, row in sorted(on.items())]
+
+
+def summary(rows, rule):
+    """The paired difference (on minus off) over every task, a task the rule did not fire
+    in counting as no difference; the tasks it fired in, each arm's outcome; and whether
+    the repeat run on a task it did not fire in matched."""
+    found = pairs(rows, rule)
+    on_rows, off_rows, lines = [], [], []
+    repeats = []
+    for task, on, off, fired in found:
+        if fired and off is None:
+            lines.append(f"- {task}: fired, the off arm not run yet")
+            continue
+        on_rows.append(on)
+        off_rows.append(off if fired else on)
+        if fired:
+            lines.append(f"- {task}: fired; on {outcome(on)}, off {outcome(off)}")
+        elif off is not None:
+            repeats.append((task, same_run(on, off)))
+    n, diff, low, high = bench.paired(on_rows, off_rows)
+    head = (f"`{rule}` on minus off, paired over {n} tasks on pinned sampling "
+            f"(fired in {sum(f for *_, f in found)}): {diff:+.0%} ({low:+.0%} to {high:+.0%})")
+    checks = [f"repeatable: {task} ran again with the rule off, where it never fired, "
+              f"{'call for call the same' if same else 'and came out different'}"
+              for task, same in repeats]
+    return "\n".join([head, *lines, *checks])
+
+
+def outcome(row):
+    if row["solved"]:
+        return "solved" + (", claimed" if row["claimed"] else ", to review" if row.get("toReview") else ", reported failed")
+    return "not solved" + (", claimed (false)" if row["claimed"] else "")
+
+
+def run(args, task, system):
+    command = [sys.executable, "-u", str(HERE / "bench.py"), "--set", args.set, "--tasks", task,
+               "--systems", system, "--seed", str(args.seed), "--temperature", str(args.temperature),
+               "--timeout", str(args.timeout), "--template", args.template, "--keep",
+               "--conclave", args.conclave, "--out", args.out]
+    if args.commit:
+        command += ["--commit", args.commit]
+    subprocess.run(command, check=True)
+    return rows_of(args.out)[-1]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rule", required=True, help="the rule or repair id to pair")
+    parser.add_argument("--summary", nargs="*", metavar="FILE", help="summarise rows already run")
+    parser.add_argument("--set", default="dev")
+    parser.add_argument("--tasks", default="", help="comma-separated task prefixes")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--temperature", type=float, default=0.8,
+                        help="pinned for every call (default 0.8, llama-server's own)")
+    parser.add_argument("--timeout", type=int, default=600)
+    parser.add_argument("--template", default="fenced")
+    parser.add_argument("--commit")
+    parser.add_argument("--conclave", default=str(HERE.parent.parent / "target/release/conclave"))
+    parser.add_argument("--out")
+    args = parser.parse_args(argv)
+    if args.summary is not None:
+        print(summary([r for f in args.summary for r in rows_of(f)], args.rule))
+        return 0
+    if not args.out:
+        parser.error("--out is needed to run")
+    # A pass cut short runs on from where it stopped: the rows in --out are kept.
+    for task_dir in bench.selected_tasks(args.set, args.tasks):
+        task = task_dir.name
+        rows = rows_of(args.out)
+        on = next((r for r in rows if (r["task"], r["system"]) == (task, "conclave")), None)
+        if on is None:
+            on = run(args, task, "conclave")
+        fired = args.rule in (on.get("rulesFired") or [])
+        repeat_checked = any(off is not None and not f for _, _, off, f in pairs(rows, args.rule))
+        if (fired or not repeat_checked) and (task, off_system(args.rule)) not in {
+                (r["task"], r["system"]) for r in rows}:
+            run(args, task, off_system(args.rule))
+    print(summary(rows_of(args.out), args.rule))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

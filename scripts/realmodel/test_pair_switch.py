@@ -1,0 +1,77 @@
+"""Tests of pair_switch.py: which runs a pairing on pinned sampling makes, and how it
+counts them. Run: python3 -m unittest discover -s scripts/realmodel -p 'test_*.py'."""
+
+import json
+import tempfile
+import unittest
+from pathlib import Path
+
+import pair_switch
+from test_bench import row
+
+RULE = "repair.partial-file-write"
+OFF = pair_switch.off_system(RULE)
+
+
+class Pairing(unittest.TestCase):
+    def test_a_task_the_rule_never_fired_in_counts_as_one_run_for_both_arms(self):
+        rows = [row("01-a", "conclave", solved=True, claimed=True, rulesFired=[RULE]),
+                row("01-a", OFF, solved=False),
+                row("02-b", "conclave", solved=True, rulesFired=["repair.json"]),
+                row("02-b", OFF, solved=True),
+                row("03-c", "conclave", rulesFired=[])]
+        text = pair_switch.summary(rows, RULE)
+        self.assertIn("paired over 3 tasks on pinned sampling (fired in 1): +33%", text)
+        self.assertIn("- 01-a: fired; on solved, claimed, off not solved", text)
+        self.assertIn("repeatable: 02-b ran again with the rule off, where it never fired, "
+                      "call for call the same", text)
+
+    def test_a_repeat_that_differs_is_said(self):
+        rows = [row("02-b", "conclave", calls=10), row("02-b", OFF, calls=11)]
+        self.assertIn("and came out different", pair_switch.summary(rows, RULE))
+
+    def test_a_fired_task_without_its_off_run_is_left_out_and_named(self):
+        rows = [row("01-a", "conclave", rulesFired=[RULE])]
+        text = pair_switch.summary(rows, RULE)
+        self.assertIn("paired over 0 tasks", text)
+        self.assertIn("- 01-a: fired, the off arm not run yet", text)
+
+
+class Runs(unittest.TestCase):
+    """The off arm runs where the rule fired, and once where it did not, to check that
+    the server repeats itself; a pass cut short runs on without repeating a run."""
+
+    def setUp(self):
+        self.ran = []
+        self.fires = {"01-pager-off-by-one", "03-cart-remove"}
+        self.real_run = pair_switch.run
+
+        def fake(args, task, system):
+            self.ran.append((task, system))
+            fired = [RULE] if task in self.fires and system == "conclave" else []
+            with open(args.out, "a") as out:
+                out.write(json.dumps(row(task, system, rulesFired=fired)) + "\n")
+            return pair_switch.rows_of(args.out)[-1]
+
+        pair_switch.run = fake
+
+    def tearDown(self):
+        pair_switch.run = self.real_run
+
+    def test_the_off_arm_runs_where_the_rule_fired_and_once_besides(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = str(Path(d) / "rows.jsonl")
+            argv = ["--rule", RULE, "--set", "heldout", "--tasks", "01,02,03,04", "--out", out]
+            pair_switch.main(argv)
+            self.assertEqual(self.ran, [
+                ("01-pager-off-by-one", "conclave"), ("01-pager-off-by-one", OFF),
+                ("02-grade-boundaries", "conclave"), ("02-grade-boundaries", OFF),
+                ("03-cart-remove", "conclave"), ("03-cart-remove", OFF),
+                ("04-cli-min-length", "conclave")])
+            self.ran.clear()
+            pair_switch.main(argv)
+            self.assertEqual(self.ran, [])
+
+
+if __name__ == "__main__":
+    unittest.main()
