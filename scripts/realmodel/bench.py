@@ -880,13 +880,22 @@ def rules_summary(rows):
     lines = [f"Rules over {len(rows)} runs that record them:", "",
              "| rule | runs it fired in | of those solved | false alarms (failed at the end, hidden check passes) |",
              "| --- | --- | --- | --- |"]
-    rules = sorted({rule for r in rows for rule in r["rulesFired"]})
-    for rule in rules:
+    for rule, (fired, solved, alarms) in sorted(rule_counts(rows).items()):
+        lines.append(f"| `{rule}` | {fired} | {solved} | {alarms} |")
+    return "\n".join(lines)
+
+
+def rule_counts(rows):
+    """{rule: (runs it fired in, of those solved, false alarms)} over the rows that record
+    rules, for every rule that fired in one."""
+    rows = [r for r in rows if "rulesFired" in r]
+    counts = {}
+    for rule in {rule for r in rows for rule in r["rulesFired"]}:
         fired = [r for r in rows if r["rulesFired"].get(rule)]
         alarms = sum(1 for r in rows if rule in r.get("rulesFailingAtEnd", []) and r["solved"]
                      and not r["claimed"])
-        lines.append(f"| `{rule}` | {len(fired)} | {sum(r['solved'] for r in fired)} | {alarms} |")
-    return "\n".join(lines)
+        counts[rule] = (len(fired), sum(r["solved"] for r in fired), alarms)
+    return counts
 
 
 if __name__ == "__main__":

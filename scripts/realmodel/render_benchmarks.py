@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""Writes the real-model section of BENCHMARKS.md from the committed rows.
+"""Writes the real-model section of BENCHMARKS.md, and the held-out count of every rule in
+docs/checks.md, from the committed rows.
 
 The section's prose is `benchmarks_section.md` beside this script; its tables are made
 here from `results/*.jsonl` with bench.py's own summaries, so every figure in the section
 comes from a committed pass. The section runs from its heading ("## The team on a real
 model") to the next part of the document kept by hand ("### ACP on the real model").
+docs/checks.md's first table under "## Counts on the real model" lists every rule the
+document describes, in its order, with its counts over the held-out rows.
 
-    scripts/realmodel/render_benchmarks.py          # rewrite BENCHMARKS.md's section
-    scripts/realmodel/render_benchmarks.py --check  # exit 1 if the section is not current
+    scripts/realmodel/render_benchmarks.py          # rewrite both
+    scripts/realmodel/render_benchmarks.py --check  # exit 1 if either is not current
 """
 
 import argparse
@@ -23,6 +26,9 @@ ROOT = HERE.parent.parent
 TEMPLATE = HERE / "benchmarks_section.md"
 START = "## The team on a real model"
 END = "### ACP on the real model"
+CHECKS = ROOT / "docs/checks.md"
+COUNTS = "## Counts on the real model"
+RUNS_SENTENCE = re.compile(r"Every rule, over the \d+ held-out runs")
 
 
 def rows_of(path):
@@ -136,6 +142,29 @@ def spliced(document, new_section):
     return document[:start] + new_section + document[end:]
 
 
+def rule_ids(checks):
+    """The ids of the rules and repairs docs/checks.md describes (the first column of its
+    tables before the counts), in the document's order."""
+    described = checks[:checks.index(COUNTS)]
+    return list(dict.fromkeys(re.findall(r"^\| `([a-z]+\.[a-z-]+)` \|", described, re.M)))
+
+
+def checks_counts(checks, held):
+    """docs/checks.md with its held-out count table, and the number of runs its sentence
+    names, made from `held`."""
+    counted = [r for r in held if "rulesFired" in r]
+    counts = bench.rule_counts(counted)
+    lines = ["| rule | runs it fired in | of those solved | false alarms |", "| --- | --- | --- | --- |"]
+    for rule in rule_ids(checks):
+        fired, solved, alarms = counts.get(rule, (0, None, None))
+        lines.append(f"| `{rule}` | {fired} | {'—' if not fired else solved} | {'—' if not fired else alarms} |")
+    start = checks.index(COUNTS)
+    table = checks.index("| rule |", start)
+    end = checks.index("\n\n", table)
+    head = RUNS_SENTENCE.sub(f"Every rule, over the {len(counted)} held-out runs", checks[:table], count=1)
+    return head + "\n".join(lines) + checks[end:]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",
@@ -145,14 +174,18 @@ def main(argv=None):
     path = Path(args.document)
     now = path.read_text()
     new = spliced(now, section())
+    checks_now = CHECKS.read_text()
+    checks_new = checks_counts(checks_now, load(HERE / "results", "heldout-*.jsonl"))
     if args.check:
-        if new != now:
-            print(f"{path}: the real-model section is not current with the rows under "
-                  f"{HERE / 'results'}; run {Path(__file__).relative_to(ROOT)}",
-                  file=sys.stderr)
-            return 1
-        return 0
+        stale = [f"{p}: {what}" for p, what, a, b in [
+            (path, "the real-model section", now, new),
+            (CHECKS, "the held-out count of each rule", checks_now, checks_new)] if a != b]
+        for line in stale:
+            print(f"{line} is not current with the rows under {HERE / 'results'}; "
+                  f"run {Path(__file__).relative_to(ROOT)}", file=sys.stderr)
+        return 1 if stale else 0
     path.write_text(new)
+    CHECKS.write_text(checks_new)
     return 0
 
 

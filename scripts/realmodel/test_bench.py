@@ -199,6 +199,23 @@ class BenchmarksDocument(unittest.TestCase):
         self.assertEqual(render_benchmarks.main(["--check"]), 0,
                          "run scripts/realmodel/render_benchmarks.py after adding rows")
 
+    def test_docs_checks_lists_every_rule_it_describes_with_its_held_out_counts(self):
+        import render_benchmarks
+        doc = ("## Syntax\n\n| id | catches |\n| --- | --- |\n| `syntax.python` | x |\n| `syntax.rust` | y |\n\n"
+               "## Repairs\n\n| id | catches |\n| --- | --- |\n| `repair.json` | z |\n\n"
+               "## Counts on the real model\n\nEvery rule, over the 3 held-out runs whose rows record them:\n\n"
+               "| rule | runs it fired in | of those solved | false alarms |\n| --- | --- | --- | --- |\n"
+               "| `syntax.python` | 1 | 1 | 0 |\n\nWhat the counts say.\n")
+        held = [row("HE-045-triangle_area", "conclave", solved=True,
+                    rulesFired={"syntax.python": 2, "repair.json": 1}, rulesFailingAtEnd=["syntax.python"]),
+                row("01-pager-off-by-one", "conclave", rulesFired={"syntax.python": 1}, rulesFailingAtEnd=[]),
+                row("01-pager-off-by-one", "pi")]
+        self.assertEqual(render_benchmarks.checks_counts(doc, held).split("## Counts on the real model")[1], (
+            "\n\nEvery rule, over the 2 held-out runs whose rows record them:\n\n"
+            "| rule | runs it fired in | of those solved | false alarms |\n| --- | --- | --- | --- |\n"
+            "| `syntax.python` | 2 | 1 | 1 |\n| `syntax.rust` | 0 | — | — |\n| `repair.json` | 1 | 1 | 0 |"
+            "\n\nWhat the counts say.\n"))
+
     def test_a_new_pass_over_the_edit_tasks_gets_its_line_and_its_counts(self):
         import render_benchmarks
         edits = [f"{n:02d}-task" for n in range(1, 15)]
