@@ -480,12 +480,21 @@ fn names_asked_for(task: &str) -> Vec<String> {
 }
 
 /// The renames a task asks for, old name first: "Rename the function calc in mathx.py
-/// to compute_total" gives (`calc`, `compute_total`); backticks, quotes and `()` are
+/// to compute_total", "rename `Cfg` as `Config`" and "calc should be renamed to
+/// compute_total" give the old name and the new; backticks, quotes and `()` are
 /// dropped.
 fn renames(task: &str) -> Vec<(String, String)> {
     const FILLER: &[&str] = &[
         "the", "a", "function", "method", "class", "variable", "constant", "def",
     ];
+    // What joins the old name to the new.
+    const CONNECTORS: &[&str] = &["to", "as", "into"];
+    // What stands between a name and "renamed" in the passive ("calc should be renamed").
+    const AUXILIARIES: &[&str] = &[
+        "be", "is", "was", "are", "get", "gets", "should", "must", "will", "needs", "need", "has",
+        "have", "been", "to",
+    ];
+    let connector = |word: &str| CONNECTORS.iter().any(|c| word.eq_ignore_ascii_case(c));
     let words: Vec<&str> = task.split_whitespace().collect();
     let identifier = |word: &str| {
         let bare = word
@@ -505,19 +514,40 @@ fn renames(task: &str) -> Vec<(String, String)> {
             .find(|w| !FILLER.contains(&w.to_ascii_lowercase().as_str()))
             .and_then(|w| identifier(w))
     };
+    // The name before `at` in its sentence, past the auxiliaries and filler of a passive
+    // and the file it is in ("calc in mathx.py should be renamed").
+    let name_before = |at: usize| {
+        words[..at]
+            .iter()
+            .rev()
+            .take_while(|w| !w.ends_with('.') || w.trim_end_matches('.').contains('.'))
+            .filter(|w| {
+                let lower = w.to_ascii_lowercase();
+                !AUXILIARIES.contains(&lower.as_str())
+                    && !FILLER.contains(&lower.as_str())
+                    && !matches!(lower.as_str(), "in" | "of" | "from")
+            })
+            .find_map(|w| identifier(w))
+    };
     let mut found = Vec::new();
     for (i, word) in words.iter().enumerate() {
         if !word.to_ascii_lowercase().starts_with("rename") {
             continue;
         }
-        let Some(old) = name_at(i + 1) else { continue };
-        // "to" in the same sentence: "calc in mathx.py to compute_total".
-        let to = words[i + 1..]
+        let passive = words.get(i + 1).is_some_and(|w| connector(w));
+        let old = if passive {
+            name_before(i)
+        } else {
+            name_at(i + 1)
+        };
+        let Some(old) = old else { continue };
+        // The first connector in the same sentence: "calc in mathx.py to compute_total".
+        let joined = words[i + 1..]
             .iter()
             .take_while(|w| !w.ends_with('.') || w.trim_end_matches('.').contains('.'))
-            .position(|w| w.eq_ignore_ascii_case("to"));
-        if let Some(to) = to
-            && let Some(new) = name_at(i + 1 + to + 1)
+            .position(|w| connector(w));
+        if let Some(at) = joined
+            && let Some(new) = name_at(i + 1 + at + 1)
             && new != old
         {
             found.push((old, new));
@@ -644,6 +674,29 @@ mod tests {
                 .is_empty()
         );
         assert!(read("Rename it.").renames.is_empty());
+        // The other ways a person asks for one.
+        for (task, old, new) in [
+            ("Rename class Cfg as Config in settings.py.", "Cfg", "Config"),
+            ("Rename `parse` into `parse_args`.", "parse", "parse_args"),
+            (
+                "The function `calc` in mathx.py should be renamed to `compute_total`.",
+                "calc",
+                "compute_total",
+            ),
+            ("Make sure Shape is renamed to Polygon everywhere", "Shape", "Polygon"),
+        ] {
+            assert_eq!(
+                read(task).renames,
+                [(old.to_string(), new.to_string())],
+                "{task}"
+            );
+        }
+        assert!(read("Renamed files keep their tests.").renames.is_empty());
+        assert!(
+            read("The module was renamed to utils.py last week.")
+                .renames
+                .is_empty()
+        );
     }
 
     #[test]
