@@ -222,6 +222,24 @@ class Proxy:
         request["seed"] = seed * 100_003 + number
         return json.dumps(request).encode()
 
+    def clear_prompt_cache(self):
+        """Leaves the server's prompt cache holding only the start of the chat template.
+        llama-server reuses the cached prefix of the last prompt, and a prompt read partly
+        from the cache is computed in other batches, so its next tokens come out slightly
+        different: a pinned seed then repeats a run only if every run starts from the same
+        cache. A one-token call with a prompt no agent sends does that (llama-server
+        erases a slot only when started with --slot-save-path)."""
+        body = json.dumps({"messages": [{"role": "system", "content": "."},
+                                        {"role": "user", "content": "."}],
+                           "max_tokens": 1, "temperature": 0}).encode()
+        request = urllib.request.Request(self.upstream + "/v1/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(request, timeout=120).read()
+        except (OSError, urllib.error.URLError):
+            # No server (yet): the run's own first call will say so.
+            pass
+
     def settle(self, limit_s=900):
         """Waits until no forwarded call is in flight: a run killed at its time limit
         leaves its last call generating on the model server, which would otherwise eat
@@ -231,6 +249,8 @@ class Proxy:
             time.sleep(1)
 
     def reset(self, transcript=None):
+        if self.sampling:
+            self.clear_prompt_cache()
         with self.lock:
             self.calls = self.faults = self.prompt_tokens = self.completion_tokens = 0
             # The longest forwarded chat call of the run, in seconds: a model caught in a

@@ -82,12 +82,14 @@ class RefusedCalls(unittest.TestCase):
     429, as a provider that never serves that kind of call, and forwards the others."""
 
     def setUp(self):
+        self.received = received = []
+
         class Upstream(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args):
                 pass
 
             def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                received.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0))))
                 data = json.dumps({"choices": [{"message": {"content": "ok"}}],
                                    "usage": {"prompt_tokens": 3, "completion_tokens": 1}}).encode()
                 self.send_response(200)
@@ -123,6 +125,29 @@ class RefusedCalls(unittest.TestCase):
         status, _, answer = self.chat("Write greet.py with hello(name).")
         self.assertEqual((status, answer["choices"][0]["message"]["content"]), (200, "ok"))
         self.assertEqual((self.proxy.calls, self.proxy.faults, self.proxy.prompt_tokens), (2, 1, 3))
+
+    def test_pinned_runs_start_from_the_same_prompt_cache_and_sample_alike(self):
+        pinned = bench.Proxy(f"http://127.0.0.1:{self.upstream.server_address[1]}", 0.0,
+                             sampling=(0.8, 27))
+        self.addCleanup(pinned.server.server_close)
+        self.addCleanup(pinned.server.shutdown)
+        runs = []
+        for _ in range(2):
+            self.received.clear()
+            pinned.reset()
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{pinned.port}/v1/chat/completions",
+                data=json.dumps({"messages": [{"role": "user", "content": "Write greet.py."}],
+                                 "temperature": 0.2}).encode(),
+                headers={"Content-Type": "application/json"})
+            urllib.request.urlopen(request, timeout=10).read()
+            runs.append(list(self.received))
+        self.assertEqual(runs[0], runs[1])
+        clear, call = runs[0]
+        # Before each run, a one-token call no agent sends leaves the cache the same.
+        self.assertEqual((clear["max_tokens"], clear["messages"][0]["content"]), (1, "."))
+        # The run's call sampled at the pass's temperature and a seed from its number.
+        self.assertEqual((call["temperature"], call["seed"]), (0.8, 27 * 100_003 + 1))
 
     def test_a_pass_with_refused_calls_runs_again_with_them(self):
         with tempfile.TemporaryDirectory() as d:
