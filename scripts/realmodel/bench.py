@@ -452,6 +452,22 @@ def rule_findings(workspace):
     return fired, final, own_test_only
 
 
+def reflections(workspace):
+    """How many reflections the run's agents wrote (`team.reflect`): the lines beginning
+    "- reflection:" that any version of their whiteboards held (0 for pi)."""
+    db = workspace / ".conclave" / "conclave.db"
+    if not db.is_file():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        versions = conn.execute("SELECT board, content FROM whiteboard_versions").fetchall()
+        conn.close()
+    except sqlite3.Error:
+        return 0
+    return len({(board, line) for board, content in versions for line in content.splitlines()
+                if line.startswith("- reflection:")})
+
+
 def task_dirs(which):
     """The task folders of a set, from split.json: dev is its dev list together with every
     task under tasks/ (so dev is what it was before the split), dev-humaneval the dev
@@ -595,6 +611,7 @@ def main():
                 seconds = time.monotonic() - started
                 solved, why = hidden_check(task_dir, workspace)
                 fired, failing, own_test_only = rule_findings(workspace)
+                reflected = reflections(workspace)
                 both = [p for p in (proxy, bottom_proxy) if p]
                 row = {
                     "system": system, "faultRate": rate, "task": task_dir.name, "set": set_of(task_dir),
@@ -612,7 +629,7 @@ def main():
                     "temperature": args.temperature, "timeout": args.timeout,
                     "piPreread": not args.no_pi_preread, "refuseCalls": args.refuse_calls,
                     "rulesFired": fired, "rulesFailingAtEnd": failing,
-                    "ownTestOnly": own_test_only,
+                    "ownTestOnly": own_test_only, "reflections": reflected,
                 }
                 if base == "conclave-2models":
                     row["bottomModel"] = args.bottom_model

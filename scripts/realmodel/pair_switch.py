@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A rule or repair paired against itself switched off, task by task, on pinned sampling.
+"""A rule or repair paired against itself switched off (or `team.reflect` against the
+plain team), task by task, on pinned sampling.
 
 With the temperature and seed pinned (`bench.py --temperature`), a run with a rule
 switched off is the run with it on, call for call, until the rule first acts: the
@@ -17,6 +18,7 @@ tokens (`repeatable` in the summary).
         --out scripts/realmodel/results/heldout-C-pinned-partial-write.jsonl
 
     scripts/realmodel/pair_switch.py --summary --rule repair.partial-file-write FILE
+    scripts/realmodel/pair_switch.py --reflect --set heldout --tasks HE-0 ... --out FILE
 """
 
 import argparse
@@ -28,6 +30,20 @@ from pathlib import Path
 import bench
 
 HERE = Path(__file__).resolve().parent
+
+
+class Arms:
+    """The two systems paired and what says the switch acted in a run of the one with it
+    on: a rule (on by default) against the team with it in `verify.disabled`, or
+    `team.reflect` (off by default) against the plain team."""
+
+    def __init__(self, rule=None, reflect=False):
+        if reflect:
+            self.name, self.on, self.off = "team.reflect", "conclave+reflect", "conclave"
+            self.acted = lambda row: (row.get("reflections") or 0) > 0
+        else:
+            self.name, self.on, self.off = rule, "conclave", off_system(rule)
+            self.acted = lambda row: rule in (row.get("rulesFired") or [])
 
 
 def off_system(rule):
@@ -47,20 +63,19 @@ def same_run(a, b):
     return all(a.get(k) == b.get(k) for k in keys)
 
 
-def pairs(rows, rule):
+def pairs(rows, arms):
     """(task, on row, off row or None, fired) for every task the on arm ran: a task the
-    rule did not fire in has its on row standing for both arms."""
-    on = {r["task"]: r for r in rows if r["system"] == "conclave"}
-    off = {r["task"]: r for r in rows if r["system"] == off_system(rule)}
-    return [(task, row, off.get(task), rule in (row.get("rulesFired") or []))
-            for task, row in sorted(on.items())]
+    switch did not act in has its on row standing for both arms."""
+    on = {r["task"]: r for r in rows if r["system"] == arms.on}
+    off = {r["task"]: r for r in rows if r["system"] == arms.off}
+    return [(task, row, off.get(task), arms.acted(row)) for task, row in sorted(on.items())]
 
 
-def summary(rows, rule):
+def summary(rows, arms):
     """The paired difference (on minus off) over every task, a task the rule did not fire
     in counting as no difference; the tasks it fired in, each arm's outcome; and whether
     the repeat run on a task it did not fire in matched."""
-    found = pairs(rows, rule)
+    found = pairs(rows, arms)
     on_rows, off_rows, lines = [], [], []
     repeats = []
     for task, on, off, fired in found:
@@ -74,9 +89,9 @@ def summary(rows, rule):
         elif off is not None:
             repeats.append((task, same_run(on, off)))
     n, diff, low, high = bench.paired(on_rows, off_rows)
-    head = (f"`{rule}` on minus off, paired over {n} tasks on pinned sampling "
+    head = (f"`{arms.name}` on minus off, paired over {n} tasks on pinned sampling "
             f"(fired in {sum(f for *_, f in found)}): {diff:+.0%} ({low:+.0%} to {high:+.0%})")
-    checks = [f"repeatable: {task} ran again with the rule off, where it never fired, "
+    checks = [f"repeatable: {task} ran again with it off, where it never fired, "
               f"{'call for call the same' if same else 'and came out different'}"
               for task, same in repeats]
     return "\n".join([head, *lines, *checks])
@@ -101,7 +116,10 @@ def run(args, task, system):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rule", required=True, help="the rule or repair id to pair")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--rule", help="the rule or repair id to pair with it switched off")
+    which.add_argument("--reflect", action="store_true",
+                       help="pair team.reflect with the plain team (it acts after a failed attempt)")
     parser.add_argument("--summary", nargs="*", metavar="FILE", help="summarise rows already run")
     parser.add_argument("--set", default="dev")
     parser.add_argument("--tasks", default="", help="comma-separated task prefixes")
@@ -114,8 +132,9 @@ def main(argv=None):
     parser.add_argument("--conclave", default=str(HERE.parent.parent / "target/release/conclave"))
     parser.add_argument("--out")
     args = parser.parse_args(argv)
+    arms = Arms(args.rule, args.reflect)
     if args.summary is not None:
-        print(summary([r for f in args.summary for r in rows_of(f)], args.rule))
+        print(summary([r for f in args.summary for r in rows_of(f)], arms))
         return 0
     if not args.out:
         parser.error("--out is needed to run")
@@ -123,15 +142,15 @@ def main(argv=None):
     for task_dir in bench.selected_tasks(args.set, args.tasks):
         task = task_dir.name
         rows = rows_of(args.out)
-        on = next((r for r in rows if (r["task"], r["system"]) == (task, "conclave")), None)
+        on = next((r for r in rows if (r["task"], r["system"]) == (task, arms.on)), None)
         if on is None:
-            on = run(args, task, "conclave")
-        fired = args.rule in (on.get("rulesFired") or [])
-        repeat_checked = any(off is not None and not f for _, _, off, f in pairs(rows, args.rule))
-        if (fired or not repeat_checked) and (task, off_system(args.rule)) not in {
+            on = run(args, task, arms.on)
+        fired = arms.acted(on)
+        repeat_checked = any(off is not None and not f for _, _, off, f in pairs(rows, arms))
+        if (fired or not repeat_checked) and (task, arms.off) not in {
                 (r["task"], r["system"]) for r in rows}:
-            run(args, task, off_system(args.rule))
-    print(summary(rows_of(args.out), args.rule))
+            run(args, task, arms.off)
+    print(summary(rows_of(args.out), arms))
     return 0
 
 

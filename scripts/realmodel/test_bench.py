@@ -48,6 +48,27 @@ class Arms(unittest.TestCase):
         self.assertEqual(config["undo"]["onFailure"], "keep")
 
 
+class Reflections(unittest.TestCase):
+    def test_each_reflection_any_board_held_is_counted_once(self):
+        import sqlite3
+        with tempfile.TemporaryDirectory() as d:
+            (Path(d) / ".conclave").mkdir()
+            conn = sqlite3.connect(Path(d) / ".conclave" / "conclave.db")
+            conn.execute("CREATE TABLE whiteboard_versions (seq INTEGER PRIMARY KEY, board TEXT, "
+                         "version INTEGER, content TEXT, author TEXT, at INTEGER)")
+            for board, version, content in [
+                    ("agent:b1", 1, "- read solution.py"),
+                    ("agent:b1", 2, "- read solution.py\n- reflection: the loop stopped one short"),
+                    ("agent:b1", 3, "- reflection: the loop stopped one short\n- reflection: test the empty list"),
+                    ("agent:b2", 1, "- reflection: the loop stopped one short")]:
+                conn.execute("INSERT INTO whiteboard_versions (board, version, content, author, at) "
+                             "VALUES (?, ?, ?, 'x', 0)", (board, version, content))
+            conn.commit()
+            conn.close()
+            self.assertEqual(bench.reflections(Path(d)), 3)
+            self.assertEqual(bench.reflections(Path(d) / "none"), 0)
+
+
 class RerunCommand(unittest.TestCase):
     def test_a_pass_runs_again_with_its_tasks_systems_faults_and_sampling(self):
         tasks = ["03-cart-remove", "HE-045-triangle_area"]

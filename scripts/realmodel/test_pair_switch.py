@@ -20,19 +20,28 @@ class Pairing(unittest.TestCase):
                 row("02-b", "conclave", solved=True, rulesFired=["repair.json"]),
                 row("02-b", OFF, solved=True),
                 row("03-c", "conclave", rulesFired=[])]
-        text = pair_switch.summary(rows, RULE)
+        text = pair_switch.summary(rows, pair_switch.Arms(RULE))
         self.assertIn("paired over 3 tasks on pinned sampling (fired in 1): +33%", text)
         self.assertIn("- 01-a: fired; on solved, claimed, off not solved", text)
-        self.assertIn("repeatable: 02-b ran again with the rule off, where it never fired, "
+        self.assertIn("repeatable: 02-b ran again with it off, where it never fired, "
                       "call for call the same", text)
+
+    def test_reflection_acts_where_the_run_reflected(self):
+        arms = pair_switch.Arms(reflect=True)
+        rows = [row("HE-1", "conclave+reflect", solved=True, reflections=2), row("HE-1", "conclave"),
+                row("HE-2", "conclave+reflect", reflections=0), row("HE-2", "conclave")]
+        text = pair_switch.summary(rows, arms)
+        self.assertIn("`team.reflect` on minus off, paired over 2 tasks on pinned sampling (fired in 1): +50%",
+                      text)
+        self.assertIn("- HE-1: fired; on solved, reported failed, off not solved", text)
 
     def test_a_repeat_that_differs_is_said(self):
         rows = [row("02-b", "conclave", calls=10), row("02-b", OFF, calls=11)]
-        self.assertIn("and came out different", pair_switch.summary(rows, RULE))
+        self.assertIn("and came out different", pair_switch.summary(rows, pair_switch.Arms(RULE)))
 
     def test_a_fired_task_without_its_off_run_is_left_out_and_named(self):
         rows = [row("01-a", "conclave", rulesFired=[RULE])]
-        text = pair_switch.summary(rows, RULE)
+        text = pair_switch.summary(rows, pair_switch.Arms(RULE))
         self.assertIn("paired over 0 tasks", text)
         self.assertIn("- 01-a: fired, the off arm not run yet", text)
 
