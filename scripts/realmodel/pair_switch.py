@@ -9,9 +9,12 @@ rule off only needs running on the tasks where the rule fired; on the others the
 arms are one run. That halves a pairing's cost and takes sampling noise out of it: a
 difference between the arms is the rule's doing.
 
-Whether the model server repeats itself is checked, not assumed: the off arm is also run
-on the first task where the rule did not fire, and the two rows must agree in calls and
-tokens (`repeatable` in the summary).
+Whether a run repeats is checked, not assumed: the off arm is also run on the first task
+where the rule did not fire, and the two rows must agree in calls and tokens. A run whose
+prompts carry text that differs from run to run (a traceback naming the workspace's
+temporary folder, the acceptance test's folder named by the task's id) does not repeat;
+once a repeat came out different, the off arm runs on every task and only tasks both
+arms ran are paired.
 
     scripts/realmodel/pair_switch.py --rule repair.partial-file-write --set heldout \\
         --tasks 01,02 --seed 27 --temperature 0.8 --commit C --conclave /tmp/conclave-C \\
@@ -71,30 +74,47 @@ def pairs(rows, arms):
     return [(task, row, off.get(task), arms.acted(row)) for task, row in sorted(on.items())]
 
 
+def repeatable(found):
+    """Whether the off arm, run on tasks where the switch never acted, repeated the on
+    arm's run there (None before any such repeat)."""
+    repeats = [same_run(on, off) for _, on, off, fired in found if off is not None and not fired]
+    return all(repeats) if repeats else None
+
+
 def summary(rows, arms):
-    """The paired difference (on minus off) over every task, a task the rule did not fire
-    in counting as no difference; the tasks it fired in, each arm's outcome; and whether
-    the repeat run on a task it did not fire in matched."""
+    """The paired difference (on minus off), and the tasks the switch acted in with each
+    arm's outcome. When runs repeat, a task it never acted in counts as no difference;
+    when a repeat came out different, the runs are not the same until the switch acts,
+    so only the tasks both arms ran are paired."""
     found = pairs(rows, arms)
+    repeats = repeatable(found)
     on_rows, off_rows, lines = [], [], []
-    repeats = []
+    alone = 0
     for task, on, off, fired in found:
         if fired and off is None:
             lines.append(f"- {task}: fired, the off arm not run yet")
             continue
+        if off is None and repeats is False:
+            alone += 1
+            continue
         on_rows.append(on)
-        off_rows.append(off if fired else on)
+        off_rows.append(off if off is not None else on)
         if fired:
             lines.append(f"- {task}: fired; on {outcome(on)}, off {outcome(off)}")
         elif off is not None:
-            repeats.append((task, same_run(on, off)))
+            lines.append(f"- {task}: never fired; on {outcome(on)}, off {outcome(off)}"
+                         f"{' (the same run)' if same_run(on, off) else ' (a different run)'}")
     n, diff, low, high = bench.paired(on_rows, off_rows)
     head = (f"`{arms.name}` on minus off, paired over {n} tasks on pinned sampling "
             f"(fired in {sum(f for *_, f in found)}): {diff:+.0%} ({low:+.0%} to {high:+.0%})")
-    checks = [f"repeatable: {task} ran again with it off, where it never fired, "
-              f"{'call for call the same' if same else 'and came out different'}"
-              for task, same in repeats]
-    return "\n".join([head, *lines, *checks])
+    if repeats is None:
+        note = "repeatable: not checked yet"
+    elif repeats:
+        note = "repeatable: where it never fired, the off arm repeated the run call for call"
+    else:
+        note = (f"not repeatable: a run with it off, where it never fired, came out different; "
+                f"only tasks both arms ran are paired ({alone} ran with it on alone)")
+    return "\n".join([head, *lines, note])
 
 
 def outcome(row):
@@ -145,9 +165,10 @@ def main(argv=None):
         on = next((r for r in rows if (r["task"], r["system"]) == (task, arms.on)), None)
         if on is None:
             on = run(args, task, arms.on)
-        fired = arms.acted(on)
-        repeat_checked = any(off is not None and not f for _, _, off, f in pairs(rows, arms))
-        if (fired or not repeat_checked) and (task, arms.off) not in {
+        # The off arm where the switch acted; and where it did not, until a run there
+        # has been repeated, and on every task once a repeat came out different.
+        repeats = repeatable(pairs(rows, arms))
+        if (arms.acted(on) or repeats is not True) and (task, arms.off) not in {
                 (r["task"], r["system"]) for r in rows}:
             run(args, task, arms.off)
     print(summary(rows_of(args.out), arms))

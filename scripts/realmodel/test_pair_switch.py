@@ -23,8 +23,9 @@ class Pairing(unittest.TestCase):
         text = pair_switch.summary(rows, pair_switch.Arms(RULE))
         self.assertIn("paired over 3 tasks on pinned sampling (fired in 1): +33%", text)
         self.assertIn("- 01-a: fired; on solved, claimed, off not solved", text)
-        self.assertIn("repeatable: 02-b ran again with it off, where it never fired, "
-                      "call for call the same", text)
+        self.assertIn("- 02-b: never fired; on solved, reported failed, off solved, reported failed "
+                      "(the same run)", text)
+        self.assertIn("repeatable: where it never fired, the off arm repeated the run call for call", text)
 
     def test_reflection_acts_where_the_run_reflected(self):
         arms = pair_switch.Arms(reflect=True)
@@ -35,9 +36,15 @@ class Pairing(unittest.TestCase):
                       text)
         self.assertIn("- HE-1: fired; on solved, reported failed, off not solved", text)
 
-    def test_a_repeat_that_differs_is_said(self):
-        rows = [row("02-b", "conclave", calls=10), row("02-b", OFF, calls=11)]
-        self.assertIn("and came out different", pair_switch.summary(rows, pair_switch.Arms(RULE)))
+    def test_once_a_repeat_differs_only_tasks_both_arms_ran_are_paired(self):
+        rows = [row("01-a", "conclave", solved=True, rulesFired=[RULE]), row("01-a", OFF),
+                row("02-b", "conclave", calls=10), row("02-b", OFF, calls=11, solved=True),
+                row("03-c", "conclave", solved=True)]
+        text = pair_switch.summary(rows, pair_switch.Arms(RULE))
+        self.assertIn("paired over 2 tasks on pinned sampling (fired in 1): +0%", text)
+        self.assertIn("(a different run)", text)
+        self.assertIn("not repeatable", text)
+        self.assertIn("(1 ran with it on alone)", text)
 
     def test_a_fired_task_without_its_off_run_is_left_out_and_named(self):
         rows = [row("01-a", "conclave", rulesFired=[RULE])]
@@ -66,6 +73,15 @@ class Runs(unittest.TestCase):
 
     def tearDown(self):
         pair_switch.run = self.real_run
+
+    def test_once_a_repeat_differs_the_off_arm_runs_on_every_task(self):
+        real = pair_switch.same_run
+        pair_switch.same_run = lambda a, b: False
+        self.addCleanup(setattr, pair_switch, "same_run", real)
+        with tempfile.TemporaryDirectory() as d:
+            out = str(Path(d) / "rows.jsonl")
+            pair_switch.main(["--rule", RULE, "--set", "heldout", "--tasks", "01,02,03,04", "--out", out])
+        self.assertEqual([system for _, system in self.ran], ["conclave", OFF] * 4)
 
     def test_the_off_arm_runs_where_the_rule_fired_and_once_besides(self):
         with tempfile.TemporaryDirectory() as d:
