@@ -20,7 +20,7 @@ arms ran are paired.
         --tasks 01,02 --seed 27 --temperature 0.8 --commit C --conclave /tmp/conclave-C \\
         --out scripts/realmodel/results/heldout-C-pinned-partial-write.jsonl
 
-    scripts/realmodel/pair_switch.py --summary --rule repair.partial-file-write FILE
+    scripts/realmodel/pair_switch.py --rule repair.partial-file-write --summary FILE
     scripts/realmodel/pair_switch.py --reflect --set heldout --tasks HE-0 ... --out FILE
 """
 
