@@ -676,14 +676,22 @@ mod tests {
         assert!(read("Rename it.").renames.is_empty());
         // The other ways a person asks for one.
         for (task, old, new) in [
-            ("Rename class Cfg as Config in settings.py.", "Cfg", "Config"),
+            (
+                "Rename class Cfg as Config in settings.py.",
+                "Cfg",
+                "Config",
+            ),
             ("Rename `parse` into `parse_args`.", "parse", "parse_args"),
             (
                 "The function `calc` in mathx.py should be renamed to `compute_total`.",
                 "calc",
                 "compute_total",
             ),
-            ("Make sure Shape is renamed to Polygon everywhere", "Shape", "Polygon"),
+            (
+                "Make sure Shape is renamed to Polygon everywhere",
+                "Shape",
+                "Polygon",
+            ),
         ] {
             assert_eq!(
                 read(task).renames,
