@@ -495,6 +495,9 @@ fn renames(task: &str) -> Vec<(String, String)> {
         "have", "been", "to",
     ];
     let connector = |word: &str| CONNECTORS.iter().any(|c| word.eq_ignore_ascii_case(c));
+    // Not the end of a sentence: a word ending in "." that is not a file name.
+    let in_sentence =
+        |word: &&&str| !word.ends_with('.') || word.trim_end_matches('.').contains('.');
     let words: Vec<&str> = task.split_whitespace().collect();
     let identifier = |word: &str| {
         let bare = word
@@ -520,7 +523,7 @@ fn renames(task: &str) -> Vec<(String, String)> {
         words[..at]
             .iter()
             .rev()
-            .take_while(|w| !w.ends_with('.') || w.trim_end_matches('.').contains('.'))
+            .take_while(in_sentence)
             .filter(|w| {
                 let lower = w.to_ascii_lowercase();
                 !AUXILIARIES.contains(&lower.as_str())
@@ -544,7 +547,7 @@ fn renames(task: &str) -> Vec<(String, String)> {
         // The first connector in the same sentence: "calc in mathx.py to compute_total".
         let joined = words[i + 1..]
             .iter()
-            .take_while(|w| !w.ends_with('.') || w.trim_end_matches('.').contains('.'))
+            .take_while(in_sentence)
             .position(|w| connector(w));
         if let Some(at) = joined
             && let Some(new) = name_at(i + 1 + at + 1)
