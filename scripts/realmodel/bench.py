@@ -51,6 +51,10 @@ CONTEXT_WINDOW = 8192
 MAX_TOKENS = 4096
 
 
+class ServerCachesPrompts(SystemExit):
+    """The model server cannot give a pinned run the same start twice."""
+
+
 class Proxy:
     """Forwards /v1/* to the model server; counts tokens; injects faults."""
 
@@ -222,23 +226,41 @@ class Proxy:
         request["seed"] = seed * 100_003 + number
         return json.dumps(request).encode()
 
+    CLEARED = [{"role": "system", "content": "."}, {"role": "user", "content": "."}]
+
     def clear_prompt_cache(self):
         """Leaves the server's prompt cache holding only the start of the chat template.
         llama-server reuses the cached prefix of the last prompt, and a prompt read partly
         from the cache is computed in other batches, so its next tokens come out slightly
         different: a pinned seed then repeats a run only if every run starts from the same
         cache. A one-token call with a prompt no agent sends does that (llama-server
-        erases a slot only when started with --slot-save-path)."""
-        body = json.dumps({"messages": [{"role": "system", "content": "."},
-                                        {"role": "user", "content": "."}],
-                           "max_tokens": 1, "temperature": 0}).encode()
+        erases a slot only when started with --slot-save-path).
+
+        llama-server also keeps earlier prompts in host memory (`--cache-ram`, on by
+        default) and restores the closest one, whatever was asked last: no call then
+        leaves the cache the same, and a pinned run does not repeat. Probed here (the
+        cleared prompt, another, the cleared one again: read back whole, it came from
+        host memory) and refused with the remedy."""
+        self.one_token_call(self.CLEARED)
+        self.one_token_call([{"role": "system", "content": ".."}, {"role": "user", "content": ".."}])
+        timings = self.one_token_call(self.CLEARED)
+        if timings is not None and timings.get("prompt_n", 2) <= 1:
+            raise ServerCachesPrompts(
+                "the model server restores earlier prompts from host memory (llama-server "
+                "--cache-ram), so runs on pinned sampling cannot repeat: start it with "
+                "LLAMA_ARG_CACHE_RAM=0 (for example `LLAMA_ARG_CACHE_RAM=0 serve.sh 1.5b 18080`)")
+
+    def one_token_call(self, messages):
+        """A one-token call straight to the server: its `timings` (None without a server
+        or without timings)."""
+        body = json.dumps({"messages": messages, "max_tokens": 1, "temperature": 0}).encode()
         request = urllib.request.Request(self.upstream + "/v1/chat/completions", data=body,
                                          headers={"Content-Type": "application/json"})
         try:
-            urllib.request.urlopen(request, timeout=120).read()
-        except (OSError, urllib.error.URLError):
+            return json.loads(urllib.request.urlopen(request, timeout=120).read()).get("timings")
+        except (OSError, urllib.error.URLError, ValueError, AttributeError):
             # No server (yet): the run's own first call will say so.
-            pass
+            return None
 
     def settle(self, limit_s=900):
         """Waits until no forwarded call is in flight: a run killed at its time limit
@@ -578,7 +600,7 @@ def main():
                 # folder name keeps letters, digits and `.+=-` only.
                 folder = "".join(c if c.isalnum() or c in ".+=-" else "_" for c in system)
                 scratch = Path(tempfile.mkdtemp(prefix=f"bench-{folder}-{task_dir.name}-"))
-                workspace = scratch / "ws"
+                workspace = pinned_workspace() if sampling else scratch / "ws"
                 # Only files/: never check.py, nor a held-out task's reference solution/.
                 if (task_dir / "files").is_dir():
                     shutil.copytree(task_dir / "files", workspace)
@@ -609,6 +631,8 @@ def main():
                 except subprocess.TimeoutExpired:
                     code, tail = None, "timed out"
                 seconds = time.monotonic() - started
+                if workspace != scratch / "ws":
+                    workspace = Path(shutil.move(workspace, scratch / "ws"))
                 solved, why = hidden_check(task_dir, workspace)
                 fired, failing, own_test_only = rule_findings(workspace)
                 reflected = reflections(workspace)
@@ -649,6 +673,17 @@ def main():
     print(summary(rows))
     print()
     print(rules_summary(rows))
+
+
+def pinned_workspace():
+    """Where a run on pinned sampling works: one folder, the same for every run (emptied
+    first), then moved beside the run's transcript. The model reads the workspace's
+    absolute path in tracebacks, and a random folder name would make two runs of the
+    same task differ from that call on. One pinned bench at a time on a machine."""
+    workspace = Path(tempfile.gettempdir()) / "conclave-bench-pinned" / "ws"
+    shutil.rmtree(workspace, ignore_errors=True)
+    workspace.parent.mkdir(parents=True, exist_ok=True)
+    return workspace
 
 
 def interval(rows, resamples=2000, seed=7):

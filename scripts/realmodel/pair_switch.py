@@ -10,11 +10,11 @@ arms are one run. That halves a pairing's cost and takes sampling noise out of i
 difference between the arms is the rule's doing.
 
 Whether a run repeats is checked, not assumed: the off arm is also run on the first task
-where the rule did not fire, and the two rows must agree in calls and tokens. A run whose
-prompts carry text that differs from run to run (a traceback naming the workspace's
-temporary folder, the acceptance test's folder named by the task's id) does not repeat;
-once a repeat came out different, the off arm runs on every task and only tasks both
-arms ran are paired.
+where the rule did not fire, and the two rows must agree in calls and tokens. Runs repeat
+when the model server keeps no prompts in host memory (`LLAMA_ARG_CACHE_RAM=0`; the bench
+refuses otherwise) and each run works in the bench's one pinned folder (README.md,
+Sampling). Once a repeat came out different, the off arm runs on every task and only
+tasks both arms ran are paired.
 
     scripts/realmodel/pair_switch.py --rule repair.partial-file-write --set heldout \\
         --tasks 01,02 --seed 27 --temperature 0.8 --commit C --conclave /tmp/conclave-C \\

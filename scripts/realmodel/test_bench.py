@@ -69,6 +69,20 @@ class Reflections(unittest.TestCase):
             self.assertEqual(bench.reflections(Path(d) / "none"), 0)
 
 
+class PinnedWorkspace(unittest.TestCase):
+    def test_every_pinned_run_works_in_the_same_folder_emptied_first(self):
+        from unittest import mock
+        with tempfile.TemporaryDirectory() as d, mock.patch.object(tempfile, "tempdir", d):
+            first = bench.pinned_workspace()
+            self.assertTrue(first.parent.is_dir())
+            first.mkdir()
+            (first / "left_by_the_last_run.py").write_text("x = 1\n")
+            second = bench.pinned_workspace()
+            self.assertEqual(first, second)
+            self.assertTrue(str(second).startswith(d))
+            self.assertFalse(second.exists())
+
+
 class RerunCommand(unittest.TestCase):
     def test_a_pass_runs_again_with_its_tasks_systems_faults_and_sampling(self):
         tasks = ["03-cart-remove", "HE-045-triangle_area"]
@@ -104,15 +118,24 @@ class RefusedCalls(unittest.TestCase):
 
     def setUp(self):
         self.received = received = []
+        # As llama-server caches prompts: the slot holds the last one; with host memory
+        # (`--cache-ram`) every earlier one can be restored. A prompt found whole is
+        # evaluated as one token.
+        self.host_memory = False
+        test = self
 
         class Upstream(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args):
                 pass
 
             def do_POST(self):
-                received.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0))))
+                request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                cached = received[-1:] if not test.host_memory else received
+                prompt_n = 1 if any(r["messages"] == request["messages"] for r in cached) else 12
+                received.append(request)
                 data = json.dumps({"choices": [{"message": {"content": "ok"}}],
-                                   "usage": {"prompt_tokens": 3, "completion_tokens": 1}}).encode()
+                                   "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+                                   "timings": {"prompt_n": prompt_n}}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -164,11 +187,24 @@ class RefusedCalls(unittest.TestCase):
             urllib.request.urlopen(request, timeout=10).read()
             runs.append(list(self.received))
         self.assertEqual(runs[0], runs[1])
-        clear, call = runs[0]
-        # Before each run, a one-token call no agent sends leaves the cache the same.
+        *probe, clear, call = runs[0]
+        # Before each run, one-token calls no agent sends leave the cache the same.
         self.assertEqual((clear["max_tokens"], clear["messages"][0]["content"]), (1, "."))
+        self.assertEqual([r["max_tokens"] for r in probe], [1, 1])
         # The run's call sampled at the pass's temperature and a seed from its number.
         self.assertEqual((call["temperature"], call["seed"]), (0.8, 27 * 100_003 + 1))
+
+    def test_a_server_restoring_prompts_from_host_memory_is_refused_for_pinned_runs(self):
+        self.host_memory = True
+        # Refused when the proxy is made, before any run.
+        with self.assertRaises(bench.ServerCachesPrompts) as refused:
+            bench.Proxy(f"http://127.0.0.1:{self.upstream.server_address[1]}", 0.0,
+                        sampling=(0.8, 27))
+        self.assertIn("LLAMA_ARG_CACHE_RAM=0", str(refused.exception))
+        # Unpinned runs do not need the same start, and are not probed.
+        self.received.clear()
+        self.proxy.reset()
+        self.assertEqual(self.received, [])
 
     def test_a_pass_with_refused_calls_runs_again_with_them(self):
         with tempfile.TemporaryDirectory() as d:

@@ -9,7 +9,8 @@
 //!
 //! - The test is in Python for Python code, else in JavaScript for CommonJS code (run by
 //!   node, whole; `acceptance_runner.js`). It lives in
-//!   `.conclave/checks/<task>/acceptance_test.{py,js}`, never among the user's files,
+//!   `.conclave/checks/task-N/acceptance_test.{py,js}` (N counts the workspace's
+//!   tasks), never among the user's files,
 //!   and is written once per task: later fix rounds run the same test.
 //! - It runs in a wrapper (`acceptance_runner.py`) that tells a failing code from a
 //!   broken test: an `AssertionError`, or an error raised inside the workspace's code,
@@ -154,11 +155,59 @@ pub fn wanted(s: &Services, files: &[String], tests: &[CheckResult]) -> bool {
 }
 
 fn test_path(s: &Services, task_id: TaskId, language: Language) -> PathBuf {
-    s.workspace
-        .join(".conclave")
-        .join("checks")
-        .join(task_id.to_string())
+    checks_dir(&s.workspace.join(".conclave").join("checks"), task_id)
         .join(format!("acceptance_test.{}", language.extension()))
+}
+
+/// The file in a task's checks folder that names the task it belongs to.
+const TASK_ID_FILE: &str = "task-id";
+
+/// The task's folder under `checks`: `task-N`, numbered in the order tasks first needed
+/// one in this workspace. The model reads the test's path (in the prompt and in
+/// tracebacks), and a task id is random: a number keeps the same work's prompts the
+/// same from run to run, and reads better. The folder names its task in `task-id`,
+/// which finds it again after a restart; a folder named by the task id (as older
+/// builds made) is used as it is.
+fn checks_dir(checks: &Path, task_id: TaskId) -> PathBuf {
+    let id = task_id.to_string();
+    let by_id = checks.join(&id);
+    if by_id.is_dir() {
+        return by_id;
+    }
+    let mut highest = 0u64;
+    for entry in std::fs::read_dir(checks).into_iter().flatten().flatten() {
+        let dir = entry.path();
+        if std::fs::read_to_string(dir.join(TASK_ID_FILE)).is_ok_and(|named| named.trim() == id) {
+            return dir;
+        }
+        if let Some(n) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.strip_prefix("task-"))
+            .and_then(|n| n.parse::<u64>().ok())
+        {
+            highest = highest.max(n);
+        }
+    }
+    if std::fs::create_dir_all(checks).is_err() {
+        return by_id;
+    }
+    // `create_dir` fails on a folder that exists: two tasks starting at once take
+    // different numbers.
+    for n in highest + 1.. {
+        let dir = checks.join(format!("task-{n}"));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {
+                return match std::fs::write(dir.join(TASK_ID_FILE), &id) {
+                    Ok(()) => dir,
+                    Err(_) => by_id,
+                };
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(_) => return by_id,
+        }
+    }
+    by_id
 }
 
 /// Writes the test if there is none yet for this task, runs it, and says how it went.
@@ -846,6 +895,25 @@ mod tests {
             eprintln!("SKIPPED: {program} is not installed");
         }
         found
+    }
+
+    #[test]
+    fn each_task_gets_a_numbered_checks_folder_that_it_finds_again() {
+        let workspace = tempfile::tempdir().unwrap();
+        let checks = workspace.path().join(".conclave/checks");
+        let (first, second) = (TaskId::new(), TaskId::new());
+        assert_eq!(checks_dir(&checks, first), checks.join("task-1"));
+        assert_eq!(checks_dir(&checks, second), checks.join("task-2"));
+        // Asked again (a later fix round, or after a restart): the same folder.
+        assert_eq!(checks_dir(&checks, first), checks.join("task-1"));
+        assert_eq!(checks_dir(&checks, second), checks.join("task-2"));
+        // Numbers go on past the highest, so a folder removed by hand is not reused.
+        std::fs::remove_dir_all(checks.join("task-1")).unwrap();
+        assert_eq!(checks_dir(&checks, TaskId::new()), checks.join("task-3"));
+        // A folder an older build named by the task's id stays that task's.
+        let older = TaskId::new();
+        std::fs::create_dir_all(checks.join(older.to_string())).unwrap();
+        assert_eq!(checks_dir(&checks, older), checks.join(older.to_string()));
     }
 
     #[test]

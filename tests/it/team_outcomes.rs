@@ -369,9 +369,7 @@ async fn a_fix_round_that_rewrites_the_acceptance_test_with_bash_does_not_pass_t
     let test = team
         .workspace
         .path()
-        .join(".conclave/checks")
-        .join(task.to_string())
-        .join("acceptance_test.py");
+        .join(".conclave/checks/task-1/acceptance_test.py");
     let test = std::fs::read_to_string(test).unwrap();
     assert!(test.contains("assert double(2) == 4"), "{test}");
     let acceptance = detail

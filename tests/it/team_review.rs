@@ -577,14 +577,14 @@ async fn without_tests_the_team_writes_an_acceptance_test_that_catches_wrong_cod
         report.contains("- what ran the code: only a test the team wrote itself"),
         "{report}"
     );
-    // The test is Conclave's, not the user's: it stays out of the workspace's files.
-    let test = team
-        .workspace
-        .path()
-        .join(".conclave/checks")
-        .join(task.to_string())
-        .join("acceptance_test.py");
-    assert!(test.is_file());
+    // The test is Conclave's, not the user's: it stays out of the workspace's files, in
+    // the folder of the workspace's first task, which names the task.
+    let folder = team.workspace.path().join(".conclave/checks/task-1");
+    assert!(folder.join("acceptance_test.py").is_file());
+    assert_eq!(
+        std::fs::read_to_string(folder.join("task-id")).unwrap(),
+        task.to_string()
+    );
     assert!(!team.workspace.path().join("acceptance_test.py").exists());
     assert!(
         team.model.unused_steps().is_empty(),
@@ -655,10 +655,17 @@ async fn an_assert_a_second_solution_also_fails_is_disputed_and_the_task_handed_
     let second = team
         .workspace
         .path()
-        .join(".conclave/checks")
-        .join(task.to_string())
-        .join("second/calc.py");
+        .join(".conclave/checks/task-1/second/calc.py");
     assert!(second.is_file());
+    assert_eq!(
+        std::fs::read_to_string(
+            team.workspace
+                .path()
+                .join(".conclave/checks/task-1/task-id")
+        )
+        .unwrap(),
+        task.to_string()
+    );
     assert!(
         team.model.unused_steps().is_empty(),
         "{:?}",
@@ -809,9 +816,7 @@ async fn javascript_without_tests_gets_a_javascript_acceptance_test() {
     assert!(
         team.workspace
             .path()
-            .join(".conclave/checks")
-            .join(task.to_string())
-            .join("acceptance_test.js")
+            .join(".conclave/checks/task-1/acceptance_test.js")
             .is_file()
     );
     assert!(
