@@ -9,8 +9,8 @@
 //!
 //! - The test is in Python for Python code, else in JavaScript for CommonJS code (run by
 //!   node, whole; `acceptance_runner.js`). It lives in
-//!   `.conclave/checks/task-N/acceptance_test.{py,js}` (N counts the workspace's
-//!   tasks), never among the user's files,
+//!   `.conclave/checks/task-N/acceptance_test.{py,js}` (N numbers the workspace's
+//!   tasks in the order they first needed a test), never among the user's files,
 //!   and is written once per task: later fix rounds run the same test.
 //! - It runs in a wrapper (`acceptance_runner.py`) that tells a failing code from a
 //!   broken test: an `AssertionError`, or an error raised inside the workspace's code,
@@ -907,7 +907,7 @@ mod tests {
         // Asked again (a later fix round, or after a restart): the same folder.
         assert_eq!(checks_dir(&checks, first), checks.join("task-1"));
         assert_eq!(checks_dir(&checks, second), checks.join("task-2"));
-        // Numbers go on past the highest, so a folder removed by hand is not reused.
+        // Numbers go on past the highest: a lower folder removed by hand is not reused.
         std::fs::remove_dir_all(checks.join("task-1")).unwrap();
         assert_eq!(checks_dir(&checks, TaskId::new()), checks.join("task-3"));
         // A folder an older build named by the task's id stays that task's.
