@@ -22,6 +22,13 @@ tasks both arms ran are paired.
 
     scripts/realmodel/pair_switch.py --rule repair.partial-file-write --summary FILE
     scripts/realmodel/pair_switch.py --reflect --set heldout --tasks HE-0 ... --out FILE
+
+A rule's on arm is the default team, which an earlier pinned pass of the same build,
+seed, temperature and limit may already have run: `--on-from FILE` takes its runs of
+the default team (and, from a `--reflect` pairing that repeated itself, its reflecting
+runs that never reflected, the same runs call for call) as the on arm, so only the off
+arm is run where the rule fired in them. Those rows stay in FILE alone, so no run is
+counted twice in the held-out tables.
 """
 
 import argparse
@@ -58,6 +65,44 @@ def rows_of(path):
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+PINNED = ("commit", "seed", "temperature", "timeout", "template", "faultRate")
+
+
+def default_team_runs(path, arms, wanted):
+    """The runs in `path`, an earlier pinned pass, that stand for this rule pairing's on
+    arm (the default team), as rows of that system. A reflecting run stands for the
+    default team only where it never reflected and its pairing repeated itself there.
+    Rows of another build or other sampling than `wanted` are refused: their runs are
+    not this pairing's."""
+    if arms.on != "conclave":
+        raise SystemExit("--on-from seeds a rule pairing, whose on arm is the default team")
+    rows = rows_of(path)
+    if not rows:
+        raise SystemExit(f"{path}: no rows")
+    for r in rows:
+        differs = [f"{k} {r.get(k)!r}, not {wanted[k]!r}" for k in PINNED if r.get(k) != wanted[k]]
+        if differs:
+            raise SystemExit(f"{path}: {r['task']} ran with {'; '.join(differs)}: "
+                             "its runs are not this pairing's on arm")
+    found = {r["task"]: r for r in rows if r["system"] == "conclave"}
+    reflect = Arms(reflect=True)
+    if repeatable(pairs(rows, reflect)):
+        for r in rows:
+            if r["system"] == reflect.on and not reflect.acted(r):
+                found.setdefault(r["task"], {**r, "system": "conclave"})
+    return found
+
+
+def pins(row):
+    return {k: row.get(k) for k in PINNED}
+
+
+def with_on_arm(rows, seeded):
+    """`rows` with the seeded on-arm runs of the tasks it has no on run of."""
+    own = {r["task"] for r in rows if r["system"] == "conclave"}
+    return rows + [r for task, r in sorted(seeded.items()) if task not in own]
 
 
 def same_run(a, b):
@@ -151,17 +196,24 @@ def main(argv=None):
     parser.add_argument("--commit")
     parser.add_argument("--conclave", default=str(HERE.parent.parent / "target/release/conclave"))
     parser.add_argument("--out")
+    parser.add_argument("--on-from", metavar="FILE",
+                        help="an earlier pinned pass whose default-team runs are the on arm")
     args = parser.parse_args(argv)
     arms = Arms(args.rule, args.reflect)
     if args.summary is not None:
-        print(summary([r for f in args.summary for r in rows_of(f)], arms))
+        rows = [r for f in args.summary for r in rows_of(f)]
+        seeded = default_team_runs(args.on_from, arms, pins(rows[0])) if args.on_from and rows else {}
+        print(summary(with_on_arm(rows, seeded), arms))
         return 0
+    wanted = {"commit": args.commit, "seed": args.seed, "temperature": args.temperature,
+              "timeout": args.timeout, "template": args.template, "faultRate": 0.0}
+    seeded = default_team_runs(args.on_from, arms, wanted) if args.on_from else {}
     if not args.out:
         parser.error("--out is needed to run")
     # A pass cut short runs on from where it stopped: the rows in --out are kept.
     for task_dir in bench.selected_tasks(args.set, args.tasks):
         task = task_dir.name
-        rows = rows_of(args.out)
+        rows = with_on_arm(rows_of(args.out), seeded)
         on = next((r for r in rows if (r["task"], r["system"]) == (task, arms.on)), None)
         if on is None:
             on = run(args, task, arms.on)
@@ -171,7 +223,7 @@ def main(argv=None):
         if (arms.acted(on) or repeats is not True) and (task, arms.off) not in {
                 (r["task"], r["system"]) for r in rows}:
             run(args, task, arms.off)
-    print(summary(rows_of(args.out), arms))
+    print(summary(with_on_arm(rows_of(args.out), seeded), arms))
     return 0
 
 

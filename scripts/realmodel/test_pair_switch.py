@@ -1,13 +1,15 @@
 """Tests of pair_switch.py: which runs a pairing on pinned sampling makes, and how it
 counts them. Run: python3 -m unittest discover -s scripts/realmodel -p 'test_*.py'."""
 
+import contextlib
+import io
 import json
 import tempfile
 import unittest
 from pathlib import Path
 
 import pair_switch
-from test_bench import row
+from test_bench import row, rows_file
 
 RULE = "repair.partial-file-write"
 OFF = pair_switch.off_system(RULE)
@@ -66,7 +68,9 @@ class Runs(unittest.TestCase):
             self.ran.append((task, system))
             fired = [RULE] if task in self.fires and system == "conclave" else []
             with open(args.out, "a") as out:
-                out.write(json.dumps(row(task, system, rulesFired=fired)) + "\n")
+                pinned = {"seed": args.seed, "temperature": args.temperature, "timeout": args.timeout,
+                          "commit": args.commit}
+                out.write(json.dumps(row(task, system, rulesFired=fired, **pinned)) + "\n")
             return pair_switch.rows_of(args.out)[-1]
 
         pair_switch.run = fake
@@ -96,6 +100,61 @@ class Runs(unittest.TestCase):
             self.ran.clear()
             pair_switch.main(argv)
             self.assertEqual(self.ran, [])
+
+    def earlier_reflect_pass(self, directory, **pins):
+        """A `--reflect` pairing that repeated itself: 01 reflected (its plain run is the
+        off arm), 02 and 04 never did (02 repeated by the plain team), 03 was not run."""
+        fields = {"seed": 27, "temperature": 0.8, "timeout": 600, "commit": "abc1234", **pins}
+        reflecting, plain = "conclave+reflect", "conclave"
+        return rows_file(directory, "reflect.jsonl", [
+            row("01-pager-off-by-one", reflecting, reflections=2, rulesFired=[RULE], **fields),
+            row("01-pager-off-by-one", plain, rulesFired=[RULE], **fields),
+            row("02-grade-boundaries", reflecting, reflections=0, **fields),
+            row("02-grade-boundaries", plain, reflections=0, **fields),
+            row("04-cli-min-length", reflecting, reflections=0, solved=True, rulesFired=[RULE], **fields)])
+
+    def test_the_default_team_s_runs_of_an_earlier_pass_are_the_on_arm(self):
+        with tempfile.TemporaryDirectory() as d:
+            earlier = self.earlier_reflect_pass(d)
+            out = str(Path(d) / "rows.jsonl")
+            argv = ["--rule", RULE, "--set", "heldout", "--tasks", "01,02,03,04", "--seed", "27",
+                    "--temperature", "0.8", "--commit", "abc1234", "--out", out, "--on-from", earlier]
+            pair_switch.main(argv)
+            # 01: the plain team's run, where it fired; 02: the plain run where it did not,
+            # repeated once; 03: the earlier pass lacks it; 04: a run that never reflected.
+            self.assertEqual(self.ran, [
+                ("01-pager-off-by-one", OFF), ("02-grade-boundaries", OFF),
+                ("03-cart-remove", "conclave"), ("03-cart-remove", OFF), ("04-cli-min-length", OFF)])
+            # The earlier runs are read, not copied: the pairing's file has its own runs only.
+            self.assertEqual(len(pair_switch.rows_of(out)), 5)
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                pair_switch.main(["--rule", RULE, "--summary", out, "--on-from", earlier])
+            summary = printed.getvalue()
+            self.assertIn("paired over 4 tasks on pinned sampling (fired in 3): +25%", summary)
+            self.assertIn("- 04-cli-min-length: fired; on solved, reported failed, off not solved", summary)
+
+    def test_the_runs_of_another_build_or_sampling_are_not_taken(self):
+        with tempfile.TemporaryDirectory() as d:
+            earlier = self.earlier_reflect_pass(d, seed=26)
+            argv = ["--rule", RULE, "--set", "heldout", "--tasks", "01", "--seed", "27",
+                    "--temperature", "0.8", "--commit", "abc1234", "--out", str(Path(d) / "rows.jsonl"),
+                    "--on-from", earlier]
+            with self.assertRaises(SystemExit) as refused:
+                pair_switch.main(argv)
+            self.assertIn("seed 26, not 27", str(refused.exception))
+            self.assertEqual(self.ran, [])
+
+    def test_reflecting_runs_stand_for_the_default_team_only_where_their_pass_repeated(self):
+        with tempfile.TemporaryDirectory() as d:
+            earlier = self.earlier_reflect_pass(d)
+            rows = pair_switch.rows_of(earlier)
+            rows[3]["calls"] = 11
+            Path(earlier).write_text("".join(json.dumps(r) + "\n" for r in rows))
+            wanted = pair_switch.pins(rows[0])
+            found = pair_switch.default_team_runs(earlier, pair_switch.Arms(RULE), wanted)
+            self.assertEqual(sorted(found), ["01-pager-off-by-one", "02-grade-boundaries"])
+            self.assertEqual(found["02-grade-boundaries"]["calls"], 11)
 
 
 if __name__ == "__main__":
