@@ -73,7 +73,8 @@ PINNED = ("commit", "seed", "temperature", "timeout", "template", "faultRate")
 def default_team_runs(path, arms, wanted):
     """The runs in `path`, an earlier pinned pass, that stand for this rule pairing's on
     arm (the default team), as rows of that system. A reflecting run stands for the
-    default team only where it never reflected and its pairing repeated itself there.
+    default team only where it never reflected, and only if that pairing's repeats (the
+    plain team run where reflection never acted) came out the same run.
     Rows of another build or other sampling than `wanted` are refused: their runs are
     not this pairing's."""
     if arms.on != "conclave":
