@@ -790,6 +790,130 @@ def paired(rows_a, rows_b, resamples=2000, seed=7, outcome=solved):
             means[min(resamples - 1, int(0.975 * resamples))])
 
 
+class Arms:
+    """The two systems paired and what says the switch acted in a run of the one with it
+    on: a rule (on by default) against the team with it in `verify.disabled`, or
+    `team.reflect` (off by default) against the plain team."""
+
+    def __init__(self, rule=None, reflect=False):
+        if reflect:
+            self.name, self.on, self.off = "team.reflect", "conclave+reflect", "conclave"
+            self.acted = lambda row: (row.get("reflections") or 0) > 0
+        else:
+            self.name, self.on, self.off = rule, "conclave", off_system(rule)
+            self.acted = lambda row: rule in (row.get("rulesFired") or [])
+
+
+def off_system(rule):
+    return f'conclave+verify.disabled=["{rule}"]'
+
+
+def same_run(a, b):
+    """Two rows of one run repeated: the same calls, tokens and outcome."""
+    keys = ("calls", "promptTokens", "completionTokens", "solved", "exit")
+    return all(a.get(k) == b.get(k) for k in keys)
+
+
+def pairs(rows, arms):
+    """(task, on row, off row or None, fired) for every task the on arm ran: a task the
+    switch did not act in has its on row standing for both arms."""
+    on = {r["task"]: r for r in rows if r["system"] == arms.on}
+    off = {r["task"]: r for r in rows if r["system"] == arms.off}
+    return [(task, row, off.get(task), arms.acted(row)) for task, row in sorted(on.items())]
+
+
+def repeatable(found):
+    """Whether the off arm, run on tasks where the switch never acted, repeated the on
+    arm's run there (None before any such repeat)."""
+    repeats = [same_run(on, off) for _, on, off, fired in found if off is not None and not fired]
+    return all(repeats) if repeats else None
+
+
+def pinned_pairing(rows, arms):
+    """A switch's pairing on pinned sampling (pair_switch.py): (on rows, off rows, found,
+    repeats, runs alone), the two row lists aligned task by task. When runs repeat, the
+    on run of a task the switch never acted in stands for both arms; once a repeat came
+    out different, only the tasks both arms ran are paired (the others ran alone). A
+    task it acted in whose off arm has not run yet is left out."""
+    found = pairs(rows, arms)
+    repeats = repeatable(found)
+    on_rows, off_rows, alone = [], [], 0
+    for _, on, off, fired in found:
+        if fired and off is None:
+            continue
+        if off is None and repeats is False:
+            alone += 1
+            continue
+        on_rows.append(on)
+        off_rows.append(off if off is not None else on)
+    return on_rows, off_rows, found, repeats, alone
+
+
+def default_team_runs(rows):
+    """{task: row} standing for the default team in the rows of one pinned pass: its own
+    runs, and, where that pass's reflect pairing repeated itself, the reflecting runs
+    that never reflected (the same runs call for call), as rows of the default team."""
+    found = {r["task"]: r for r in rows if r["system"] == "conclave"}
+    reflect = Arms(reflect=True)
+    if repeatable(pairs(rows, reflect)):
+        for r in rows:
+            if r["system"] == reflect.on and not reflect.acted(r):
+                found.setdefault(r["task"], {**r, "system": "conclave"})
+    return found
+
+
+def with_on_arm(rows, seeded):
+    """`rows` with the seeded default-team runs of the tasks it has no such run of."""
+    own = {r["task"] for r in rows if r["system"] == "conclave"}
+    return rows + [r for task, r in sorted(seeded.items()) if task not in own]
+
+
+PINNED = ("commit", "seed", "temperature", "timeout", "template", "faultRate")
+
+
+def pins(row):
+    return {k: row.get(k) for k in PINNED}
+
+
+def arms_of(system):
+    """The pinned pairing a team arm belongs to and whether it is that pairing's on arm,
+    or None for an arm pair_switch.py does not pair."""
+    if system == "conclave+reflect":
+        return Arms(reflect=True), True
+    prefix, suffix = 'conclave+verify.disabled=["', '"]'
+    rule = system[len(prefix):-len(suffix)] if system.startswith(prefix) and system.endswith(suffix) else ""
+    if rule and '"' not in rule:
+        return Arms(rule), False
+    return None
+
+
+def arm_and_base(rows, system):
+    """A team arm's rows and the plain team's rows of the same build and seed, to pair
+    task by task, and whether a pinned run stood for both arms. Runs on pinned sampling
+    are paired the way pair_switch.py pairs them: a run the switch never acted in is one
+    run of both arms, so a task only the on arm ran is not left out."""
+    other = [r for r in rows if r["system"] == system]
+    runs = {(r.get("commit"), r.get("seed")) for r in other}
+    same = [r for r in rows if r["system"] == "conclave" and (r.get("commit"), r.get("seed")) in runs]
+    pairing = arms_of(system)
+    pinned = {tuple(pins(r).values()) for r in other if r.get("temperature") is not None}
+    if pairing is None or not pinned:
+        return other, same, False
+    arms, arm_is_on = pairing
+    arm_rows = [r for r in other if tuple(pins(r).values()) not in pinned]
+    base_rows = [r for r in same if tuple(pins(r).values()) not in pinned]
+    stood = False
+    for key in sorted(pinned, key=str):
+        group = [r for r in rows if tuple(pins(r).values()) == key]
+        if arms.on == "conclave":
+            group = with_on_arm(group, default_team_runs(group))
+        on_rows, off_rows, *_ = pinned_pairing(group, arms)
+        arm_rows += on_rows if arm_is_on else off_rows
+        base_rows += off_rows if arm_is_on else on_rows
+        stood = stood or any(on is off for on, off in zip(on_rows, off_rows))
+    return arm_rows, base_rows, stood
+
+
 def by_task(rows):
     """One line a task, one column a system: runs solved of runs, and for Conclave its
     claims (false ones named). pi's exit code claims nothing (it exits 0 on any normal
@@ -823,15 +947,15 @@ def by_task(rows):
         other = [r for r in rows if r["system"] == system]
         if system.startswith("pi"):
             n, diff, low, high = paired(base, other)
-            first, second, within = "conclave", system, ""
+            first, second, within, stood = "conclave", system, "", False
         else:
-            runs = {(r.get("commit"), r.get("seed")) for r in other}
-            same = [r for r in base if (r.get("commit"), r.get("seed")) in runs]
+            other, same, stood = arm_and_base(rows, system)
             n, diff, low, high = paired(other, same)
             first, second, within = system, "conclave", " of the same build and seed"
         if n:
+            both = " (on pinned sampling, a run the switch never acted in is one run of both)" if stood else ""
             lines.append("")
-            lines.append(f"{first} minus {second}{within}, paired over the {n} tasks both ran: "
+            lines.append(f"{first} minus {second}{within}, paired over the {n} tasks both ran{both}: "
                          f"{diff:+.0%} pass@1 (95% interval {low:+.0%} to {high:+.0%}).")
         kinds = sorted({kind_of(r["task"]) for r in base + other})
         if n and not within and len(kinds) > 1:

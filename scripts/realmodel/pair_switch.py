@@ -38,26 +38,9 @@ import sys
 from pathlib import Path
 
 import bench
+from bench import PINNED, Arms, off_system, pins, same_run, with_on_arm
 
 HERE = Path(__file__).resolve().parent
-
-
-class Arms:
-    """The two systems paired and what says the switch acted in a run of the one with it
-    on: a rule (on by default) against the team with it in `verify.disabled`, or
-    `team.reflect` (off by default) against the plain team."""
-
-    def __init__(self, rule=None, reflect=False):
-        if reflect:
-            self.name, self.on, self.off = "team.reflect", "conclave+reflect", "conclave"
-            self.acted = lambda row: (row.get("reflections") or 0) > 0
-        else:
-            self.name, self.on, self.off = rule, "conclave", off_system(rule)
-            self.acted = lambda row: rule in (row.get("rulesFired") or [])
-
-
-def off_system(rule):
-    return f'conclave+verify.disabled=["{rule}"]'
 
 
 def rows_of(path):
@@ -65,9 +48,6 @@ def rows_of(path):
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-PINNED = ("commit", "seed", "temperature", "timeout", "template", "faultRate")
 
 
 def default_team_runs(path, arms, wanted):
@@ -87,44 +67,7 @@ def default_team_runs(path, arms, wanted):
         if differs:
             raise SystemExit(f"{path}: {r['task']} ran with {'; '.join(differs)}: "
                              "its runs are not this pairing's on arm")
-    found = {r["task"]: r for r in rows if r["system"] == "conclave"}
-    reflect = Arms(reflect=True)
-    if repeatable(pairs(rows, reflect)):
-        for r in rows:
-            if r["system"] == reflect.on and not reflect.acted(r):
-                found.setdefault(r["task"], {**r, "system": "conclave"})
-    return found
-
-
-def pins(row):
-    return {k: row.get(k) for k in PINNED}
-
-
-def with_on_arm(rows, seeded):
-    """`rows` with the seeded on-arm runs of the tasks it has no on run of."""
-    own = {r["task"] for r in rows if r["system"] == "conclave"}
-    return rows + [r for task, r in sorted(seeded.items()) if task not in own]
-
-
-def same_run(a, b):
-    """Two rows of one run repeated: the same calls, tokens and outcome."""
-    keys = ("calls", "promptTokens", "completionTokens", "solved", "exit")
-    return all(a.get(k) == b.get(k) for k in keys)
-
-
-def pairs(rows, arms):
-    """(task, on row, off row or None, fired) for every task the on arm ran: a task the
-    switch did not act in has its on row standing for both arms."""
-    on = {r["task"]: r for r in rows if r["system"] == arms.on}
-    off = {r["task"]: r for r in rows if r["system"] == arms.off}
-    return [(task, row, off.get(task), arms.acted(row)) for task, row in sorted(on.items())]
-
-
-def repeatable(found):
-    """Whether the off arm, run on tasks where the switch never acted, repeated the on
-    arm's run there (None before any such repeat)."""
-    repeats = [same_run(on, off) for _, on, off, fired in found if off is not None and not fired]
-    return all(repeats) if repeats else None
+    return bench.default_team_runs(rows)
 
 
 def summary(rows, arms):
@@ -132,20 +75,12 @@ def summary(rows, arms):
     arm's outcome. When runs repeat, a task it never acted in counts as no difference;
     when a repeat came out different, the runs are not the same until the switch acts,
     so only the tasks both arms ran are paired."""
-    found = pairs(rows, arms)
-    repeats = repeatable(found)
-    on_rows, off_rows, lines = [], [], []
-    alone = 0
+    on_rows, off_rows, found, repeats, alone = bench.pinned_pairing(rows, arms)
+    lines = []
     for task, on, off, fired in found:
         if fired and off is None:
             lines.append(f"- {task}: fired, the off arm not run yet")
-            continue
-        if off is None and repeats is False:
-            alone += 1
-            continue
-        on_rows.append(on)
-        off_rows.append(off if off is not None else on)
-        if fired:
+        elif fired:
             lines.append(f"- {task}: fired; on {outcome(on)}, off {outcome(off)}")
         elif off is not None:
             lines.append(f"- {task}: never fired; on {outcome(on)}, off {outcome(off)}"
@@ -220,7 +155,7 @@ def main(argv=None):
             on = run(args, task, arms.on)
         # The off arm where the switch acted; and where it did not, until a run there
         # has been repeated, and on every task once a repeat came out different.
-        repeats = repeatable(pairs(rows, arms))
+        repeats = bench.repeatable(bench.pairs(rows, arms))
         if (arms.acted(on) or repeats is not True) and (task, arms.off) not in {
                 (r["task"], r["system"]) for r in rows}:
             run(args, task, arms.off)

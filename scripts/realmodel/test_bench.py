@@ -269,6 +269,45 @@ class KindsApart(unittest.TestCase):
         self.assertIn("On the 2 edit tasks both ran: +50%", table)
 
 
+class PinnedArms(unittest.TestCase):
+    """A switch paired on pinned sampling runs its other arm only where the switch acted;
+    the table of tasks pairs it the way pair_switch.py does, not over those tasks alone."""
+
+    RULE = "repair.partial-file-write"
+    PINS = {"seed": 27, "temperature": 0.8, "timeout": 600}
+
+    def rows(self):
+        off = f'conclave+verify.disabled=["{self.RULE}"]'
+        return [
+            row("HE-1", "conclave+reflect", reflections=2, solved=True, **self.PINS),
+            row("HE-1", "conclave", rulesFired=[self.RULE], **self.PINS),
+            row("HE-1", off, solved=True, **self.PINS),
+            # Never reflected and never ran plain: one run of both reflect arms, and, as
+            # the reflect pairing repeated, the default team's run for the rule.
+            row("HE-2", "conclave+reflect", reflections=0, solved=True, **self.PINS),
+            row("HE-3", "conclave+reflect", reflections=0, **self.PINS),
+            row("HE-3", "conclave", **self.PINS),
+            # Unpinned runs of another build pair only where both arms ran.
+            row("HE-4", "conclave+reflect", commit="def5678", reflections=0, solved=True),
+        ]
+
+    def test_a_run_the_switch_never_acted_in_stands_for_both_arms(self):
+        table = bench.by_task(self.rows())
+        self.assertIn("conclave+reflect minus conclave of the same build and seed, paired over the 3 "
+                      "tasks both ran (on pinned sampling, a run the switch never acted in is one run "
+                      "of both): +33% pass@1", table)
+        self.assertIn('conclave+verify.disabled=["repair.partial-file-write"] minus conclave of the '
+                      "same build and seed, paired over the 3 tasks both ran (on pinned sampling, a run "
+                      "the switch never acted in is one run of both): +33% pass@1", table)
+
+    def test_once_a_repeat_differs_only_the_tasks_both_arms_ran_are_paired(self):
+        rows = [r if (r["task"], r["system"]) != ("HE-3", "conclave") else {**r, "calls": 11}
+                for r in self.rows()]
+        table = bench.by_task(rows)
+        self.assertIn("conclave+reflect minus conclave of the same build and seed, paired over the 2 "
+                      "tasks both ran: +50% pass@1", table)
+
+
 if __name__ == "__main__":
     unittest.main()
 

@@ -8,6 +8,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
+import bench
 import pair_switch
 from test_bench import row, rows_file
 
@@ -79,9 +80,9 @@ class Runs(unittest.TestCase):
         pair_switch.run = self.real_run
 
     def test_once_a_repeat_differs_the_off_arm_runs_on_every_task(self):
-        real = pair_switch.same_run
-        pair_switch.same_run = lambda a, b: False
-        self.addCleanup(setattr, pair_switch, "same_run", real)
+        real = bench.same_run
+        bench.same_run = lambda a, b: False
+        self.addCleanup(setattr, bench, "same_run", real)
         with tempfile.TemporaryDirectory() as d:
             out = str(Path(d) / "rows.jsonl")
             pair_switch.main(["--rule", RULE, "--set", "heldout", "--tasks", "01,02,03,04", "--out", out])
