@@ -875,6 +875,11 @@ def pins(row):
     return {k: row.get(k) for k in PINNED}
 
 
+def pinned_key(row):
+    """What a row's runs share with the runs of its pinned pass."""
+    return tuple(row.get(k) for k in PINNED)
+
+
 def arms_of(system):
     """The pinned pairing a team arm belongs to and whether it is that pairing's on arm,
     or None for an arm pair_switch.py does not pair."""
@@ -896,15 +901,15 @@ def arm_and_base(rows, system):
     runs = {(r.get("commit"), r.get("seed")) for r in other}
     same = [r for r in rows if r["system"] == "conclave" and (r.get("commit"), r.get("seed")) in runs]
     pairing = arms_of(system)
-    pinned = {tuple(pins(r).values()) for r in other if r.get("temperature") is not None}
+    pinned = {pinned_key(r) for r in other if r.get("temperature") is not None}
     if pairing is None or not pinned:
         return other, same, False
     arms, arm_is_on = pairing
-    arm_rows = [r for r in other if tuple(pins(r).values()) not in pinned]
-    base_rows = [r for r in same if tuple(pins(r).values()) not in pinned]
+    arm_rows = [r for r in other if pinned_key(r) not in pinned]
+    base_rows = [r for r in same if pinned_key(r) not in pinned]
     stood = False
     for key in sorted(pinned, key=str):
-        group = [r for r in rows if tuple(pins(r).values()) == key]
+        group = [r for r in rows if pinned_key(r) == key]
         if arms.on == "conclave":
             group = with_on_arm(group, default_team_runs(group))
         on_rows, off_rows, *_ = pinned_pairing(group, arms)

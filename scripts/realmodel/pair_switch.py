@@ -50,7 +50,7 @@ def rows_of(path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def default_team_runs(path, arms, wanted):
+def earlier_default_team_runs(path, arms, wanted):
     """The runs in `path`, an earlier pinned pass, that stand for this rule pairing's on
     arm (the default team), as rows of that system. A reflecting run stands for the
     default team only where it never reflected, and only if that pairing's repeats (the
@@ -138,12 +138,12 @@ def main(argv=None):
     arms = Arms(args.rule, args.reflect)
     if args.summary is not None:
         rows = [r for f in args.summary for r in rows_of(f)]
-        seeded = default_team_runs(args.on_from, arms, pins(rows[0])) if args.on_from and rows else {}
+        seeded = earlier_default_team_runs(args.on_from, arms, pins(rows[0])) if args.on_from and rows else {}
         print(summary(with_on_arm(rows, seeded), arms))
         return 0
     wanted = {"commit": args.commit, "seed": args.seed, "temperature": args.temperature,
               "timeout": args.timeout, "template": args.template, "faultRate": 0.0}
-    seeded = default_team_runs(args.on_from, arms, wanted) if args.on_from else {}
+    seeded = earlier_default_team_runs(args.on_from, arms, wanted) if args.on_from else {}
     if not args.out:
         parser.error("--out is needed to run")
     # A pass cut short runs on from where it stopped: the rows in --out are kept.

@@ -153,7 +153,7 @@ class Runs(unittest.TestCase):
             rows[3]["calls"] = 11
             Path(earlier).write_text("".join(json.dumps(r) + "\n" for r in rows))
             wanted = pair_switch.pins(rows[0])
-            found = pair_switch.default_team_runs(earlier, pair_switch.Arms(RULE), wanted)
+            found = pair_switch.earlier_default_team_runs(earlier, pair_switch.Arms(RULE), wanted)
             self.assertEqual(sorted(found), ["01-pager-off-by-one", "02-grade-boundaries"])
             self.assertEqual(found["02-grade-boundaries"]["calls"], 11)
 
