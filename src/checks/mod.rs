@@ -234,6 +234,11 @@ pub const RULES: &[Rule] = &[
         catches: "an assert about code the task does not name that the code before the task failed too: ignored, and said (off: it counts)",
     },
     Rule {
+        id: "acceptance.inverse-value",
+        kind: Kind::Tests,
+        catches: "a comparison the code fails whose expected value is what another function of the same module gives for the same arguments, the two undoing each other in the code (`c_to_f(0) == -17.78` beside an f_to_c): the test took one for the other, or the code swapped them; set aside, and said; a task that passes so is handed to review, never called checked (off: it counts)",
+    },
+    Rule {
         id: "acceptance.disputed-assert",
         kind: Kind::Tests,
         catches: "a comparison the code fails that a second solution, written from the task alone and giving the task's own examples, fails with the very same values: set aside, and said; a task that passes so is handed to review, never called checked (off: it counts, and no second solution is asked for)",

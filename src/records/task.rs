@@ -92,9 +92,10 @@ pub enum Evidence {
     TaskExamples,
     /// Only the acceptance test the team wrote.
     OwnTestOnly,
-    /// The team's acceptance test, with asserts the code failed set aside because a
-    /// second solution written from the task alone gave what the code gives: the test
-    /// and the code disagreed, so a person decides.
+    /// The team's acceptance test, with asserts the code failed set aside because other
+    /// evidence gave what the code gives (a second solution written from the task
+    /// alone, or the code's own inverse function): the test and the code disagreed, so
+    /// a person decides.
     Disputed,
     /// Nothing ran the code (no code, or no test could run).
     Nothing,

@@ -86,6 +86,10 @@ pub fn why_unverified(result: &CheckResult) -> String {
 /// many (`EXAMPLES_GIVEN` in `acceptance_runner.py`).
 const EXAMPLES_GIVEN: &str = "the task's own examples the code gives:";
 
+/// The runner's rules that set a failing assert aside because other evidence speaks for
+/// the code: a test passed so is disputed, never checked.
+const SETS_ASIDE_FOR_REVIEW: [&str; 2] = ["acceptance.disputed-assert", "acceptance.inverse-value"];
+
 impl Evidence {
     pub fn of(checks: &[CheckResult]) -> Evidence {
         let passed = |c: &&CheckResult| c.status == CheckStatus::Passed && c.kind == "tests";
@@ -93,7 +97,11 @@ impl Evidence {
             return Evidence::ProjectTests;
         }
         match checks.iter().filter(passed).find(|c| c.name == NAME) {
-            Some(c) if c.rules.iter().any(|r| r == "acceptance.disputed-assert") => {
+            Some(c)
+                if c.rules
+                    .iter()
+                    .any(|r| SETS_ASIDE_FOR_REVIEW.contains(&r.as_str())) =>
+            {
                 Evidence::Disputed
             }
             Some(c) if c.detail.lines().any(|l| l.starts_with(EXAMPLES_GIVEN)) => {
@@ -123,7 +131,7 @@ impl Evidence {
                 "only a test the team wrote itself: nothing independent of the team checked the change, so review it"
             }
             Evidence::Disputed => {
-                "a test the team wrote, with asserts the code fails set aside because a second solution written from the task alone gives what the code gives: the test and the code disagree, so review it"
+                "a test the team wrote, with asserts the code fails set aside because other evidence gives what the code gives (a second solution written from the task alone, or the code's own inverse function): the test and the code disagree, so review it"
             }
             Evidence::Nothing => "nothing: no test ran it",
         }
@@ -1609,6 +1617,65 @@ assert weighted_mean([(3, 2), (3, 5)]) == 3.0  # (3*2 + 3*5) / 7 = 3.0\n";
         let (exit, output) = run_on_stats_beside(script, code, "", program, "first", "[]", None);
         assert_eq!(exit, Some(1), "{output}");
         assert!(!output.contains("::disputable"), "{output}");
+    }
+
+    #[test]
+    fn a_value_the_code_s_inverse_function_gives_is_set_aside_for_review() {
+        if !installed("python3") {
+            return;
+        }
+        let task = "Write stats.py with c_to_f(celsius), Celsius to Fahrenheit, and f_to_c(fahrenheit), Fahrenheit to Celsius.";
+        let code = "def c_to_f(celsius):\n    return celsius * 9 / 5 + 32\n\n\ndef f_to_c(fahrenheit):\n    return (fahrenheit - 32) * 5 / 9\n";
+        // The second assert expects of c_to_f what f_to_c gives (written rounded).
+        let test = "from stats import c_to_f, f_to_c\nassert c_to_f(100) == 212\nassert c_to_f(0) == -17.78\n";
+        let (exit, output) = run_on_stats(task, code, "", test);
+        assert_eq!(exit, Some(0), "{output}");
+        assert!(
+            output.contains("set aside, the completion asks for a review: `assert c_to_f(0) == -17.78`: `c_to_f(0)` is 32.0; the test expects -17.78, what `f_to_c(0)` gives")
+                && output.contains("::rule acceptance.inverse-value"),
+            "{output}"
+        );
+        let check = CheckResult {
+            kind: "tests".into(),
+            name: NAME.into(),
+            status: CheckStatus::Passed,
+            files: Vec::new(),
+            detail: output.clone(),
+            subtask_id: None,
+            at: chrono::Utc::now(),
+            rules: vec!["tests.acceptance".into(), "acceptance.inverse-value".into()],
+        };
+        assert_eq!(Evidence::of(&[check]), Evidence::Disputed);
+        // Switched off, the assert counts against the code.
+        let off = r#"["acceptance.inverse-value"]"#;
+        let (exit, output) = run_on_stats_with(task, code, "", test, "first", off);
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(!output.contains("set aside"), "{output}");
+
+        // A pair with a second argument: a shift cipher, the decoder expected to encode.
+        let cipher = "def encode(s, k):\n    return ''.join(chr((ord(c) - 97 + k) % 26 + 97) for c in s)\n\n\ndef decode(s, k):\n    return ''.join(chr((ord(c) - 97 - k) % 26 + 97) for c in s)\n";
+        let test = "from stats import decode\nassert decode('hello', 5) == 'mjqqt'\n";
+        let (exit, output) = run_on_stats("Write encode and decode in stats.py.", cipher, "", test);
+        assert_eq!(exit, Some(0), "{output}");
+        assert!(
+            output.contains("::rule acceptance.inverse-value"),
+            "{output}"
+        );
+
+        // Wrong code with no inverse in it still fails: only a pair that undoes each
+        // other in the code speaks for it.
+        let wrong = "def c_to_f(celsius):\n    return celsius * 2\n\n\ndef f_to_c(fahrenheit):\n    return (fahrenheit - 32) * 5 / 9\n";
+        let test = "from stats import c_to_f\nassert c_to_f(0) == 32\n";
+        let (exit, output) = run_on_stats(task, wrong, "", test);
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(!output.contains("set aside"), "{output}");
+        // Nor does a value another function gives by chance, when the two do not undo
+        // each other.
+        let unrelated = "def double(x):\n    return 2 * x\n\n\ndef square(x):\n    return x * x\n";
+        let test = "from stats import double\nassert double(3) == 9\n";
+        let (exit, output) = run_on_stats("Write double(x) in stats.py.", unrelated, "", test);
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(!output.contains("set aside"), "{output}");
     }
 
     #[test]

@@ -331,7 +331,7 @@ async fn finish(
                         " Only a test the team wrote itself ran the code: review the change."
                     }
                     Some(crate::runtime::Evidence::Disputed) => {
-                        " The team's test and its code disagreed, and a second solution written from the task alone sided with the code: review the change."
+                        " The team's test and its code disagreed, and other evidence sided with the code (a second solution written from the task alone, or the code's own inverse function): review the change."
                     }
                     _ => "",
                 };

@@ -646,7 +646,7 @@ async fn an_assert_a_second_solution_also_fails_is_disputed_and_the_task_handed_
     );
     assert!(
         detail.result.as_deref().is_some_and(|r| r.contains(
-            "The team's test and its code disagreed, and a second solution written from the task alone sided with the code: review the change."
+            "The team's test and its code disagreed, and other evidence sided with the code (a second solution written from the task alone, or the code's own inverse function): review the change."
         )),
         "{:?}",
         detail.result

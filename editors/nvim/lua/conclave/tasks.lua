@@ -90,7 +90,7 @@ function M.review_note(task)
     return 'review: only a test the team wrote itself ran the code'
   end
   if task.checkedBy == 'disputed' then
-    return "review: the team's test and its code disagreed; a second solution sided with the code"
+    return "review: the team's test and its code disagreed; other evidence sided with the code"
   end
   return nil
 end

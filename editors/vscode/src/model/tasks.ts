@@ -438,7 +438,7 @@ export function checkedByLabel(checkedBy: CheckedBy): string {
     case 'ownTestOnly':
       return 'Checked by: only a test the team wrote itself. Review the change.';
     case 'disputed':
-      return 'Checked by: a test the team wrote, which the code fails where a second solution written from the task alone gives what the code gives. Review the change.';
+      return "Checked by: a test the team wrote, which the code fails where other evidence gives what the code gives (a second solution written from the task alone, or the code's own inverse function). Review the change.";
     case 'nothing':
       return 'Checked by: nothing, no test ran code (no code, or the checks are off)';
   }
