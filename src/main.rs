@@ -58,6 +58,9 @@ enum Command {
     /// The Agent Client Protocol agent an editor starts (`conclave acp`): Zed, JetBrains,
     /// CodeCompanion.nvim, agent-shell. Newline-delimited JSON-RPC over stdin/stdout.
     Acp(cli::acp::AcpArgs),
+    /// Print how the checks read a task (its files, names, flags, renames, what kind of
+    /// change it asks for), as JSON: the one reading every check works from.
+    Intent(cli::intent::IntentArgs),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         | Command::Undo(_)
         | Command::Serve(_)
         | Command::Acp(_) => "info",
+        Command::Intent(_) => "warn",
     };
     let (client_logs, lines) = match args.command {
         Command::Serve(_) => {
@@ -110,6 +114,7 @@ fn main() -> ExitCode {
             Command::Run(run) => cli::run::run(run).await,
             Command::Demo(demo) => cli::demo::run(demo).await,
             Command::Acp(acp) => cli::acp::run(acp).await,
+            Command::Intent(intent) => cli::intent::run(intent).await,
         }
     });
     if serving {

@@ -4,6 +4,7 @@ pub mod acp;
 pub mod approve;
 pub mod demo;
 pub mod gc;
+pub mod intent;
 pub mod log;
 pub mod logging;
 pub mod progress;

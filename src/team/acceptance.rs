@@ -1676,6 +1676,20 @@ assert weighted_mean([(3, 2), (3, 5)]) == 3.0  # (3*2 + 3*5) / 7 = 3.0\n";
         let (exit, output) = run_on_stats("Write double(x) in stats.py.", unrelated, "", test);
         assert_eq!(exit, Some(1), "{output}");
         assert!(!output.contains("set aside"), "{output}");
+        // A function that reaches outside the program is never called beyond what the
+        // test called: this decoder would write a file, so no pair is looked for.
+        let writes = cipher.replace(
+            "def decode(s, k):\n",
+            "def decode(s, k):\n    print('decode ran')\n    open('decoded.txt', 'w').write(s)\n",
+        );
+        let test = "from stats import encode\nassert encode('mjqqt', 5) == 'hello'\n";
+        let (exit, output) =
+            run_on_stats("Write encode and decode in stats.py.", &writes, "", test);
+        assert_eq!(exit, Some(1), "{output}");
+        assert!(
+            !output.contains("set aside") && !output.contains("decode ran"),
+            "{output}"
+        );
     }
 
     #[test]
@@ -1930,6 +1944,14 @@ assert weighted_mean([(3, 2), (3, 5)]) == 3.0  # (3*2 + 3*5) / 7 = 3.0\n";
         assert_eq!(code(test, task), Some(0));
         let unittest = "import unittest\nfrom stats import mean\nclass T(unittest.TestCase):\n    def test_mean(self):\n        self.assertAlmostEqual(mean([1, 2, 2]), 1.6667, places=3)\n";
         assert_eq!(code(unittest, task), Some(0));
+        // A whole number written as one takes a float result's ordinary error too
+        // (ten times the mean of 0.1, 0.2 and 0.3 is 2.0000000000000004).
+        let whole = "from stats import mean\nassert mean([0.1, 0.2, 0.3]) * 10 == 2\nassert mean([2, 4]) == 3\n";
+        assert_eq!(code(whole, task), Some(0));
+        assert_eq!(
+            code("from stats import mean\nassert mean([2, 5]) == 3\n", task),
+            Some(1)
+        );
         // One decimal is not a rounded value, and a wrong value stays wrong.
         assert_eq!(
             code(

@@ -33,6 +33,7 @@ import copy
 import inspect
 import io
 import json
+import math
 import os
 import re
 import sys
@@ -152,8 +153,18 @@ def invented_names(errors):
 # The comparisons an assert's two sides are shown for when it fails (pytest's way):
 # "the left side is 6, the right side 26" says more of what the code did than an
 # `AssertionError` alone.
+def equal(a, b):
+    """`a == b`, a float's ordinary error let through against a whole number
+    (`f_to_c(33.8) == 1` where the code gives 0.9999999999999984), as `WrittenFloats`
+    lets it through against a float written out."""
+    if a == b:
+        return True
+    kinds = {type(a), type(b)}
+    return kinds == {int, float} and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
 COMPARED = {
-    "Eq": lambda a, b: a == b, "NotEq": lambda a, b: a != b, "Lt": lambda a, b: a < b,
+    "Eq": equal, "NotEq": lambda a, b: not equal(a, b), "Lt": lambda a, b: a < b,
     "LtE": lambda a, b: a <= b, "Gt": lambda a, b: a > b, "GtE": lambda a, b: a >= b,
     "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b,
     "Is": lambda a, b: a is b, "IsNot": lambda a, b: a is not b,
@@ -1288,6 +1299,37 @@ def same_value(a, b, digits):
     return same_float(a, b, digits or 0)
 
 
+# What a function may not do to be called beyond what the test called: the calls that
+# reach outside the program (files, processes, the network), by name, by method, or on
+# a module that does.
+WORLD_FUNCTIONS = {"open", "exec", "eval", "input", "__import__", "system", "popen", "urlopen"}
+WORLD_METHODS = {"write", "writelines", "write_text", "write_bytes", "unlink", "rmdir", "rmtree",
+                 "mkdir", "makedirs", "rename", "touch", "kill", "connect", "sendall", "urlopen"}
+WORLD_MODULES = {"os", "sys", "subprocess", "shutil", "socket", "pathlib", "requests", "urllib",
+                 "sqlite3", "http"}
+
+
+def keeps_to_itself(function):
+    """Whether `function`'s own code calls nothing that reaches outside the program: only
+    such a function is called with the test's arguments when the test did not call it.
+    (What the functions it calls do is not followed.)"""
+    try:
+        tree = ast.parse(inspect.getsource(function).strip())
+    except (OSError, TypeError, SyntaxError):
+        return False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func
+        if isinstance(callee, ast.Name) and callee.id in WORLD_FUNCTIONS:
+            return False
+        if isinstance(callee, ast.Attribute):
+            owner = callee.value
+            if callee.attr in WORLD_METHODS or (isinstance(owner, ast.Name) and owner.id in WORLD_MODULES):
+                return False
+    return True
+
+
 def inverse_of(run, test):
     """For `f(x, …) == v` whose v is what another function g of f's module gives for
     the same arguments, where f and g undo each other on them in the code (f(g(x, …), …)
@@ -1301,7 +1343,8 @@ def inverse_of(run, test):
             return None
         owner, name = call_name(call)
         f = run.namespace.get(name) if owner is None else getattr(run.namespace.get(owner), name, None)
-        if not (inspect.isfunction(f) and defined_under(source_file(run.namespace, owner, name), ROOT)):
+        if not (inspect.isfunction(f) and defined_under(source_file(run.namespace, owner, name), ROOT)
+                and keeps_to_itself(f)):
             continue
         module = sys.modules.get(f.__module__)
         try:
@@ -1315,7 +1358,7 @@ def inverse_of(run, test):
         digits = None if INTENT.get("aboutRounding") else written_decimals(written, run.source)
         x, rest = args[0], args[1:]
         for g in vars(module).values() if module else ():
-            if not inspect.isfunction(g) or g is f or g.__module__ != f.__module__:
+            if not inspect.isfunction(g) or g is f or g.__module__ != f.__module__ or not keeps_to_itself(g):
                 continue
             try:
                 inverse = bounded_call(g, args)

@@ -7,6 +7,7 @@
 mod support;
 
 mod cli_demo;
+mod cli_intent;
 mod cli_run;
 mod cli_undo;
 mod durability_kill;

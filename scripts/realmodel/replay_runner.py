@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Replays the acceptance runner of two commits on the final acceptance test of each packed
+dev run, and counts where their verdicts differ, by whether the run's code was right.
+
+A change to the runner's rules is judged first on what it would have said of tests the
+team really wrote: each run's workspace as it ended, its last acceptance test, the task
+as the checks read it (`conclave intent`), and the files as they were (as the run kept
+them, else as the task began). The hidden check says whether the
+code was right. It reads dev runs only (results/transcripts/dev-* and devhe-*); held-out
+ones are refused. The fix loop is not replayed: a verdict that would have changed the
+team's next step is counted as the final one.
+
+    scripts/realmodel/replay_runner.py --before e69563a [--after C] [--conclave BIN] [TARBALLS...]
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+VERDICTS = {0: "passed", 1: "failed", 3: "broken"}
+
+
+def runner_at(commit, into):
+    """The runner and its Python definitions reader as of `commit` (None: the work tree),
+    written into `into`; the path of the runner."""
+    for path in ("src/team/acceptance_runner.py", "src/checks/python/definitions.py"):
+        text = (ROOT / path).read_text() if commit is None else subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{commit}:{path}"], capture_output=True, text=True,
+            check=True).stdout
+        (into / Path(path).name).write_text(text)
+    return into / "acceptance_runner.py"
+
+
+def task_dir(run_name):
+    found = re.search(r"-(HE-\d{3})-", run_name)
+    if found:
+        return next((HERE / "tasks" / "humaneval").glob(f"{found.group(1)}-*"))
+    found = re.search(r"-(\d{2}-[a-z-]+?)-[a-z0-9_]{8}$", run_name)
+    return HERE / "tasks" / found.group(1) if found else None
+
+
+def intent_of(conclave, task_file, before):
+    """The task as the checks read it (`conclave intent`), from the files as they were."""
+    ran = subprocess.run([str(conclave), "intent", "--workspace", str(before), Path(task_file).read_text()],
+                         capture_output=True, text=True, check=True)
+    return json.dumps(json.loads(ran.stdout))
+
+
+def verdict(runner, ws, test, task_file, originals, intent):
+    try:
+        ran = subprocess.run([sys.executable, str(runner), str(test), str(task_file), str(originals), "first",
+                              "[]", intent, ""], cwd=ws, capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "PYTHONPATH": str(runner.parent)})
+    except subprocess.TimeoutExpired:
+        return "timed out", []
+    rules = sorted(set(re.findall(r"^::rule (\S+)", ran.stdout, re.M)))
+    return VERDICTS.get(ran.returncode, f"exit {ran.returncode}"), rules
+
+
+def replay(tarball, before, after, conclave):
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(tarball) as packed:
+            packed.extractall(tmp, filter="data")
+        for run_dir in sorted(Path(tmp).glob("**/bench-*")):
+            ws = run_dir / "ws"
+            tests = sorted(ws.glob(".conclave/checks/*/acceptance_test.py"))
+            task = task_dir(run_dir.name)
+            if not tests or task is None or not (task / "check.py").exists():
+                continue
+            test = tests[-1]
+            task_file = test.parent / "task.txt"
+            if not task_file.exists():
+                task_file = task / "task.txt"
+            # The files as they were: as the run kept them, else as the task began (a task
+            # that starts from nothing has no files/).
+            began = task / "files" if (task / "files").is_dir() else Path(tmp) / "nothing"
+            began.mkdir(exist_ok=True)
+            originals = test.parent / "originals"
+            if not originals.is_dir():
+                originals = began
+            intent = intent_of(conclave, task_file, began)
+            right = subprocess.run([sys.executable, str(task / "check.py")], cwd=ws,
+                                   capture_output=True).returncode == 0
+            yield (run_dir.name, right, verdict(before, ws, test, task_file, originals, intent),
+                   verdict(after, ws, test, task_file, originals, intent))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--before", required=True, help="the commit whose runner is the baseline")
+    parser.add_argument("--after", default=None, help="a commit (default: the work tree)")
+    parser.add_argument("--conclave", default=str(ROOT / "target" / "debug" / "conclave"),
+                        help="the binary that reads each task (`conclave intent`)")
+    parser.add_argument("transcripts", nargs="*", default=sorted(
+        glob.glob(str(HERE / "results" / "transcripts" / "dev*.tar.gz"))))
+    args = parser.parse_args()
+    if any(not os.path.basename(t).startswith("dev") for t in args.transcripts):
+        sys.exit("replay_runner.py replays dev runs only (dev-*, devhe-*): held-out transcripts are not mined")
+    with tempfile.TemporaryDirectory() as tmp:
+        old, new = Path(tmp) / "before", Path(tmp) / "after"
+        old.mkdir()
+        new.mkdir()
+        before, after = runner_at(args.before, old), runner_at(args.after, new)
+        counts = {}
+        for tarball in args.transcripts:
+            for name, right, was, now in replay(tarball, before, after, args.conclave):
+                key = ("right code" if right else "wrong code", was[0], now[0])
+                counts[key] = counts.get(key, 0) + 1
+                if was != now:
+                    print(json.dumps({"transcripts": os.path.basename(tarball), "run": name, "right": right,
+                                      "before": was, "after": now}))
+    print()
+    print("code | the test before | after | runs")
+    for (code, was, now), n in sorted(counts.items()):
+        print(f"{code} | {was} | {now} | {n}")
+
+
+if __name__ == "__main__":
+    main()
