@@ -150,9 +150,6 @@ def invented_names(errors):
     return found
 
 
-# The comparisons an assert's two sides are shown for when it fails (pytest's way):
-# "the left side is 6, the right side 26" says more of what the code did than an
-# `AssertionError` alone.
 def equal(a, b):
     """`a == b`, a float's ordinary error let through against a whole number
     (`f_to_c(33.8) == 1` where the code gives 0.9999999999999984), as `WrittenFloats`
@@ -163,6 +160,9 @@ def equal(a, b):
     return kinds == {int, float} and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
+# The comparisons an assert's two sides are shown for when it fails (pytest's way):
+# "the left side is 6, the right side 26" says more of what the code did than an
+# `AssertionError` alone.
 COMPARED = {
     "Eq": equal, "NotEq": lambda a, b: not equal(a, b), "Lt": lambda a, b: a < b,
     "LtE": lambda a, b: a <= b, "Gt": lambda a, b: a > b, "GtE": lambda a, b: a >= b,

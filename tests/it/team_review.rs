@@ -595,6 +595,60 @@ async fn without_tests_the_team_writes_an_acceptance_test_that_catches_wrong_cod
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_assert_expecting_the_inverse_function_s_value_is_set_aside_and_the_task_handed_to_review()
+ {
+    if !python_available() {
+        return;
+    }
+    let right = "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return 2 * x\n\n\ndef halve(x):\n    return x / 2\n";
+    let (team, _task, summary, detail, steps) = implement_double(
+        json!([
+            plan_step(&["Plan this task"], &["Implement double in calc.py."]),
+            { "match": "Implement double", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": right } } ] },
+            { "match": "updated calc.py", "text": "Implemented double." },
+            // The team's test expects of double what halve gives.
+            { "match": "short Python test script", "text": "```python\nfrom calc import double\nassert double(2) == 4\nassert double(3) == 1.5\n```" }
+        ]),
+        model_review(1),
+    )
+    .await;
+    // On the default configuration: no fix round bent right code, no second solution
+    // was asked for, and the completion is handed to review, saying why.
+    assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
+    assert_eq!(team.read("calc.py"), right);
+    assert!(!steps.iter().any(|m| m.contains("fix round")), "{steps:?}");
+    let acceptance = detail
+        .checks
+        .iter()
+        .find(|c| c.name == "acceptance test (written by the team)")
+        .expect("the acceptance check is on the task");
+    assert!(
+        acceptance.rules.iter().any(|r| r == "acceptance.inverse-value")
+            && acceptance.detail.contains(
+                "`double(3)` is 6; the test expects 1.5, what `halve(3)` gives, and the two functions undo each other"
+            ),
+        "{acceptance:?}"
+    );
+    assert_eq!(
+        detail.summary.checked_by,
+        Some(conclave::runtime::Evidence::Disputed)
+    );
+    assert!(
+        detail
+            .result
+            .as_deref()
+            .is_some_and(|r| r.contains("review the change")),
+        "{:?}",
+        detail.result
+    );
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_assert_a_second_solution_also_fails_is_disputed_and_the_task_handed_to_review() {
     if !python_available() {
         return;
