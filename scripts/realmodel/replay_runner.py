@@ -65,17 +65,25 @@ def verdict(runner, ws, test, task_file, originals, intent):
     return VERDICTS.get(ran.returncode, f"exit {ran.returncode}"), rules
 
 
-def replay(tarball, before, after, conclave):
+def final_tests(tarball, pattern="**/bench-*"):
+    """(the run's folder, its workspace as it ended, its last acceptance test) for each
+    packed run matching `pattern` that wrote a test, unpacked for as long as it is read."""
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(tarball) as packed:
             packed.extractall(tmp, filter="data")
-        for run_dir in sorted(Path(tmp).glob("**/bench-*")):
+        for run_dir in sorted(Path(tmp).glob(pattern)):
             ws = run_dir / "ws"
             tests = sorted(ws.glob(".conclave/checks/*/acceptance_test.py"))
+            if tests:
+                yield run_dir, ws, tests[-1]
+
+
+def replay(tarball, before, after, conclave):
+    with tempfile.TemporaryDirectory() as tmp:
+        for run_dir, ws, test in final_tests(tarball):
             task = task_dir(run_dir.name)
-            if not tests or task is None or not (task / "check.py").exists():
+            if task is None or not (task / "check.py").exists():
                 continue
-            test = tests[-1]
             task_file = test.parent / "task.txt"
             if not task_file.exists():
                 task_file = task / "task.txt"

@@ -23,10 +23,10 @@ import os
 import re
 import subprocess
 import sys
-import tarfile
-import tempfile
 import urllib.request
 from pathlib import Path
+
+from replay_runner import final_tests
 
 HERE = Path(__file__).resolve().parent
 PROBLEMS = HERE / "tasks" / "humaneval"
@@ -96,25 +96,18 @@ def problem_dir(run_dir):
 def failing_comparisons(tarball):
     """(run, problem dir, assert, code's value, test's value, right value, solved) for
     each comparison the final code failed in the final acceptance test."""
-    with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(tarball) as packed:
-            packed.extractall(tmp, filter="data")
-        for run_dir in sorted(Path(tmp).glob("bench-*-HE-*")):
-            ws = run_dir / "ws"
-            tests = sorted(ws.glob(".conclave/checks/*/acceptance_test.py"))
-            if not tests:
+    for run_dir, ws, test in final_tests(tarball, "bench-*-HE-*"):
+        problem = problem_dir(run_dir)
+        solved = subprocess.run([sys.executable, str(problem / "check.py")], cwd=ws,
+                                capture_output=True).returncode == 0
+        canonical = {c["assert"]: c for c in sides(problem / "solution", test)}
+        for c in sides(ws, test):
+            if c.get("holds") is not False:
                 continue
-            problem = problem_dir(run_dir)
-            solved = subprocess.run([sys.executable, str(problem / "check.py")], cwd=ws,
-                                    capture_output=True).returncode == 0
-            canonical = {c["assert"]: c for c in sides(problem / "solution", tests[-1])}
-            for c in sides(ws, tests[-1]):
-                if c.get("holds") is not False:
-                    continue
-                right = canonical.get(c["assert"], {}).get("left")
-                yield {"transcripts": Path(tarball).name, "run": run_dir.name, "solved": solved,
-                       "assert": c["assert"], "code": c["left"], "test": c["right"], "right": right,
-                       "problem": problem.name}
+            right = canonical.get(c["assert"], {}).get("left")
+            yield {"transcripts": Path(tarball).name, "run": run_dir.name, "solved": solved,
+                   "assert": c["assert"], "code": c["left"], "test": c["right"], "right": right,
+                   "problem": problem.name}
 
 
 def ask(upstream, prompt):

@@ -1539,6 +1539,21 @@ assert weighted_mean([(3, 2), (3, 5)]) == 3.0  # (3*2 + 3*5) / 7 = 3.0\n";
         assert_eq!(run_on_stats(in_text, right, "", also_wrong).0, Some(1));
     }
 
+    /// The acceptance check as it is kept on a task after the runner passed the test
+    /// with `output`, the rule `rule` having acted.
+    fn passed_check(output: &str, rule: &str) -> CheckResult {
+        CheckResult {
+            kind: "tests".into(),
+            name: NAME.into(),
+            status: CheckStatus::Passed,
+            files: Vec::new(),
+            detail: output.to_string(),
+            subtask_id: None,
+            at: chrono::Utc::now(),
+            rules: vec!["tests.acceptance".into(), rule.into()],
+        }
+    }
+
     #[test]
     fn a_failing_assert_a_second_solution_fails_the_same_way_is_disputed() {
         if !installed("python3") {
@@ -1567,19 +1582,7 @@ assert weighted_mean([(3, 2), (3, 5)]) == 3.0  # (3*2 + 3*5) / 7 = 3.0\n";
                 && !output.contains("::disputable"),
             "{output}"
         );
-        let check = CheckResult {
-            kind: "tests".into(),
-            name: NAME.into(),
-            status: CheckStatus::Passed,
-            files: Vec::new(),
-            detail: output.clone(),
-            subtask_id: None,
-            at: chrono::Utc::now(),
-            rules: vec![
-                "tests.acceptance".into(),
-                "acceptance.disputed-assert".into(),
-            ],
-        };
+        let check = passed_check(&output, "acceptance.disputed-assert");
         assert_eq!(Evidence::of(&[check]), Evidence::Disputed);
         assert!(Evidence::Disputed.asks_for_review());
         // A second solution that gives what the test expects backs the test.
@@ -1635,16 +1638,7 @@ assert weighted_mean([(3, 2), (3, 5)]) == 3.0  # (3*2 + 3*5) / 7 = 3.0\n";
                 && output.contains("::rule acceptance.inverse-value"),
             "{output}"
         );
-        let check = CheckResult {
-            kind: "tests".into(),
-            name: NAME.into(),
-            status: CheckStatus::Passed,
-            files: Vec::new(),
-            detail: output.clone(),
-            subtask_id: None,
-            at: chrono::Utc::now(),
-            rules: vec!["tests.acceptance".into(), "acceptance.inverse-value".into()],
-        };
+        let check = passed_check(&output, "acceptance.inverse-value");
         assert_eq!(Evidence::of(&[check]), Evidence::Disputed);
         // Switched off, the assert counts against the code.
         let off = r#"["acceptance.inverse-value"]"#;

@@ -465,6 +465,28 @@ async fn with_error_strategies_off_the_fix_turn_is_told_only_to_try_another_way(
 
 /// Runs "Implement double in calc.py." on a stub `calc.py` with the scripted `steps`:
 /// the team, the task, how it ended, its detail and the messages of its recovery steps.
+/// The task's acceptance check (the test the team wrote).
+fn acceptance_check(detail: &conclave::wire::TaskDetail) -> &conclave::runtime::CheckResult {
+    detail
+        .checks
+        .iter()
+        .find(|c| c.name == "acceptance test (written by the team)")
+        .expect("the acceptance check is on the task")
+}
+
+/// Right code handed over as the coder wrote it: completed, no fix round.
+fn completed_untouched(
+    team: &Team,
+    summary: &conclave::wire::TaskSummary,
+    detail: &conclave::wire::TaskDetail,
+    steps: &[String],
+    right: &str,
+) {
+    assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
+    assert_eq!(team.read("calc.py"), right);
+    assert!(!steps.iter().any(|m| m.contains("fix round")), "{steps:?}");
+}
+
 async fn implement_double(
     steps: Value,
     config: Config,
@@ -543,11 +565,7 @@ async fn without_tests_the_team_writes_an_acceptance_test_that_catches_wrong_cod
         steps.iter().any(|m| m.contains("passes after 2 fix round")),
         "{steps:?}"
     );
-    let acceptance = detail
-        .checks
-        .iter()
-        .find(|c| c.name == "acceptance test (written by the team)")
-        .expect("the acceptance check is on the task");
+    let acceptance = acceptance_check(&detail);
     assert_eq!(acceptance.status, conclave::runtime::CheckStatus::Passed);
     // Nothing but the team's own test ran the code (the task gives no example and the
     // project has no tests): the completion says so, and so does the final report.
@@ -614,14 +632,8 @@ async fn an_assert_expecting_the_inverse_function_s_value_is_set_aside_and_the_t
     .await;
     // On the default configuration: no fix round bent right code, no second solution
     // was asked for, and the completion is handed to review, saying why.
-    assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
-    assert_eq!(team.read("calc.py"), right);
-    assert!(!steps.iter().any(|m| m.contains("fix round")), "{steps:?}");
-    let acceptance = detail
-        .checks
-        .iter()
-        .find(|c| c.name == "acceptance test (written by the team)")
-        .expect("the acceptance check is on the task");
+    completed_untouched(&team, &summary, &detail, &steps, right);
+    let acceptance = acceptance_check(&detail);
     assert!(
         acceptance.rules.iter().any(|r| r == "acceptance.inverse-value")
             && acceptance.detail.contains(
@@ -673,15 +685,9 @@ async fn an_assert_a_second_solution_also_fails_is_disputed_and_the_task_handed_
     )
     .await;
     // No fix round bent right code to a wrong assert: the code is as the coder wrote it.
-    assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
-    assert_eq!(team.read("calc.py"), right);
-    assert!(!steps.iter().any(|m| m.contains("fix round")), "{steps:?}");
+    completed_untouched(&team, &summary, &detail, &steps, right);
     // The check says which assert was set aside and why, by its rule.
-    let acceptance = detail
-        .checks
-        .iter()
-        .find(|c| c.name == "acceptance test (written by the team)")
-        .expect("the acceptance check is on the task");
+    let acceptance = acceptance_check(&detail);
     assert_eq!(acceptance.status, conclave::runtime::CheckStatus::Passed);
     assert!(
         acceptance
