@@ -33,7 +33,6 @@ import copy
 import inspect
 import io
 import json
-import math
 import os
 import re
 import sys
@@ -154,10 +153,7 @@ def equal(a, b):
     """`a == b`, a float's ordinary error let through against a whole number
     (`f_to_c(33.8) == 1` where the code gives 0.9999999999999984), as `WrittenFloats`
     lets it through against a float written out."""
-    if a == b:
-        return True
-    kinds = {type(a), type(b)}
-    return kinds == {int, float} and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b or ({type(a), type(b)} == {int, float} and same_float(a, b, 0))
 
 
 # The comparisons an assert's two sides are shown for when it fails (pytest's way):
