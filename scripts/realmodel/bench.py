@@ -862,6 +862,19 @@ def default_team_runs(rows):
     return found
 
 
+def plain_team_runs(rows):
+    """The default team's runs among `rows`: its own, and in each pinned pass the runs of
+    a switch's arm that stand for it (`default_team_runs`), so a pass paired with pi
+    counts the team on every task it ran."""
+    own = [r for r in rows if r["system"] == "conclave"]
+    standing = []
+    for key in sorted({pinned_key(r) for r in rows if r.get("temperature") is not None}, key=str):
+        group = [r for r in rows if pinned_key(r) == key]
+        ran = {r["task"] for r in group if r["system"] == "conclave"}
+        standing += [r for task, r in sorted(default_team_runs(group).items()) if task not in ran]
+    return own + standing
+
+
 def with_on_arm(rows, seeded):
     """`rows` with the seeded default-team runs of the tasks it has no such run of."""
     own = {r["task"] for r in rows if r["system"] == "conclave"}
@@ -946,27 +959,34 @@ def by_task(rows):
     # conclave+reflect) against the plain team of the same build and seed only, so that
     # the arm's switch is the one difference.
     base = [r for r in rows if r["system"] == "conclave"]
+    team = plain_team_runs(rows)
     for system in systems:
         if system == "conclave" or not base:
             continue
         other = [r for r in rows if r["system"] == system]
         if system.startswith("pi"):
-            n, diff, low, high = paired(base, other)
-            first, second, within, stood = "conclave", system, "", False
+            n, diff, low, high = paired(team, other)
+            first, second, within = "conclave", system, ""
+            stood = len(team) > len(base)
         else:
             other, same, stood = arm_and_base(rows, system)
             n, diff, low, high = paired(other, same)
             first, second, within = system, "conclave", " of the same build and seed"
         if n:
-            both = " (on pinned sampling, a run the switch never acted in is one run of both)" if stood else ""
+            both = ""
+            if stood and within:
+                both = " (on pinned sampling, a run the switch never acted in is one run of both)"
+            elif stood:
+                both = (" (on pinned sampling, a run of a switch's arm in which the switch never "
+                        "acted is a run of the team)")
             lines.append("")
             lines.append(f"{first} minus {second}{within}, paired over the {n} tasks both ran{both}: "
                          f"{diff:+.0%} pass@1 (95% interval {low:+.0%} to {high:+.0%}).")
-        kinds = sorted({kind_of(r["task"]) for r in base + other})
+        kinds = sorted({kind_of(r["task"]) for r in team + other})
         if n and not within and len(kinds) > 1:
             # Function problems and edit tasks differ too much to read from one figure.
             for kind in kinds:
-                k_n, k_diff, k_low, k_high = paired([r for r in base if kind_of(r["task"]) == kind],
+                k_n, k_diff, k_low, k_high = paired([r for r in team if kind_of(r["task"]) == kind],
                                                     [r for r in other if kind_of(r["task"]) == kind])
                 if k_n:
                     lines.append(f"On the {k_n} {kind} tasks both ran: {k_diff:+.0%} "

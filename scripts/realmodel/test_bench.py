@@ -300,6 +300,19 @@ class PinnedArms(unittest.TestCase):
                       "same build and seed, paired over the 3 tasks both ran (on pinned sampling, a run "
                       "the switch never acted in is one run of both): +33% pass@1", table)
 
+    def test_pi_on_the_same_pinned_pass_is_paired_with_every_run_standing_for_the_team(self):
+        rows = self.rows() + [row(task, "pi", solved=task == "HE-3", **self.PINS)
+                              for task in ("HE-1", "HE-2", "HE-3")]
+        table = bench.by_task(rows)
+        # HE-1 and HE-3 ran plain; HE-2's reflecting run never reflected, so it is the
+        # team's run there: solved against pi's unsolved.
+        self.assertIn("conclave minus pi, paired over the 3 tasks both ran (on pinned sampling, a run "
+                      "of a switch's arm in which the switch never acted is a run of the team): "
+                      "+0% pass@1", table)
+        # Without the stand-in only two tasks pair, and the team looks worse than it ran.
+        alone = [r for r in rows if not (r["task"] == "HE-2" and r["system"] == "conclave+reflect")]
+        self.assertIn("conclave minus pi, paired over the 2 tasks both ran: -50% pass@1", bench.by_task(alone))
+
     def test_once_a_repeat_differs_only_the_tasks_both_arms_ran_are_paired(self):
         rows = [r if (r["task"], r["system"]) != ("HE-3", "conclave") else {**r, "calls": 11}
                 for r in self.rows()]
