@@ -85,6 +85,38 @@ def edit_passes(results):
     return "\n".join(lines)
 
 
+def pinned_with_pi(held):
+    """A line for each pinned pass pi ran beside: the team's runs there (those of its
+    switches' arms that stand for it included) against pi's on the same pins, paired
+    task by task, in all and by kind of task."""
+    keys = {bench.pinned_key(r) for r in held if r["system"] == "pi" and r.get("temperature") is not None}
+    lines = []
+    for key in sorted(keys, key=str):
+        group = [r for r in held if bench.pinned_key(r) == key]
+        team, pi = bench.plain_team_runs(group), [r for r in group if r["system"] == "pi"]
+        tasks = {r["task"] for r in team} & {r["task"] for r in pi}
+        if not tasks:
+            continue
+        team = [r for r in team if r["task"] in tasks]
+        pi = [r for r in pi if r["task"] in tasks]
+        n, diff, low, high = bench.paired(team, pi)
+        first = team[0]
+        delivered = [r for r in team if r["solved"] and (r["claimed"] or r.get("toReview"))]
+        claimed = [r for r in team if r["claimed"]]
+        line = (f"  - `{first['commit']}`, seed {first['seed']}, temperature {first['temperature']}, "
+                f"{first['timeout']} s, {int(first['faultRate'] * 100)}% faults: the team solved "
+                f"{sum(r['solved'] for r in team)} of {n} ({len(delivered)} completed or handed to "
+                f"review right; {sum(not r['solved'] for r in claimed)} false of {len(claimed)} claims), "
+                f"pi {sum(r['solved'] for r in pi)} of {n}; the team minus pi {diff:+.0%} "
+                f"({low:+.0%} to {high:+.0%})")
+        for kind in sorted({bench.kind_of(t) for t in tasks}):
+            k_n, k_diff, k_low, k_high = bench.paired([r for r in team if bench.kind_of(r["task"]) == kind],
+                                                      [r for r in pi if bench.kind_of(r["task"]) == kind])
+            line += f"; {k_n} {kind} {k_diff:+.0%} ({k_low:+.0%} to {k_high:+.0%})"
+        lines.append(line + ".")
+    return "\n".join(lines) if lines else "  - None yet."
+
+
 # The first build whose rows came after a completion resting on the team's own test alone
 # began to exit 3 ("review", `ca641d1`): claims before and since are counted apart.
 EXIT_3_FIRST_BUILD = "53afe06"
@@ -120,6 +152,7 @@ def section(results=HERE / "results", template=TEMPLATE):
     tables = {
         "HELDOUT": held_out_tables(held),
         "EDIT": edit_passes(results),
+        "PINNED_PI": pinned_with_pi(held),
         "FAULTS": "\n\n".join([bench.summary(faults), bench.by_task(faults)]),
         "RULES": bench.rules_summary(held + load(results, "dev-*.jsonl")
                                      + load(results, "devhe-*.jsonl")),

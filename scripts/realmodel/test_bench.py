@@ -350,6 +350,31 @@ class BenchmarksDocument(unittest.TestCase):
             "| `syntax.python` | 2 | 1 | 1 |\n| `syntax.rust` | 0 | — | — |\n| `repair.json` | 1 | 1 | 0 |"
             "\n\nWhat the counts say.\n"))
 
+    def test_a_pinned_pass_with_pi_beside_it_is_paired_with_the_team_s_runs_there(self):
+        import render_benchmarks
+        pins = {"seed": 27, "temperature": 0.8, "timeout": 600}
+        held = [
+            row("HE-1", "conclave+reflect", reflections=1, solved=True, toReview=True, **pins),
+            row("HE-1", "conclave", solved=True, claimed=True, **pins),
+            # Never reflected, and the plain team repeated such a run call for call (HE-5):
+            # the reflecting run is the team's run on HE-2.
+            row("HE-2", "conclave+reflect", reflections=0, **pins),
+            row("HE-5", "conclave+reflect", reflections=0, **pins),
+            row("HE-5", "conclave", **pins),
+            row("01-pager", "conclave", solved=True, toReview=True, **pins),
+            row("HE-1", "pi", **pins), row("HE-2", "pi", solved=True, **pins), row("HE-5", "pi", **pins),
+            row("01-pager", "pi", **pins),
+            # Another build's pi, and unpinned team runs, belong to no such pass.
+            row("HE-3", "pi", commit="def5678", **pins),
+            row("HE-3", "conclave", solved=True),
+        ]
+        self.assertEqual(render_benchmarks.pinned_with_pi(held), (
+            "  - `abc1234`, seed 27, temperature 0.8, 600 s, 0% faults: the team solved 2 of 4 (2 completed "
+            "or handed to review right; 0 false of 1 claims), pi 1 of 4; the team minus pi +25% (-50% to "
+            "+100%); 3 HumanEval +0% (-100% to +100%); 1 edit +100% (+100% to +100%)."))
+        self.assertEqual(render_benchmarks.pinned_with_pi([r for r in held if r["system"] != "pi"]),
+                         "  - None yet.")
+
     def test_a_new_pass_over_the_edit_tasks_gets_its_line_and_its_counts(self):
         import render_benchmarks
         edits = [f"{n:02d}-task" for n in range(1, 15)]
