@@ -912,7 +912,7 @@ def arm_and_base(rows, system):
     run of both arms, so a task only the on arm ran is not left out."""
     other = [r for r in rows if r["system"] == system]
     runs = {(r.get("commit"), r.get("seed")) for r in other}
-    same = [r for r in rows if r["system"] == "conclave" and (r.get("commit"), r.get("seed")) in runs]
+    same = [r for r in plain_team_runs(rows) if (r.get("commit"), r.get("seed")) in runs]
     pairing = arms_of(system)
     pinned = {pinned_key(r) for r in other if r.get("temperature") is not None}
     if pairing is None or not pinned:

@@ -313,6 +313,13 @@ class PinnedArms(unittest.TestCase):
         alone = [r for r in rows if not (r["task"] == "HE-2" and r["system"] == "conclave+reflect")]
         self.assertIn("conclave minus pi, paired over the 2 tasks both ran: -50% pass@1", bench.by_task(alone))
 
+    def test_another_arm_on_the_same_pins_is_paired_with_the_runs_standing_for_the_team(self):
+        rows = self.rows() + [row(task, "conclave-pi", solved=True, **self.PINS) for task in ("HE-2", "HE-3")]
+        # HE-2's team run is the reflecting run that never reflected (solved), HE-3 its own
+        # run (unsolved): both pair, where the team's own runs alone would pair HE-3 only.
+        self.assertIn("conclave-pi minus conclave of the same build and seed, paired over the 2 tasks "
+                      "both ran: +50% pass@1", bench.by_task(rows))
+
     def test_once_a_repeat_differs_only_the_tasks_both_arms_ran_are_paired(self):
         rows = [r if (r["task"], r["system"]) != ("HE-3", "conclave") else {**r, "calls": 11}
                 for r in self.rows()]
