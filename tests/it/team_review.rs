@@ -641,22 +641,28 @@ async fn an_assert_expecting_the_inverse_function_s_value_is_set_aside_and_the_t
             ),
         "{acceptance:?}"
     );
+    handed_to_review_as_disputed(&detail);
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}
+
+/// The completion is no claim: the person is asked to review it, and told that other
+/// evidence sided with the code against the team's test.
+fn handed_to_review_as_disputed(detail: &conclave::wire::TaskDetail) {
     assert_eq!(
         detail.summary.checked_by,
         Some(conclave::runtime::Evidence::Disputed)
     );
     assert!(
-        detail
-            .result
-            .as_deref()
-            .is_some_and(|r| r.contains("review the change")),
+        detail.result.as_deref().is_some_and(|r| r.contains(
+            "The team's test and its code disagreed, and other evidence sided with the code (a second solution written from the task alone, or the code's own inverse function): review the change."
+        )),
         "{:?}",
         detail.result
-    );
-    assert!(
-        team.model.unused_steps().is_empty(),
-        "{:?}",
-        team.model.unused_steps()
     );
 }
 
@@ -699,18 +705,7 @@ async fn an_assert_a_second_solution_also_fails_is_disputed_and_the_task_handed_
                 .contains("disputed, set aside: `assert double(5) == 11`: `double(5)` is 10"),
         "{acceptance:?}"
     );
-    // The completion is no claim: the person is asked to review it, and told why.
-    assert_eq!(
-        detail.summary.checked_by,
-        Some(conclave::runtime::Evidence::Disputed)
-    );
-    assert!(
-        detail.result.as_deref().is_some_and(|r| r.contains(
-            "The team's test and its code disagreed, and other evidence sided with the code (a second solution written from the task alone, or the code's own inverse function): review the change."
-        )),
-        "{:?}",
-        detail.result
-    );
+    handed_to_review_as_disputed(&detail);
     // The second solution is Conclave's, beside the test, never among the user's files.
     let second = team
         .workspace
