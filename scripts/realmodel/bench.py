@@ -1091,11 +1091,17 @@ def rerun_command(rows_file):
     return " \\\n    ".join(parts)
 
 
+def checked_runs(rows):
+    """The runs the team's checks judged: Conclave's rows that record the rules (pi's rows
+    carry the same fields, empty, since pi runs no checks)."""
+    return [r for r in rows if "rulesFired" in r and r["system"] != "pi"]
+
+
 def rules_summary(rows):
     """Per check rule: the runs it found something in, how many of those the hidden check
     passed in the end, and its false alarms: runs reported failed with the rule still
     failing although the hidden check passes."""
-    rows = [r for r in rows if "rulesFired" in r]
+    rows = checked_runs(rows)
     if not rows:
         return ""
     lines = [f"Rules over {len(rows)} runs that record them:", "",
@@ -1109,7 +1115,7 @@ def rules_summary(rows):
 def rule_counts(rows):
     """{rule: (runs it fired in, of those solved, false alarms)} over the rows that record
     rules, for every rule that fired in one."""
-    rows = [r for r in rows if "rulesFired" in r]
+    rows = checked_runs(rows)
     counts = {}
     for rule in {rule for r in rows for rule in r["rulesFired"]}:
         fired = [r for r in rows if r["rulesFired"].get(rule)]
