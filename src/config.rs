@@ -608,6 +608,11 @@ pub struct VerifyConfig {
     /// When Python code changed and no test ran, the team writes an acceptance test from
     /// the task and runs it (`team/acceptance.rs`); on by default.
     pub acceptance_tests: bool,
+    /// How long one run of the team's acceptance test (with the task's examples) may
+    /// take, never more than `recovery.subtaskTimeoutMs`. Code that loops forever then
+    /// costs this, not the subtask's whole time, before a fix round hears it; the
+    /// project's own suites keep the subtask's limit, since they may take minutes.
+    pub acceptance_timeout_ms: u64,
     /// Rules of the checks switched off, by id (docs/checks.md).
     pub disabled: Vec<String>,
     /// The fix loop's second round starts afresh: the files the task names are put back
@@ -634,6 +639,7 @@ impl Default for VerifyConfig {
             min_confidence: 50,
             checks: true,
             acceptance_tests: true,
+            acceptance_timeout_ms: 120_000,
             disabled: Vec::new(),
             fresh_start: false,
             second_solution: true,

@@ -73,6 +73,9 @@ pub fn scrubbed(
         ("GIT_PAGER", "cat"),
         ("GIT_TERMINAL_PROMPT", "0"),
         ("PYTHONDONTWRITEBYTECODE", "1"),
+        // Printed lines reach the merged output in order, and survive a run stopped at
+        // its time limit.
+        ("PYTHONUNBUFFERED", "1"),
     ] {
         set(name, value.into());
     }

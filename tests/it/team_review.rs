@@ -612,6 +612,55 @@ async fn without_tests_the_team_writes_an_acceptance_test_that_catches_wrong_cod
     team.engine.shutdown().await;
 }
 
+/// Code that never returns costs one acceptance run's limit, not the subtask's whole
+/// time: the run is stopped, the fix round is told it did not finish, and the fixed code
+/// passes.
+#[tokio::test(start_paused = true)]
+async fn code_that_never_returns_is_stopped_at_the_acceptance_limit_and_fixed() {
+    if !python_available() {
+        return;
+    }
+    let right = "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    return 2 * x\n";
+    let fix = json!({
+        "files": [ { "path": "calc.py", "content": right } ],
+        "confidence": 90,
+        "explanation": "the loop stepped past its end; return 2 * x"
+    });
+    let mut config = model_review(1);
+    config.verify.acceptance_timeout_ms = 3_000;
+    let (team, _task, summary, detail, steps) = implement_double(
+        json!([
+            plan_step(&["Plan this task"], &["Implement double in calc.py."]),
+            // An odd target the loop steps over two at a time: it never ends.
+            { "match": "Implement double", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    total = 0\n    while total != 2 * x + 1:\n        total += 2\n    return total\n" } } ] },
+            { "match": "updated calc.py", "text": "Implemented double." },
+            { "match": "short Python test script", "text": "```python\nfrom calc import double\nprint('checking double')\nassert double(2) == 4\n```" },
+            // The round is given only if it was told the run was stopped, and why.
+            { "match": ["fails its checks", "did not finish within 3 s", "loop forever", "checking double"], "text": fix.to_string() }
+        ]),
+        config,
+    )
+    .await;
+    assert_eq!(summary.status, TaskStatus::Completed, "{:?}", detail.checks);
+    assert_eq!(team.read("calc.py"), right);
+    assert!(
+        steps
+            .iter()
+            .any(|m| m.contains("`acceptance test (written by the team)` failed; fix round 1")),
+        "{steps:?}"
+    );
+    assert_eq!(
+        acceptance_check(&detail).status,
+        conclave::runtime::CheckStatus::Passed
+    );
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_assert_expecting_the_inverse_function_s_value_is_set_aside_and_the_task_handed_to_review()
  {

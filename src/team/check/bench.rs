@@ -125,6 +125,9 @@ pub(super) enum NotRun {
 /// Kept of a check's output (it is parsed, then cut to [`DETAIL_CHARS`] for the record).
 const CHECK_OUTPUT_BYTES: usize = 256 * 1024;
 
+/// Kept of what a check printed before its time ran out.
+const TIMED_OUT_OUTPUT_CHARS: usize = 2_000;
+
 /// Where and how long checks may run.
 #[derive(Clone)]
 pub struct Bench {
@@ -135,7 +138,10 @@ pub struct Bench {
     pub consent: Arc<dyn CodeConsent>,
     /// `verify.disabled`: the rules that do not run.
     pub disabled: Vec<String>,
+    /// Each check command's limit (the project's suites among them).
     pub timeout: Duration,
+    /// The limit of one run of the team's acceptance test ([`Bench::run_program`]).
+    pub acceptance_timeout: Duration,
     pub cancel: CancellationToken,
     pub subtask: Option<SubtaskId>,
     /// The task's files as they were before it (see [`capture_originals`]).
@@ -174,6 +180,7 @@ impl Bench {
             consent: s.code_consent(task_id, subtask),
             disabled,
             timeout: super::check_timeout(s),
+            acceptance_timeout: super::acceptance_timeout(s),
             cancel,
             subtask,
             originals: s.originals(task_id),
@@ -254,8 +261,18 @@ impl Bench {
         args: &[String],
         runs: Runs,
     ) -> Result<Ran, NotRun> {
+        self.run_within(program, args, runs, self.timeout).await
+    }
+
+    async fn run_within(
+        &self,
+        program: &str,
+        args: &[String],
+        runs: Runs,
+        timeout: Duration,
+    ) -> Result<Ran, NotRun> {
         let spec = RunSpec::new(program, args)
-            .timeout(self.timeout)
+            .timeout(timeout)
             .max_output(CHECK_OUTPUT_BYTES)
             .merged();
         if runs == Runs::TaskCode {
@@ -281,19 +298,27 @@ impl Bench {
             Err(RunError::Unconfined { reason }) => Err(NotRun::Refused(format!(
                 "it must run in the sandbox, and {reason}"
             ))),
-            Err(e @ RunError::TimedOut { .. }) => failed(e.to_string()),
+            // What it printed before it was stopped can show where it hung.
+            Err(RunError::TimedOut { timeout, output }) => failed(format!(
+                "{}{}stopped: it did not finish within {} s (does the code loop forever or wait for input?)",
+                tail_chars(output.trim_end(), TIMED_OUT_OUTPUT_CHARS),
+                if output.trim().is_empty() { "" } else { "\n" },
+                timeout.as_secs()
+            )),
             Err(e) => failed(e.to_string()),
         }
     }
 
-    /// Runs a program of the task's code (a test) in the workspace: its exit code and
-    /// output; `Err` says why it did not run.
+    /// Runs the team's acceptance test, a program of the task's code, in the workspace
+    /// within [`Bench::acceptance_timeout`]: its exit code and output; `Err` says why it
+    /// did not run.
     pub async fn run_program(
         &self,
         program: &str,
         args: &[String],
     ) -> Result<(Option<i32>, String), String> {
-        match self.run(program, args, Runs::TaskCode).await {
+        let within = self.acceptance_timeout;
+        match self.run_within(program, args, Runs::TaskCode, within).await {
             Ok(ran) => Ok((ran.code, ran.output)),
             Err(NotRun::NotInstalled) => Err(format!("{program} is not installed")),
             Err(NotRun::Refused(why)) => Err(format!("{NOT_RUN}: {why}")),

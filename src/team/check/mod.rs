@@ -322,3 +322,9 @@ pub fn record_repairs<S: AsRef<str>>(s: &Services, task_id: TaskId, repairs: &[S
 pub fn check_timeout(s: &Services) -> Duration {
     Duration::from_millis(s.config.recovery.subtask_timeout_ms.clamp(1_000, 600_000))
 }
+
+/// One run of the team's acceptance test: `verify.acceptanceTimeoutMs`, within the
+/// checks' own limit.
+pub fn acceptance_timeout(s: &Services) -> Duration {
+    Duration::from_millis(s.config.verify.acceptance_timeout_ms.max(1_000)).min(check_timeout(s))
+}

@@ -31,6 +31,7 @@ fn bench(root: &Path) -> Bench {
         consent: Arc::new(Granted),
         disabled: Vec::new(),
         timeout: Duration::from_secs(60),
+        acceptance_timeout: Duration::from_secs(60),
         cancel: CancellationToken::new(),
         subtask: None,
         originals: Arc::default(),
