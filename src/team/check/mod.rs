@@ -38,6 +38,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::Services;
+use crate::config::Config;
 use crate::runtime::{CheckResult, CheckStatus, SubtaskId, TaskId};
 
 pub use bench::{
@@ -319,12 +320,12 @@ pub fn record_repairs<S: AsRef<str>>(s: &Services, task_id: TaskId, repairs: &[S
 }
 
 /// Each check command's time limit: a test suite may take a while, never forever.
-pub fn check_timeout(s: &Services) -> Duration {
-    Duration::from_millis(s.config.recovery.subtask_timeout_ms.clamp(1_000, 600_000))
+pub fn check_timeout(config: &Config) -> Duration {
+    Duration::from_millis(config.recovery.subtask_timeout_ms.clamp(1_000, 600_000))
 }
 
 /// One run of the team's acceptance test: `verify.acceptanceTimeoutMs`, within the
 /// checks' own limit.
-pub fn acceptance_timeout(s: &Services) -> Duration {
-    Duration::from_millis(s.config.verify.acceptance_timeout_ms.max(1_000)).min(check_timeout(s))
+pub fn acceptance_timeout(config: &Config) -> Duration {
+    Duration::from_millis(config.verify.acceptance_timeout_ms.max(1_000)).min(check_timeout(config))
 }

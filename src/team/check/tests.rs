@@ -94,6 +94,44 @@ async fn a_program_that_runs_itself_is_stopped_with_everything_it_started() {
 }
 
 #[tokio::test]
+async fn the_team_s_test_of_code_that_never_returns_is_stopped_at_its_own_limit() {
+    if !python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("acceptance_test.py"),
+        "print('checking spin')\nwhile True:\n    pass\n",
+    )
+    .unwrap();
+    let mut b = bench(dir.path());
+    b.acceptance_timeout = Duration::from_secs(1);
+    let (code, output) = b
+        .run_program("python3", &["acceptance_test.py".to_string()])
+        .await
+        .unwrap();
+    assert_eq!(code, None);
+    // What it printed before it was stopped, then why: the fix round reads both.
+    assert!(
+        output.ends_with(
+            "checking spin\nstopped: it did not finish within 1 s (does the code loop forever or wait for input?)"
+        ),
+        "{output}"
+    );
+}
+
+#[test]
+fn the_acceptance_limit_is_its_own_and_never_beyond_the_subtask_s() {
+    let mut config = crate::config::Config::default();
+    assert_eq!(acceptance_timeout(&config), Duration::from_secs(120));
+    assert_eq!(check_timeout(&config), Duration::from_secs(600));
+    config.recovery.subtask_timeout_ms = 60_000;
+    assert_eq!(acceptance_timeout(&config), Duration::from_secs(60));
+    config.verify.acceptance_timeout_ms = 0;
+    assert_eq!(acceptance_timeout(&config), Duration::from_secs(1));
+}
+
+#[tokio::test]
 async fn code_without_a_name_the_task_asks_for_fails_and_with_it_passes() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("greet.sh"), "echo HELLO\n").unwrap();
