@@ -790,15 +790,24 @@ def paired(rows_a, rows_b, resamples=2000, seed=7, outcome=solved):
             means[min(resamples - 1, int(0.975 * resamples))])
 
 
+STRATEGIES_OFF = "conclave+errorStrategies=false"
+
+
 class Arms:
     """The two systems paired and what says the switch acted in a run of the one with it
-    on: a rule (on by default) against the team with it in `verify.disabled`, or
-    `team.reflect` (off by default) against the plain team."""
+    on: a rule (on by default) against the team with it in `verify.disabled`,
+    `team.reflect` (off by default) against the plain team, or `team.errorStrategies` (on
+    by default) against the team with it off."""
 
-    def __init__(self, rule=None, reflect=False):
+    def __init__(self, rule=None, reflect=False, strategies=False):
         if reflect:
             self.name, self.on, self.off = "team.reflect", "conclave+reflect", "conclave"
             self.acted = lambda row: (row.get("reflections") or 0) > 0
+        elif strategies:
+            # The next steps follow every failure (a failed tool call or check, a retry),
+            # and a row does not count them: the switch counts as acting in every run.
+            self.name, self.on, self.off = "team.errorStrategies", "conclave", STRATEGIES_OFF
+            self.acted = lambda row: True
         else:
             self.name, self.on, self.off = rule, "conclave", off_system(rule)
             self.acted = lambda row: rule in (row.get("rulesFired") or [])
@@ -898,6 +907,8 @@ def arms_of(system):
     or None for an arm pair_switch.py does not pair."""
     if system == "conclave+reflect":
         return Arms(reflect=True), True
+    if system == STRATEGIES_OFF:
+        return Arms(strategies=True), False
     prefix, suffix = 'conclave+verify.disabled=["', '"]'
     rule = system[len(prefix):-len(suffix)] if system.startswith(prefix) and system.endswith(suffix) else ""
     if rule and '"' not in rule:

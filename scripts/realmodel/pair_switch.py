@@ -22,6 +22,11 @@ tasks both arms ran are paired.
 
     scripts/realmodel/pair_switch.py --rule repair.partial-file-write --summary FILE
     scripts/realmodel/pair_switch.py --reflect --set heldout --tasks HE-0 ... --out FILE
+    scripts/realmodel/pair_switch.py --strategies --set heldout ... --out FILE
+
+`--strategies` pairs the default team with `team.errorStrategies` off. The next steps act
+after any failure, which nearly every run has and no row counts, so its off arm runs on
+every task; pinning still keeps the two runs of a task the same until the first failure.
 
 A rule's on arm is the default team, which an earlier pinned pass of the same build,
 seed, temperature and limit may already have run: `--on-from FILE` takes its runs of
@@ -121,6 +126,9 @@ def main(argv=None):
     which.add_argument("--rule", help="the rule or repair id to pair with it switched off")
     which.add_argument("--reflect", action="store_true",
                        help="pair team.reflect with the plain team (it acts after a failed attempt)")
+    which.add_argument("--strategies", action="store_true",
+                       help="pair the team with team.errorStrategies off (it acts after any failure, "
+                            "so the off arm runs on every task)")
     parser.add_argument("--summary", nargs="*", metavar="FILE", help="summarise rows already run")
     parser.add_argument("--set", default="dev")
     parser.add_argument("--tasks", default="", help="comma-separated task prefixes")
@@ -135,7 +143,7 @@ def main(argv=None):
     parser.add_argument("--on-from", metavar="FILE",
                         help="an earlier pinned pass whose default-team runs are the on arm")
     args = parser.parse_args(argv)
-    arms = Arms(args.rule, args.reflect)
+    arms = Arms(args.rule, args.reflect, args.strategies)
     if args.summary is not None:
         rows = [r for f in args.summary for r in rows_of(f)]
         seeded = earlier_default_team_runs(args.on_from, arms, pins(rows[0])) if args.on_from and rows else {}

@@ -320,6 +320,18 @@ class PinnedArms(unittest.TestCase):
         self.assertIn("conclave-pi minus conclave of the same build and seed, paired over the 2 tasks "
                       "both ran: +50% pass@1", bench.by_task(rows))
 
+    def test_error_strategies_off_pairs_with_the_default_team_where_both_ran(self):
+        rows = self.rows() + [row("HE-2", bench.STRATEGIES_OFF, **self.PINS),
+                              row("HE-3", bench.STRATEGIES_OFF, solved=True, **self.PINS)]
+        # HE-2's team run is the reflecting run that never reflected (solved against the
+        # off arm's unsolved); HE-1 has no run with the strategies off, and as they act
+        # in every run, no run stands for both arms: it is left out.
+        self.assertIn("conclave+errorStrategies=false minus conclave of the same build and seed, "
+                      "paired over the 2 tasks both ran: +0% pass@1", bench.by_task(rows))
+        alone = [r for r in rows if not (r["task"] == "HE-2" and r["system"] == "conclave+reflect")]
+        self.assertIn("conclave+errorStrategies=false minus conclave of the same build and seed, "
+                      "paired over the 1 tasks both ran: +100% pass@1", bench.by_task(alone))
+
     def test_once_a_repeat_differs_only_the_tasks_both_arms_ran_are_paired(self):
         rows = [r if (r["task"], r["system"]) != ("HE-3", "conclave") else {**r, "calls": 11}
                 for r in self.rows()]

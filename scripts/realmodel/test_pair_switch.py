@@ -88,6 +88,16 @@ class Runs(unittest.TestCase):
             pair_switch.main(["--rule", RULE, "--set", "heldout", "--tasks", "01,02,03,04", "--out", out])
         self.assertEqual([system for _, system in self.ran], ["conclave", OFF] * 4)
 
+    def test_error_strategies_are_paired_on_every_task(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = str(Path(d) / "rows.jsonl")
+            pair_switch.main(["--strategies", "--set", "heldout", "--tasks", "01,02", "--out", out])
+            self.assertEqual([system for _, system in self.ran],
+                             ["conclave", bench.STRATEGIES_OFF] * 2)
+            text = pair_switch.summary(pair_switch.rows_of(out), pair_switch.Arms(strategies=True))
+        self.assertIn("`team.errorStrategies` on minus off, paired over 2 tasks on pinned sampling "
+                      "(fired in 2): +0%", text)
+
     def test_the_off_arm_runs_where_the_rule_fired_and_once_besides(self):
         with tempfile.TemporaryDirectory() as d:
             out = str(Path(d) / "rows.jsonl")

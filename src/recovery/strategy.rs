@@ -4,13 +4,18 @@
 //! file, code that does not parse, a failing test, a refusal, a timeout and an attempt
 //! that changed nothing each call for a different next step, and the prompt that follows
 //! a failure says which. The executor uses it after a failed tool call, the subtask's fix
-//! turn after failed checks, and a retry of the subtask after a failed attempt.
+//! turn after failed checks, a retry of the subtask after a failed attempt, and the
+//! task's fix rounds after its checks failed.
 
 use super::{Failure, FailureKind};
 
 /// The code of an incomplete attempt that changed files: it is told to go on from them,
 /// not that nothing changed.
 pub const CHANGED_FILES: &str = "changed_files";
+
+/// The code of a failed check whose run was stopped at its time limit (in place of the
+/// check's kind): the code never finished.
+pub const NEVER_ENDS: &str = "never_ends";
 
 /// The next step told after any failure when `team.errorStrategies` is off.
 pub const GENERIC_NEXT_STEP: &str =
@@ -29,6 +34,9 @@ pub enum ErrorCategory {
     SyntaxError,
     /// Code that runs and gives wrong results: a test fails.
     FailingTest,
+    /// Code whose test was stopped because it did not finish: it loops forever or waits
+    /// for input.
+    NeverEnds,
     /// Code that leaves out something the task asks for (a name, a flag, an entry point).
     Unmet,
     /// Functions left as placeholders.
@@ -67,6 +75,9 @@ impl ErrorCategory {
             }
             ErrorCategory::FailingTest => {
                 "The code runs but gives a wrong result. Compare the expected and the actual value in the failure, find the logic that produces the difference and change it; do not change a test to fit the code."
+            }
+            ErrorCategory::NeverEnds => {
+                "The code never finished and was stopped. Find the loop or call that does not end (a loop whose condition never changes, a recursion with no base case, a read of input) and make it end; keep the rest."
             }
             ErrorCategory::Unmet => {
                 "The code leaves out something the task asks for; the failure names it. Add it, and keep what already works."
@@ -121,19 +132,21 @@ impl ErrorCategory {
         }
     }
 
-    /// The category of a failed check, from its kind (`CheckResult.kind`).
+    /// The category of a failed check, from its code: its kind (`CheckResult.kind`), or
+    /// [`NEVER_ENDS`] for a run stopped at its limit (`check::Checks::failure_code`).
     pub fn of_check(kind: &str) -> ErrorCategory {
         match kind {
             "syntax" => ErrorCategory::SyntaxError,
             "stubs" => ErrorCategory::Unwritten,
             "tests" => ErrorCategory::FailingTest,
+            NEVER_ENDS => ErrorCategory::NeverEnds,
             "contracts" => ErrorCategory::Unmet,
             _ => ErrorCategory::Other,
         }
     }
 
     /// The category of a failed attempt at a subtask. A failed check carries the
-    /// check's kind as its code; a failed tool call the tool error's kind.
+    /// check's code; a failed tool call the tool error's kind.
     pub fn of_failure(failure: &Failure) -> ErrorCategory {
         match failure.kind {
             FailureKind::CheckFailed => ErrorCategory::of_check(&failure.code),
@@ -254,6 +267,7 @@ mod tests {
             ErrorCategory::EditNotMatched,
             ErrorCategory::SyntaxError,
             ErrorCategory::FailingTest,
+            ErrorCategory::NeverEnds,
             ErrorCategory::Unmet,
             ErrorCategory::Unwritten,
             ErrorCategory::CommandFailed,
@@ -301,6 +315,11 @@ mod tests {
                 FailureKind::CheckFailed,
                 "tests",
                 ErrorCategory::FailingTest,
+            ),
+            (
+                FailureKind::CheckFailed,
+                NEVER_ENDS,
+                ErrorCategory::NeverEnds,
             ),
             (FailureKind::CheckFailed, "contracts", ErrorCategory::Unmet),
             (FailureKind::CheckFailed, "stubs", ErrorCategory::Unwritten),

@@ -22,6 +22,7 @@ use crate::executor::{SubtaskSpec, TargetFile, code_answer};
 use crate::model::structured::{FileContent, Fix, ask_json_or, noting_repairs};
 use crate::model::{ChatMessage, ModelRequest};
 use crate::recovery::quality::{FixEvent, FixLoop, FixStep, Verdict};
+use crate::recovery::strategy::ErrorCategory;
 use crate::recovery::{Failure, FailureKind};
 use crate::recovery::{RecoveryAction, Severity};
 use crate::runtime::{
@@ -52,6 +53,8 @@ pub async fn run(
     let mut step = fix_loop.start();
     let mut last_output = String::new();
     let mut last_failed = String::new();
+    // What the last failure calls for, from the one table of next steps.
+    let mut next_step = "";
     let mut unverified_because = String::new();
     // The files as the subtasks left them, before any fix: what a failed loop restores.
     let mut before_fixes: Vec<(String, String)> = Vec::new();
@@ -102,6 +105,8 @@ pub async fn run(
                         .collect::<Vec<_>>()
                         .join(", ");
                     last_output = checks.failure_text().unwrap_or_default();
+                    next_step = ErrorCategory::of_check(&checks.failure_code())
+                        .next_step_if(s.config.team.error_strategies);
                     if first_failure.is_none() {
                         first_failure = Some(checks);
                     }
@@ -155,8 +160,15 @@ pub async fn run(
                     _ => Mend::Fix,
                 };
                 before_this_fix = files_now(s, task_id).await;
-                let fixed =
-                    fix_with_tools(ctx, s, task_id, &last_output, &mut before_fixes, mend).await;
+                let fixed = fix_with_tools(
+                    ctx,
+                    s,
+                    task_id,
+                    (&last_output, next_step),
+                    &mut before_fixes,
+                    mend,
+                )
+                .await;
                 if fixed.written.is_empty() {
                     // A fresh start that wrote nothing leaves the team's code, not the
                     // files as they were before the task, for the next step to work on.
@@ -191,7 +203,7 @@ pub async fn run(
             }
             FixStep::AskForFiles { round } => {
                 // A fix that gives no file changes nothing: an answer that cannot be used.
-                let answer = ask_for_fix(ctx, s, task_id, &last_failed, &last_output)
+                let answer = ask_for_fix(ctx, s, task_id, &last_failed, (&last_output, next_step))
                     .await
                     .and_then(|fix| {
                         if fix.files.is_empty() {
@@ -365,7 +377,7 @@ async fn fix_with_tools(
     ctx: &AgentContext,
     s: &Services,
     task_id: TaskId,
-    output: &str,
+    (output, next_step): (&str, &str),
     before_fixes: &mut Vec<(String, String)>,
     mend: Mend,
 ) -> ToolFix {
@@ -392,7 +404,7 @@ async fn fix_with_tools(
     let what_to_do = if put_back_first.is_empty() {
         format!(
             "The team's code for this task does not pass this check:\n{failure}\n\n\
-             Fix the team's files with your tools so that the check passes."
+             {next_step} Fix the team's files with your tools so that the check passes."
         )
     } else {
         let _ = ctx.append_own_board(&format!(
@@ -871,7 +883,7 @@ async fn ask_for_fix(
     s: &Services,
     task_id: TaskId,
     command: &str,
-    output: &str,
+    (output, next_step): (&str, &str),
 ) -> Result<Fix, String> {
     let model = s.model(TeamLayer::Bottom).ok_or("no model is configured")?;
     // The files this task wrote: other tasks' files are not this fix's business.
@@ -895,7 +907,7 @@ async fn ask_for_fix(
         system: ctx.system_prompt(super::roles::MID),
         messages: vec![ChatMessage::user(format!(
             "The team's code fails its checks ({command}).\n\nFiles the team wrote:{sources}\n\n{}\n\n\
-             A test shown above is Conclave's check of the team's code: never change it or copy it into a file. \
+             {next_step} A test shown above is Conclave's check of the team's code: never change it or copy it into a file. \
              Change the team's files so that the checks pass, and give the whole new content of each file to change.",
             extract_errors(output)
         ))],

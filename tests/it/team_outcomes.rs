@@ -132,6 +132,38 @@ async fn the_verify_loop_fixes_a_failing_test() {
 
 // Real time, as above.
 #[tokio::test]
+async fn with_error_strategies_off_the_task_s_fix_round_is_told_only_to_try_another_way() {
+    let mut config = answer_42_config();
+    config.team.error_strategies = false;
+    let generic = conclave::recovery::strategy::GENERIC_NEXT_STEP;
+    let [w1, w2] = writes("Write answer.txt", "answer.txt", "answer = 41\n");
+    let team = start(
+        json!([
+            plan(&["Write answer.txt"]),
+            w1, w2,
+            { "match": ["does not pass this check", "expected answer = 42", generic],
+              "toolCalls": [ { "name": "file_edit", "arguments": { "path": "answer.txt", "old_text": "answer = 41", "new_text": "answer = 42" } } ] },
+            { "match": "updated answer.txt", "text": "Fixed the answer." }
+        ]),
+        config,
+    )
+    .await;
+    let task = team.submit("Record the answer");
+    let summary = team.engine.wait_for(task).await.unwrap();
+    assert_eq!(summary.status, TaskStatus::Completed, "{summary:?}");
+    assert_eq!(team.read("answer.txt"), "answer = 42\n");
+    // The round's step matched only on the generic words, not on the next step for a
+    // wrong result.
+    assert!(
+        team.model.unused_steps().is_empty(),
+        "{:?}",
+        team.model.unused_steps()
+    );
+    team.engine.shutdown().await;
+}
+
+// Real time, as above.
+#[tokio::test]
 async fn a_fix_round_is_first_made_by_a_coder_with_its_tools() {
     // A coder with its tools reads and edits the file it fixes; a structured answer
     // is only the fallback.
@@ -141,7 +173,9 @@ async fn a_fix_round_is_first_made_by_a_coder_with_its_tools() {
         json!([
             plan(&["Write answer.txt"]),
             w1, w2,
-            { "match": ["does not pass this check", "expected answer = 42", "Record the answer"],
+            // Told the next step for a wrong result, from the one table of next steps.
+            { "match": ["does not pass this check", "expected answer = 42", "Record the answer",
+                        "The code runs but gives a wrong result"],
               "toolCalls": [ { "name": "file_edit", "arguments": { "path": "answer.txt", "old_text": "answer = 41", "new_text": "answer = 42" } } ] },
             { "match": "updated answer.txt", "text": "Fixed the answer." }
         ]),

@@ -635,8 +635,10 @@ async fn code_that_never_returns_is_stopped_at_the_acceptance_limit_and_fixed() 
             { "match": "Implement double", "toolCalls": [ { "name": "file_write", "arguments": { "path": "calc.py", "content": "def double(x):\n    \"\"\"Return twice x.\"\"\"\n    total = 0\n    while total != 2 * x + 1:\n        total += 2\n    return total\n" } } ] },
             { "match": "updated calc.py", "text": "Implemented double." },
             { "match": "short Python test script", "text": "```python\nfrom calc import double\nprint('checking double')\nassert double(2) == 4\n```" },
-            // The round is given only if it was told the run was stopped, and why.
-            { "match": ["fails its checks", "did not finish within 3 s", "loop forever", "checking double"], "text": fix.to_string() }
+            // The round is given only if it was told the run was stopped, why, and the
+            // next step for code that never ends.
+            { "match": ["fails its checks", "did not finish within 3 s", "loop forever", "checking double",
+                        "Find the loop or call that does not end"], "text": fix.to_string() }
         ]),
         config,
     )

@@ -128,6 +128,9 @@ const CHECK_OUTPUT_BYTES: usize = 256 * 1024;
 /// Kept of what a check printed before its time ran out.
 const TIMED_OUT_OUTPUT_CHARS: usize = 2_000;
 
+/// What a run stopped at its time limit says last, before the limit in seconds.
+pub const STOPPED: &str = "stopped: it did not finish within";
+
 /// Where and how long checks may run.
 #[derive(Clone)]
 pub struct Bench {
@@ -300,7 +303,7 @@ impl Bench {
             ))),
             // What it printed before it was stopped can show where it hung.
             Err(RunError::TimedOut { timeout, output }) => failed(format!(
-                "{}{}stopped: it did not finish within {} s (does the code loop forever or wait for input?)",
+                "{}{}{STOPPED} {} s (does the code loop forever or wait for input?)",
                 tail_chars(output.trim_end(), TIMED_OUT_OUTPUT_CHARS),
                 if output.trim().is_empty() { "" } else { "\n" },
                 timeout.as_secs()

@@ -75,11 +75,7 @@ pub async fn after_subtask(
         } else {
             Verdict::Passed
         };
-        let failed_kind = checks
-            .failed()
-            .next()
-            .map(|r| r.kind.clone())
-            .unwrap_or_default();
+        let failed_kind = checks.failure_code();
         match quality::after_subtask_checks(verdict, fix_turns) {
             SubtaskStep::Accept => return Ok(outcome),
             SubtaskStep::Fail => {

@@ -189,6 +189,19 @@ impl Checks {
         self.failed().next().is_none()
     }
 
+    /// What the first failure is, for the next step it calls for
+    /// (`recovery::strategy::ErrorCategory::of_check`): the failed check's kind, or
+    /// `never_ends` when its run was stopped at its time limit. Empty when none failed.
+    pub fn failure_code(&self) -> String {
+        match self.failed().next() {
+            Some(r) if r.detail.contains(bench::STOPPED) => {
+                crate::recovery::strategy::NEVER_ENDS.to_string()
+            }
+            Some(r) => r.kind.clone(),
+            None => String::new(),
+        }
+    }
+
     /// What failed and its output, for a fix prompt; `None` when nothing failed.
     pub fn failure_text(&self) -> Option<String> {
         let text: Vec<String> = self
