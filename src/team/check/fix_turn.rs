@@ -75,7 +75,7 @@ pub async fn after_subtask(
         } else {
             Verdict::Passed
         };
-        let failed_kind = checks.failure_code();
+        let failure_code = checks.failure_code();
         match quality::after_subtask_checks(verdict, fix_turns) {
             SubtaskStep::Accept => return Ok(outcome),
             SubtaskStep::Fail => {
@@ -86,7 +86,7 @@ pub async fn after_subtask(
                         failure.unwrap_or_default()
                     ),
                 )
-                .with_code(failed_kind);
+                .with_code(failure_code);
                 return Err((outcome, failure));
             }
             SubtaskStep::FixTurn => {}
@@ -97,7 +97,7 @@ pub async fn after_subtask(
                 "{}\n\nYou wrote the code, but it fails this check:\n{}\n\n{} Fix the files with your tools so the check passes.",
                 spec.description,
                 failure.unwrap_or_default(),
-                ErrorCategory::of_check(&failed_kind).next_step_if(s.config.team.error_strategies)
+                ErrorCategory::of_check(&failure_code).next_step_if(s.config.team.error_strategies)
             ),
             context: crate::team::files::with_files_now(
                 &spec.context,

@@ -975,3 +975,40 @@ async fn tests_run_only_at_the_end_of_the_task_and_only_on_code_that_compiles() 
     assert_eq!(of(&broken, "syntax.python").status, CheckStatus::Failed);
     assert_eq!(broken.tests().count(), 0);
 }
+
+#[test]
+fn the_first_failure_says_what_it_calls_for_and_a_stopped_run_is_code_that_never_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = bench(dir.path());
+    let files = ["calc.py".to_string()];
+    let passed = b.result(
+        "syntax.python",
+        "py_compile",
+        CheckStatus::Passed,
+        &files,
+        "",
+    );
+    let failed = |detail: &str| {
+        b.result(
+            "tests.acceptance",
+            "acceptance test",
+            CheckStatus::Failed,
+            &files,
+            detail,
+        )
+    };
+    let checks = |results: Vec<CheckResult>| Checks { results };
+    assert_eq!(checks(vec![passed.clone()]).failure_code(), "");
+    assert_eq!(
+        checks(vec![passed.clone(), failed("AssertionError: 3 != 4")]).failure_code(),
+        "tests"
+    );
+    let stopped = format!(
+        "checking spin\n{} 120 s (does the code loop forever or wait for input?)",
+        bench::STOPPED
+    );
+    assert_eq!(
+        checks(vec![passed, failed(&stopped)]).failure_code(),
+        crate::recovery::strategy::NEVER_ENDS
+    );
+}
