@@ -130,18 +130,21 @@ async fn the_verify_loop_fixes_a_failing_test() {
     team.engine.shutdown().await;
 }
 
-// Real time, as above.
-#[tokio::test]
-async fn with_error_strategies_off_the_task_s_fix_round_is_told_only_to_try_another_way() {
-    let mut config = answer_42_config();
-    config.team.error_strategies = false;
-    let generic = conclave::recovery::strategy::GENERIC_NEXT_STEP;
+/// "Record the answer" with `config`: the coder writes `answer = 41`, and the fix round
+/// edits it to 42 only if its prompt holds each of `told`. The team, the task and how it
+/// ended.
+async fn answer_fixed_when_told(
+    config: conclave::config::Config,
+    told: &[&str],
+) -> (Team, TaskId, conclave::wire::TaskSummary) {
     let [w1, w2] = writes("Write answer.txt", "answer.txt", "answer = 41\n");
+    let mut fix_words = vec!["does not pass this check", "expected answer = 42"];
+    fix_words.extend_from_slice(told);
     let team = start(
         json!([
             plan(&["Write answer.txt"]),
             w1, w2,
-            { "match": ["does not pass this check", "expected answer = 42", generic],
+            { "match": fix_words,
               "toolCalls": [ { "name": "file_edit", "arguments": { "path": "answer.txt", "old_text": "answer = 41", "new_text": "answer = 42" } } ] },
             { "match": "updated answer.txt", "text": "Fixed the answer." }
         ]),
@@ -150,6 +153,16 @@ async fn with_error_strategies_off_the_task_s_fix_round_is_told_only_to_try_anot
     .await;
     let task = team.submit("Record the answer");
     let summary = team.engine.wait_for(task).await.unwrap();
+    (team, task, summary)
+}
+
+// Real time, as above.
+#[tokio::test]
+async fn with_error_strategies_off_the_task_s_fix_round_is_told_only_to_try_another_way() {
+    let mut config = answer_42_config();
+    config.team.error_strategies = false;
+    let generic = conclave::recovery::strategy::GENERIC_NEXT_STEP;
+    let (team, _task, summary) = answer_fixed_when_told(config, &[generic]).await;
     assert_eq!(summary.status, TaskStatus::Completed, "{summary:?}");
     assert_eq!(team.read("answer.txt"), "answer = 42\n");
     // The round's step matched only on the generic words, not on the next step for a
@@ -167,23 +180,15 @@ async fn with_error_strategies_off_the_task_s_fix_round_is_told_only_to_try_anot
 async fn a_fix_round_is_first_made_by_a_coder_with_its_tools() {
     // A coder with its tools reads and edits the file it fixes; a structured answer
     // is only the fallback.
-    let config = answer_42_config();
-    let [w1, w2] = writes("Write answer.txt", "answer.txt", "answer = 41\n");
-    let team = start(
-        json!([
-            plan(&["Write answer.txt"]),
-            w1, w2,
-            // Told the next step for a wrong result, from the one table of next steps.
-            { "match": ["does not pass this check", "expected answer = 42", "Record the answer",
-                        "The code runs but gives a wrong result"],
-              "toolCalls": [ { "name": "file_edit", "arguments": { "path": "answer.txt", "old_text": "answer = 41", "new_text": "answer = 42" } } ] },
-            { "match": "updated answer.txt", "text": "Fixed the answer." }
-        ]),
-        config,
+    // Told the task, and the next step for a wrong result from the one table of next steps.
+    let (team, task, summary) = answer_fixed_when_told(
+        answer_42_config(),
+        &[
+            "Record the answer",
+            "The code runs but gives a wrong result",
+        ],
     )
     .await;
-    let task = team.submit("Record the answer");
-    let summary = team.engine.wait_for(task).await.unwrap();
     assert_eq!(
         summary.status,
         TaskStatus::Completed,
